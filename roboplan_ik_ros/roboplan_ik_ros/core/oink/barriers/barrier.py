@@ -1,0 +1,84 @@
+"""Base class of control barrier functions (CBF): keep h(q) >= 0 forward invariant.
+
+Discrete-time condition per row: ``J_h dq / dt + gamma * h / (1 + |h|) >= 0``, written with the
+safety margin m as the QP row ``-J_h dq <= dt * gamma * h / (1 + |h|) - m``. Each barrier also adds
+the safe-displacement regularization ``r / (2 ||J_h||^2) ||dq - dq_safe||^2`` (Frobenius norm of
+the barrier's stacked Jacobian; dq_safe = 0 unless a subclass says otherwise).
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from typing import TYPE_CHECKING
+
+import numpy as np
+import pinocchio as pin
+
+from ...errors import check_positive
+
+if TYPE_CHECKING:
+    from ..solver import Oink
+
+_MIN_JACOBIAN_NORM2 = 1e-12
+
+
+class Barrier(ABC):
+    """A barrier with ``m`` rows. Subclasses fill :attr:`value` (h [m]) and :attr:`jacobian` (dh/dq)."""
+
+    needs_geometry = False  # True if update/evaluate need geometry placements
+
+    def __init__(
+        self,
+        oink: Oink,
+        m: int,
+        dt: float,
+        gain: float,
+        safe_displacement_gain: float,
+        safety_margin: float,
+        name: str,
+    ) -> None:
+        self.name = name
+        self.oink = oink
+        self.dt = check_positive(dt, f"{name}.dt")
+        self.gain = check_positive(gain, f"{name}.gain")
+        self.safe_displacement_gain = check_positive(
+            safe_displacement_gain, f"{name}.safe_displacement_gain", allow_zero=True
+        )
+        self.safety_margin = check_positive(safety_margin, f"{name}.safety_margin", allow_zero=True)
+        self.value = np.zeros(m)  # h at the last update [m]; +inf for an unused row
+        self.jacobian = np.zeros((m, oink.nv))  # dh/dq over the group
+        self.G = np.zeros((m, oink.nv))  # -J_h
+        self.upper = np.zeros(m)
+        self.row_names: list[str] = [""] * m
+
+    @property
+    def size(self) -> int:
+        return len(self.value)
+
+    @abstractmethod
+    def update(self, q: np.ndarray, data: pin.Data, geom_data: pin.GeometryData) -> None:
+        """Fill value and jacobian at q (data holds joint Jacobians, frames and, if needed, geometry at q)."""
+
+    @abstractmethod
+    def evaluate(self, data: pin.Data, geom_data: pin.GeometryData) -> np.ndarray:
+        """h for the rows of the last update, at the configuration whose kinematics ``data`` holds."""
+
+    def constraint(self) -> tuple[np.ndarray, np.ndarray]:
+        """(G, upper) with ``G dq <= upper``; unused rows have G = 0 and upper = inf."""
+        h = self.value
+        np.negative(self.jacobian, out=self.G)
+        with np.errstate(invalid="ignore"):
+            np.divide(h, 1.0 + np.abs(h), out=self.upper)
+        self.upper *= self.dt * self.gain
+        self.upper -= self.safety_margin
+        self.upper[np.isinf(h)] = np.inf
+        return self.G, self.upper
+
+    def safe_displacement(self) -> np.ndarray | None:
+        """dq_safe of the regularization; None means zero."""
+        return None
+
+    def regularization_weight(self) -> float:
+        """r / ||J_h||^2 (0 when the Jacobian vanishes)."""
+        norm2 = float(np.einsum("ij,ij->", self.jacobian, self.jacobian))
+        return self.safe_displacement_gain / norm2 if norm2 > _MIN_JACOBIAN_NORM2 else 0.0

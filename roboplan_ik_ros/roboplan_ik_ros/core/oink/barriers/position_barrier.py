@@ -1,0 +1,75 @@
+"""PositionBarrier: keep a frame's origin inside an axis-aligned box of the world frame."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import numpy as np
+import pinocchio as pin
+
+from ...errors import InvalidInputError, as_vector
+from .barrier import Barrier
+
+if TYPE_CHECKING:
+    from ..solver import Oink
+
+_AXES = "xyz"
+
+
+class PositionBarrier(Barrier):
+    """Rows per selected axis i: ``h = p_i - p_min_i`` (lower) and ``h = p_max_i - p_i`` (upper).
+
+    Args:
+        frame: frame whose origin is kept in the box.
+        p_min, p_max: box corners in the world frame [m] (finite on selected axes).
+        axis_selection: which of x, y, z are constrained.
+    """
+
+    def __init__(
+        self,
+        oink: Oink,
+        frame: str,
+        p_min,
+        p_max,
+        dt: float,
+        gain: float = 1.0,
+        safe_displacement_gain: float = 1.0,
+        safety_margin: float = 0.0,
+        axis_selection=(True, True, True),
+        name: str | None = None,
+    ) -> None:
+        name = name or f"{frame}_box"
+        try:
+            axes = np.array([bool(a) for a in axis_selection])
+        except TypeError as exc:
+            raise InvalidInputError(f"{name}.axis_selection: expected 3 booleans, got {axis_selection!r}") from exc
+        if axes.shape != (3,) or not axes.any():
+            raise InvalidInputError(f"{name}.axis_selection: expected 3 booleans with at least one true")
+        self.axes = np.flatnonzero(axes)
+        super().__init__(oink, 2 * len(self.axes), dt, gain, safe_displacement_gain, safety_margin, name)
+        self.frame = frame
+        self.frame_id = oink.scene.frame_id(frame)
+        self.p_min = as_vector(p_min, 3, f"{name}.p_min", allow_inf=True)
+        self.p_max = as_vector(p_max, 3, f"{name}.p_max", allow_inf=True)
+        sel_min, sel_max = self.p_min[self.axes], self.p_max[self.axes]
+        if not (np.isfinite(sel_min).all() and np.isfinite(sel_max).all() and (sel_min < sel_max).all()):
+            raise InvalidInputError(
+                f"{name}: expected finite p_min < p_max on the selected axes, got p_min={self.p_min.tolist()}, "
+                f"p_max={self.p_max.tolist()}"
+            )
+        k = len(self.axes)
+        self.row_names = [f"{_AXES[a]} lower" for a in self.axes] + [f"{_AXES[a]} upper" for a in self.axes]
+        self._sign = np.concatenate([np.ones(k), -np.ones(k)])  # dh/dp along the axis
+        self._offset = np.concatenate([-sel_min, sel_max])
+        self._rows = np.concatenate([self.axes, self.axes])
+
+    def _h(self, p: np.ndarray) -> np.ndarray:
+        return self._sign * p[self._rows] + self._offset
+
+    def update(self, q: np.ndarray, data: pin.Data, geom_data: pin.GeometryData) -> None:
+        self.value[:] = self._h(data.oMf[self.frame_id].translation)
+        J = pin.getFrameJacobian(self.oink.scene.model, data, self.frame_id, pin.LOCAL_WORLD_ALIGNED)
+        np.multiply(self._sign[:, None], J[self._rows][:, self.oink.group.v_indices], out=self.jacobian)
+
+    def evaluate(self, data: pin.Data, geom_data: pin.GeometryData) -> np.ndarray:
+        return self._h(data.oMf[self.frame_id].translation)

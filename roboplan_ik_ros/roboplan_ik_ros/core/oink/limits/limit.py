@@ -1,0 +1,26 @@
+"""Base class of hard limits: exact bounds ``lower <= G dq <= upper`` on the joint displacement."""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from typing import NamedTuple
+
+import numpy as np
+
+
+class Bounds(NamedTuple):
+    """``lower <= G dq <= upper``; ``G is None`` means the identity (a box on dq, shape (nv,))."""
+
+    G: np.ndarray | None
+    lower: np.ndarray
+    upper: np.ndarray
+
+
+class Limit(ABC):
+    """A hard constraint: the QP's solution always satisfies it (the QP fails if limits conflict)."""
+
+    name: str
+
+    @abstractmethod
+    def bounds(self, q: np.ndarray) -> Bounds:
+        """Bounds at configuration q (full nq) on the group's displacement dq."""

@@ -1,0 +1,55 @@
+"""ConfigurationTask: drive the group's joints toward a target configuration (posture)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import numpy as np
+import pinocchio as pin
+
+from ...errors import InvalidInputError, as_vector
+from .task import Task
+
+if TYPE_CHECKING:
+    from ..solver import Oink
+
+
+class ConfigurationTask(Task):
+    """Error ``e = difference(q, q_target)`` over the group's velocity indices, Jacobian ``-I``.
+
+    Args:
+        q_target: target of the group's joints, size group nq (cos/sin pairs for continuous joints).
+        weights: cost per joint (scalar or group nv) [cost]/[rad]; W = diag(sqrt(weights)).
+    """
+
+    def __init__(
+        self,
+        oink: Oink,
+        q_target,
+        weights=1.0,
+        task_gain: float = 1.0,
+        lm_damping: float = 0.0,
+        priority: int = 1,
+        name: str = "posture",
+    ) -> None:
+        super().__init__(oink, oink.nv, task_gain, lm_damping, priority, name)
+        w = as_vector(weights, oink.nv, f"{name}.weights")
+        if (w < 0).any():
+            raise InvalidInputError(f"{name}.weights: expected values >= 0, got {w.tolist()}")
+        self.sqrt_weight[:] = np.sqrt(w)
+        self.jacobian[:] = -np.eye(oink.nv)
+        self._q_target_full = oink.scene.neutral()
+        self.set_target(q_target)
+
+    def set_target(self, q_target) -> None:
+        """New target for the group's joints (size group nq)."""
+        self._q_target_full[self.oink.group.q_indices] = as_vector(
+            q_target, self.oink.group.nq, f"{self.name}.q_target"
+        )
+
+    @property
+    def target(self) -> np.ndarray:
+        return self._q_target_full[self.oink.group.q_indices]
+
+    def update(self, q: np.ndarray, data: pin.Data) -> None:
+        self.error[:] = pin.difference(self.oink.scene.model, q, self._q_target_full)[self.oink.group.v_indices]

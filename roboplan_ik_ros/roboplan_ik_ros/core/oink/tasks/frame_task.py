@@ -1,0 +1,102 @@
+"""FrameTask: drive a frame of the robot to a target pose T_world_target."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import numpy as np
+import pinocchio as pin
+
+from ...errors import InvalidInputError, as_vector, check_positive
+from .task import Task
+
+if TYPE_CHECKING:
+    from ..solver import Oink
+
+
+def as_se3(T, what: str) -> pin.SE3:
+    """``T`` (pin.SE3 or 4x4 homogeneous matrix) as a pin.SE3 with a proper rotation, or raise."""
+    if isinstance(T, pin.SE3):  # a pin.SE3 always holds a rotation: check finiteness only
+        if not (np.isfinite(T.translation).all() and np.isfinite(T.rotation).all()):
+            raise InvalidInputError(f"{what}: non-finite values in the pose")
+        return T.copy()
+    else:
+        try:
+            M = np.asarray(T, dtype=float)
+        except (TypeError, ValueError) as exc:
+            raise InvalidInputError(f"{what}: expected a pin.SE3 or a 4x4 matrix, got {T!r}") from exc
+        if M.shape != (4, 4):
+            raise InvalidInputError(f"{what}: expected a 4x4 homogeneous matrix, got shape {M.shape}")
+    if not np.all(np.isfinite(M)):
+        raise InvalidInputError(f"{what}: non-finite values in the pose")
+    R = M[:3, :3]
+    if np.abs(R.T @ R - np.eye(3)).max() > 1e-6 or np.linalg.det(R) < 0:
+        raise InvalidInputError(f"{what}: the rotation part is not a rotation matrix")
+    return pin.SE3(R, M[:3, 3])
+
+
+def saturate(e: np.ndarray, e_max: float) -> None:
+    """In place: e <- e_max * tanh(|e| / e_max) * e / |e| (no-op for e_max = inf or e = 0)."""
+    if np.isfinite(e_max):
+        norm = np.linalg.norm(e)
+        if norm > 0.0:
+            e *= e_max * np.tanh(norm / e_max) / norm
+
+
+class FrameTask(Task):
+    """Track ``T_world_target`` with frame ``frame``.
+
+    Error (world-aligned, 6,): ``e_pos = p_target - p`` [m], ``e_rot = R log3(R^T R_target)`` [rad],
+    each optionally saturated by ``max_position_error`` / ``max_rotation_error`` (tanh). Jacobian:
+    minus the frame Jacobian in ``LOCAL_WORLD_ALIGNED``. W = diag(sqrt(position_cost) I3,
+    sqrt(orientation_cost) I3); costs may be scalars or per-axis 3-vectors ([cost]/[m], [cost]/[rad]).
+    The target defaults to the frame's pose at the first update (hold still).
+    """
+
+    def __init__(
+        self,
+        oink: Oink,
+        frame: str,
+        target=None,
+        position_cost=1.0,
+        orientation_cost=1.0,
+        task_gain: float = 1.0,
+        lm_damping: float = 0.0,
+        max_position_error: float = np.inf,
+        max_rotation_error: float = np.inf,
+        priority: int = 1,
+        name: str | None = None,
+    ) -> None:
+        name = name or frame
+        super().__init__(oink, 6, task_gain, lm_damping, priority, name)
+        self.frame = frame
+        self.frame_id = oink.scene.frame_id(frame)
+        pos = as_vector(position_cost, 3, f"{name}.position_cost")
+        rot = as_vector(orientation_cost, 3, f"{name}.orientation_cost")
+        if (pos < 0).any() or (rot < 0).any():
+            raise InvalidInputError(f"{name}: position_cost and orientation_cost must be >= 0")
+        self.sqrt_weight[:3], self.sqrt_weight[3:] = np.sqrt(pos), np.sqrt(rot)
+        self.max_position_error = check_positive(max_position_error, f"{name}.max_position_error", allow_inf=True)
+        self.max_rotation_error = check_positive(max_rotation_error, f"{name}.max_rotation_error", allow_inf=True)
+        self.target: pin.SE3 | None = None if target is None else as_se3(target, f"{name}.target")
+        self.position_error = 0.0  # |p_target - p| [m], before saturation
+        self.orientation_error = 0.0  # |log3| [rad], before saturation
+
+    def set_target(self, T_world_target) -> None:
+        """New target pose (pin.SE3 or 4x4), in the model's world frame."""
+        self.target = as_se3(T_world_target, f"{self.name}.target")
+
+    def update(self, q: np.ndarray, data: pin.Data) -> None:
+        T_world_frame = data.oMf[self.frame_id]
+        if self.target is None:
+            self.target = T_world_frame.copy()
+        R = T_world_frame.rotation
+        e = self.error
+        e[:3] = self.target.translation - T_world_frame.translation
+        e[3:] = R @ pin.log3(R.T @ self.target.rotation)
+        self.position_error = float(np.linalg.norm(e[:3]))
+        self.orientation_error = float(np.linalg.norm(e[3:]))
+        saturate(e[:3], self.max_position_error)
+        saturate(e[3:], self.max_rotation_error)
+        J = pin.getFrameJacobian(self.oink.scene.model, data, self.frame_id, pin.LOCAL_WORLD_ALIGNED)
+        np.negative(J[:, self.oink.group.v_indices], out=self.jacobian)

@@ -1,0 +1,56 @@
+"""Robot models shipped by the ``example-robot-data`` PyPI package (no download at run time)."""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+from .errors import unknown_name
+
+
+@dataclass(frozen=True)
+class RobotDescription:
+    """A robot's URDF/SRDF text and what is needed to load it."""
+
+    name: str
+    urdf_xml: str
+    srdf_xml: str
+    package_paths: tuple[str, ...]
+    group: str  # default joint group ("" = every actuated joint)
+    tip_frame: str  # default end-effector frame
+
+
+# name -> (urdf, srdf, group, tip), paths relative to example-robot-data/robots
+EXAMPLE_ROBOTS = {
+    "panda": ("panda_description/urdf/panda.urdf", "panda_description/srdf/panda.srdf", "arm", "panda_hand_tcp"),
+    "ur5": ("ur_description/urdf/ur5_robot.urdf", "ur_description/srdf/ur5.srdf", "", "tool0"),
+}
+
+
+def example_robot_data_share() -> Path:
+    """The folder against which ``package://example-robot-data/...`` URIs resolve."""
+    for entry in sys.path:
+        share = Path(entry) / "cmeel.prefix" / "share"
+        if (share / "example-robot-data" / "robots").is_dir():
+            return share
+    raise FileNotFoundError(
+        "example-robot-data is not installed: `pip install example-robot-data` (run `make test` to bootstrap)"
+    )
+
+
+def load_example_robot(name: str) -> RobotDescription:
+    """Load one of :data:`EXAMPLE_ROBOTS` from the installed example-robot-data package."""
+    if name not in EXAMPLE_ROBOTS:
+        raise unknown_name("example robot", name, EXAMPLE_ROBOTS)
+    urdf, srdf, group, tip = EXAMPLE_ROBOTS[name]
+    share = example_robot_data_share()
+    robots = share / "example-robot-data" / "robots"
+    return RobotDescription(
+        name=name,
+        urdf_xml=(robots / urdf).read_text(),
+        srdf_xml=(robots / srdf).read_text(),
+        package_paths=(str(share),),
+        group=group,
+        tip_frame=tip,
+    )
