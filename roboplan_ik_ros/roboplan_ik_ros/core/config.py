@@ -1,0 +1,226 @@
+"""YAML configuration of the IK core: robot, solver, tasks, limits, barriers and SimpleIK options.
+
+Parsed into dataclasses with explicit checks: an unknown key, a wrong type or a bad value raises
+:class:`InvalidInputError` naming the key's path (``tasks[0].position_cost``) and what is valid.
+The ``node`` section is kept as a mapping for the ROS layer, which validates it the same way.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Union, get_args, get_origin, get_type_hints
+
+import yaml
+
+from .errors import InvalidInputError
+
+Number = float
+
+
+def from_mapping(cls, mapping: Any, path: str):
+    """Build dataclass ``cls`` from ``mapping``, checking keys and value types."""
+    if mapping is None:
+        mapping = {}
+    if not isinstance(mapping, Mapping):
+        raise InvalidInputError(f"{path}: expected a mapping, got {type(mapping).__name__} {mapping!r}")
+    hints = get_type_hints(cls)
+    names = [f.name for f in dataclasses.fields(cls)]
+    kwargs = {}
+    for key, value in mapping.items():
+        if key not in names:
+            raise InvalidInputError(f"{path}.{key}: unknown key; valid keys: {', '.join(names)}")
+        kwargs[key] = _check_type(value, hints[key], f"{path}.{key}")
+    try:
+        obj = cls(**kwargs)
+    except TypeError as exc:  # a required key is missing
+        required = [f.name for f in dataclasses.fields(cls)
+                    if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING]
+        raise InvalidInputError(f"{path}: missing required key(s); required: {', '.join(required)}") from exc
+    return obj
+
+
+def _check_type(value: Any, hint: Any, path: str) -> Any:
+    origin = get_origin(hint)
+    if hint is Any:
+        return value
+    if origin is Union:
+        options = get_args(hint)
+        if value is None and type(None) in options:
+            return None
+        errors = []
+        for opt in options:
+            if opt is type(None):
+                continue
+            try:
+                return _check_type(value, opt, path)
+            except InvalidInputError as exc:
+                errors.append(str(exc))
+        raise InvalidInputError(errors[-1] if len(errors) == 1 else f"{path}: {value!r} matches none of {hint}")
+    if hint is bool:
+        if not isinstance(value, bool):
+            raise InvalidInputError(f"{path}: expected true or false, got {value!r}")
+        return value
+    if hint is float:
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or math.isnan(value):
+            raise InvalidInputError(f"{path}: expected a number, got {value!r}")
+        return float(value)
+    if hint is int:
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise InvalidInputError(f"{path}: expected an integer, got {value!r}")
+        return value
+    if hint is str:
+        if not isinstance(value, str):
+            raise InvalidInputError(f"{path}: expected a string, got {value!r}")
+        return value
+    if origin is list:
+        if not isinstance(value, list):
+            raise InvalidInputError(f"{path}: expected a list, got {value!r}")
+        (item,) = get_args(hint)
+        return [_check_type(v, item, f"{path}[{k}]") for k, v in enumerate(value)]
+    if origin is dict:
+        if not isinstance(value, Mapping):
+            raise InvalidInputError(f"{path}: expected a mapping, got {value!r}")
+        _, item = get_args(hint)
+        return {str(k): _check_type(v, item, f"{path}.{k}") for k, v in value.items()}
+    if dataclasses.is_dataclass(hint):
+        return from_mapping(hint, value, path)
+    raise TypeError(f"unsupported type hint {hint} at {path}")  # a programming error, not input
+
+
+# ----------------------------------------------------------------------- sections
+@dataclass
+class RobotConfig:
+    group: str = ""  # SRDF joint group; "" = every actuated joint
+    package_paths: list[str] = field(default_factory=list)
+    convex_hulls: bool = True
+    position_limits: dict[str, list[float]] = field(default_factory=dict)  # joint -> [lower, upper]
+    velocity_limits: dict[str, float] = field(default_factory=dict)  # joint -> v_max
+
+
+@dataclass
+class SolverConfig:
+    regularization: float = 1e-6
+    unconstrained_shortcut: bool = True
+    eps_abs: float = 1e-6
+    eps_rel: float = 1e-6
+    max_iter: int = 4000
+    enforce_barriers: bool = True
+    barrier_tolerance: float = 1e-4  # [m]
+
+
+@dataclass
+class TaskConfig:
+    name: str
+    type: str  # "frame" | "configuration"
+    priority: int = 1
+    task_gain: float = 1.0
+    lm_damping: float = 0.0
+    # frame
+    frame: str = ""
+    position_cost: Union[float, list[float]] = 1.0
+    orientation_cost: Union[float, list[float]] = 1.0
+    max_position_error: float = math.inf
+    max_rotation_error: float = math.inf
+    # configuration
+    target: Union[str, list[float]] = "current"  # "current", an SRDF group_state, or joint values
+    weights: Union[float, list[float]] = 1.0
+
+
+@dataclass
+class LimitConfig:
+    type: str  # "position" | "velocity"
+    gain: float = 1.0  # position
+    v_max: Union[None, float, list[float]] = None  # velocity; None = URDF
+
+
+@dataclass
+class BarrierConfig:
+    name: str
+    type: str  # "position" | "self_collision"
+    gain: float = 1.0
+    safe_displacement_gain: float = 1.0
+    safety_margin: float = 0.0
+    # position
+    frame: str = ""
+    p_min: list[float] = field(default_factory=list)
+    p_max: list[float] = field(default_factory=list)
+    axis_selection: list[bool] = field(default_factory=lambda: [True, True, True])
+    # self_collision
+    n_collision_pairs: int = 0
+    d_min: float = 0.02
+    broad_phase_cutoff: float = 0.2
+
+
+@dataclass
+class SimpleIKConfig:
+    max_iters: int = 100
+    max_time: float = 0.005
+    max_restarts: int = 2
+    step_size: float = 0.25
+    damping: float = 0.001
+    max_linear_error_norm: float = 0.001
+    max_angular_error_norm: float = 0.001
+    check_collisions: bool = True
+    fast_return: bool = True
+    seed: Union[None, int] = None
+
+
+@dataclass
+class IKConfig:
+    robot: RobotConfig = field(default_factory=RobotConfig)
+    solver: SolverConfig = field(default_factory=SolverConfig)
+    tasks: list[TaskConfig] = field(default_factory=list)
+    limits: list[LimitConfig] = field(default_factory=list)
+    barriers: list[BarrierConfig] = field(default_factory=list)
+    simple_ik: SimpleIKConfig = field(default_factory=SimpleIKConfig)
+    node: dict[str, Any] = field(default_factory=dict)  # validated by the ROS layer
+
+    def __post_init__(self) -> None:
+        for kind, items in (("tasks", self.tasks), ("barriers", self.barriers)):
+            seen = set()
+            for k, item in enumerate(items):
+                if item.name in seen:
+                    raise InvalidInputError(f"{kind}[{k}].name: duplicate name {item.name!r}; names must be unique")
+                seen.add(item.name)
+        for k, t in enumerate(self.tasks):
+            if t.type not in TASK_TYPES:
+                raise InvalidInputError(f"tasks[{k}].type: unknown type {t.type!r}; valid: {', '.join(TASK_TYPES)}")
+            if t.type == "frame" and not t.frame:
+                raise InvalidInputError(f"tasks[{k}].frame: required for a frame task")
+        for k, lim in enumerate(self.limits):
+            if lim.type not in LIMIT_TYPES:
+                raise InvalidInputError(f"limits[{k}].type: unknown type {lim.type!r}; valid: {', '.join(LIMIT_TYPES)}")
+        for k, b in enumerate(self.barriers):
+            if b.type not in BARRIER_TYPES:
+                raise InvalidInputError(
+                    f"barriers[{k}].type: unknown type {b.type!r}; valid: {', '.join(BARRIER_TYPES)}"
+                )
+        if not self.tasks:
+            raise InvalidInputError("tasks: expected at least one task")
+
+
+TASK_TYPES = ("frame", "configuration")
+LIMIT_TYPES = ("position", "velocity")
+BARRIER_TYPES = ("position", "self_collision")
+
+
+def load_config(source: str | Path | Mapping) -> IKConfig:
+    """Parse a YAML file path, YAML text, or an already-loaded mapping."""
+    if isinstance(source, Mapping):
+        data = source
+    else:
+        text = source
+        if isinstance(source, Path) or (isinstance(source, str) and "\n" not in source and source.endswith((".yaml", ".yml"))):
+            try:
+                text = Path(source).read_text()
+            except OSError as exc:
+                raise InvalidInputError(f"config_file: cannot read {str(source)!r}: {exc.strerror}") from exc
+        try:
+            data = yaml.safe_load(text)
+        except yaml.YAMLError as exc:
+            raise InvalidInputError(f"config: invalid YAML: {exc}") from exc
+    return from_mapping(IKConfig, data, "config")
