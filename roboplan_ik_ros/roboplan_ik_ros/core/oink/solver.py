@@ -259,7 +259,7 @@ class Oink:
             self._qp_rows = m
         else:
             self._qp.update(q=self.c, l=l, u=u, Px=self._P.data, Ax=Ax)
-        res = self._qp.solve()
+        res = self._qp.solve(raise_error=False)
         status = res.info.status
         if res.info.status_val not in (1, 2) or res.x is None or not np.isfinite(res.x).all():  # solved, inaccurate
             self._qp = None  # do not warm-start from a failed solve

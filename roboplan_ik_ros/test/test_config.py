@@ -1,0 +1,85 @@
+"""YAML configuration: the shipped configs build, and every kind of bad input names its key."""
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from models import robot
+from roboplan_ik_ros.core import InvalidInputError
+from roboplan_ik_ros.core.config import load_config
+from roboplan_ik_ros.core.controller import OinkController, scene_from_config
+
+CONFIG_DIR = Path(__file__).resolve().parents[1] / "config"
+
+
+@pytest.mark.parametrize("name", ["panda", "ur5"])
+def test_shipped_config_builds_and_holds_still(name):
+    cfg = load_config(CONFIG_DIR / f"{name}.yaml")
+    r = robot(name)
+    s = scene_from_config(r.urdf_xml, r.srdf_xml, cfg.robot, r.package_paths)
+    q = s.named_configuration("default") if s.srdf.group_states else s.neutral()
+    if name == "ur5":
+        q[1], q[2] = -1.0, 1.2  # away from the stretched-out singular neutral pose
+    ctl = OinkController(s, cfg, dt=0.002, q=q)
+    assert set(ctl.tasks) == {t.name for t in cfg.tasks}
+    assert len(ctl.limits) == len(cfg.limits) and len(ctl.barriers) == len(cfg.barriers)
+    for _ in range(10):
+        out = ctl.step(q)
+        assert out.result.ok, out.result.status
+        q = out.q_next
+    assert np.abs(out.dq).max() < 1e-6  # targets start at the current pose: the robot holds still
+
+
+BASE = "tasks: [{name: ee, type: frame, frame: panda_hand_tcp}]\n"
+
+
+@pytest.mark.parametrize(
+    "text, message",
+    [
+        ("tasks: []", "tasks: expected at least one task"),
+        ("tasks: [{name: ee, type: frame, frame: panda_hand_tcp, positon_cost: 1}]",
+         r"config.tasks\[0\].positon_cost: unknown key; valid keys: name, type, priority"),
+        ("tasks: [{name: ee, type: frme}]", r"tasks\[0\].type: unknown type 'frme'; valid: frame, configuration"),
+        ("tasks: [{name: ee, type: frame}]", r"tasks\[0\].frame: required for a frame task"),
+        ("tasks: [{type: frame, frame: x}]", r"config.tasks\[0\]: missing required key\(s\); required: name, type"),
+        (BASE + "solver: {regularization: abc}", "config.solver.regularization: expected a number, got 'abc'"),
+        (BASE + "solver: {enforce_barriers: 1}", "config.solver.enforce_barriers: expected true or false"),
+        (BASE + "limits: [{type: acceleration}]", r"limits\[0\].type: unknown type 'acceleration'; valid: position"),
+        (BASE + "barriers: [{name: b, type: wall}]", r"barriers\[0\].type: unknown type 'wall'"),
+        (BASE + "robots: {}", "config.robots: unknown key; valid keys: robot, solver, tasks"),
+        ("tasks: [{name: a, type: frame, frame: f}, {name: a, type: frame, frame: f}]", "duplicate name 'a'"),
+        ("tasks: [", "config: invalid YAML"),
+        ("- 1\n- 2", "config: expected a mapping"),
+    ],
+)
+def test_bad_config_names_the_key(text, message):
+    with pytest.raises(InvalidInputError, match=message):
+        load_config(text)
+
+
+@pytest.mark.parametrize(
+    "text, message",
+    [
+        ("tasks: [{name: ee, type: frame, frame: nowhere}]", r"tasks\[0\] \(ee\): unknown frame 'nowhere'; valid:"),
+        (BASE + "limits: [{type: position, gain: 2.0}]", r"limits\[0\] \(position\): position_limit.gain: expected a value in \(0, 1\]"),
+        (BASE + "barriers: [{name: sc, type: self_collision, n_collision_pairs: 99}]",
+         r"barriers\[0\] \(sc\): n_collision_pairs: expected an integer in \[1, 44\]"),
+        (BASE + "barriers: [{name: box, type: position, frame: panda_hand_tcp, p_min: [0, 0, 0], p_max: [1, 1]}]",
+         r"barriers\[0\] \(box\): box.p_max: expected 3 values"),
+        ("tasks: [{name: p, type: configuration, target: [0, 0]}]", r"tasks\[0\] \(p\): target: expected 9 joint values"),
+        ("tasks: [{name: p, type: configuration, target: home}]", r"unknown SRDF group_state 'home'; valid: 'default'"),
+        ("robot: {group: legs}\n" + BASE, "unknown joint group 'legs'; valid: '', 'arm'"),
+    ],
+)
+def test_bad_values_fail_when_building_with_the_key_named(text, message):
+    cfg = load_config(text)
+    r = robot("panda")
+    with pytest.raises(InvalidInputError, match=message):
+        s = scene_from_config(r.urdf_xml, r.srdf_xml, cfg.robot, r.package_paths)
+        OinkController(s, cfg, 0.01, s.named_configuration("default"))
+
+
+def test_missing_file_is_reported():
+    with pytest.raises(InvalidInputError, match="config_file: cannot read '/nonexistent.yaml'"):
+        load_config("/nonexistent.yaml")
