@@ -25,6 +25,14 @@ class JointGroup:
     continuous_q: np.ndarray  # full-q index of the cos coordinate of each continuous joint (sin follows)
 
     @property
+    def v_columns(self) -> slice | np.ndarray:
+        """Selector of the group's columns in a full-model Jacobian: a slice when contiguous (cheaper)."""
+        v = self.v_indices
+        if len(v) and np.array_equal(v, np.arange(v[0], v[0] + len(v))):
+            return slice(int(v[0]), int(v[0]) + len(v))
+        return v
+
+    @property
     def nq(self) -> int:
         return len(self.q_indices)
 

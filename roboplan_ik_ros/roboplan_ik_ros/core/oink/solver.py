@@ -114,6 +114,7 @@ class Oink:
         self._levels_key: tuple = ()
         self._levels: list[list[Task]] = []
         self._box_rows = np.eye(n)
+        self._blocks: list[tuple[np.ndarray, np.ndarray | None, np.ndarray]] = []
 
     # ----------------------------------------------------------------- helpers
     def scatter(self, dq: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
@@ -168,20 +169,21 @@ class Oink:
         for level in self._priority_levels(tasks):
             N = None
             if stacked:
-                Js = np.vstack(stacked)
+                Js = stacked[0] if len(stacked) == 1 else np.vstack(stacked)
                 JJt = Js @ Js.T
                 JJt.flat[:: len(Js) + 1] += lam
-                N = self._eye - Js.T @ solve_spd(JJt, Js)
+                N = self._eye - Js.T @ solve_spd(JJt, Js)  # damped nullspace projector of the levels above
             for task in level:
                 task.update(q, self.data)
                 JN = task.jacobian if N is None else task.jacobian @ N
                 WJ = task.sqrt_weight[:, None] * JN
-                We = task.sqrt_weight * (task.task_gain * task.error)
+                We = task.error * task.sqrt_weight
+                We *= task.task_gain
                 H += WJ.T @ WJ
                 c += WJ.T @ We
                 if task.lm_damping > 0.0:
                     H.flat[:: self.nv + 1] += task.lm_damping * float(We @ We)
-            stacked.extend(t.jacobian for t in level)
+                stacked.append(task.jacobian)
 
     def _priority_levels(self, tasks: Sequence[Task]) -> list[list[Task]]:
         """Tasks grouped by priority, highest first (cached for the same task list)."""
@@ -221,32 +223,48 @@ class Oink:
                 f"infeasible limits: joint {self.group.joint_names[k]!r} needs dq >= {lower[k]:.6g} and "
                 f"dq <= {upper[k]:.6g} (is it outside its position limits?)"
             )
-        rows = [(self._box_rows, lower, upper)] + general
+        self._blocks = general  # (G, lower, upper) rows besides the box; barrier rows have lower None
         for b in barriers:
             G, up = b.constraint()
-            rows.append((G, None, up))
-        m = sum(len(r[2]) for r in rows)
+            self._blocks.append((G, None, up))
+        return ""
+
+    def _feasible(self, dq: np.ndarray) -> bool:
+        """Does dq satisfy the box and every constraint block (exactly, no tolerance)?"""
+        if not ((dq >= self._lower).all() and (dq <= self._upper).all()):
+            return False
+        for G, lo, up in self._blocks:
+            Gdq = G @ dq
+            if not (Gdq <= up).all() or (lo is not None and not (Gdq >= lo).all()):
+                return False
+        return True
+
+    def _assemble(self) -> None:
+        """Stack the box and the blocks into the dense A, l, u given to OSQP."""
+        n = self.nv
+        m = n + sum(len(up) for _, _, up in self._blocks)
         if self._A.shape[0] != m:
-            self._A = np.zeros((m, self.nv))
+            self._A = np.zeros((m, n))
+            self._A[:n] = self._box_rows  # constant: written once per row layout
             self._l = np.zeros(m)
             self._u = np.zeros(m)
-        i = 0
-        for G, lo, up in rows:
+        self._l[:n], self._u[:n] = self._lower, self._upper
+        i = n
+        for G, lo, up in self._blocks:
             k = len(up)
             self._A[i : i + k] = G
             self._l[i : i + k] = -np.inf if lo is None else lo
             self._u[i : i + k] = up
             i += k
-        return ""
 
     def _solve_qp(self) -> OinkResult:
         dq = self._dq
         if self.unconstrained_shortcut:
             dq[:] = solve_spd(self.H, self.c)
             np.negative(dq, out=dq)
-            Ax = self._A @ dq
-            if (Ax >= self._l).all() and (Ax <= self._u).all():
+            if self._feasible(dq):
                 return OinkResult(dq, True, "solved (unconstrained optimum is feasible)")
+        self._assemble()
         l = np.clip(self._l, -_OSQP_INF, _OSQP_INF)
         u = np.clip(self._u, -_OSQP_INF, _OSQP_INF)
         self._P.data[:] = self.H[self._P_rows, self._P_cols]

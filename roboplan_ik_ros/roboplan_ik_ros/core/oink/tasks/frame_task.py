@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -37,8 +38,8 @@ def as_se3(T, what: str) -> pin.SE3:
 
 def saturate(e: np.ndarray, e_max: float) -> None:
     """In place: e <- e_max * tanh(|e| / e_max) * e / |e| (no-op for e_max = inf or e = 0)."""
-    if np.isfinite(e_max):
-        norm = np.linalg.norm(e)
+    if e_max < math.inf:
+        norm = math.sqrt(float(e @ e))
         if norm > 0.0:
             e *= e_max * np.tanh(norm / e_max) / norm
 
@@ -71,6 +72,7 @@ class FrameTask(Task):
         super().__init__(oink, 6, task_gain, lm_damping, priority, name)
         self.frame = frame
         self.frame_id = oink.scene.frame_id(frame)
+        self._columns = oink.group.v_columns
         pos = as_vector(position_cost, 3, f"{name}.position_cost")
         rot = as_vector(orientation_cost, 3, f"{name}.orientation_cost")
         if (pos < 0).any() or (rot < 0).any():
@@ -92,11 +94,11 @@ class FrameTask(Task):
             self.target = T_world_frame.copy()
         R = T_world_frame.rotation
         e = self.error
-        e[:3] = self.target.translation - T_world_frame.translation
-        e[3:] = R @ pin.log3(R.T @ self.target.rotation)
-        self.position_error = float(np.linalg.norm(e[:3]))
-        self.orientation_error = float(np.linalg.norm(e[3:]))
+        np.subtract(self.target.translation, T_world_frame.translation, out=e[:3])
+        np.matmul(R, pin.log3(R.T @ self.target.rotation), out=e[3:])
+        self.position_error = math.sqrt(float(e[:3] @ e[:3]))
+        self.orientation_error = math.sqrt(float(e[3:] @ e[3:]))
         saturate(e[:3], self.max_position_error)
         saturate(e[3:], self.max_rotation_error)
         J = pin.getFrameJacobian(self.oink.scene.model, data, self.frame_id, pin.LOCAL_WORLD_ALIGNED)
-        np.negative(J[:, self.oink.group.v_indices], out=self.jacobian)
+        np.negative(J[:, self._columns], out=self.jacobian)
