@@ -50,9 +50,12 @@ class ClosestPairs:
         self.cutoff = check_positive(cutoff, "broad_phase_cutoff", allow_inf=True)
         self.scene = scene
         self.n = int(n)
+        # geometryObjects[i] copies the object (meshes included) in pinocchio's Python API: read once.
+        geometry_names = [g.name for g in gm.geometryObjects]
         self.first = np.array([p.first for p in gm.collisionPairs], dtype=int)
         self.second = np.array([p.second for p in gm.collisionPairs], dtype=int)
         self.geometries = np.unique(np.concatenate([self.first, self.second]))
+        self._pair_names = [f"{geometry_names[a]} <-> {geometry_names[b]}" for a, b in zip(self.first, self.second)]
         slot = {g: k for k, g in enumerate(self.geometries)}
         self._slot1 = np.array([slot[g] for g in self.first])
         self._slot2 = np.array([slot[g] for g in self.second])
@@ -119,9 +122,8 @@ class ClosestPairs:
         return out
 
     def pair_name(self, pair_index: int) -> str:
-        gm = self.scene.collision_model
-        return f"{gm.geometryObjects[int(self.first[pair_index])].name} <-> " \
-               f"{gm.geometryObjects[int(self.second[pair_index])].name}"
+        """"geometry1 <-> geometry2" of a collision pair."""
+        return self._pair_names[pair_index]
 
 
 def _unit_normal(d: float, p1: np.ndarray, p2: np.ndarray, coal_normal: np.ndarray) -> np.ndarray:

@@ -54,14 +54,17 @@ class SelfCollisionBarrier(Barrier):
         self._joint1 = np.array([gm.geometryObjects[int(g)].parentJoint for g in self.pairs.first])
         self._joint2 = np.array([gm.geometryObjects[int(g)].parentJoint for g in self.pairs.second])
         self._active_pairs = np.zeros(0, dtype=int)
+        self._columns = oink.group.v_columns
 
     def _point_row(self, data: pin.Data, joint: int, point: np.ndarray, normal: np.ndarray) -> np.ndarray:
         """n^T (d point / dq) for a point fixed to ``joint`` (group columns)."""
         if joint == 0:
             return 0.0
         J = pin.getJointJacobian(self.oink.scene.model, data, joint, pin.LOCAL_WORLD_ALIGNED)
-        lever = point - data.oMi[joint].translation
-        return (normal @ J[:3] + np.cross(lever, normal) @ J[3:])[self.oink.group.v_indices]
+        r = point - data.oMi[joint].translation  # lever arm, world frame [m]
+        n = normal
+        r_x_n = np.array([r[1] * n[2] - r[2] * n[1], r[2] * n[0] - r[0] * n[2], r[0] * n[1] - r[1] * n[0]])
+        return (n @ J[:3] + r_x_n @ J[3:])[self._columns]  # np.cross costs ~10x more for 3-vectors
 
     def update(self, q: np.ndarray, data: pin.Data, geom_data: pin.GeometryData) -> None:
         res = self.pairs.query(data, geom_data)
