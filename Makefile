@@ -1,0 +1,54 @@
+# Two commands: `make demo` and `make test`. Both bootstrap .venv on first use (scripts/bootstrap.sh).
+SHELL := /bin/bash
+.SHELLFLAGS := -eu -o pipefail -c
+.DEFAULT_GOAL := help
+
+VENV := $(or $(ROBOPLAN_VENV),$(CURDIR)/.venv)
+export ROBOPLAN_VENV := $(VENV)
+PY := $(VENV)/bin/python
+# Shared runtime environment (AMENT_PREFIX_PATH, RMW, discovery range, domain id, log dir).
+WITH_ENV := source scripts/env.sh &&
+
+PYTEST_ARGS ?=
+ARGS ?=
+BENCH_OUT ?= build/bench
+
+.PHONY: help bootstrap demo test bench clean distclean
+
+help:
+	@echo "make demo       bootstrap .venv if needed, then run the IK demo (ARGS=... passed on)"
+	@echo "make test       bootstrap .venv if needed, then run the test suite (PYTEST_ARGS=...)"
+	@echo "make bench      also install requirements-bench.txt, run bench/*.py (JSON in $(BENCH_OUT)/)"
+	@echo "make bootstrap  only create/refresh .venv"
+	@echo "make clean      remove build/ and caches;  make distclean: also .venv"
+
+bootstrap:
+	@scripts/bootstrap.sh
+
+demo: bootstrap
+	@$(WITH_ENV) $(PY) -m roboplan_ik_ros.demo $(ARGS)
+
+# pytest exits 5 when it collects no test: that is a failure too (make fails on any non-zero).
+test: bootstrap
+	@$(WITH_ENV) echo "[test] ROS_DOMAIN_ID=$$ROS_DOMAIN_ID ROS_LOG_DIR=$$ROS_LOG_DIR"; \
+	rc=0; $(PY) -m pytest roboplan_ik_ros/test $(PYTEST_ARGS) || rc=$$?; \
+	if [ $$rc -eq 5 ]; then echo "[test] FAILED: no tests were collected" >&2; fi; \
+	exit $$rc
+
+bench:
+	@BENCH=1 scripts/bootstrap.sh
+	@mkdir -p $(BENCH_OUT)
+	@$(WITH_ENV) shopt -s nullglob; scripts=(bench/bench_*.py); \
+	if [ $${#scripts[@]} -eq 0 ]; then echo "[bench] no bench/bench_*.py scripts" >&2; exit 1; fi; \
+	for s in "$${scripts[@]}"; do \
+		out=$(BENCH_OUT)/$$(basename $$s .py).json; \
+		echo "[bench] $$s -> $$out"; \
+		$(PY) $$s --json $$out; \
+	done
+
+clean:
+	rm -rf build .pytest_cache roboplan_ik_ros/.pytest_cache roboplan_ik_ros/*.egg-info
+	find . -path ./.venv -prune -o -name __pycache__ -type d -prune -exec rm -rf {} +
+
+distclean: clean
+	rm -rf .venv
