@@ -210,3 +210,14 @@ def test_enforce_barriers_zeroes_a_violating_step(panda, q_home):
     dq[1] = -0.05  # shoulder forward: the tip leaves the box through its top face
     assert not oink.enforce_barriers(q_home, dq, [box])
     assert np.all(dq == 0.0)
+
+
+def test_unsatisfiable_barrier_row_is_named_in_the_status():
+    """UR5: wrist_2_link and ee_link hulls are 0.0198 m apart in every pose; d_min 0.02 cannot hold."""
+    ur5 = scene("ur5")
+    oink = Oink(ur5)
+    q = np.array([0.0, -1.0, 1.2, 0.0, 0.0, 0.0])
+    barrier = SelfCollisionBarrier(oink, n_collision_pairs=2, dt=DT, d_min=0.02)
+    res = oink.solve(q, [FrameTask(oink, "tool0")], [VelocityLimit(oink, DT)], [barrier])
+    assert not res.ok and np.all(res.dq == 0.0)
+    assert "row 'wrist_2_link_0 <-> ee_link_0' cannot be satisfied within the joint limits" in res.status

@@ -109,3 +109,19 @@ def test_frame_pose_matches_pinocchio():
     data = s.model.createData()
     pin.framesForwardKinematics(s.model, data, q)
     assert s.frame_pose(q, "panda_hand_tcp").isApprox(data.oMf[s.frame_id("panda_hand_tcp")])
+
+
+@pytest.mark.parametrize("name", ["ur5", "panda"])
+def test_convex_hulls_are_conservative(name):
+    """Every collision of the exact meshes is also one of the hulls (UR5's meshes are not convex)."""
+    r = robot(name)
+    hulls = scene(name)
+    meshes = Scene(r.urdf_xml, r.srdf_xml, r.package_paths, convex_hulls=False)
+    rng = np.random.default_rng(5)
+    mesh_collisions = 0
+    for _ in range(300):
+        q = hulls.random_configuration(rng)
+        if meshes.in_collision(q):
+            mesh_collisions += 1
+            assert hulls.in_collision(q)
+    assert mesh_collisions > 10  # the check is not vacuous

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import types
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -17,6 +18,7 @@ from typing import Any, Union, get_args, get_origin, get_type_hints
 import yaml
 
 from .errors import InvalidInputError
+from .simple_ik import SimpleIKOptions
 
 Number = float
 
@@ -47,7 +49,7 @@ def _check_type(value: Any, hint: Any, path: str) -> Any:
     origin = get_origin(hint)
     if hint is Any:
         return value
-    if origin is Union:
+    if origin is Union or origin is types.UnionType:
         options = get_args(hint)
         if value is None and type(None) in options:
             return None
@@ -156,30 +158,23 @@ class BarrierConfig:
 
 
 @dataclass
-class SimpleIKConfig:
-    max_iters: int = 100
-    max_time: float = 0.005
-    max_restarts: int = 2
-    step_size: float = 0.25
-    damping: float = 0.001
-    max_linear_error_norm: float = 0.001
-    max_angular_error_norm: float = 0.001
-    check_collisions: bool = True
-    fast_return: bool = True
-    seed: Union[None, int] = None
-
-
-@dataclass
 class IKConfig:
     robot: RobotConfig = field(default_factory=RobotConfig)
     solver: SolverConfig = field(default_factory=SolverConfig)
     tasks: list[TaskConfig] = field(default_factory=list)
     limits: list[LimitConfig] = field(default_factory=list)
     barriers: list[BarrierConfig] = field(default_factory=list)
-    simple_ik: SimpleIKConfig = field(default_factory=SimpleIKConfig)
+    simple_ik: Any = None  # SimpleIKOptions after parsing; group_name defaults to robot.group
     node: dict[str, Any] = field(default_factory=dict)  # validated by the ROS layer
 
     def __post_init__(self) -> None:
+        raw = self.simple_ik or {}
+        if isinstance(raw, Mapping):
+            self.simple_ik = from_mapping(SimpleIKOptions, {"group_name": self.robot.group, **raw}, "config.simple_ik")
+            try:
+                self.simple_ik.validate()
+            except InvalidInputError as exc:
+                raise InvalidInputError(f"config.simple_ik.{exc}") from exc
         for kind, items in (("tasks", self.tasks), ("barriers", self.barriers)):
             seen = set()
             for k, item in enumerate(items):

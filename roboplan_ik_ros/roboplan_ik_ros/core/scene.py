@@ -112,7 +112,9 @@ class Scene:
         if convex_hulls:
             for geom in gm.geometryObjects:
                 if isinstance(geom.geometry, coal.BVHModelBase):
-                    geom.geometry.buildConvexRepresentation(False)
+                    # qhull's hull ("Qt": triangulated facets); buildConvexRepresentation would keep the
+                    # mesh's own vertices and faces and misses collisions of non-convex meshes (UR5).
+                    geom.geometry.buildConvexHull(False, "Qt")
                     geom.geometry = geom.geometry.convex
         gm.addAllCollisionPairs()
         if srdf_xml.strip():

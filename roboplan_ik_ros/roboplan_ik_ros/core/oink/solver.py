@@ -115,6 +115,7 @@ class Oink:
         self._levels: list[list[Task]] = []
         self._box_rows = np.eye(n)
         self._blocks: list[tuple[np.ndarray, np.ndarray | None, np.ndarray]] = []
+        self._last_barriers: Sequence[Barrier] = ()
 
     # ----------------------------------------------------------------- helpers
     def scatter(self, dq: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
@@ -223,6 +224,7 @@ class Oink:
                 f"infeasible limits: joint {self.group.joint_names[k]!r} needs dq >= {lower[k]:.6g} and "
                 f"dq <= {upper[k]:.6g} (is it outside its position limits?)"
             )
+        self._last_barriers = barriers
         self._blocks = general  # (G, lower, upper) rows besides the box; barrier rows have lower None
         for b in barriers:
             G, up = b.constraint()
@@ -281,9 +283,28 @@ class Oink:
         status = res.info.status
         if res.info.status_val not in (1, 2) or res.x is None or not np.isfinite(res.x).all():  # solved, inaccurate
             self._qp = None  # do not warm-start from a failed solve
-            return self._fail(f"QP failed: OSQP status {status!r}")
+            return self._fail(f"QP failed: OSQP status {status!r}{self._explain_infeasibility()}")
         dq[:] = np.clip(res.x, self._lower, self._upper)  # box limits hold exactly despite ADMM tolerance
         return OinkResult(dq, True, status, used_qp=True, qp_iterations=int(res.info.iter))
+
+    def _explain_infeasibility(self) -> str:
+        """Name a barrier row that no dq inside the box limits can satisfy, if any.
+
+        The least ``G dq`` over the box is ``sum_j min(G_j lower_j, G_j upper_j)``; above the row's
+        bound, the row alone makes the QP infeasible.
+        """
+        lo = np.clip(self._lower, -_OSQP_INF, _OSQP_INF)
+        up = np.clip(self._upper, -_OSQP_INF, _OSQP_INF)
+        for b in self._last_barriers:
+            least = np.minimum(b.G * lo, b.G * up).sum(axis=1)
+            stuck = least > b.upper
+            if stuck.any():
+                k = int(np.flatnonzero(stuck)[0])
+                return (
+                    f"; barrier {b.name!r} row {b.row_names[k]!r} cannot be satisfied within the joint limits "
+                    f"(h = {b.value[k]:.4g} m): lower its d_min/safety_margin, or disable that pair in the SRDF"
+                )
+        return ""
 
     # --------------------------------------------------------- barrier check
     def enforce_barriers(

@@ -1,0 +1,138 @@
+#!/usr/bin/env python3
+"""SimpleIK benchmark: ours vs RoboPlan's SimpleIk, same goals, same seed configuration, same run.
+
+Protocol (after the RTB "advanced numerical IK" notebook):
+  * N goals = FK (tip frame) of uniform random in-limit group configurations drawn with
+    numpy.random.default_rng(--seed); a draw whose configuration is in self-collision (checker's
+    raw-mesh model, SRDF-disabled pairs removed) is discarded and redrawn, so all N goals are
+    reachable collision-free.
+  * Every solver starts every goal from the same seed configuration: the SRDF "default" group state
+    when the SRDF has one (Panda), else the neutral configuration (UR5: all zeros), else a fixed
+    random collision-free one (printed).
+  * Success is decided by this script, not by the solver: own pinocchio FK on the returned joints,
+    position error <= 1 mm, orientation error (|log3(R_goal^T R)|) <= 1 mrad, within joint limits,
+    and (unless --no-collisions) collision-free on the checker's raw-mesh collision model.
+  * Time = time.perf_counter() around the solver call only (goal/seed conversion excluded). Each
+    solver is warmed up on --warmup other goals first; goals are interleaved across solvers (rotating
+    order) so machine noise hits all solvers alike.
+Rows: ours (CLI options), RoboPlan with the same options ("matched"), RoboPlan pure defaults.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+import numpy as np
+
+from common import (Robot, add_common_args, fmt, import_core, make_goals, print_ratios, print_table, robot_specs,
+                    time_stats, write_json)
+from peers import OursSimpleIk, RoboPlanSimpleIk
+
+POS_TOL, ROT_TOL = 1e-3, 1e-3
+
+
+def build_solvers(robot: Robot, args, core, core_err: str) -> list:
+    opts = dict(max_time=args.max_time, max_iters=args.max_iters, max_restarts=args.max_restarts,
+                check_collisions=not args.no_collisions)
+    solvers = []
+    rng_seed = args.seed + 7919  # restart streams independent of the goal stream (a restart could hit a goal's q)
+    if core is not None:
+        solvers.append(OursSimpleIk(robot, core, "ours", rng_seed, **opts))
+    else:
+        print(f"  [ours skipped: roboplan_ik_ros.core not importable: {core_err}]")
+    try:
+        solvers.append(RoboPlanSimpleIk(robot, "roboplan (matched)", rng_seed, **opts))
+        solvers.append(RoboPlanSimpleIk(robot, "roboplan (defaults)", rng_seed))
+    except ImportError as exc:
+        print(f"  [roboplan skipped: {exc}]")
+    return solvers
+
+
+def check(robot: Robot, values, T, collisions: bool) -> str:
+    """'' when the solution is valid, else the first failed criterion."""
+    if values is None or len(values) != len(robot.joints) or not np.all(np.isfinite(values)):
+        return "none"
+    pos, rot = robot.pose_errors(values, T)
+    if pos > POS_TOL:
+        return "pos"
+    if rot > ROT_TOL:
+        return "rot"
+    if not robot.within_limits(values):
+        return "lim"
+    if collisions and robot.in_collision(values):
+        return "col"
+    return ""
+
+
+def run_robot(spec, args, core, core_err) -> list[dict]:
+    robot = Robot(spec)
+    goals, drawn = make_goals(robot, args.n, args.seed)
+    warm, _ = make_goals(robot, args.warmup, args.seed + 1_000_003)
+    seed_values = robot.values(robot.q_ref)
+    print(f"\n== {spec.name}: group {spec.group or '(all)'} = {len(robot.joints)} joints, tip {spec.tip}; "
+          f"{args.n} collision-free goals ({drawn - args.n} colliding draws discarded), seed {args.seed}; "
+          f"start = {robot.ref_source}")
+    solvers = build_solvers(robot, args, core, core_err)
+    for s in solvers:
+        for _, T in warm:
+            s.solve(T, seed_values)
+    res = {s.name: {"t": [], "ok": 0, "claimed": 0, "bad_claims": 0, "iters": [], "fail": {}} for s in solvers}
+    for i, (_, T) in enumerate(goals):
+        k = i % len(solvers)
+        for s in solvers[k:] + solvers[:k]:
+            values, claimed, iters, dt = s.solve(T, seed_values)
+            r, why = res[s.name], check(robot, values, T, not args.no_collisions)
+            r["t"].append(dt)
+            r["claimed"] += claimed
+            r["ok"] += not why
+            r["bad_claims"] += bool(claimed and why)
+            if why:
+                r["fail"][why] = r["fail"].get(why, 0) + 1
+            if iters is not None:
+                r["iters"].append(iters)
+    rows = []
+    for s in solvers:
+        r = res[s.name]
+        rows.append({"name": s.name, "robot": spec.name, "n": args.n, "success_rate": r["ok"] / args.n,
+                     **time_stats(r["t"]), "claimed_rate": r["claimed"] / args.n, "bad_claims": r["bad_claims"],
+                     "mean_iters": float(np.mean(r["iters"])) if r["iters"] else None, "failures": r["fail"],
+                     "max_time": args.max_time if "defaults" not in s.name else 0.005, "seed": args.seed,
+                     "start": robot.ref_source, "collisions": not args.no_collisions})
+    cols = ["solver", "success %", "claimed %", "bad claims", "median µs", "mean µs", "p99 µs", "mean iters",
+            "failures (none/pos/rot/lim/col)"]
+    print_table(f"SimpleIK — {spec.name} (n={args.n}, max_time={args.max_time * 1e3:g} ms, "
+                f"collisions {'off' if args.no_collisions else 'on'})", cols,
+                [[r["name"], fmt(100 * r["success_rate"]), fmt(100 * r["claimed_rate"]), str(r["bad_claims"]),
+                  fmt(r["median_us"]), fmt(r["mean_us"]), fmt(r["p99_us"]), fmt(r["mean_iters"]),
+                  " ".join(f"{k}:{v}" for k, v in sorted(r["failures"].items())) or "-"] for r in rows])
+    ours = next((r for r in rows if r["name"] == "ours"), None)
+    if ours:
+        pairs = []
+        for r in rows:
+            if r is not ours:
+                pairs += [(f"{spec.name} vs {r['name']}", "median time", ours["median_us"], r["median_us"]),
+                          (f"{spec.name} vs {r['name']}", "success", ours["success_rate"], r["success_rate"])]
+        print_ratios("ratios:", pairs)
+    return rows
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    add_common_args(p)
+    p.add_argument("--n", type=int, default=500, help="number of goals")
+    p.add_argument("--warmup", type=int, default=20, help="untimed warm-up solves per solver")
+    p.add_argument("--max-time", type=float, default=0.005, help="[s] ours and roboplan (matched)")
+    p.add_argument("--max-iters", type=int, default=100)
+    p.add_argument("--max-restarts", type=int, default=100,
+                   help="ours and roboplan (matched); 100 is ours' default, max_time bounds the search first")
+    p.add_argument("--no-collisions", action="store_true", help="solvers and checker ignore collisions")
+    args = p.parse_args()
+    core, core_err = import_core()
+    rows = []
+    for spec in robot_specs(args):
+        rows += run_robot(spec, args, core, core_err)
+    write_json(args.json, rows)
+
+
+if __name__ == "__main__":
+    main()

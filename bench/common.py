@@ -1,0 +1,290 @@
+"""Shared code for the benchmark scripts: robot loading, the independent checker, goals, stats, output.
+
+The checker (:class:`Robot`) is deliberately independent of every solver under test: its own
+pinocchio model (``buildModelFromXML``, no mimic joints) and its own collision model built from the
+URDF's *raw* collision meshes (exact geometry, no convex hulls) with the SRDF's disabled pairs
+removed. Solvers exchange joint values with it by joint name (one scalar per joint, in the order of
+the benchmarked group), never by raw configuration vectors.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import xml.etree.ElementTree as ET
+from dataclasses import dataclass
+from pathlib import Path
+
+import coal
+import numpy as np
+import pinocchio as pin
+
+REPO = Path(__file__).resolve().parents[1]
+if str(REPO / "roboplan_ik_ros") not in sys.path:  # package not necessarily installed in the venv
+    sys.path.insert(0, str(REPO / "roboplan_ik_ros"))
+
+
+@dataclass(frozen=True)
+class RobotSpec:
+    name: str
+    urdf_xml: str
+    srdf_xml: str
+    package_paths: tuple[str, ...]
+    group: str  # "" = every actuated joint
+    tip: str
+
+
+def _erd_share() -> Path:
+    for entry in sys.path:
+        share = Path(entry) / "cmeel.prefix" / "share"
+        if (share / "example-robot-data" / "robots").is_dir():
+            return share
+    raise SystemExit("example-robot-data not found on sys.path")
+
+
+def _example_robot(name: str) -> RobotSpec:
+    try:
+        from roboplan_ik_ros.core.robots import load_example_robot
+
+        rd = load_example_robot(name)
+        return RobotSpec(rd.name, rd.urdf_xml, rd.srdf_xml, tuple(rd.package_paths), rd.group, rd.tip_frame)
+    except ImportError:  # core not importable (yet): locate the files ourselves
+        files = {"panda": ("panda_description/urdf/panda.urdf", "panda_description/srdf/panda.srdf", "arm",
+                           "panda_hand_tcp"),
+                 "ur5": ("ur_description/urdf/ur5_robot.urdf", "ur_description/srdf/ur5.srdf", "", "tool0")}[name]
+        share = _erd_share()
+        robots = share / "example-robot-data" / "robots"
+        return RobotSpec(name, (robots / files[0]).read_text(), (robots / files[1]).read_text(), (str(share),),
+                         files[2], files[3])
+
+
+def add_common_args(p: argparse.ArgumentParser, robots=("panda", "ur5", "all"), default_robot="all") -> None:
+    p.add_argument("--robot", choices=robots, default=default_robot)
+    p.add_argument("--urdf", help="URDF path (any robot; overrides --robot)")
+    p.add_argument("--srdf", default="", help="SRDF path (with --urdf)")
+    p.add_argument("--group", default="", help="joint group (with --urdf; '' = all actuated joints)")
+    p.add_argument("--tip", help="tip frame (with --urdf)")
+    p.add_argument("--package-path", action="append", default=None,
+                   help="folder against which package:// resolves (default: example-robot-data's share)")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--json", metavar="PATH", help="write the result rows as a JSON list")
+
+
+def robot_specs(args) -> list[RobotSpec]:
+    if args.urdf:
+        if not args.tip:
+            raise SystemExit("--urdf needs --tip")
+        pkg = tuple(args.package_path or [str(_erd_share())])
+        srdf = Path(args.srdf).read_text() if args.srdf else ""
+        return [RobotSpec(Path(args.urdf).stem, Path(args.urdf).read_text(), srdf, pkg, args.group, args.tip)]
+    names = ["panda", "ur5"] if args.robot == "all" else [args.robot]
+    return [_example_robot(n) for n in names]
+
+
+def _srdf_group_joints(model: pin.Model, srdf: str, group: str) -> list[str]:
+    root = ET.fromstring(srdf)
+    groups = {g.get("name"): g for g in root.findall("group")}
+    if group not in groups:
+        raise SystemExit(f"group {group!r} not in SRDF (have {sorted(groups)})")
+    out: list[str] = []
+    for child in groups[group]:
+        if child.tag == "joint":
+            out.append(child.get("name"))
+        elif child.tag == "group":
+            out += _srdf_group_joints(model, srdf, child.get("name"))
+        elif child.tag == "chain":  # walk from the tip link up to the base link
+            base_joint = model.frames[model.getFrameId(child.get("base_link"))].parentJoint
+            jid, chain = model.frames[model.getFrameId(child.get("tip_link"))].parentJoint, []
+            while jid not in (0, base_joint):
+                chain.append(model.names[jid])
+                jid = model.parents[jid]
+            out += chain[::-1]
+    return out
+
+
+class Robot:
+    """Independent checker: FK, limits, collisions and distances on the raw-mesh collision model."""
+
+    def __init__(self, spec: RobotSpec, seed: int = 12345):
+        self.spec = spec
+        m = self.model = pin.buildModelFromXML(spec.urdf_xml)
+        self.data = m.createData()
+        gm = pin.buildGeomFromUrdfString(m, spec.urdf_xml, pin.COLLISION, package_dirs=list(spec.package_paths))
+        gm.addAllCollisionPairs()
+        if spec.srdf_xml.strip():
+            pin.removeCollisionPairsFromXML(m, gm, spec.srdf_xml, False)
+        self.geom, self.gdata = gm, pin.GeometryData(gm)
+        self._hull = None
+        actuated = [m.names[j] for j in range(1, m.njoints) if m.joints[j].nv > 0]
+        names = _srdf_group_joints(m, spec.srdf_xml, spec.group) if spec.group else actuated
+        self.joints = [n for n in names if m.existJointName(n) and m.joints[m.getJointId(n)].nv > 0]
+        self.all_joints = actuated
+        js = [m.joints[m.getJointId(n)] for n in self.joints]
+        self.idx_q = np.array([j.idx_q for j in js])
+        self.idx_v = np.array([j.idx_v for j in js])
+        self.continuous = np.array([j.nq == 2 for j in js])
+        lo, hi = m.lowerPositionLimit[self.idx_q], m.upperPositionLimit[self.idx_q]
+        self.lower = np.where(self.continuous, -np.inf, lo)
+        self.upper = np.where(self.continuous, np.inf, hi)
+        self.v_max = np.array(m.velocityLimit[self.idx_v])
+        self.tip_id = m.getFrameId(spec.tip)
+        if self.tip_id >= m.nframes:
+            raise SystemExit(f"tip frame {spec.tip!r} not in the model")
+        self.q_ref = pin.neutral(m)
+        self.ref_source = "neutral"
+        if spec.srdf_xml.strip():
+            pin.loadReferenceConfigurationsFromXML(m, spec.srdf_xml, False)
+            if "default" in m.referenceConfigurations:
+                self.q_ref, self.ref_source = m.referenceConfigurations["default"].copy(), 'SRDF "default"'
+        v = self.values(self.q_ref)
+        if not self.within_limits(v) or self.in_collision(v):
+            try:
+                self.q_ref = self.full_q(self.random_values(np.random.default_rng(seed), collision_free=True))
+                self.ref_source = f"random collision-free (rng {seed}; {self.ref_source} invalid)"
+            except RuntimeError as exc:  # e.g. no SRDF: adjacent links always "collide"
+                self.ref_source += f" (invalid, kept: {exc})"
+
+    # ---- joint values <-> q (q of the checker's model; non-group joints from q_ref)
+    def full_q(self, values) -> np.ndarray:
+        q = self.q_ref.copy()
+        for iq, c, x in zip(self.idx_q, self.continuous, values):
+            if c:
+                q[iq], q[iq + 1] = np.cos(x), np.sin(x)
+            else:
+                q[iq] = x
+        return q
+
+    def values(self, q) -> np.ndarray:
+        return np.array([np.arctan2(q[i + 1], q[i]) if c else q[i] for i, c in zip(self.idx_q, self.continuous)])
+
+    def ref_joint_values(self) -> dict[str, float]:
+        """Every actuated joint of the reference configuration, by name (scalar per joint)."""
+        out = {}
+        for n in self.all_joints:
+            j = self.model.joints[self.model.getJointId(n)]
+            out[n] = float(np.arctan2(self.q_ref[j.idx_q + 1], self.q_ref[j.idx_q]) if j.nq == 2
+                           else self.q_ref[j.idx_q])
+        return out
+
+    def random_values(self, rng, collision_free=False, max_tries=10000) -> np.ndarray:
+        for _ in range(max_tries):
+            v = rng.uniform(np.where(self.continuous, -np.pi, self.lower), np.where(self.continuous, np.pi, self.upper))
+            if not collision_free or not self.in_collision(v):
+                return v
+        raise RuntimeError(f"no collision-free configuration in {max_tries} draws (missing SRDF disabled pairs?)")
+
+    # ---- checks
+    def tip_pose(self, values) -> pin.SE3:
+        pin.framesForwardKinematics(self.model, self.data, self.full_q(values))
+        return self.data.oMf[self.tip_id].copy()
+
+    def pose_errors(self, values, target: pin.SE3) -> tuple[float, float]:
+        T = self.tip_pose(values)
+        return (float(np.linalg.norm(T.translation - target.translation)),
+                float(np.linalg.norm(pin.log3(target.rotation.T @ T.rotation))))
+
+    def within_limits(self, values, tol=1e-9) -> bool:
+        v = np.asarray(values)
+        return bool(np.all(v >= self.lower - tol) and np.all(v <= self.upper + tol))
+
+    def in_collision(self, values) -> bool:
+        return bool(pin.computeCollisions(self.model, self.data, self.geom, self.gdata, self.full_q(values), True))
+
+    def min_distance(self, values) -> float:
+        """Exact smallest mesh-to-mesh distance over the active pairs (0 or less when in contact).
+
+        Convex-hull distances are lower bounds of mesh distances, so pairs are visited in order of
+        hull distance and the (slow) mesh query stops once no remaining pair can be closer.
+        """
+        if self._hull is None:
+            self._hull = pin.buildGeomFromUrdfString(self.model, self.spec.urdf_xml, pin.COLLISION,
+                                                     package_dirs=list(self.spec.package_paths))
+            for go in self._hull.geometryObjects:
+                if isinstance(go.geometry, coal.BVHModelBase):
+                    go.geometry.buildConvexHull(False, "Qt")
+                    go.geometry = go.geometry.convex
+            for cp in self.geom.collisionPairs:  # same pairs, same order
+                self._hull.addCollisionPair(pin.CollisionPair(cp.first, cp.second))
+            self._hull_data = pin.GeometryData(self._hull)
+        q = self.full_q(values)
+        pin.updateGeometryPlacements(self.model, self.data, self.geom, self.gdata, q)
+        pin.updateGeometryPlacements(self.model, self.data, self._hull, self._hull_data)
+        lower = [pin.computeDistance(self._hull, self._hull_data, k).min_distance
+                 for k in range(len(self._hull.collisionPairs))]
+        best = np.inf
+        for k in np.argsort(lower):
+            if lower[k] >= best:
+                break
+            best = min(best, pin.computeDistance(self.geom, self.gdata, int(k)).min_distance)
+        return float(best)
+
+
+def make_goals(robot: Robot, n: int, seed: int) -> tuple[list[tuple[np.ndarray, pin.SE3]], int]:
+    """n goals = FK of uniform random in-limit, collision-free group configurations; also returns #drawn."""
+    rng = np.random.default_rng(seed)
+    goals, drawn = [], 0
+    while len(goals) < n:
+        v = robot.random_values(rng)
+        drawn += 1
+        if not robot.in_collision(v):
+            goals.append((v, robot.tip_pose(v)))
+        elif drawn > 10000 and not goals:
+            raise SystemExit("every random configuration collides (missing SRDF disabled pairs?)")
+    return goals, drawn
+
+
+def time_stats(seconds) -> dict:
+    us = np.asarray(seconds, dtype=float) * 1e6
+    if us.size == 0:
+        return {"median_us": float("nan"), "mean_us": float("nan"), "p99_us": float("nan")}
+    return {"median_us": float(np.median(us)), "mean_us": float(np.mean(us)), "p99_us": float(np.percentile(us, 99))}
+
+
+def fmt(x, spec=".1f") -> str:
+    if x is None or (isinstance(x, float) and np.isnan(x)):
+        return "-"
+    return format(x, spec)
+
+
+def print_table(title: str, columns: list[str], rows: list[list[str]]) -> None:
+    try:
+        from rich.console import Console
+        from rich.table import Table
+    except ImportError:
+        print(f"\n{title}\n" + " | ".join(columns))
+        for r in rows:
+            print(" | ".join(r))
+        return
+    t = Table(title=title, title_justify="left")
+    for i, c in enumerate(columns):
+        t.add_column(c, justify="left" if i == 0 else "right")
+    for r in rows:
+        t.add_row(*r)
+    Console(width=160).print(t)
+
+
+def print_ratios(title: str, pairs: list[tuple[str, str, float, float]]) -> None:
+    """pairs: (label, metric, ours, peer) -> prints ours/peer."""
+    print(title)
+    for label, metric, ours, peer in pairs:
+        r = ours / peer if peer and np.isfinite(peer) and np.isfinite(ours) else float("nan")
+        print(f"  {label:<34} {metric:<14} ours/peer = {fmt(r, '.2f')}")
+
+
+def write_json(path: str | None, rows: list[dict]) -> None:
+    if path:
+        Path(path).write_text(json.dumps(rows, indent=1, default=float))
+        print(f"wrote {len(rows)} rows to {path}")
+
+
+def import_core():
+    """Our core package, or (None, reason) while it is not importable."""
+    try:
+        from roboplan_ik_ros import core
+
+        for attr in ("Scene", "SimpleIK", "Oink"):
+            getattr(core, attr)
+        return core, ""
+    except Exception as exc:  # not written yet / mid-edit
+        return None, f"{type(exc).__name__}: {exc}"

@@ -1,0 +1,274 @@
+"""Solver adapters: ours (roboplan_ik_ros.core), RoboPlan (C++ bindings) and pink.
+
+Every adapter talks to the benchmark in group joint values (``Robot.joints`` order, one scalar per
+joint) and pin.SE3 targets; conversions happen outside the timed region.
+
+SimpleIK adapters: ``solve(T_goal, seed_values) -> (values, claimed_success, iterations|None, seconds)``
+where ``seconds`` is time.perf_counter() around the solver call only.
+
+OInK adapters (closed loop, own state): ``set_target(T)``; ``step() -> seconds`` times the solve plus
+enforce-barriers (pink: Configuration.update(q) + solve_ik, since pink has no enforce step and computes
+its kinematics in update); integration is done after the timer stops; ``values()`` = current state.
+"""
+
+from __future__ import annotations
+
+import time
+import warnings
+
+import numpy as np
+import pinocchio as pin
+
+from common import Robot
+
+SIMPLE_KEYS = ("max_iters", "max_time", "max_restarts", "step_size", "damping", "max_linear_error_norm",
+               "max_angular_error_norm", "check_collisions", "fast_return")
+
+
+def _roboplan_scene(robot: Robot):
+    import roboplan.core as rc
+
+    s = robot.spec
+    scene = rc.Scene(s.name, rc.loadUrdfSceneDescriptionFromXml(s.urdf_xml, list(s.package_paths)))
+    if s.srdf_xml.strip():
+        scene.importSrdf(s.srdf_xml)
+    names, ref = scene.getJointNames(), robot.ref_joint_values()
+    q = scene.getCurrentJointPositions()
+    for n in names:  # reference configuration for the joints outside the group (e.g. fingers)
+        if n in ref:
+            q[scene.getJointPositionIndices([n])[0]] = ref[n]
+    scene.setJointPositions(q)
+    return scene, np.asarray(scene.getJointPositionIndices(robot.joints))
+
+
+def _ours_scene(robot: Robot, core):
+    s = robot.spec
+    scene = core.Scene(s.urdf_xml, s.srdf_xml, s.package_paths)
+    ref = robot.ref_joint_values()
+    names = [n for n in scene.joint_names if n in ref]
+    q_ref = scene.q_from_joint_positions(names, [ref[n] for n in names], scene.neutral())
+    return scene, q_ref
+
+
+# ------------------------------------------------------------------------------------ SimpleIK
+class RoboPlanSimpleIk:
+    def __init__(self, robot: Robot, name: str, seed: int, **options):
+        import roboplan.core as rc
+        import roboplan.simple_ik as rs
+
+        self.name, self.rc = name, rc
+        self.scene, self.qi = _roboplan_scene(robot)
+        self.ik = rs.SimpleIk(self.scene, rs.SimpleIkOptions(group_name=robot.spec.group, **options))
+        self.ik.setRngSeed(seed)
+        self.tip = robot.spec.tip
+
+    def solve(self, T: pin.SE3, seed_values):
+        goal = self.rc.CartesianConfiguration("", self.tip, T.homogeneous)
+        start, sol = self.rc.JointConfiguration(), self.rc.JointConfiguration()
+        start.positions = np.asarray(seed_values, dtype=float)  # group positions
+        t0 = time.perf_counter()
+        ok = self.ik.solveIk(goal, start, sol)
+        dt = time.perf_counter() - t0
+        return (np.array(sol.positions) if len(sol.positions) else None), bool(ok), None, dt
+
+
+class OursSimpleIk:
+    def __init__(self, robot: Robot, core, name: str, seed: int, **options):
+        self.name, self.core, self.robot = name, core, robot
+        self.scene, self.q_ref = _ours_scene(robot, core)
+        self.ik = core.SimpleIK(self.scene, core.SimpleIKOptions(group_name=robot.spec.group, seed=seed, **options))
+        self.tip = robot.spec.tip
+
+    def solve(self, T: pin.SE3, seed_values):
+        q_seed = self.scene.q_from_joint_positions(self.robot.joints, seed_values, self.q_ref)
+        goals = [self.core.FrameGoal(self.tip, T)]
+        t0 = time.perf_counter()
+        res = self.ik.solve(goals, q_seed)
+        dt = time.perf_counter() - t0
+        values = None if res.q is None else self.scene.joint_positions(res.q, self.robot.joints)
+        return values, bool(res.success), res.iterations, dt
+
+
+# ---------------------------------------------------------------------------------------- OInK
+class OinkSetup:
+    """What every closed-loop peer needs: config 'a' | 'b' | 'c', dt, box, posture weight, d_min."""
+
+    def __init__(self, config, dt, box_min, box_max, posture_weight=0.05, n_pairs=4, d_min=0.02, reg=1e-6,
+                 scb_safe_gain=1.0):
+        self.config, self.dt, self.box_min, self.box_max = config, dt, box_min, box_max
+        self.scb_safe_gain = scb_safe_gain  # SelfCollisionBarrier safe_displacement_gain (all peers)
+        self.posture_weight, self.n_pairs, self.d_min, self.reg = posture_weight, n_pairs, d_min, reg
+
+
+class RoboPlanOink:
+    def __init__(self, robot: Robot, setup: OinkSetup, q0_values, T0: pin.SE3):
+        import roboplan.core as rc
+        import roboplan.optimal_ik as ro
+
+        self.name = f"roboplan ({setup.config})"
+        self.scene, qi = _roboplan_scene(robot)
+        g, dt = robot.spec.group, setup.dt
+        self.q = self.scene.getCurrentJointPositions()
+        self.q[qi] = q0_values
+        self.qi = qi
+        self.oink = ro.Oink(self.scene, g) if g else ro.Oink(self.scene)
+        self.ee = ro.FrameTask(self.oink, self.scene, rc.CartesianConfiguration("", robot.spec.tip, T0.homogeneous))
+        nv = self.oink.num_variables
+        posture = ro.ConfigurationTask(self.oink, self.q[self.oink.q_indices].copy(),
+                                       np.full(nv, setup.posture_weight), ro.ConfigurationTaskOptions(priority=2))
+        self.tasks = [self.ee, posture]
+        self.limits = [ro.PositionLimit(self.oink, 1.0),
+                       ro.VelocityLimit(self.oink, dt, self.scene.getVelocityLimitVectors(g)[1])]
+        self.barriers = []
+        if setup.config in "bc":
+            self.barriers.append(ro.PositionBarrier(self.oink, self.scene, robot.spec.tip, setup.box_min,
+                                                    setup.box_max, dt))
+        if setup.config == "c":
+            self.barriers.append(ro.SelfCollisionBarrier(self.oink, self.scene, dt, ro.SelfCollisionBarrierOptions(
+                n_collision_pairs=setup.n_pairs, d_min=setup.d_min, safe_displacement_gain=setup.scb_safe_gain)))
+        self.dq = np.zeros(nv)
+        self.full = np.zeros(len(self.scene.difference(self.q, self.q)))
+        self.reg, self.failures = setup.reg, 0
+
+    def set_target(self, T: pin.SE3):
+        self.ee.setTargetFrameTransform(T.homogeneous)
+
+    def step(self) -> float:
+        t0 = time.perf_counter()
+        try:
+            self.oink.solveIk(self.q, self.tasks, self.limits, self.barriers, self.dq, self.reg)
+        except RuntimeError:
+            self.dq[:] = 0.0
+            self.failures += 1
+        self.full[:] = 0.0
+        self.full[self.oink.v_indices] = self.dq
+        if self.barriers:
+            self.oink.enforceBarriers(self.q, self.barriers, self.full, 1e-4)
+        dt = time.perf_counter() - t0
+        self.q = self.scene.integrate(self.q, self.full)
+        return dt
+
+    def values(self):
+        return self.q[self.qi]
+
+
+class OursOink:
+    def __init__(self, robot: Robot, core, setup: OinkSetup, q0_values, T0: pin.SE3):
+        self.name = f"ours ({setup.config})"
+        self.robot = robot
+        self.scene, q_ref = _ours_scene(robot, core)
+        self.q = self.scene.q_from_joint_positions(robot.joints, q0_values, q_ref)
+        g, dt, tip = robot.spec.group, setup.dt, robot.spec.tip
+        self.oink = core.Oink(self.scene, group_name=g, regularization=setup.reg)
+        self.ee = core.FrameTask(self.oink, tip, target=T0)
+        group = self.scene.group(g)
+        posture = core.ConfigurationTask(self.oink, self.q[np.asarray(group.q_indices)].copy(),
+                                         weights=setup.posture_weight, priority=2)
+        self.tasks = [self.ee, posture]
+        self.limits = [core.PositionLimit(self.oink, gain=1.0), core.VelocityLimit(self.oink, dt)]
+        self.barriers = []
+        if setup.config in "bc":
+            self.barriers.append(core.PositionBarrier(self.oink, tip, setup.box_min, setup.box_max, dt))
+        if setup.config == "c":
+            self.barriers.append(core.SelfCollisionBarrier(self.oink, n_collision_pairs=setup.n_pairs, dt=dt,
+                                                           d_min=setup.d_min,
+                                                           safe_displacement_gain=setup.scb_safe_gain))
+        self.failures = 0
+
+    def set_target(self, T: pin.SE3):
+        self.ee.set_target(T)
+
+    def step(self) -> float:
+        t0 = time.perf_counter()
+        res = self.oink.solve(self.q, self.tasks, self.limits, self.barriers)
+        dq_full = self.oink.scatter(res.dq)
+        if self.barriers:
+            self.oink.enforce_barriers(self.q, dq_full, self.barriers, tolerance=1e-4)
+        dt = time.perf_counter() - t0
+        self.failures += not res.ok
+        self.q = self.scene.integrate(self.q, dq_full)
+        return dt
+
+    def values(self):
+        return self.scene.joint_positions(self.q, self.robot.joints)
+
+
+class PinkOink:
+    """pink on a model reduced to the group (other joints locked at the reference configuration).
+
+    pink has no task priorities: the posture task is summed with cost sqrt(w) (pink squares its costs,
+    RoboPlan/ours use sqrt(w) in W), i.e. the same quadratic weight but no nullspace projection.
+    Collision model: convex hulls (pink requires convex geometry for its distance Jacobians).
+    """
+
+    def __init__(self, robot: Robot, setup: OinkSetup, q0_values, T0: pin.SE3, solver: str):
+        import coal
+        import pink
+        from pink import barriers, limits, tasks
+
+        self.pink, self.solver, self.dt = pink, solver, setup.dt
+        self.name = f"pink+{solver} ({setup.config})"
+        m, s = robot.model, robot.spec
+        gm = pin.buildGeomFromUrdfString(m, s.urdf_xml, pin.COLLISION, package_dirs=list(s.package_paths))
+        for go in gm.geometryObjects:
+            if isinstance(go.geometry, coal.BVHModelBase):
+                go.geometry.buildConvexHull(False, "Qt")
+                go.geometry = go.geometry.convex
+        for cp in robot.geom.collisionPairs:
+            gm.addCollisionPair(pin.CollisionPair(cp.first, cp.second))
+        locked = [m.getJointId(n) for n in robot.all_joints if n not in robot.joints]
+        self.model, gm = pin.buildReducedModel(m, gm, locked, robot.q_ref) if locked else (m, gm)
+        jids = [self.model.getJointId(n) for n in robot.joints]
+        self.idx_q = [self.model.joints[j].idx_q for j in jids]
+        self.q = pin.neutral(self.model)
+        self.q[self.idx_q] = q0_values  # revolute/prismatic group joints
+        cfg = setup.config
+        self.conf = pink.Configuration(self.model, self.model.createData(), self.q,
+                                       collision_model=gm if cfg == "c" else None,
+                                       collision_data=pin.GeometryData(gm) if cfg == "c" else None)
+        self.ee = tasks.FrameTask(s.tip, position_cost=1.0, orientation_cost=1.0)
+        self.ee.set_target(T0)
+        posture = tasks.PostureTask(cost=float(np.sqrt(setup.posture_weight)))
+        posture.set_target(self.q.copy())
+        self.tasks = [self.ee, posture]
+        self.limits = [limits.ConfigurationLimit(self.model, config_limit_gain=1.0), limits.VelocityLimit(self.model)]
+        self.barriers = []
+        if cfg in "bc":
+            self.barriers.append(barriers.PositionBarrier(s.tip, p_min=setup.box_min, p_max=setup.box_max,
+                                                          gain=1.0, safe_displacement_gain=1.0))
+        if cfg == "c":
+            self.barriers.append(barriers.SelfCollisionBarrier(setup.n_pairs, gain=1.0, d_min=setup.d_min,
+                                                               safe_displacement_gain=setup.scb_safe_gain))
+        self.reg, self.failures = setup.reg, 0
+        warnings.filterwarnings("ignore", module="qpsolvers")
+
+    def set_target(self, T: pin.SE3):
+        self.ee.set_target(T)
+
+    def step(self) -> float:
+        t0 = time.perf_counter()
+        self.conf.update(self.q)
+        try:
+            v = self.pink.solve_ik(self.conf, self.tasks, self.dt, solver=self.solver, damping=self.reg,
+                                   limits=self.limits, barriers=self.barriers or None, safety_break=False)
+        except Exception:  # NoSolutionFound
+            v = np.zeros(self.model.nv)
+            self.failures += 1
+        dt = time.perf_counter() - t0
+        self.q = pin.integrate(self.model, self.q, v * self.dt)
+        return dt
+
+    def values(self):
+        return self.q[self.idx_q]
+
+
+def pink_solvers() -> tuple[list[str], str]:
+    """Installed pink QP backends among daqp/osqp, and a note for the missing ones."""
+    try:
+        import pink  # noqa: F401
+        import qpsolvers
+    except ImportError as exc:
+        return [], f"pink not installed ({exc}); skipping pink rows"
+    have = [s for s in ("daqp", "osqp") if s in qpsolvers.available_solvers]
+    missing = [s for s in ("daqp", "osqp") if s not in have]
+    return have, (f"qpsolvers backend(s) not installed: {', '.join(missing)}" if missing else "")
