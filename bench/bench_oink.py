@@ -17,7 +17,8 @@ Barrier gains are the libraries' common defaults (gain 1, safe_displacement_gain
 function is linear (h) where RoboPlan/ours use h/(1+|h|).
 Each step: set target, solve, enforce barriers (ours/RoboPlan, tolerance 1e-4), integrate.
 Timed: solve + enforce only (pink: Configuration.update + solve_ik; pink has no enforce step);
-integration excluded for every peer. Peers are interleaved step by step (rotating order).
+integration excluded for every peer. Each peer runs its whole loop in turn (warm caches, as in a controller process that runs only that
+solver); --interleave alternates them step by step instead.
 Metrics (checker = own pinocchio FK + raw-mesh collision model, see common.py):
   track error = |p_tip(after step k) - target_k|; steady = median over the last 75 % of steps,
   max = max over the same window; q-lim = steps with a joint outside limits (1e-9);
@@ -56,24 +57,29 @@ def make_peers(robot, setup, q0, T0, core, core_err, pink_have) -> list:
     return peers
 
 
-def run_config(robot, setup, q0, T0, targets, core, core_err, pink_have) -> list[dict]:
+def _schedule(peers, n_steps: int, sequential: bool):
+    """(step, peer) pairs: interleaved step by step in rotating order, or each peer's whole loop in turn."""
+    if sequential:
+        return ((k, p) for p in peers for k in range(n_steps))
+    return ((k, p) for k in range(n_steps) for p in peers[k % len(peers):] + peers[: k % len(peers)])
+
+
+def run_config(robot, setup, q0, T0, targets, core, core_err, pink_have, sequential=True) -> list[dict]:
     peers = make_peers(robot, setup, q0, T0, core, core_err, pink_have)
     traj = {p.name: [] for p in peers}
     times = {p.name: [] for p in peers}
     dead = {}
-    for k, T in enumerate(targets):
-        j = k % max(len(peers), 1)
-        for p in peers[j:] + peers[:j]:
-            if p.name in dead:
-                continue
-            try:
-                p.set_target(T)
-                times[p.name].append(p.step())
-                traj[p.name].append(np.array(p.values(), dtype=float))
-            except Exception as exc:
-                dead[p.name] = f"step {k}: {type(exc).__name__}: {exc}"
-                print(f"  [{p.name} crashed at {dead[p.name]}]")
-                traceback.print_exc(limit=-2)
+    for k, p in _schedule(peers, len(targets), sequential):
+        if p.name in dead:
+            continue
+        try:
+            p.set_target(targets[k])
+            times[p.name].append(p.step())
+            traj[p.name].append(np.array(p.values(), dtype=float))
+        except Exception as exc:
+            dead[p.name] = f"step {k}: {type(exc).__name__}: {exc}"
+            print(f"  [{p.name} crashed at {dead[p.name]}]")
+            traceback.print_exc(limit=-2)
     return [metrics(robot, setup, p, q0, targets, traj[p.name], times[p.name], dead.get(p.name)) for p in peers]
 
 
@@ -128,12 +134,12 @@ def run_robot(spec, args, core, core_err, pink_have) -> list[dict]:
     for cfg in args.configs:
         setup = OinkSetup(cfg, args.dt, box_min, box_max, scb_safe_gain=args.scb_safe_gain)
         setup.skip_dist = args.fast
-        rows += run_config(robot, setup, q0, T0, targets, core, core_err, pink_have)
+        rows += run_config(robot, setup, q0, T0, targets, core, core_err, pink_have, not args.interleave)
     cols = ["peer", "median µs", "p99 µs", "steady mm", "max mm", "q-lim", "dq", "box", "coll", "box margin mm",
             "coll margin mm", "QP fails"]
     print_table(f"OInK closed loop — {spec.name} (timed: solve + enforce; integrate excluded)", cols,
                 [[r["name"] + (" CRASHED" if r["crash"] else ""), fmt(r["median_us"]), fmt(r["p99_us"]),
-                  fmt(r["track_steady_mm"], ".2f"), fmt(r["track_max_mm"], ".2f"), str(r["qlim_violations"]),
+                  fmt(r["track_steady_mm"], ".4f"), fmt(r["track_max_mm"], ".4f"), str(r["qlim_violations"]),
                   str(r["dq_violations"]), fmt(r["box_violations"], "d"), fmt(r["coll_violations"], "d"),
                   fmt(r["box_margin_mm"], ".2f"), fmt(r["coll_margin_mm"], ".2f"), str(r["solver_failures"])]
                  for r in rows])
@@ -161,6 +167,9 @@ def main() -> None:
     p.add_argument("--scb-safe-gain", type=float, default=0.01,
                    help="SelfCollisionBarrier safe_displacement_gain for every peer (library default 1.0 makes the "
                         "r/||J||^2 term outweigh tracking: every peer then stays at the start, 100 mm behind)")
+    p.add_argument("--interleave", action="store_true",
+                   help="interleave the peers step by step (rotating order) instead of running each peer's whole "
+                        "loop in turn; every peer then runs with cold caches, Python ones lose 2-5x")
     p.add_argument("--fast", action="store_true", help="measure mesh distances only for config (c)")
     args = p.parse_args()
     core, core_err = import_core()
