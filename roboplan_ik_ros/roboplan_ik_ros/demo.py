@@ -1,0 +1,350 @@
+"""Demo: the ik_controller node driving the mock Panda along a path that leaves the workspace box.
+
+    python -m roboplan_ik_ros.demo            (what `make demo` runs; about 30 s)
+
+Starts ``mock_robot`` and ``ik_controller`` (autostart) as child processes with this interpreter,
+streams a pose goal around a vertical circle whose top crosses the upper face of the workspace
+barrier box, calls ``~/solve_ik`` a few times meanwhile, then prints a table (achieved rate,
+tick time, tracking error, smallest barrier margin, service success and latency) and saves a
+plot (target vs achieved TCP path; joints vs limits). Exit status 0 when everything checked out.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import random
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+
+# ------------------------------------------------------------------------- processes
+def ros_environment() -> None:
+    """Isolating defaults for a standalone run (variables already set win)."""
+    os.environ.setdefault("ROS_AUTOMATIC_DISCOVERY_RANGE", "LOCALHOST")
+    os.environ.setdefault("ROS_DOMAIN_ID", str(random.randint(1, 100)))
+    os.environ.setdefault("RMW_IMPLEMENTATION", "rmw_fastrtps_cpp")
+    os.environ.setdefault("ROS_LOG_DIR", tempfile.mkdtemp(prefix="roboplan_ik_demo-log."))
+
+
+class Child:
+    """A node in a child process of this interpreter (``python -m module --ros-args -p k:=v``)."""
+
+    def __init__(self, module: str, params: dict, log_path: Path) -> None:
+        args = [sys.executable, "-m", module, "--ros-args"]
+        for k, v in params.items():
+            value = str(v).lower() if isinstance(v, bool) else str(v)
+            args += ["-p", f"{k}:={value}"]
+        self.log_path = log_path
+        self._log = open(log_path, "w")
+        self.proc = subprocess.Popen(args, stdout=self._log, stderr=subprocess.STDOUT)
+        self.pid = self.proc.pid
+
+    def alive(self) -> bool:
+        return self.proc.poll() is None
+
+    def stop(self, timeout: float = 5.0) -> None:
+        if self.alive():
+            self.proc.send_signal(signal.SIGINT)
+            try:
+                self.proc.wait(timeout)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        self._log.close()
+
+    def tail(self, n: int = 15) -> str:
+        try:
+            return "\n".join(self.log_path.read_text().splitlines()[-n:])
+        except OSError:
+            return ""
+
+
+def default_config() -> str:
+    from .node.ik_controller import default_config_file
+
+    return default_config_file("panda")
+
+
+# ------------------------------------------------------------------------- recording
+@dataclass
+class Recording:
+    js_t: list = field(default_factory=list)
+    js_q: list = field(default_factory=list)  # arm joint values
+    goal_t: list = field(default_factory=list)
+    goal_p: list = field(default_factory=list)
+    status: list = field(default_factory=list)  # (t, holding, hold_reason, min barrier value)
+    diagnostics: dict = field(default_factory=dict)
+    service: list = field(default_factory=list)  # (latency s, success, code, message)
+
+
+def circle_path(start: np.ndarray, p_max_z: float, radius: float, lead_in: float, period: float):
+    """Goal position at time t: lead-in from ``start`` to the circle's bottom, then around a vertical
+    circle in the y-z plane whose top is 5 cm above ``p_max_z``."""
+    center = np.array([start[0], start[1], p_max_z + 0.05 - radius])
+    bottom = center - [0.0, 0.0, radius]
+
+    def at(t: float) -> np.ndarray:
+        if t < lead_in:
+            s = 0.5 - 0.5 * np.cos(np.pi * t / lead_in)
+            return start + s * (bottom - start)
+        a = 2 * np.pi * (t - lead_in) / period
+        return center + radius * np.array([0.0, np.sin(a), -np.cos(a)])
+
+    return at
+
+
+def run(args) -> int:
+    ros_environment()
+    import pinocchio as pin
+    import rclpy
+    from diagnostic_msgs.msg import DiagnosticArray
+    from geometry_msgs.msg import PoseStamped
+    from rich.console import Console
+    from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+    from sensor_msgs.msg import JointState
+
+    from roboplan_ik_interfaces.msg import ControllerStatus, PoseGoal
+    from roboplan_ik_interfaces.srv import SolveIK
+
+    from .core.config import load_config
+    from .core.robots import load_example_robot
+    from .core.scene import Scene
+    from .node.ik_controller import make_executor, spin_until_shutdown
+    from .node.rosbridge import pose_from_se3
+
+    console = Console()
+    out_dir = Path(args.out).resolve().parent
+    out_dir.mkdir(parents=True, exist_ok=True)
+    config = load_config(args.config)
+    box = next((b for b in config.barriers if b.type == "position"), None)
+    if box is None:
+        console.print("[red]the config has no position barrier: nothing to cross[/red]")
+        return 1
+    rd = load_example_robot("panda")
+    scene = Scene(rd.urdf_xml, rd.srdf_xml, rd.package_paths)
+    arm = [f"panda_joint{i}" for i in range(1, 8)]
+    tip = config.tasks[0].frame
+    ns = "ik_controller"
+    rec = Recording()
+
+    rclpy.init()
+    node = rclpy.create_node("roboplan_ik_demo")
+    executor = make_executor()
+    executor.add_node(node)
+    stop = threading.Event()
+
+    def spin():
+        spin_until_shutdown(executor, stop)
+
+    t_origin = time.perf_counter()
+
+    def on_js(msg: JointState):
+        index = {n: k for k, n in enumerate(msg.name)}
+        if all(n in index for n in arm):
+            rec.js_t.append(time.perf_counter() - t_origin)
+            rec.js_q.append([msg.position[index[n]] for n in arm])
+
+    def on_status(msg: ControllerStatus):
+        margin = min((b.value for b in msg.barriers if b.name == box.name), default=np.nan)
+        rec.status.append((time.perf_counter() - t_origin, msg.holding, msg.hold_reason, margin))
+
+    def on_diag(msg: DiagnosticArray):
+        for st in msg.status:
+            if st.name.startswith(f"{ns}:"):
+                rec.diagnostics = {kv.key: kv.value for kv in st.values}
+
+    node.create_subscription(JointState, "/joint_states", on_js, 50)
+    node.create_subscription(ControllerStatus, f"/{ns}/status", on_status, 10)
+    node.create_subscription(DiagnosticArray, "/diagnostics", on_diag, 10)
+    goal_pub = node.create_publisher(PoseStamped, f"/{ns}/ee/target_pose", 10)
+    srv = node.create_client(SolveIK, f"/{ns}/solve_ik")
+    threading.Thread(target=spin, daemon=True).start()
+
+    children = [
+        Child("roboplan_ik_ros.node.mock_robot", {"rate_hz": 250.0}, out_dir / "mock_robot.log"),
+        Child("roboplan_ik_ros.node.ik_controller", {"autostart": True, "config_file": args.config},
+              out_dir / "ik_controller.log"),
+    ]
+    ok = True
+    try:
+        with Progress(TextColumn("[bold]{task.description}"), BarColumn(), TimeElapsedColumn(),
+                      console=console, transient=False) as progress:
+            task = progress.add_task("starting mock_robot and ik_controller", total=None)
+            deadline = time.monotonic() + 30.0
+            while time.monotonic() < deadline and not (
+                    rec.status and not rec.status[-1][1] and rec.js_q and goal_pub.get_subscription_count()):
+                if not all(c.alive() for c in children):
+                    raise RuntimeError("a child process exited:\n" + "\n".join(c.tail() for c in children))
+                time.sleep(0.02)
+            if not rec.status or rec.status[-1][1]:
+                raise RuntimeError("ik_controller did not become active within 30 s:\n" + children[1].tail())
+            assert srv.wait_for_service(timeout_sec=10.0)
+            q0 = scene.q_from_joint_positions(arm, rec.js_q[-1], scene.named_configuration("default"))
+            T0 = scene.frame_pose(q0, tip)
+            lead_in, period = 2.0, args.period
+            path = circle_path(T0.translation, box.p_max[2], args.radius, lead_in, period)
+            total = lead_in + args.loops * period
+            progress.update(task, description="tracking the moving goal", total=total, completed=0)
+            service_times = list(np.linspace(lead_in, total - 0.5, args.service_calls))
+            rng = np.random.default_rng(0)
+            pending = []
+            t_start = time.perf_counter()
+            next_goal = 0.0
+            while (t := time.perf_counter() - t_start) < total:
+                p = path(t)
+                ps = PoseStamped()
+                ps.header.frame_id = ""
+                pose_from_se3(pin.SE3(T0.rotation, p), ps.pose)
+                goal_pub.publish(ps)
+                rec.goal_t.append(time.perf_counter() - t_origin)
+                rec.goal_p.append(p)
+                if service_times and t >= service_times[0]:
+                    service_times.pop(0)
+                    pending.append(_call_service(srv, scene, arm, tip, rng, rec, PoseGoal, SolveIK, pose_from_se3))
+                progress.update(task, completed=t)
+                next_goal += 1.0 / args.goal_rate
+                time.sleep(max(0.0, next_goal - (time.perf_counter() - t_start)))
+            progress.update(task, completed=total, description="done")
+            deadline = time.monotonic() + 5.0
+            while any(not f.done() for f in pending) and time.monotonic() < deadline:
+                time.sleep(0.01)
+            time.sleep(0.6)  # one more /diagnostics message
+    except Exception as exc:  # noqa: BLE001 - report whatever broke the run
+        console.print("demo failed:", style="red")
+        console.print(str(exc), markup=False, highlight=False)
+        ok = False
+    finally:
+        for c in reversed(children):
+            c.stop()
+        stop.set()
+        time.sleep(0.1)
+        executor.shutdown()
+        node.destroy_node()
+        rclpy.try_shutdown()
+    if not ok or not rec.js_q:
+        return 1
+    return report(rec, scene, arm, tip, box, args, console)
+
+
+def _call_service(srv, scene, arm, tip, rng, rec, PoseGoal, SolveIK, pose_from_se3):
+    """A SolveIK request for the TCP pose of a random collision-free configuration."""
+    group = scene.group("arm")
+    while True:
+        q = scene.random_configuration(rng, group, scene.named_configuration("default"))
+        if not scene.in_collision(q) and 0.3 < scene.frame_pose(q, tip).translation[2]:
+            break
+    g = PoseGoal(tip_frame=tip)
+    pose_from_se3(scene.frame_pose(q, tip), g.pose.pose)
+    t0 = time.perf_counter()
+    future = srv.call_async(SolveIK.Request(goals=[g]))
+
+    def done(f):
+        r = f.result()
+        rec.service.append((time.perf_counter() - t0, r.success, r.error_code, r.message))
+
+    future.add_done_callback(done)
+    return future
+
+
+def report(rec: Recording, scene, arm, tip, box, args, console) -> int:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    from rich.table import Table
+
+    js_t = np.array(rec.js_t)
+    js_q = np.array(rec.js_q)
+    q_ref = scene.named_configuration("default")
+    tcp = np.array([scene.frame_pose(scene.q_from_joint_positions(arm, v, q_ref), tip).translation for v in js_q])
+    goal_t, goal_p = np.array(rec.goal_t), np.array(rec.goal_p)
+    in_run = (js_t >= goal_t[0]) & (js_t <= goal_t[-1])
+    k = np.clip(np.searchsorted(goal_t, js_t[in_run], side="right") - 1, 0, len(goal_t) - 1)
+    target = goal_p[k]
+    p_min, p_max = np.array(box.p_min), np.array(box.p_max)
+    axes = np.flatnonzero(box.axis_selection)
+    inside = ((target[:, axes] > p_min[axes] + 0.01) & (target[:, axes] < p_max[axes] - 0.01)).all(axis=1)
+    err = np.linalg.norm(tcp[in_run] - target, axis=1)
+    err_in = err[inside] if inside.any() else np.array([np.nan])
+    margin = np.minimum(tcp[:, axes] - p_min[axes], p_max[axes] - tcp[:, axes]).min()
+    reached_top = tcp[in_run, 2].max()
+    lower = scene.q_min_v[[scene.model.joints[scene.model.getJointId(j)].idx_v for j in arm]]
+    upper = scene.q_max_v[[scene.model.joints[scene.model.getJointId(j)].idx_v for j in arm]]
+    within = bool(((js_q >= lower - 1e-9) & (js_q <= upper + 1e-9)).all())
+    lat = np.array([s[0] for s in rec.service]) * 1e3
+    n_ok = sum(1 for s in rec.service if s[1])
+    d = rec.diagnostics
+    holds = sum(1 for s in rec.status if s[1])
+
+    t = Table(title="roboplan_ik_ros demo: ik_controller + mock Panda", title_justify="left")
+    t.add_column("metric")
+    t.add_column("value", justify="right")
+    t.add_column("note")
+    t.add_row("control rate (set / achieved)", f"{d.get('control_rate_hz (set)', '-')} / {d.get('rate_hz (achieved)', '-')} Hz",
+              f"late ticks {d.get('late_ticks_pct', '-')} %")
+    t.add_row("tick time p50 / p99", f"{d.get('tick_p50_us', '-')} / {d.get('tick_p99_us', '-')} us",
+              f"max {d.get('tick_max_us', '-')} us (last {min(4096, len(js_t))} ticks)")
+    t.add_row("tracking error p50 / p95 (goal inside box)",
+              f"{np.nanmedian(err_in) * 1e3:.1f} / {np.nanpercentile(err_in, 95) * 1e3:.1f} mm",
+              "TCP from /joint_states vs streamed goal (includes lag)")
+    t.add_row("goal crossed box face by", f"{(goal_p[:, 2].max() - p_max[2]) * 1e3:.0f} mm",
+              f"TCP reached z = {reached_top:.3f} m (box z_max {p_max[2]:.3f})")
+    t.add_row("smallest barrier margin", f"{margin * 1e3:+.2f} mm", "min distance of the TCP to the box faces")
+    t.add_row("joints within limits", "yes" if within else "NO", f"{len(js_q)} joint_states samples")
+    t.add_row("solve_ik success", f"{n_ok} / {len(rec.service)}",
+              f"latency p50 {np.median(lat):.1f} ms, max {lat.max():.1f} ms" if len(lat) else "no reply")
+    t.add_row("holding (status samples)", f"{holds} / {len(rec.status)}", "")
+    console.print(t)
+
+    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(13, 5.5))
+    ax1.plot(goal_p[:, 1], goal_p[:, 2], "--", color="tab:gray", label="goal")
+    ax1.plot(tcp[in_run, 1], tcp[in_run, 2], color="tab:blue", label="achieved TCP")
+    ax1.axhline(p_max[2], color="tab:red", lw=1, label=f"barrier z_max = {p_max[2]:.2f} m")
+    ax1.axhline(p_min[2], color="tab:red", lw=1, ls=":")
+    ax1.set_xlabel("y [m]")
+    ax1.set_ylabel("z [m]")
+    ax1.set_aspect("equal")
+    ax1.legend(loc="lower right")
+    ax1.set_title("end effector: target vs achieved (y-z plane)")
+    rel = (js_q - lower) / (upper - lower)
+    for j in range(len(arm)):
+        ax2.plot(js_t - js_t[0], rel[:, j], label=arm[j].replace("panda_", ""))
+    ax2.axhline(0.0, color="k", lw=1)
+    ax2.axhline(1.0, color="k", lw=1)
+    ax2.set_ylim(-0.05, 1.05)
+    ax2.set_xlabel("time [s]")
+    ax2.set_ylabel("position within limits (0 = lower, 1 = upper)")
+    ax2.set_title("joints vs limits")
+    ax2.legend(fontsize=8, ncol=2)
+    fig.tight_layout()
+    fig.savefig(args.out, dpi=110)
+    console.print(f"plot: {args.out}")
+    good = within and margin > -box.safety_margin - 2e-3 and n_ok >= 1 and len(rec.service) == args.service_calls
+    return 0 if good else 1
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--config", default=None, help="YAML config (default: the packaged panda.yaml)")
+    p.add_argument("--loops", type=int, default=2, help="laps around the circle")
+    p.add_argument("--period", type=float, default=8.0, help="seconds per lap")
+    p.add_argument("--radius", type=float, default=0.2, help="circle radius [m]")
+    p.add_argument("--goal-rate", type=float, default=50.0, help="goal stream rate [Hz]")
+    p.add_argument("--service-calls", type=int, default=5)
+    p.add_argument("--out", default="build/demo/roboplan_ik_demo.png", help="plot file (PNG)")
+    args = p.parse_args(argv)
+    args.config = args.config or default_config()
+    return run(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,146 @@
+"""Pose goals: validation, frame resolution (robot model frames, else tf2_ros) and smoothing.
+
+Every target handed to the core is ``T_world_target`` with "world" the URDF root link. A goal
+stamped in a frame of the robot model is composed with that frame's pose at the current
+configuration (evaluated once, when the goal arrives); "" and the root link mean the root itself.
+Frames outside the model go through tf2_ros when it is installed (a ``tf2_ros.Buffer``); without
+it they are rejected with a message saying so.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pinocchio as pin
+
+from ..core.errors import InvalidInputError
+from ..core.scene import Scene
+from .node_config import GoalSmoothingConfig
+from .rosbridge import PoseError, se3_from_pose, se3_from_transform
+
+try:  # the real library where it is installed (every apt ROS 2 install); not on PyPI
+    import tf2_ros  # type: ignore[import-not-found]
+except ImportError:  # pragma: no cover - depends on the install
+    tf2_ros = None
+
+HAVE_TF2 = tf2_ros is not None
+
+
+class GoalError(InvalidInputError):
+    """A rejected goal; ``code`` is one of the ``CODE_*`` names (mapped to SolveIK error codes)."""
+
+    INVALID = "invalid"
+    UNKNOWN_FRAME = "unknown_frame"
+    TRANSFORM_FAILED = "transform_failed"
+
+    def __init__(self, message: str, code: str = INVALID) -> None:
+        super().__init__(message)
+        self.code = code
+
+
+class FrameResolver:
+    """``T_world_frame`` for a header frame_id: a model frame (forward kinematics at q), the root,
+    or (with a tf2_ros buffer) any frame TF knows.
+
+    Uses ``scene.frame_pose`` (the scene's own data): call from one thread only.
+    """
+
+    def __init__(self, scene: Scene, root_frame: str, tf_buffer=None, tf_timeout: float = 0.0) -> None:
+        self.scene = scene
+        self.root_frame = root_frame
+        self.tf_buffer = tf_buffer
+        self.tf_timeout = tf_timeout
+        self._identity_frames = {"", root_frame, "universe"}
+
+    def T_world_frame(self, frame_id: str, q: np.ndarray) -> pin.SE3:
+        if frame_id in self._identity_frames:
+            return pin.SE3.Identity()
+        if self.scene.model.existFrame(frame_id):
+            return self.scene.frame_pose(q, frame_id)
+        if self.tf_buffer is None:
+            raise GoalError(
+                f"frame {frame_id!r} is not a frame of the robot model and tf2_ros is not installed; use "
+                f"'{self.root_frame}' (or '') or a robot frame, e.g. {self._examples()}",
+                GoalError.UNKNOWN_FRAME,
+            )
+        return self._lookup(frame_id)
+
+    def _lookup(self, frame_id: str) -> pin.SE3:
+        from rclpy.duration import Duration
+        from rclpy.time import Time
+
+        try:
+            tf = self.tf_buffer.lookup_transform(
+                self.root_frame, frame_id, Time(), timeout=Duration(seconds=self.tf_timeout)
+            )
+        except Exception as exc:  # tf2 raises LookupException, ExtrapolationException, ...
+            raise GoalError(
+                f"no transform from {frame_id!r} to {self.root_frame!r}: {exc}", GoalError.TRANSFORM_FAILED
+            ) from exc
+        return se3_from_transform(tf.transform)
+
+    def _examples(self) -> str:
+        names = [f.name for f in self.scene.model.frames if f.type == pin.FrameType.BODY]
+        return ", ".join(repr(n) for n in names[:6]) + (", ..." if len(names) > 6 else "")
+
+    def resolve(self, pose_stamped, q: np.ndarray, quaternion_tolerance: float, what: str = "goal") -> pin.SE3:
+        """``T_world_target`` of a geometry_msgs/PoseStamped, or raise :class:`GoalError`."""
+        try:
+            T_frame_target = se3_from_pose(pose_stamped.pose, quaternion_tolerance, what)
+        except PoseError as exc:
+            raise GoalError(str(exc), GoalError.INVALID) from exc
+        return self.T_world_frame(pose_stamped.header.frame_id, q) * T_frame_target
+
+
+class GoalSmoother:
+    """Moves the task target toward the latest goal once per control tick.
+
+    ``none``: the target jumps to the goal. ``low_pass``: first order with ``time_constant`` (the
+    position and the rotation, separately). ``max_speed``: straight line at most
+    ``max_linear_speed`` [m/s], rotation about a fixed axis at most ``max_angular_speed`` [rad/s].
+    """
+
+    _DONE = 1e-9  # [m] and [rad]: closer than this is "reached"
+
+    def __init__(self, cfg: GoalSmoothingConfig) -> None:
+        self.cfg = cfg
+        self.target: pin.SE3 | None = None  # what the task tracks now
+        self.goal: pin.SE3 | None = None
+        self.moving = False
+
+    def reset(self, T: pin.SE3) -> None:
+        """Target and goal := T (nothing to do until the next goal)."""
+        self.target = T.copy()
+        self.goal = T.copy()
+        self.moving = False
+
+    def set_goal(self, T: pin.SE3) -> None:
+        self.goal = T.copy()
+        if self.cfg.type == "none" or self.target is None:
+            self.target = T.copy()
+        self.moving = True
+
+    def step(self, dt: float) -> pin.SE3 | None:
+        """Advance by ``dt`` [s]; returns the new target, or None when nothing changed."""
+        if not self.moving:
+            return None
+        if self.cfg.type == "none":
+            self.moving = False
+            return self.target
+        T, G = self.target, self.goal
+        dp = G.translation - T.translation
+        w = pin.log3(T.rotation.T @ G.rotation)  # in the target's frame
+        dist, angle = float(np.linalg.norm(dp)), float(np.linalg.norm(w))
+        if dist < self._DONE and angle < self._DONE:
+            self.target = G.copy()
+            self.moving = False
+            return self.target
+        if self.cfg.type == "low_pass":
+            a = 1.0 - math.exp(-dt / self.cfg.time_constant)
+            sp = sr = a
+        else:
+            sp = min(1.0, self.cfg.max_linear_speed * dt / dist) if dist > 0 else 1.0
+            sr = min(1.0, self.cfg.max_angular_speed * dt / angle) if angle > 0 else 1.0
+        self.target = pin.SE3(T.rotation @ pin.exp3(sr * w), T.translation + sp * dp)
+        return self.target

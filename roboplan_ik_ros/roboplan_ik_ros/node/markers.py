@@ -1,0 +1,98 @@
+"""RViz: goal and barrier-box markers (visualization_msgs) and optional 6-DOF interactive targets.
+
+Plain markers go out as one MarkerArray on a transient-local topic, so RViz shows the latest
+goals and the barrier boxes whenever it connects. Interactive markers use the real
+``interactive_markers`` package where it is installed; without it one log line says so.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+import numpy as np
+import pinocchio as pin
+from geometry_msgs.msg import Point, PoseStamped
+from std_msgs.msg import ColorRGBA
+from visualization_msgs.msg import InteractiveMarker, InteractiveMarkerControl, InteractiveMarkerFeedback, Marker
+
+from .rosbridge import pose_from_se3
+
+try:  # the real library where it is installed (apt ROS 2); not on PyPI
+    from interactive_markers import InteractiveMarkerServer  # type: ignore[import-not-found]
+except ImportError:  # pragma: no cover - depends on the install
+    InteractiveMarkerServer = None
+
+HAVE_INTERACTIVE_MARKERS = InteractiveMarkerServer is not None
+
+_AXIS_COLORS = ((1.0, 0.0, 0.0), (0.0, 1.0, 0.0), (0.0, 0.0, 1.0))
+# The control's orientation (w = 1, x, y, z below, normalized) picks the axis its x axis acts on:
+# the usual 6-DOF marker of the interactive_markers tutorials.
+_CONTROL_AXES = (("x", (1.0, 0.0, 0.0)), ("y", (0.0, 0.0, 1.0)), ("z", (0.0, 1.0, 0.0)))
+_S = float(1.0 / np.sqrt(2.0))
+
+
+def goal_markers(name: str, T_world_goal: pin.SE3, frame: str, scale: float, marker_id: int) -> Marker:
+    """The goal of frame task ``name`` as three colored axes (one LINE_LIST marker)."""
+    m = Marker(ns=f"goal/{name}", id=marker_id, type=Marker.LINE_LIST, action=Marker.ADD)
+    m.header.frame_id = frame
+    m.pose.orientation.w = 1.0
+    m.scale.x = 0.08 * scale
+    o = T_world_goal.translation
+    for axis, (r, g, b) in enumerate(_AXIS_COLORS):
+        tip = o + scale * T_world_goal.rotation[:, axis]
+        m.points += [Point(x=float(o[0]), y=float(o[1]), z=float(o[2])),
+                     Point(x=float(tip[0]), y=float(tip[1]), z=float(tip[2]))]
+        c = ColorRGBA(r=r, g=g, b=b, a=1.0)
+        m.colors += [c, c]
+    return m
+
+
+def box_marker(name: str, p_min: np.ndarray, p_max: np.ndarray, frame: str, marker_id: int) -> Marker:
+    """A translucent CUBE for the box of a PositionBarrier (unbounded axes drawn 4 m wide)."""
+    lo = np.where(np.isfinite(p_min), p_min, -2.0)
+    hi = np.where(np.isfinite(p_max), p_max, 2.0)
+    c = 0.5 * (lo + hi)
+    m = Marker(ns=f"barrier/{name}", id=marker_id, type=Marker.CUBE, action=Marker.ADD)
+    m.header.frame_id = frame
+    m.pose.position.x, m.pose.position.y, m.pose.position.z = (float(v) for v in c)
+    m.pose.orientation.w = 1.0
+    m.scale.x, m.scale.y, m.scale.z = (float(v) for v in (hi - lo))
+    m.color = ColorRGBA(r=0.2, g=0.6, b=1.0, a=0.15)
+    return m
+
+
+class InteractiveTargets:
+    """One 6-DOF interactive marker per frame task; dragging it calls ``on_goal(task, PoseStamped)``."""
+
+    def __init__(self, node, namespace: str, frame: str, scale: float,
+                 on_goal: Callable[[str, PoseStamped], None]) -> None:
+        self.server = InteractiveMarkerServer(node, namespace)
+        self.frame = frame
+        self.scale = scale
+        self.on_goal = on_goal
+
+    def set_targets(self, targets: Sequence[tuple[str, pin.SE3]]) -> None:
+        for name, T in targets:
+            im = InteractiveMarker(name=name, description=f"{name} target", scale=2.0 * self.scale)
+            im.header.frame_id = self.frame
+            pose_from_se3(T, im.pose)
+            for axis, (qx, qy, qz) in _CONTROL_AXES:
+                for mode, word in ((InteractiveMarkerControl.ROTATE_AXIS, "rotate"),
+                                   (InteractiveMarkerControl.MOVE_AXIS, "move")):
+                    ctrl = InteractiveMarkerControl(name=f"{word}_{axis}", interaction_mode=mode)
+                    ctrl.orientation.w, ctrl.orientation.x, ctrl.orientation.y, ctrl.orientation.z = (
+                        _S, qx * _S, qy * _S, qz * _S)
+                    im.controls.append(ctrl)
+            self.server.insert(im, feedback_callback=self._feedback)
+        self.server.applyChanges()
+
+    def _feedback(self, fb: InteractiveMarkerFeedback) -> None:
+        if fb.event_type != InteractiveMarkerFeedback.POSE_UPDATE:
+            return
+        ps = PoseStamped()
+        ps.header = fb.header
+        ps.pose = fb.pose
+        self.on_goal(fb.marker_name, ps)
+
+    def shutdown(self) -> None:
+        self.server.shutdown()

@@ -1,0 +1,217 @@
+"""``mock_robot``: a kinematic stand-in for a ros2_control robot, for demos, tests and users
+without hardware.
+
+Publishes the URDF and SRDF once on ``/robot_description`` and ``/robot_description_semantic``
+(transient local) and ``/joint_states`` at ``rate_hz``; integrates the commands it receives
+(forward_command position or velocity, a single-point JointTrajectory, or a JointState), with an
+optional first-order lag, clipped into the joint limits. ``paused: true`` stops the joint states
+(a driver that died). It also measures, for every command, the time since its latest
+joint_states publication (the robot's view of sensor-to-command latency).
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from pathlib import Path
+
+import numpy as np
+import rclpy
+from rcl_interfaces.msg import ParameterDescriptor, SetParametersResult
+from rclpy.node import Node
+from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
+from sensor_msgs.msg import JointState
+from std_msgs.msg import Float64MultiArray, String
+from trajectory_msgs.msg import JointTrajectory
+
+from ..core.errors import InvalidInputError
+from ..core.robots import EXAMPLE_ROBOTS, example_robot_data_share, load_example_robot
+from ..core.scene import Scene
+from .rosbridge import JointMap
+
+LATCHED = QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.TRANSIENT_LOCAL)
+COMMAND_TYPES = ("forward_command", "joint_trajectory", "joint_state")
+
+
+def load_robot(robot: str, srdf_path: str = "") -> tuple[str, str, list[str], str]:
+    """(urdf, srdf, package_paths, group) for ``robot`` = an example robot name or a URDF path."""
+    if robot in EXAMPLE_ROBOTS:
+        rd = load_example_robot(robot)
+        return rd.urdf_xml, rd.srdf_xml, list(rd.package_paths), rd.group
+    path = Path(robot)
+    if not path.is_file():
+        raise InvalidInputError(f"robot: {robot!r} is neither an example robot ({', '.join(EXAMPLE_ROBOTS)}) "
+                                "nor a URDF file")
+    srdf = Path(srdf_path).read_text() if srdf_path else ""
+    try:
+        pkgs = [str(example_robot_data_share())]
+    except FileNotFoundError:
+        pkgs = []
+    return path.read_text(), srdf, [str(path.parent), *pkgs], ""
+
+
+class MockRobot(Node):
+    def __init__(self, node_name: str = "mock_robot", **kwargs) -> None:
+        super().__init__(node_name, **kwargs)
+        d = ParameterDescriptor
+        robot = self.declare_parameter("robot", "panda", d(
+            description=f"example robot ({', '.join(EXAMPLE_ROBOTS)}) or a URDF file path", read_only=True)).value
+        srdf_path = self.declare_parameter("srdf", "", d(description="SRDF file (with a URDF path)",
+                                                         read_only=True)).value
+        rate = self.declare_parameter("rate_hz", 100.0, d(description="joint_states rate [Hz]", read_only=True)).value
+        ctype = self.declare_parameter("command_type", "forward_command", d(
+            description="forward_command | joint_trajectory | joint_state", read_only=True)).value
+        self.interface = self.declare_parameter("command_interface", "position", d(
+            description="position | velocity (forward_command)", read_only=True)).value
+        topic = self.declare_parameter("command_topic", "/forward_position_controller/commands", d(
+            read_only=True)).value
+        joints = self.declare_parameter("command_joints", [""], d(
+            description="joint order of forward_command data; [''] = the robot's default group", read_only=True)).value
+        self.lag = self.declare_parameter("lag_time_constant", 0.0, d(
+            description="first-order lag of the joints behind the command [s]; 0 = none")).value
+        initial_state = self.declare_parameter("initial_state", "default", d(
+            description="SRDF group_state of the initial pose (when present)", read_only=True)).value
+        self.declare_parameter("paused", False, d(description="stop publishing /joint_states"))
+        self.add_on_set_parameters_callback(self._on_set)
+        if ctype not in COMMAND_TYPES or self.interface not in ("position", "velocity"):
+            raise InvalidInputError(f"command_type {ctype!r} / command_interface {self.interface!r}: valid "
+                                    f"{COMMAND_TYPES} / (position, velocity)")
+
+        urdf, srdf, pkgs, group_name = load_robot(robot, srdf_path)
+        self.scene = Scene(urdf, srdf, pkgs)
+        names = [j for j in joints if j] or list(self.scene.group(group_name).joint_names)
+        self.command_map = JointMap(self.scene, names)
+        self.state_map = JointMap(self.scene, self.scene.joint_names)
+        self.q = self.scene.neutral()
+        if initial_state in self.scene.srdf.group_states:
+            self.q = self.scene.named_configuration(initial_state, self.q)
+        self.lower = self.scene.q_min_v[self.command_map.v_idx]
+        self.upper = self.scene.q_max_v[self.command_map.v_idx]
+        self.v_max = self.scene.v_max[self.command_map.v_idx]
+        n = len(names)
+        self._pos = self.command_map.from_q(self.q, np.empty(n))  # joint values of the commanded joints
+        self._target = self._pos.copy()
+        self._vel = np.zeros(n)
+        self._vel_cmd = np.zeros(n)
+        self._last_cmd_time = -math.inf
+        self._last_js_time = -math.inf
+        self.commands = 0
+        self.latencies = np.zeros(1 << 16)  # [s] command receipt - latest joint_states publication
+        self.n_latencies = 0
+
+        self.create_publisher(String, "/robot_description", LATCHED).publish(String(data=urdf))
+        self.create_publisher(String, "/robot_description_semantic", LATCHED).publish(String(data=srdf))
+        self._js_pub = self.create_publisher(JointState, "/joint_states", 10)
+        self._js = JointState(name=list(self.scene.joint_names))
+        self._js_values = np.empty(len(self.scene.joint_names))
+        msg_type = {"forward_command": Float64MultiArray, "joint_trajectory": JointTrajectory,
+                    "joint_state": JointState}[ctype]
+        self.create_subscription(msg_type, topic, getattr(self, f"_on_{ctype}"), 10)
+        self._dt = 1.0 / rate
+        self._last_step = time.perf_counter()
+        self.create_timer(self._dt, self._on_timer)
+        self.get_logger().info(f"mock {robot}: {n} commanded joints {names}, {ctype} ({self.interface}) on "
+                               f"{topic}, /joint_states at {rate:g} Hz, lag {self.lag:g} s")
+
+    def _on_set(self, params) -> SetParametersResult:
+        for p in params:
+            if p.name == "lag_time_constant":
+                if not (isinstance(p.value, float) and p.value >= 0.0):
+                    return SetParametersResult(successful=False, reason="lag_time_constant: expected a number >= 0")
+                self.lag = p.value
+        return SetParametersResult(successful=True)
+
+    # ------------------------------------------------------------------ commands
+    def _received(self, values, names=None) -> np.ndarray | None:
+        now = time.perf_counter()
+        if self.n_latencies < len(self.latencies) and math.isfinite(self._last_js_time):
+            self.latencies[self.n_latencies] = now - self._last_js_time
+            self.n_latencies += 1
+        self.commands += 1
+        v = np.asarray(values, dtype=float)
+        if names is not None and list(names) != self.command_map.names:
+            index = {n: k for k, n in enumerate(names)}
+            if any(n not in index for n in self.command_map.names):
+                self.get_logger().warning(f"command without joints {self.command_map.names}: ignored",
+                                       throttle_duration_sec=2.0)
+                return None
+            v = v[[index[n] for n in self.command_map.names]]
+        if v.shape != self._target.shape or not np.isfinite(v).all():
+            self.get_logger().warning(f"bad command {v.tolist()}: ignored", throttle_duration_sec=2.0)
+            return None
+        self._last_cmd_time = now
+        return v
+
+    def _on_forward_command(self, msg: Float64MultiArray) -> None:
+        v = self._received(msg.data)
+        if v is None:
+            return
+        if self.interface == "velocity":
+            self._vel_cmd[:] = v
+        else:
+            self._set_target(v)
+
+    def _on_joint_trajectory(self, msg: JointTrajectory) -> None:
+        if msg.points:
+            v = self._received(msg.points[0].positions, msg.joint_names)
+            if v is not None:
+                self._set_target(v)
+
+    def _on_joint_state(self, msg: JointState) -> None:
+        v = self._received(msg.position, msg.name)
+        if v is not None:
+            self._set_target(v)
+
+    def _set_target(self, v: np.ndarray) -> None:
+        np.clip(v, self.lower, self.upper, out=self._target)
+        if self.lag <= 0.0:
+            self._pos[:] = self._target
+
+    # ---------------------------------------------------------------- simulation
+    def _on_timer(self) -> None:
+        now = time.perf_counter()
+        dt, self._last_step = now - self._last_step, now
+        if self.interface == "velocity":
+            if now - self._last_cmd_time > 0.1:  # command stream stopped: stop
+                self._vel_cmd[:] = 0.0
+            a = 1.0 if self.lag <= 0.0 else 1.0 - math.exp(-dt / self.lag)
+            self._vel += a * (self._vel_cmd - self._vel)
+            np.clip(self._vel, -self.v_max, self.v_max, out=self._vel)
+            self._pos += self._vel * dt
+        elif self.lag > 0.0:
+            self._pos += (1.0 - math.exp(-dt / self.lag)) * (self._target - self._pos)
+        np.clip(self._pos, self.lower, self.upper, out=self._pos)
+        self.command_map.to_q(self._pos, self.q)
+        if self.get_parameter("paused").value:
+            return
+        self._js.header.stamp = self.get_clock().now().to_msg()
+        self._js.position = self.state_map.from_q(self.q, self._js_values).tolist()
+        self._js_pub.publish(self._js)
+        self._last_js_time = time.perf_counter()
+
+    def joint_positions(self) -> dict[str, float]:
+        return dict(zip(self.scene.joint_names, self.state_map.from_q(self.q, np.empty(len(self.scene.joint_names)))))
+
+
+def main(args=None) -> None:
+    from .ik_controller import make_executor, spin_until_shutdown
+
+    rclpy.init(args=args)
+    try:
+        node = MockRobot()
+    except (InvalidInputError, OSError) as exc:
+        rclpy.logging.get_logger("mock_robot").error(str(exc))
+        rclpy.try_shutdown()
+        raise SystemExit(1) from exc
+    executor = make_executor()
+    executor.add_node(node)
+    try:
+        spin_until_shutdown(executor)
+    finally:
+        node.destroy_node()
+        executor.shutdown()
+        rclpy.try_shutdown()
+
+
+if __name__ == "__main__":
+    main()

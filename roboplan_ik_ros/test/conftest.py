@@ -1,0 +1,166 @@
+"""Test setup: ROS 2 environment defaults and the rclpy harness of the node tests.
+
+The environment defaults isolate a run (LOCALHOST discovery, a per-run ROS_DOMAIN_ID, a temporary
+log dir) when pytest is started without ``make test``; variables already set win. They are set
+at import, before any test imports rclpy. The ROS fixtures are lazy: core tests never start rclpy.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+import threading
+import time
+
+import pytest
+
+os.environ.setdefault("ROS_AUTOMATIC_DISCOVERY_RANGE", "LOCALHOST")
+os.environ.setdefault("ROS_DOMAIN_ID", str(1 + os.getpid() % 100))
+os.environ.setdefault("RMW_IMPLEMENTATION", "rmw_fastrtps_cpp")
+os.environ.setdefault("ROS_LOG_DIR", tempfile.mkdtemp(prefix="roboplan_ik_ros-test-log."))
+
+
+class Spinner:
+    """Spins one executor (with the given nodes) in a daemon thread until :meth:`stop`."""
+
+    def __init__(self, *nodes) -> None:
+        from roboplan_ik_ros.node.ik_controller import make_executor
+
+        self.executor = make_executor()
+        for n in nodes:
+            self.executor.add_node(n)
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        from roboplan_ik_ros.node.ik_controller import spin_until_shutdown
+
+        spin_until_shutdown(self.executor, self._stop)
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join(timeout=5.0)
+        self.executor.shutdown()
+
+
+def wait_future(future, timeout: float = 10.0):
+    """Block until an rclpy future (completed by a Spinner thread) is done; its result."""
+    done = threading.Event()
+    future.add_done_callback(lambda _: done.set())
+    if not done.wait(timeout):
+        raise TimeoutError(f"no result within {timeout} s")
+    return future.result()
+
+
+def wait_until(predicate, timeout: float = 10.0, what: str = "condition"):
+    """Poll ``predicate`` (state produced by Spinner threads) every 5 ms until true."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(0.005)
+    raise TimeoutError(f"timed out after {timeout} s waiting for {what}")
+
+
+@pytest.fixture(scope="session")
+def ros():
+    import rclpy
+
+    rclpy.init()
+    yield
+    rclpy.try_shutdown()
+
+
+@pytest.fixture(scope="session")
+def mock_robot(ros):
+    """The Panda mock robot at 250 Hz, spun in its own thread for the whole session."""
+    from rclpy.parameter import Parameter
+
+    from roboplan_ik_ros.node.mock_robot import MockRobot
+
+    node = MockRobot(parameter_overrides=[Parameter("rate_hz", value=250.0)])
+    spinner = Spinner(node)
+    yield node
+    spinner.stop()
+    node.destroy_node()
+
+
+# ----------------------------------------------------------------------- node test helpers
+CONFIG_DIR = __import__("pathlib").Path(__file__).resolve().parents[1] / "config"
+_names = iter(range(1, 10_000))
+
+
+def unique_name(prefix: str) -> str:
+    return f"{prefix}_{os.getpid()}_{next(_names)}"
+
+
+def write_config(tmp_dir, *, drop_barriers=("self_collision",), node=None, edit=None) -> str:
+    """panda.yaml with barriers dropped, ``node:`` keys overridden and ``edit(data)`` applied."""
+    import yaml
+
+    data = yaml.safe_load((CONFIG_DIR / "panda.yaml").read_text())
+    data["barriers"] = [b for b in data.get("barriers", []) if b["name"] not in drop_barriers]
+    data.setdefault("node", {}).update(node or {})
+    if edit is not None:
+        edit(data)
+    path = os.path.join(str(tmp_dir), unique_name("config") + ".yaml")
+    with open(path, "w") as f:
+        yaml.safe_dump(data, f)
+    return path
+
+
+class LifecycleClient:
+    """Drives a lifecycle node through its lifecycle_msgs services from a separate node, and
+    records what the controller publishes."""
+
+    def __init__(self, target: str, command_topic: str = "/forward_position_controller/commands") -> None:
+        import rclpy
+        from lifecycle_msgs.srv import ChangeState, GetState
+        from rcl_interfaces.srv import SetParameters
+        from std_msgs.msg import Float64MultiArray
+
+        from roboplan_ik_interfaces.msg import ControllerStatus
+
+        self.target = target
+        self.node = rclpy.create_node(unique_name("test_client"))
+        self._change = self.node.create_client(ChangeState, f"/{target}/change_state")
+        self._get = self.node.create_client(GetState, f"/{target}/get_state")
+        self._params = self.node.create_client(SetParameters, f"/{target}/set_parameters")
+        self.status = []
+        self.commands = []  # (perf_counter time, data tuple)
+        self.node.create_subscription(ControllerStatus, f"/{target}/status", self.status.append, 10)
+        self.node.create_subscription(Float64MultiArray, command_topic,
+                                      lambda m: self.commands.append((time.perf_counter(), tuple(m.data))), 100)
+        self.spinner = Spinner(self.node)
+
+    def transition(self, transition_id: int) -> bool:
+        from lifecycle_msgs.msg import Transition
+        from lifecycle_msgs.srv import ChangeState
+
+        assert self._change.wait_for_service(timeout_sec=10.0), "no change_state service"
+        req = ChangeState.Request(transition=Transition(id=transition_id))
+        return wait_future(self._change.call_async(req), timeout=20.0).success
+
+    def state(self) -> str:
+        from lifecycle_msgs.srv import GetState
+
+        assert self._get.wait_for_service(timeout_sec=10.0)
+        return wait_future(self._get.call_async(GetState.Request())).current_state.label
+
+    def set_parameter(self, name: str, value):
+        from rclpy.parameter import Parameter
+        from rcl_interfaces.srv import SetParameters
+
+        assert self._params.wait_for_service(timeout_sec=10.0)
+        req = SetParameters.Request(parameters=[Parameter(name, value=value).to_parameter_msg()])
+        return wait_future(self._params.call_async(req)).results[0]
+
+    def wait_status(self, predicate, timeout: float = 10.0, what: str = "status"):
+        start = len(self.status)
+        return wait_until(lambda: next((s for s in self.status[start:] if predicate(s)), None), timeout, what)
+
+    def close(self) -> None:
+        self.spinner.stop()
+        self.node.destroy_node()

@@ -1,0 +1,64 @@
+"""The ``node:`` YAML section and the runtime parameter validators (no DDS)."""
+
+from pathlib import Path
+
+import pytest
+import yaml
+
+from roboplan_ik_ros.core.errors import InvalidInputError
+from roboplan_ik_ros.node.node_config import NodeConfig, load_node_config
+from roboplan_ik_ros.node.parameters import choice_check, number_check
+
+CONFIG_DIR = Path(__file__).resolve().parents[1] / "config"
+
+
+def test_defaults():
+    cfg = load_node_config(None)
+    assert cfg == NodeConfig()
+    assert cfg.control_rate_hz == 500.0 and cfg.state_feedback == "commanded"
+    assert cfg.outputs[0].type == "forward_command" and cfg.outputs[0].interface == "position"
+
+
+@pytest.mark.parametrize("name", ["panda", "ur5"])
+def test_packaged_configs(name):
+    data = yaml.safe_load((CONFIG_DIR / f"{name}.yaml").read_text())
+    assert "node" in data, f"{name}.yaml has no node: section"
+    load_node_config(data["node"])
+
+
+@pytest.mark.parametrize("mapping, words", [
+    ({"control_rate": 100}, ["node.control_rate", "unknown key", "control_rate_hz"]),
+    ({"control_rate_hz": 0}, ["node.control_rate_hz", "> 0"]),
+    ({"control_rate_hz": 5000}, ["node.control_rate_hz", "<= 2000"]),
+    ({"control_rate_hz": "fast"}, ["node.control_rate_hz", "expected a number"]),
+    ({"state_feedback": "both"}, ["node.state_feedback", "commanded, measured"]),
+    ({"trigger": "joint_states"}, ["node.trigger", "measured"]),
+    ({"outputs": []}, ["node.outputs", "at least one"]),
+    ({"outputs": [{"type": "effort"}]}, ["node.outputs[0].type", "forward_command, joint_trajectory, joint_state"]),
+    ({"outputs": [{"interface": "effort"}]}, ["node.outputs[0].interface", "position, velocity"]),
+    ({"outputs": [{"type": "joint_trajectory", "interface": "velocity"}]}, ["node.outputs[0].interface"]),
+    ({"outputs": [{"topic": "/a"}, {"topic": "/a"}]}, ["node.outputs[1].topic", "another output"]),
+    ({"outputs": [{"topik": "/a"}]}, ["node.outputs[0].topik", "valid keys", "topic"]),
+    ({"goal_smoothing": {"type": "spline"}}, ["node.goal_smoothing.type", "low_pass"]),
+    ({"goal_smoothing": {"time_constant": -1.0}}, ["node.goal_smoothing.time_constant"]),
+    ({"quaternion_tolerance": 2.0}, ["node.quaternion_tolerance", "<= 0.5"]),
+])
+def test_bad_values_name_the_key_and_what_is_valid(mapping, words):
+    with pytest.raises(InvalidInputError) as exc:
+        load_node_config(mapping)
+    for w in words:
+        assert w in str(exc.value)
+
+
+def test_number_check():
+    gain = number_check(0.0, 1.0, lo_open=True)
+    assert gain(0.5) == "" and gain(1.0) == ""
+    assert "(0, 1]" in gain(0.0) and gain(1.5) and gain(float("nan")) and gain("x") and gain(True)
+    cost = number_check(0.0, size=3)
+    assert cost(1.0) == "" and cost([1.0, 2.0, 3.0]) == ""
+    assert "3 values" in cost([1.0, 2.0]) and cost([1.0, -1.0, 0.0])
+
+
+def test_choice_check():
+    check = choice_check(("a", "b"))
+    assert check("a") == "" and "valid: a, b" in check("c")

@@ -1,0 +1,139 @@
+"""Lifecycle of ik_controller over real DDS, driven from another node through lifecycle_msgs."""
+
+import numpy as np
+import pytest
+from lifecycle_msgs.msg import Transition
+from rclpy.lifecycle import TransitionCallbackReturn
+from rclpy.parameter import Parameter
+
+from conftest import LifecycleClient, Spinner, unique_name, wait_until, write_config
+from roboplan_ik_ros.node.ik_controller import IKControllerNode
+
+T = Transition
+
+
+@pytest.fixture
+def make_node(ros, mock_robot):
+    """Factory: an ik_controller (unique name) spun in its own thread, with a client; torn down after."""
+    made = []
+
+    def make(config_file: str):
+        name = unique_name("ik")
+        node = IKControllerNode(name, parameter_overrides=[Parameter("config_file", value=config_file)])
+        spinner = Spinner(node)
+        client = LifecycleClient(name)
+        made.append((node, spinner, client))
+        return node, client
+
+    yield make
+    for node, spinner, client in made:
+        client.close()
+        spinner.stop()
+        node.destroy_node()
+
+
+def test_full_lifecycle(make_node, mock_robot, tmp_path):
+    node, client = make_node(write_config(tmp_path))
+    assert client.state() == "unconfigured"
+    assert client.transition(T.TRANSITION_CONFIGURE) and client.state() == "inactive"
+    assert not client.commands  # nothing is commanded while inactive
+    assert client.transition(T.TRANSITION_ACTIVATE) and client.state() == "active"
+    wait_until(lambda: len(client.commands) > 20, what="commands while active")
+    # holding still at activation: the TCP stays where it was (the posture task may move the
+    # arm in the nullspace toward its SRDF target)
+    scene = mock_robot.scene
+    arm = [f"panda_joint{i}" for i in range(1, 8)]
+
+    def tcp(values):
+        return scene.frame_pose(scene.q_from_joint_positions(arm, values, mock_robot.q.copy()), "panda_hand_tcp")
+
+    start = tcp(client.commands[0][1])
+    for _, values in client.commands[:20]:
+        assert np.allclose(tcp(values).homogeneous, start.homogeneous, atol=1e-6)
+    assert client.transition(T.TRANSITION_DEACTIVATE) and client.state() == "inactive"
+    n = len(client.commands)
+    last = client.commands[-1][1]
+    assert np.allclose(tcp(last).homogeneous, start.homogeneous, atol=1e-5)  # the hold command
+    assert client.transition(T.TRANSITION_CLEANUP) and client.state() == "unconfigured"
+    assert len(client.commands) == n
+    # configure again after cleanup (parameters, publishers and services were released)
+    assert client.transition(T.TRANSITION_CONFIGURE) and client.state() == "inactive"
+    assert client.transition(T.TRANSITION_ACTIVATE) and client.state() == "active"
+    assert client.transition(T.TRANSITION_ACTIVE_SHUTDOWN) and client.state() == "finalized"
+
+
+@pytest.mark.parametrize("edit, words", [
+    (lambda d: d["tasks"][0].update(position_cost="high"), ["tasks[0].position_cost", "'high'"]),
+    (lambda d: d["tasks"][0].update(frame="panda_hand_tip"), ["unknown frame 'panda_hand_tip'", "panda_hand_tcp"]),
+    (lambda d: d.update(solverr={}), ["config.solverr", "unknown key", "valid keys"]),
+    (lambda d: d["node"].update(outputs=[{"type": "effort"}]), ["node.outputs[0].type", "forward_command"]),
+    (lambda d: d["node"].update(outputs=[{"joints": ["elbow"]}]), ["node.outputs[0].joints", "unknown joint 'elbow'"]),
+])
+def test_bad_yaml_fails_configure_with_reason(make_node, tmp_path, edit, words):
+    node, client = make_node(write_config(tmp_path, edit=edit))
+    assert not client.transition(T.TRANSITION_CONFIGURE)
+    assert client.state() == "unconfigured"
+    for w in words:
+        assert w in node.last_error, node.last_error
+
+
+def test_missing_config_file(make_node):
+    node, client = make_node("/nonexistent/panda.yaml")
+    assert not client.transition(T.TRANSITION_CONFIGURE)
+    assert "cannot read '/nonexistent/panda.yaml'" in node.last_error
+
+
+def test_activate_fails_without_joint_states(make_node, mock_robot, tmp_path):
+    node, client = make_node(write_config(tmp_path, node={"activation_timeout": 0.5}))
+    mock_robot.set_parameters([Parameter("paused", value=True)])
+    try:
+        assert client.transition(T.TRANSITION_CONFIGURE)
+        assert not client.transition(T.TRANSITION_ACTIVATE)
+        assert client.state() == "inactive"
+        assert "no valid /joint_states within 0.5 s" in node.last_error
+    finally:
+        mock_robot.set_parameters([Parameter("paused", value=False)])
+    assert client.transition(T.TRANSITION_ACTIVATE) and client.state() == "active"
+
+
+def test_refused_parameter_override_fails_configure(ros, mock_robot, tmp_path):
+    name = unique_name("ik")
+    node = IKControllerNode(name, parameter_overrides=[
+        Parameter("config_file", value=write_config(tmp_path)), Parameter("tasks.ee.task_gain", value=3.0)])
+    try:
+        assert node.trigger_configure() == TransitionCallbackReturn.FAILURE
+        assert "tasks.ee.task_gain" in node.last_error and "out of range" in node.last_error
+    finally:
+        node.destroy_node()
+
+
+def test_trigger_on_joint_states(make_node, mock_robot, tmp_path):
+    node, client = make_node(write_config(tmp_path, node={"trigger": "joint_states", "state_feedback": "measured"}))
+    assert client.transition(T.TRANSITION_CONFIGURE) and client.transition(T.TRANSITION_ACTIVATE)
+    wait_until(lambda: node._stats.count > 250, what="ticks driven by /joint_states")
+    rate = node.loop_summary()["rate_hz"]
+    assert 150 < rate < 300, rate  # one step per joint state of the 250 Hz mock robot
+
+
+def test_mock_robot_velocity_interface_and_lag(ros):
+    from std_msgs.msg import Float64MultiArray
+
+    from roboplan_ik_ros.node.mock_robot import MockRobot
+
+    mock = MockRobot(unique_name("mock"), parameter_overrides=[
+        Parameter("command_interface", value="velocity"), Parameter("command_topic", value="/unused_velocity"),
+        Parameter("paused", value=True)])
+    try:
+        q0 = mock.q.copy()
+        upper = mock.scene.q_max_v[:7]
+        for _ in range(200):  # 1 rad/s on every joint for ~0.2 s of simulated time per step
+            mock._on_forward_command(Float64MultiArray(data=[1.0] * 7))
+            mock._last_step -= 0.05
+            mock._on_timer()
+        assert (mock.q[:7] > q0[:7]).all() and (mock.q[:7] <= upper + 1e-12).all()
+        assert np.isclose(mock.q[6], upper[6])  # ran into the limit and stayed there
+        mock.set_parameters([Parameter("command_interface", value="position")])  # read-only: refused
+        assert mock.interface == "velocity"
+        assert not mock.set_parameters([Parameter("lag_time_constant", value=-1.0)])[0].successful
+    finally:
+        mock.destroy_node()

@@ -1,0 +1,103 @@
+"""Command message building (no DDS)."""
+
+import numpy as np
+import pytest
+from sensor_msgs.msg import JointState
+from std_msgs.msg import Float64MultiArray
+from trajectory_msgs.msg import JointTrajectory
+
+from models import scene
+from roboplan_ik_ros.node.diagnostics import TickStats
+from roboplan_ik_ros.node.node_config import OutputConfig
+from roboplan_ik_ros.node.outputs import CommandEncoder
+
+ARM = [f"panda_joint{i}" for i in range(1, 8)]
+DT = 0.002
+
+
+@pytest.fixture(scope="module")
+def panda():
+    return scene("panda")
+
+
+@pytest.fixture
+def qs(panda):
+    q = panda.named_configuration("default")
+    q_next = q.copy()
+    q_next[:7] += np.linspace(0.001, 0.007, 7)
+    return q, q_next
+
+
+def test_forward_position(panda, qs):
+    q, q_next = qs
+    enc = CommandEncoder(OutputConfig(), panda, ARM, DT)
+    msg = enc.encode(q_next, q)
+    assert isinstance(msg, Float64MultiArray)
+    assert np.allclose(msg.data, q_next[:7]) and msg.layout.dim[0].size == 7
+
+
+def test_forward_velocity_and_joint_order(panda, qs):
+    q, q_next = qs
+    order = list(reversed(ARM))
+    enc = CommandEncoder(OutputConfig(interface="velocity", topic="/v"), panda, order, DT)
+    msg = enc.encode(q_next, q)
+    assert np.allclose(msg.data, ((q_next - q)[:7] / DT)[::-1])
+    assert np.allclose(enc.encode_hold(q_next).data, 0.0)
+
+
+def test_message_is_reused(panda, qs):
+    q, q_next = qs
+    enc = CommandEncoder(OutputConfig(), panda, ARM, DT)
+    assert enc.encode(q_next, q) is enc.encode(q, q)
+
+
+def test_joint_trajectory(panda, qs):
+    q, q_next = qs
+    enc = CommandEncoder(OutputConfig(type="joint_trajectory", topic="/jt"), panda, ARM, DT)
+    msg = enc.encode(q_next, q)
+    assert isinstance(msg, JointTrajectory) and msg.joint_names == ARM and len(msg.points) == 1
+    p = msg.points[0]
+    assert np.allclose(p.positions, q_next[:7]) and np.allclose(p.velocities, (q_next - q)[:7] / DT)
+    assert p.time_from_start.sec == 0 and p.time_from_start.nanosec == 2_000_000
+    enc.set_dt(0.004)
+    assert msg.points[0].time_from_start.nanosec == 4_000_000
+
+
+def test_joint_state(panda, qs):
+    from builtin_interfaces.msg import Time
+
+    q, q_next = qs
+    enc = CommandEncoder(OutputConfig(type="joint_state", topic="/js"), panda, ARM, DT)
+    msg = enc.encode(q_next, q, Time(sec=3))
+    assert isinstance(msg, JointState) and msg.name == ARM and msg.header.stamp.sec == 3
+    assert np.allclose(msg.position, q_next[:7])
+
+
+def test_positions_never_outside_limits(panda, qs):
+    q, _ = qs
+    bad = q.copy()
+    bad[:7] = 10.0
+    for cfg in (OutputConfig(), OutputConfig(type="joint_trajectory", topic="/a"),
+                OutputConfig(type="joint_state", topic="/b")):
+        enc = CommandEncoder(cfg, panda, ARM, DT)
+        msg = enc.encode(bad, q)
+        values = np.asarray(msg.data if cfg.type == "forward_command" else
+                            (msg.points[0].positions if cfg.type == "joint_trajectory" else msg.position))
+        assert (values <= panda.q_max_v[:7] + 1e-12).all() and (values >= panda.q_min_v[:7] - 1e-12).all()
+    vel = CommandEncoder(OutputConfig(interface="velocity"), panda, ARM, DT).encode(bad, q)
+    assert (q[:7] + np.asarray(vel.data) * DT <= panda.q_max_v[:7] + 1e-9).all()
+
+
+def test_unknown_output_joint(panda):
+    with pytest.raises(ValueError, match="unknown joint 'elbow'"):
+        CommandEncoder(OutputConfig(), panda, ["elbow"], DT)
+
+
+def test_tick_stats():
+    s = TickStats(size=16)
+    s.reset(0.002)
+    for k in range(40):
+        s.record(0.002 * k + (0.004 if k >= 30 else 0.0), 1e-4 * (1 + k % 2))
+    out = s.summary()
+    assert s.late == 1 and 0 < out["late_pct"] < 3
+    assert 400 < out["rate_hz"] < 600 and out["tick_p50_us"] == pytest.approx(150.0, abs=51)
