@@ -12,7 +12,7 @@ Configs:
       + PositionLimit (gain 1) + VelocityLimit (URDF v_max); regularization 1e-6
   (b) (a) + PositionBarrier on the tip: box c +- 0.5 m except z_max = c_z + r - --cut (cuts the top
       3 cm of the circle)
-  (c) (b) + SelfCollisionBarrier (4 closest pairs, d_min 0.02, safe_displacement_gain --scb-safe-gain, 0.01)
+  (c) (b) + SelfCollisionBarrier (4 closest pairs, d_min 0.02, safe_displacement_gain --scb-safe-gain, 1e-4)
 Barrier gains are the libraries' common defaults (gain 1, safe_displacement_gain 1); pink's class-K
 function is linear (h) where RoboPlan/ours use h/(1+|h|).
 Each step: set target, solve, enforce barriers (ours/RoboPlan, tolerance 1e-4), integrate.
@@ -164,7 +164,7 @@ def main() -> None:
     p.add_argument("--cut", type=float, default=0.03, help="[m] box top below the circle's top")
     p.add_argument("--configs", default="abc")
     p.add_argument("--start", help="comma-separated start joint values (group order)")
-    p.add_argument("--scb-safe-gain", type=float, default=0.01,
+    p.add_argument("--scb-safe-gain", type=float, default=1e-4,
                    help="SelfCollisionBarrier safe_displacement_gain for every peer (library default 1.0 makes the "
                         "r/||J||^2 term outweigh tracking: every peer then stays at the start, 100 mm behind)")
     p.add_argument("--interleave", action="store_true",

@@ -51,6 +51,8 @@ BASE = "tasks: [{name: ee, type: frame, frame: panda_hand_tcp}]\n"
         ("tasks: [{name: a, type: frame, frame: f}, {name: a, type: frame, frame: f}]", "duplicate name 'a'"),
         ("tasks: [", "config: invalid YAML"),
         ("- 1\n- 2", "config: expected a mapping"),
+        ("tasks: [{name: ee, type: frame, frame: f, position_cost: high}]",
+         r"config.tasks\[0\].position_cost: expected a number or a list of numbers, got 'high'"),
     ],
 )
 def test_bad_config_names_the_key(text, message):

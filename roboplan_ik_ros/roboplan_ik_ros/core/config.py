@@ -53,15 +53,14 @@ def _check_type(value: Any, hint: Any, path: str) -> Any:
         options = get_args(hint)
         if value is None and type(None) in options:
             return None
-        errors = []
         for opt in options:
             if opt is type(None):
                 continue
             try:
                 return _check_type(value, opt, path)
-            except InvalidInputError as exc:
-                errors.append(str(exc))
-        raise InvalidInputError(errors[-1] if len(errors) == 1 else f"{path}: {value!r} matches none of {hint}")
+            except InvalidInputError:
+                pass
+        raise InvalidInputError(f"{path}: expected {' or '.join(_describe(o) for o in options)}, got {value!r}")
     if hint is bool:
         if not isinstance(value, bool):
             raise InvalidInputError(f"{path}: expected true or false, got {value!r}")
@@ -91,6 +90,17 @@ def _check_type(value: Any, hint: Any, path: str) -> Any:
     if dataclasses.is_dataclass(hint):
         return from_mapping(hint, value, path)
     raise TypeError(f"unsupported type hint {hint} at {path}")  # a programming error, not input
+
+
+def _describe(hint: Any) -> str:
+    """What a type hint accepts, in words for error messages."""
+    words = {bool: "true or false", float: "a number", int: "an integer", str: "a string", type(None): "null"}
+    if hint in words:
+        return words[hint]
+    if get_origin(hint) is list:
+        inner = _describe(get_args(hint)[0])
+        return "a list of " + {"a number": "numbers", "an integer": "integers", "a string": "strings"}.get(inner, inner)
+    return "a mapping"
 
 
 # ----------------------------------------------------------------------- sections
