@@ -24,6 +24,8 @@ REPO = Path(__file__).resolve().parents[1]
 if str(REPO / "roboplan_ik_ros") not in sys.path:  # package not necessarily installed in the venv
     sys.path.insert(0, str(REPO / "roboplan_ik_ros"))
 
+from roboplan_ik_ros.core.robots import example_robot_data_share, load_example_robot  # noqa: E402
+
 
 @dataclass(frozen=True)
 class RobotSpec:
@@ -35,28 +37,9 @@ class RobotSpec:
     tip: str
 
 
-def _erd_share() -> Path:
-    for entry in sys.path:
-        share = Path(entry) / "cmeel.prefix" / "share"
-        if (share / "example-robot-data" / "robots").is_dir():
-            return share
-    raise SystemExit("example-robot-data not found on sys.path")
-
-
 def _example_robot(name: str) -> RobotSpec:
-    try:
-        from roboplan_ik_ros.core.robots import load_example_robot
-
-        rd = load_example_robot(name)
-        return RobotSpec(rd.name, rd.urdf_xml, rd.srdf_xml, tuple(rd.package_paths), rd.group, rd.tip_frame)
-    except ImportError:  # core not importable (yet): locate the files ourselves
-        files = {"panda": ("panda_description/urdf/panda.urdf", "panda_description/srdf/panda.srdf", "arm",
-                           "panda_hand_tcp"),
-                 "ur5": ("ur_description/urdf/ur5_robot.urdf", "ur_description/srdf/ur5.srdf", "", "tool0")}[name]
-        share = _erd_share()
-        robots = share / "example-robot-data" / "robots"
-        return RobotSpec(name, (robots / files[0]).read_text(), (robots / files[1]).read_text(), (str(share),),
-                         files[2], files[3])
+    rd = load_example_robot(name)
+    return RobotSpec(rd.name, rd.urdf_xml, rd.srdf_xml, tuple(rd.package_paths), rd.group, rd.tip_frame)
 
 
 def add_common_args(p: argparse.ArgumentParser, robots=("panda", "ur5", "all"), default_robot="all") -> None:
@@ -75,7 +58,7 @@ def robot_specs(args) -> list[RobotSpec]:
     if args.urdf:
         if not args.tip:
             raise SystemExit("--urdf needs --tip")
-        pkg = tuple(args.package_path or [str(_erd_share())])
+        pkg = tuple(args.package_path or [str(example_robot_data_share())])
         srdf = Path(args.srdf).read_text() if args.srdf else ""
         return [RobotSpec(Path(args.urdf).stem, Path(args.urdf).read_text(), srdf, pkg, args.group, args.tip)]
     names = ["panda", "ur5"] if args.robot == "all" else [args.robot]
