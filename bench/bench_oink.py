@@ -127,7 +127,7 @@ def run_robot(spec, args, core, core_err, pink_have) -> list[dict]:
                for k in range(args.steps)]
     box_min = c - 0.5
     box_max = c + np.array([0.5, 0.5, r - args.cut])
-    print(f"\n== {spec.name}: start {np.round(q0, 4).tolist()}, tip {spec.tip} at {np.round(c, 4).tolist()}; "
+    print(f"\n== {spec.name}: start {np.round(q0, 4).tolist()}, tip {spec.tip_frame} at {np.round(c, 4).tolist()}; "
           f"circle r={r} m in y-z, period {args.period} s, {args.steps} steps x {args.dt} s; "
           f"box z_max = c_z + {r - args.cut:.3f} m")
     rows = []

@@ -69,7 +69,7 @@ def run_robot(spec, args, core, core_err) -> list[dict]:
     goals, drawn = make_goals(robot, args.n, args.seed)
     warm, _ = make_goals(robot, args.warmup, args.seed + 1_000_003)
     seed_values = robot.values(robot.q_ref)
-    print(f"\n== {spec.name}: group {spec.group or '(all)'} = {len(robot.joints)} joints, tip {spec.tip}; "
+    print(f"\n== {spec.name}: group {spec.group or '(all)'} = {len(robot.joints)} joints, tip {spec.tip_frame}; "
           f"{args.n} collision-free goals ({drawn - args.n} colliding draws discarded), seed {args.seed}; "
           f"start = {robot.ref_source}")
     solvers = build_solvers(robot, args, core, core_err)

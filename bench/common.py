@@ -13,7 +13,6 @@ import argparse
 import json
 import sys
 import xml.etree.ElementTree as ET
-from dataclasses import dataclass
 from pathlib import Path
 
 import coal
@@ -24,22 +23,15 @@ REPO = Path(__file__).resolve().parents[1]
 if str(REPO / "roboplan_ik_ros") not in sys.path:  # package not necessarily installed in the venv
     sys.path.insert(0, str(REPO / "roboplan_ik_ros"))
 
-from roboplan_ik_ros.core.robots import example_robot_data_share, load_example_robot  # noqa: E402
+from roboplan_ik_ros.core.robots import RobotDescription, example_robot_data_share, load_example_robot  # noqa: E402
 
 
-@dataclass(frozen=True)
-class RobotSpec:
-    name: str
-    urdf_xml: str
-    srdf_xml: str
-    package_paths: tuple[str, ...]
-    group: str  # "" = every actuated joint
-    tip: str
+RobotSpec = RobotDescription  # name, urdf_xml, srdf_xml, package_paths, group, tip_frame
 
 
 def _example_robot(name: str) -> RobotSpec:
     rd = load_example_robot(name)
-    return RobotSpec(rd.name, rd.urdf_xml, rd.srdf_xml, tuple(rd.package_paths), rd.group, rd.tip_frame)
+    return rd
 
 
 def add_common_args(p: argparse.ArgumentParser, robots=("panda", "ur5", "all"), default_robot="all") -> None:
@@ -111,9 +103,9 @@ class Robot:
         self.lower = np.where(self.continuous, -np.inf, lo)
         self.upper = np.where(self.continuous, np.inf, hi)
         self.v_max = np.array(m.velocityLimit[self.idx_v])
-        self.tip_id = m.getFrameId(spec.tip)
+        self.tip_id = m.getFrameId(spec.tip_frame)
         if self.tip_id >= m.nframes:
-            raise SystemExit(f"tip frame {spec.tip!r} not in the model")
+            raise SystemExit(f"tip frame {spec.tip_frame!r} not in the model")
         self.q_ref = pin.neutral(m)
         self.ref_source = "neutral"
         if spec.srdf_xml.strip():

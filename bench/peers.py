@@ -60,7 +60,7 @@ class RoboPlanSimpleIk:
         self.scene, self.qi = _roboplan_scene(robot)
         self.ik = rs.SimpleIk(self.scene, rs.SimpleIkOptions(group_name=robot.spec.group, **options))
         self.ik.setRngSeed(seed)
-        self.tip = robot.spec.tip
+        self.tip = robot.spec.tip_frame
 
     def solve(self, T: pin.SE3, seed_values):
         goal = self.rc.CartesianConfiguration("", self.tip, T.homogeneous)
@@ -77,7 +77,7 @@ class OursSimpleIk:
         self.name, self.core, self.robot = name, core, robot
         self.scene, self.q_ref = _ours_scene(robot, core)
         self.ik = core.SimpleIK(self.scene, core.SimpleIKOptions(group_name=robot.spec.group, seed=seed, **options))
-        self.tip = robot.spec.tip
+        self.tip = robot.spec.tip_frame
 
     def solve(self, T: pin.SE3, seed_values):
         q_seed = self.scene.q_from_joint_positions(self.robot.joints, seed_values, self.q_ref)
@@ -112,7 +112,7 @@ class RoboPlanOink:
         self.q[qi] = q0_values
         self.qi = qi
         self.oink = ro.Oink(self.scene, g) if g else ro.Oink(self.scene)
-        self.ee = ro.FrameTask(self.oink, self.scene, rc.CartesianConfiguration("", robot.spec.tip, T0.homogeneous))
+        self.ee = ro.FrameTask(self.oink, self.scene, rc.CartesianConfiguration("", robot.spec.tip_frame, T0.homogeneous))
         nv = self.oink.num_variables
         posture = ro.ConfigurationTask(self.oink, self.q[self.oink.q_indices].copy(),
                                        np.full(nv, setup.posture_weight), ro.ConfigurationTaskOptions(priority=2))
@@ -121,7 +121,7 @@ class RoboPlanOink:
                        ro.VelocityLimit(self.oink, dt, self.scene.getVelocityLimitVectors(g)[1])]
         self.barriers = []
         if setup.config in "bc":
-            self.barriers.append(ro.PositionBarrier(self.oink, self.scene, robot.spec.tip, setup.box_min,
+            self.barriers.append(ro.PositionBarrier(self.oink, self.scene, robot.spec.tip_frame, setup.box_min,
                                                     setup.box_max, dt))
         if setup.config == "c":
             self.barriers.append(ro.SelfCollisionBarrier(self.oink, self.scene, dt, ro.SelfCollisionBarrierOptions(
@@ -158,7 +158,7 @@ class OursOink:
         self.robot = robot
         self.scene, q_ref = _ours_scene(robot, core)
         self.q = self.scene.q_from_joint_positions(robot.joints, q0_values, q_ref)
-        g, dt, tip = robot.spec.group, setup.dt, robot.spec.tip
+        g, dt, tip = robot.spec.group, setup.dt, robot.spec.tip_frame
         self.oink = core.Oink(self.scene, group_name=g, regularization=setup.reg)
         self.ee = core.FrameTask(self.oink, tip, target=T0)
         group = self.scene.group(g)

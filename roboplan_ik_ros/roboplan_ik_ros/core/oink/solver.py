@@ -319,14 +319,13 @@ class Oink:
         if not barriers:
             return True
         model, data = self.scene.model, self.data
-        now = [b.value.copy() for b in barriers]
         q_next = pin.integrate(model, q, dq_full)
         pin.framesForwardKinematics(model, data, q_next)
         if any(b.needs_geometry for b in barriers):
             pin.updateGeometryPlacements(model, data, self.scene.collision_model, self.geom_data)
-        for b, h_now in zip(barriers, now):
+        for b in barriers:  # b.value still holds h at q (evaluate returns a new array)
             h_next = b.evaluate(data, self.geom_data)
-            if np.any((h_next < -tolerance) & (h_next < h_now)):
+            if np.any((h_next < -tolerance) & (h_next < b.value)):
                 dq_full[:] = 0.0
                 return False
         return True
