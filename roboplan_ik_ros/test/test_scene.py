@@ -41,6 +41,14 @@ def test_default_state_is_collision_free_and_within_limits():
     assert not s.in_collision(q)
 
 
+def test_neutral_is_zero_or_mid_limits():
+    s = scene("panda")
+    q = s.neutral()
+    lo, hi = s.q_min_v[3], s.q_max_v[3]  # panda_joint4: [-3.07, -0.07] rad excludes 0
+    assert q[3] == pytest.approx(0.5 * (lo + hi))
+    assert np.all(q[[0, 1, 2, 4, 5, 6]] == 0.0) and s.within_limits(q)
+
+
 def test_random_configurations_within_limits():
     s = scene("ur5")
     rng = np.random.default_rng(0)

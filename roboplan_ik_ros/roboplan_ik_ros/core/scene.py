@@ -16,9 +16,21 @@ import pinocchio as pin
 
 from .errors import InvalidInputError, as_vector, check_positive, unknown_name
 from .joint_group import JointGroup
-from .srdf import Srdf, parse_srdf
+from .srdf import Srdf, SrdfGroup, parse_srdf
 
 _UNBOUNDED = 1e10  # |limit| above this counts as "no position limit"
+# Without SRDF disable_collisions, a pair in collision in at least this fraction of the random
+# configurations is disabled (MoveIt setup assistant's "Always" rule).
+_ALWAYS_COLLIDING_FRACTION = 0.95
+_COLLISION_SAMPLES = 300
+_COLLISION_SEED = 0  # fixed: the disabled pairs are the same on every start
+_LISTED_NAMES = 10  # names shown in notes and errors before "(and N more)"
+
+
+def _quoted(names: Sequence[str], limit: int = _LISTED_NAMES) -> str:
+    """'a', 'b', ... (and N more)."""
+    shown = ", ".join(repr(n) for n in names[:limit])
+    return shown + (f" (and {len(names) - limit} more)" if len(names) > limit else "")
 
 
 class Scene:
@@ -32,6 +44,10 @@ class Scene:
             become GJK on convex sets, about 50x faster than mesh-to-mesh).
         position_limits: ``{joint: (lower, upper)}`` overriding the URDF [rad or m].
         velocity_limits: ``{joint: v_max}`` overriding the URDF [rad/s or m/s].
+
+    Without ``disable_collisions`` in the SRDF, collision pairs of adjacent links and pairs that collide
+    in (nearly) every configuration are disabled, as MoveIt's setup assistant would. ``notes`` lists
+    such decisions, one short line each, for the log.
     """
 
     def __init__(
@@ -51,12 +67,15 @@ class Scene:
         except Exception as exc:  # pinocchio raises ValueError/RuntimeError depending on the fault
             raise InvalidInputError(f"robot_description: cannot parse URDF: {exc}") from exc
         self.srdf: Srdf = parse_srdf(srdf_xml or "")
+        # Decisions a user should see in the log (skipped joints, disabled collision pairs), one line each.
+        self.notes: list[str] = []
         self.package_paths = tuple(str(p) for p in package_paths)
         self.joint_names: tuple[str, ...] = tuple(
             self.model.names[j] for j in range(1, self.model.njoints) if self.model.joints[j].nv > 0
         )
         self._init_limits(position_limits or {}, velocity_limits or {})
         self._init_collisions(urdf_xml, srdf_xml or "", convex_hulls)
+        self._note_joints_without_dof_in_groups()
         self.data = self.model.createData()
         self.collision_data = pin.GeometryData(self.collision_model)
         self._groups: dict[str, JointGroup] = {}
@@ -103,6 +122,16 @@ class Scene:
 
     # --------------------------------------------------------------- collisions
     def _init_collisions(self, urdf_xml: str, srdf_xml: str, convex_hulls: bool) -> None:
+        self.collision_model: pin.GeometryModel = self._load_collision_geometry(urdf_xml, convex_hulls)
+        self.collision_model.addAllCollisionPairs()  # every pair of geometries on different joints
+        if not self.collision_model.collisionPairs:
+            return
+        if self.srdf.has_disable_collisions:
+            self._remove_srdf_disabled_pairs(srdf_xml)
+        else:
+            self._auto_disable_pairs("SRDF has no disable_collisions" if srdf_xml.strip() else "no SRDF")
+
+    def _load_collision_geometry(self, urdf_xml: str, convex_hulls: bool) -> pin.GeometryModel:
         try:
             gm = pin.buildGeomFromUrdfString(self.model, urdf_xml, pin.COLLISION, package_dirs=list(self.package_paths))
         except Exception as exc:
@@ -116,13 +145,103 @@ class Scene:
                     # mesh's own vertices and faces and misses collisions of non-convex meshes (UR5).
                     geom.geometry.buildConvexHull(False, "Qt")
                     geom.geometry = geom.geometry.convex
-        gm.addAllCollisionPairs()
-        if srdf_xml.strip():
-            try:
-                pin.removeCollisionPairsFromXML(self.model, gm, srdf_xml, False)
-            except Exception as exc:
-                raise InvalidInputError(f"robot_description_semantic: cannot apply disabled pairs: {exc}") from exc
-        self.collision_model: pin.GeometryModel = gm
+        return gm
+
+    def _remove_srdf_disabled_pairs(self, srdf_xml: str) -> None:
+        try:
+            pin.removeCollisionPairsFromXML(self.model, self.collision_model, srdf_xml, False)
+        except Exception as exc:
+            raise InvalidInputError(f"robot_description_semantic: cannot apply disabled pairs: {exc}") from exc
+        links = set(self.link_names)
+        unknown = [f"{a}/{b}" for a, b in self.srdf.disabled_collisions if a not in links or b not in links]
+        if unknown:  # pinocchio skips them silently
+            self.notes.append(
+                f"SRDF: ignored {len(unknown)} disable_collisions naming links that URDF robot "
+                f"{self.model.name!r} does not have: {_quoted(unknown)}"
+            )
+
+    def _auto_disable_pairs(self, why: str) -> None:
+        """Disable what MoveIt's setup assistant disables as "Adjacent" and "Always": without it
+        every configuration is in collision. ``why`` starts the notes."""
+        adjacent = self._adjacent_pairs()
+        self._remove_pairs(adjacent)
+        names = self._link_pair_names(adjacent)
+        self.notes.append(f"{why}: disabled {len(names)} collision pairs of adjacent links: {_quoted(names)}")
+        always = self._always_colliding_pairs()
+        self._remove_pairs(always)
+        names = self._link_pair_names(always)
+        self.notes.append(
+            f"{why}: disabled {len(names)} collision pairs in collision in >= {_ALWAYS_COLLIDING_FRACTION:.0%} of "
+            f"{_COLLISION_SAMPLES} random configurations" + (f": {_quoted(names)}" if names else "")
+        )
+
+    def _adjacent_pairs(self) -> list[tuple[int, int]]:
+        """Geometry pairs on adjacent joints: one joint is the parent of the other, where joints
+        without collision geometry are skipped (as MoveIt's adjacency skips links without geometry).
+        Geometries on the same joint are never paired (``addAllCollisionPairs``)."""
+        gm = self.collision_model
+        joint_of = [g.parentJoint for g in gm.geometryObjects]
+        with_geometry = set(joint_of)
+        parent = {j: self._parent_with_geometry(j, with_geometry) for j in with_geometry}
+        pairs = []
+        for p in gm.collisionPairs:
+            j1, j2 = joint_of[p.first], joint_of[p.second]
+            if parent[j1] == j2 or parent[j2] == j1:
+                pairs.append((p.first, p.second))
+        return pairs
+
+    def _parent_with_geometry(self, joint: int, with_geometry: set[int]) -> int:
+        """The nearest ancestor of ``joint`` that carries collision geometry (0, the universe, if none)."""
+        parent = self.model.parents[joint]
+        while parent != 0 and parent not in with_geometry:
+            parent = self.model.parents[parent]
+        return parent
+
+    def _always_colliding_pairs(self) -> list[tuple[int, int]]:
+        """Active pairs in collision in >= _ALWAYS_COLLIDING_FRACTION of _COLLISION_SAMPLES seeded random
+        configurations. A pair is dropped from the checks once it has been free too often."""
+        gm = self.collision_model
+        data, geom_data = self.model.createData(), pin.GeometryData(gm)
+        samples = self._random_configurations(np.random.default_rng(_COLLISION_SEED), _COLLISION_SAMPLES)
+        max_free = round(_COLLISION_SAMPLES * (1 - _ALWAYS_COLLIDING_FRACTION))  # samples a pair may be free in
+        free = np.zeros(len(gm.collisionPairs), dtype=int)
+        candidates = list(range(len(gm.collisionPairs)))
+        for q in samples:
+            pin.computeCollisions(self.model, data, gm, geom_data, q, False)  # active pairs only
+            for k in candidates:
+                if not geom_data.collisionResults[k].isCollision():
+                    free[k] += 1
+                    if free[k] > max_free:  # can no longer reach the fraction
+                        geom_data.deactivateCollisionPair(k)
+            candidates = [k for k in candidates if free[k] <= max_free]
+            if not candidates:
+                break
+        return [(gm.collisionPairs[k].first, gm.collisionPairs[k].second) for k in candidates]
+
+    def _random_configurations(self, rng: np.random.Generator, count: int) -> np.ndarray:
+        """``count`` configurations (rows) with every 1-DoF joint uniform in its position limits, or in
+        [-pi, pi] if it has none (continuous, unbounded); multi-DoF joints (floating base, spherical)
+        stay at neutral."""
+        qs = np.tile(pin.neutral(self.model), (count, 1))
+        scalar_v = np.flatnonzero(self.q_index_of_v >= 0)
+        lower = np.where(np.isfinite(self.q_min_v[scalar_v]), self.q_min_v[scalar_v], -np.pi)
+        upper = np.where(np.isfinite(self.q_max_v[scalar_v]), self.q_max_v[scalar_v], np.pi)
+        qs[:, self.q_index_of_v[scalar_v]] = rng.uniform(lower, upper, (count, len(scalar_v)))
+        continuous_q = [jm.idx_q for jm in self.model.joints[1:] if jm.nq == 2 and jm.nv == 1]  # (cos, sin)
+        angles = rng.uniform(-np.pi, np.pi, (count, len(continuous_q)))
+        qs[:, continuous_q] = np.cos(angles)
+        qs[:, [iq + 1 for iq in continuous_q]] = np.sin(angles)
+        return qs
+
+    def _remove_pairs(self, pairs: Sequence[tuple[int, int]]) -> None:
+        for first, second in pairs:
+            self.collision_model.removeCollisionPair(pin.CollisionPair(first, second))
+
+    def _link_pair_names(self, pairs: Sequence[tuple[int, int]]) -> list[str]:
+        """'link1/link2' per geometry pair (the links the geometries belong to), without repeats."""
+        geoms, frames = self.collision_model.geometryObjects, self.model.frames
+        names = [f"{frames[geoms[a].parentFrame].name}/{frames[geoms[b].parentFrame].name}" for a, b in pairs]
+        return list(dict.fromkeys(names))
 
     def create_data(self) -> tuple[pin.Data, pin.GeometryData]:
         """New (model data, geometry data) for a solver that must not share buffers."""
@@ -145,6 +264,25 @@ class Scene:
         return [f.name for f in self.model.frames]
 
     @property
+    def link_names(self) -> list[str]:
+        """The URDF links (pinocchio BODY frames)."""
+        return [f.name for f in self.model.frames if f.type == pin.FrameType.BODY]
+
+    def _srdf_mismatch(self, kind: str, name: str, group: str, valid: Sequence[str]) -> InvalidInputError:
+        """Error for a joint or link of SRDF group ``group`` that the URDF does not have."""
+        return InvalidInputError(
+            f"SRDF group {group!r}: the SRDF (robot {self.srdf.robot_name!r}) names {kind} {name!r}, which the "
+            f"URDF (robot {self.model.name!r}) does not have; robot_description and robot_description_semantic "
+            f"probably describe different robots. URDF {kind}s: {_quoted(list(valid))}"
+        )
+
+    def _link_frame_id(self, link: str, group: str) -> int:
+        """Frame id of URDF link ``link``, named by SRDF group ``group``."""
+        if not self.model.existFrame(link, pin.FrameType.BODY):
+            raise self._srdf_mismatch("link", link, group, self.link_names)
+        return self.model.getFrameId(link, pin.FrameType.BODY)
+
+    @property
     def group_names(self) -> list[str]:
         return ["", *self.srdf.groups]
 
@@ -163,14 +301,16 @@ class Scene:
             raise InvalidInputError(f"SRDF group {name!r} includes itself")
         seen.add(name)
         grp = self.srdf.groups[name]
+        skipped = self._joints_without_dof(grp)  # noted at construction
         joints: list[str] = []
         for j in grp.joints:
-            if self.model.existJointName(j) and self.model.joints[self.model.getJointId(j)].nv == 0:
+            if j in skipped:
                 continue
-            self._joint_id(j)  # validates
+            if j not in self.joint_names:
+                raise self._srdf_mismatch("joint", j, name, self.joint_names)
             joints.append(j)
         for link in grp.links:
-            fid = self.frame_id(link)
+            fid = self._link_frame_id(link, name)
             joint = self.model.names[self.model.frames[fid].parentJoint]
             if joint in self.joint_names:
                 joints.append(joint)
@@ -183,8 +323,8 @@ class Scene:
         return [j for j in self.joint_names if j in wanted]
 
     def _chain_joints(self, base: str, tip: str, group: str) -> list[str]:
-        base_joint = self.model.frames[self.frame_id(base)].parentJoint
-        j = self.model.frames[self.frame_id(tip)].parentJoint
+        base_joint = self.model.frames[self._link_frame_id(base, group)].parentJoint
+        j = self.model.frames[self._link_frame_id(tip, group)].parentJoint
         chain = []
         while j not in (0, base_joint):
             chain.append(self.model.names[j])
@@ -192,6 +332,24 @@ class Scene:
         if j != base_joint:
             raise InvalidInputError(f"SRDF group {group!r}: {base!r} is not an ancestor of {tip!r}")
         return chain[::-1]
+
+    def _joints_without_dof(self, group: SrdfGroup) -> dict[str, str]:
+        """The group's joints that move nothing, with why: URDF fixed joints (pinocchio merges them into
+        frames of type FIXED_JOINT, as MoveIt SRDFs list e.g. 'world_joint') and joints with nv == 0."""
+        skipped = {}
+        for j in group.joints:
+            if self.model.existFrame(j, pin.FrameType.FIXED_JOINT):
+                skipped[j] = "fixed"
+            elif self.model.existJointName(j) and self.model.joints[self.model.getJointId(j)].nv == 0:
+                skipped[j] = "nv = 0"
+        return skipped
+
+    def _note_joints_without_dof_in_groups(self) -> None:
+        for group in self.srdf.groups.values():
+            skipped = self._joints_without_dof(group)
+            if skipped:
+                listed = ", ".join(f"{j!r} ({why})" for j, why in skipped.items())
+                self.notes.append(f"SRDF group {group.name!r}: skipped joints without a degree of freedom: {listed}")
 
     def _make_group(self, name: str, joints: Sequence[str]) -> JointGroup:
         if not joints:
@@ -225,11 +383,14 @@ class Scene:
         return as_vector(q, self.model.nq, what)
 
     def neutral(self) -> np.ndarray:
-        """The neutral configuration, clipped into the position limits."""
+        """Pinocchio's neutral configuration (scalar joints at 0), except that a joint whose limits
+        exclude 0 is at the middle of its limits, as in MoveIt's default state (clipping 0 into the
+        limits would put it on a limit; on the Jaco that folds the arm into itself)."""
         q = pin.neutral(self.model)
         iv = np.flatnonzero(np.isfinite(self.q_min_v))
         iq = self.q_index_of_v[iv]
-        q[iq] = np.clip(q[iq], self.q_min_v[iv], self.q_max_v[iv])
+        lower, upper = self.q_min_v[iv], self.q_max_v[iv]
+        q[iq] = np.where((q[iq] < lower) | (q[iq] > upper), 0.5 * (lower + upper), q[iq])
         return q
 
     def named_configuration(self, state: str, q_ref: np.ndarray | None = None) -> np.ndarray:

@@ -1,4 +1,5 @@
-"""The parts of an SRDF the IK core uses: joint groups and named group states."""
+"""The parts of an SRDF the IK core uses: robot name, joint groups, named group states and disabled
+collision pairs."""
 
 from __future__ import annotations
 
@@ -19,12 +20,19 @@ class SrdfGroup:
 
 @dataclass
 class Srdf:
+    robot_name: str = ""  # the root element's name attribute
     groups: dict[str, SrdfGroup] = field(default_factory=dict)
     group_states: dict[str, dict[str, float]] = field(default_factory=dict)  # state name -> joint -> value
+    disabled_collisions: list[tuple[str, str]] = field(default_factory=list)  # (link1, link2)
+
+    @property
+    def has_disable_collisions(self) -> bool:
+        """True if the SRDF has any ``disable_collisions`` element."""
+        return bool(self.disabled_collisions)
 
 
 def parse_srdf(srdf_xml: str) -> Srdf:
-    """Parse groups and group states; an empty string gives an empty :class:`Srdf`."""
+    """Parse the SRDF text; an empty string gives an empty :class:`Srdf`."""
     out = Srdf()
     if not srdf_xml.strip():
         return out
@@ -32,6 +40,7 @@ def parse_srdf(srdf_xml: str) -> Srdf:
         root = ET.fromstring(srdf_xml)
     except ET.ParseError as exc:
         raise InvalidInputError(f"robot_description_semantic: cannot parse SRDF XML: {exc}") from exc
+    out.robot_name = root.get("name", "")
     for g in root.findall("group"):
         name = g.get("name", "")
         grp = SrdfGroup(name)
@@ -50,4 +59,5 @@ def parse_srdf(srdf_xml: str) -> Srdf:
                     f"SRDF group_state {s.get('name')!r}: joint {j.get('name')!r} has a non-numeric value"
                 ) from exc
         out.group_states[s.get("name", "")] = values
+    out.disabled_collisions = [(e.get("link1", ""), e.get("link2", "")) for e in root.findall("disable_collisions")]
     return out
