@@ -7,7 +7,7 @@ import pytest
 
 from models import robot
 from roboplan_ik_ros.core import InvalidInputError
-from roboplan_ik_ros.core.config import load_config
+from roboplan_ik_ros.core.config import load_config, parse_config
 from roboplan_ik_ros.core.controller import OinkController, scene_from_config
 
 CONFIG_DIR = Path(__file__).resolve().parents[1] / "config"
@@ -57,7 +57,7 @@ BASE = "tasks: [{name: ee, type: frame, frame: panda_hand_tcp}]\n"
 )
 def test_bad_config_names_the_key(text, message):
     with pytest.raises(InvalidInputError, match=message):
-        load_config(text)
+        parse_config(text)
 
 
 @pytest.mark.parametrize(
@@ -75,7 +75,7 @@ def test_bad_config_names_the_key(text, message):
     ],
 )
 def test_bad_values_fail_when_building_with_the_key_named(text, message):
-    cfg = load_config(text)
+    cfg = parse_config(text)
     r = robot("panda")
     with pytest.raises(InvalidInputError, match=message):
         s = scene_from_config(r.urdf_xml, r.srdf_xml, cfg.robot, r.package_paths)

@@ -30,7 +30,7 @@ def from_mapping(cls, mapping: Any, path: str):
     if not isinstance(mapping, Mapping):
         raise InvalidInputError(f"{path}: expected a mapping, got {type(mapping).__name__} {mapping!r}")
     hints = get_type_hints(cls)
-    names = [f.name for f in dataclasses.fields(cls)]
+    names = [f.name for f in dataclasses.fields(cls) if f.name != "given_keys"]
     kwargs = {}
     for key, value in mapping.items():
         if key not in names:
@@ -38,6 +38,8 @@ def from_mapping(cls, mapping: Any, path: str):
         kwargs[key] = _check_type(value, hints[key], f"{path}.{key}")
     try:
         obj = cls(**kwargs)
+        if hasattr(obj, "given_keys"):
+            obj.given_keys = frozenset(kwargs)
     except TypeError as exc:  # a required key is missing
         required = [f.name for f in dataclasses.fields(cls)
                     if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING]
@@ -122,6 +124,7 @@ class SolverConfig:
     max_iter: int = 4000
     enforce_barriers: bool = True
     barrier_tolerance: float = 1e-4  # [m]
+    barrier_slack_penalty: float = 100.0  # [cost/m] recovery from outside a barrier: linear penalty of the slack
 
 
 @dataclass
@@ -140,6 +143,8 @@ class TaskConfig:
     # configuration
     target: Union[str, list[float]] = "current"  # "current", an SRDF group_state, or joint values
     weights: Union[float, list[float]] = 1.0
+    max_target_speed: float = 0.5  # [rad/s] the target moves toward a new goal at most this fast per joint
+    given_keys: frozenset = field(default=frozenset(), repr=False, compare=False)  # keys set in the YAML
 
 
 @dataclass
@@ -165,6 +170,7 @@ class BarrierConfig:
     n_collision_pairs: int = 0
     d_min: float = 0.02
     broad_phase_cutoff: float = 0.2
+    given_keys: frozenset = field(default=frozenset(), repr=False, compare=False)  # keys set in the YAML
 
 
 @dataclass
@@ -194,8 +200,12 @@ class IKConfig:
         for k, t in enumerate(self.tasks):
             if t.type not in TASK_TYPES:
                 raise InvalidInputError(f"tasks[{k}].type: unknown type {t.type!r}; valid: {', '.join(TASK_TYPES)}")
+            _check_keys_apply(t.given_keys, t.type, _TASK_KEYS, f"tasks[{k}]")
             if t.type == "frame" and not t.frame:
                 raise InvalidInputError(f"tasks[{k}].frame: required for a frame task")
+            if not (t.max_target_speed > 0 and math.isfinite(t.max_target_speed)):
+                raise InvalidInputError(f"tasks[{k}].max_target_speed: expected a finite number > 0 [rad/s], "
+                                        f"got {t.max_target_speed!r}")
         for k, lim in enumerate(self.limits):
             if lim.type not in LIMIT_TYPES:
                 raise InvalidInputError(f"limits[{k}].type: unknown type {lim.type!r}; valid: {', '.join(LIMIT_TYPES)}")
@@ -204,6 +214,7 @@ class IKConfig:
                 raise InvalidInputError(
                     f"barriers[{k}].type: unknown type {b.type!r}; valid: {', '.join(BARRIER_TYPES)}"
                 )
+            _check_keys_apply(b.given_keys, b.type, _BARRIER_KEYS, f"barriers[{k}]")
         if not self.tasks:
             raise InvalidInputError("tasks: expected at least one task")
 
@@ -211,21 +222,42 @@ class IKConfig:
 TASK_TYPES = ("frame", "configuration")
 LIMIT_TYPES = ("position", "velocity")
 BARRIER_TYPES = ("position", "self_collision")
+# Keys that only one type uses: setting them on another type is an error, never silently ignored.
+_TASK_KEYS = {
+    "frame": ("frame", "position_cost", "orientation_cost", "max_position_error", "max_rotation_error"),
+    "configuration": ("target", "weights", "max_target_speed"),
+}
+_BARRIER_KEYS = {
+    "position": ("frame", "p_min", "p_max", "axis_selection"),
+    "self_collision": ("n_collision_pairs", "d_min", "broad_phase_cutoff"),
+}
+
+
+def _check_keys_apply(given: frozenset, kind: str, specific: dict[str, tuple[str, ...]], path: str) -> None:
+    for other, keys in specific.items():
+        if other == kind:
+            continue
+        for key in keys:
+            if key in given and key not in specific[kind]:
+                raise InvalidInputError(f"{path}.{key}: does not apply to type {kind!r} (it is a key of type "
+                                        f"{other!r}); remove it")
 
 
 def load_config(source: str | Path | Mapping) -> IKConfig:
-    """Parse a YAML file path, YAML text, or an already-loaded mapping."""
+    """Parse a YAML file (a path, whatever its suffix) or an already-loaded mapping."""
     if isinstance(source, Mapping):
-        data = source
-    else:
-        text = source
-        if isinstance(source, Path) or (isinstance(source, str) and "\n" not in source and source.endswith((".yaml", ".yml"))):
-            try:
-                text = Path(source).read_text()
-            except OSError as exc:
-                raise InvalidInputError(f"config_file: cannot read {str(source)!r}: {exc.strerror}") from exc
-        try:
-            data = yaml.safe_load(text)
-        except yaml.YAMLError as exc:
-            raise InvalidInputError(f"config: invalid YAML: {exc}") from exc
+        return from_mapping(IKConfig, source, "config")
+    try:
+        text = Path(source).read_text()
+    except OSError as exc:
+        raise InvalidInputError(f"config_file: cannot read {str(source)!r}: {exc.strerror}") from exc
+    return parse_config(text)
+
+
+def parse_config(text: str) -> IKConfig:
+    """Parse YAML text."""
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        raise InvalidInputError(f"config: invalid YAML: {exc}") from exc
     return from_mapping(IKConfig, data, "config")

@@ -54,7 +54,7 @@ class OinkController:
         s = config.solver
         self.oink = Oink(
             scene, config.robot.group, s.regularization, unconstrained_shortcut=s.unconstrained_shortcut,
-            eps_abs=s.eps_abs, eps_rel=s.eps_rel, max_iter=s.max_iter,
+            eps_abs=s.eps_abs, eps_rel=s.eps_rel, max_iter=s.max_iter, barrier_slack_penalty=s.barrier_slack_penalty,
         )
         q = scene.check_configuration(q)
         self.tasks: dict[str, Task] = {}
@@ -78,9 +78,10 @@ class OinkController:
                 self.oink, tc.frame, target, tc.position_cost, tc.orientation_cost,
                 max_position_error=tc.max_position_error, max_rotation_error=tc.max_rotation_error, **common,
             )
-        return ConfigurationTask(self.oink, self._configuration_target(tc, q), tc.weights, **common)
+        return ConfigurationTask(self.oink, self.configured_target(tc, q), tc.weights, **common)
 
-    def _configuration_target(self, tc: TaskConfig, q: np.ndarray) -> np.ndarray:
+    def configured_target(self, tc: TaskConfig, q: np.ndarray) -> np.ndarray:
+        """The group q a configuration task's ``target`` key names ("current": q's)."""
         group = self.oink.group
         if isinstance(tc.target, list):
             names = list(group.joint_names)
@@ -107,12 +108,11 @@ class OinkController:
 
     # ------------------------------------------------------------------ running
     def hold_at(self, q: np.ndarray) -> None:
-        """Point every frame task and every "current"-target configuration task at q: hold still."""
-        for tc in self.config.tasks:
-            task = self.tasks[tc.name]
+        """Point every task at q, posture tasks included: the step is zero unless a barrier acts."""
+        for task in self.tasks.values():
             if isinstance(task, FrameTask):
                 task.set_target(self.scene.frame_pose(q, task.frame))
-            elif tc.target == "current":
+            else:
                 task.set_target(q[self.oink.group.q_indices])
 
     def step(self, q: np.ndarray) -> StepOutcome:

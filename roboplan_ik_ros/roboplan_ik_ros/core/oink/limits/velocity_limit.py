@@ -16,6 +16,11 @@ if TYPE_CHECKING:
 class VelocityLimit(Limit):
     """``-dt v_max <= dq <= dt v_max``.
 
+    With a reference offset ``r`` (:meth:`set_reference`) the bounds become
+    ``r - dt v_max <= dq <= r + dt v_max``: the step's end point stays within ``dt v_max`` of the
+    reference configuration ``q ⊕ r`` instead of q itself. A controller that linearizes at the
+    measured state uses it to keep each command within ``dt v_max`` of its previous command.
+
     Args:
         dt: control period [s].
         v_max: per-joint speed limit of the group [rad/s or m/s]; None takes the URDF's limits.
@@ -35,8 +40,18 @@ class VelocityLimit(Limit):
         self.v_max = as_vector(v_max, oink.nv, f"{name}.v_max")
         if (self.v_max <= 0).any():
             raise InvalidInputError(f"{name}.v_max: expected values > 0, got {self.v_max.tolist()}")
-        self._upper = self.dt * self.v_max
-        self._lower = -self._upper
+        self._step = self.dt * self.v_max  # [rad or m] per step
+        self._upper = self._step.copy()
+        self._lower = -self._step
+
+    def set_reference(self, offset: np.ndarray | None) -> None:
+        """Centre the bounds on ``offset`` = q_reference ⊖ q over the group (None: on q itself)."""
+        if offset is None:
+            self._upper[:] = self._step
+            np.negative(self._step, out=self._lower)
+        else:
+            np.add(offset, self._step, out=self._upper)
+            np.subtract(offset, self._step, out=self._lower)
 
     def bounds(self, q: np.ndarray) -> Bounds:
         return Bounds(None, self._lower, self._upper)

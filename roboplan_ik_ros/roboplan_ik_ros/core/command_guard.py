@@ -1,0 +1,78 @@
+"""The last line of the control tick: every command inside the joint limits and within
+``v_max * dt`` of the previous one.
+
+The QP's limits already guarantee both; the guard makes them hold whatever happens upstream
+(a bug, a numerical corner) and counts every step it had to cut (the count should stay 0). A
+command stream starts with :meth:`CommandGuard.reseed` at the measured position (activation,
+return from stale joint states): that command equals the measurement, so the robot is not moved.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pinocchio as pin
+
+from .errors import InvalidInputError, check_positive
+from .joint_group import JointGroup
+from .scene import Scene
+
+_STEP_TOLERANCE = 1e-9  # relative slack so that a step exactly at the limit is not counted as cut
+
+
+class CommandGuard:
+    """Args: ``v_max`` per joint of the group [rad/s or m/s] (finite, > 0), ``dt`` [s]."""
+
+    def __init__(self, scene: Scene, group: JointGroup, v_max: np.ndarray, dt: float) -> None:
+        v_max = np.asarray(v_max, dtype=float)
+        if v_max.shape != (group.nv,) or not (np.isfinite(v_max) & (v_max > 0)).all():
+            raise InvalidInputError(f"command guard: expected {group.nv} finite velocity limits > 0 for "
+                                    f"{list(group.joint_names)}, got {v_max.tolist()}")
+        self.scene = scene
+        self.group = group
+        self.v_max = v_max
+        self.set_dt(dt)
+        self.last = scene.neutral()  # the previous command (full nq)
+        self.started = False
+        self.cuts = 0
+        gv = group.v_indices[group.bounded_v]
+        self._bounded_q = group.bounded_q
+        self._q_min, self._q_max = scene.q_min_v[gv], scene.q_max_v[gv]
+        self._step = np.zeros(scene.model.nv)
+        self._others_q = np.setdiff1d(np.arange(scene.model.nq), group.q_indices)
+
+    def set_dt(self, dt: float) -> None:
+        self.dt = check_positive(dt, "dt")
+        self._max_step = self.v_max * self.dt * (1.0 + _STEP_TOLERANCE)
+
+    def reseed(self, q: np.ndarray) -> np.ndarray:
+        """Start a new command stream at q (clipped into the limits); returns the command."""
+        self.last[:] = q
+        self._clip_to_limits(self.last)
+        self.started = True
+        return self.last
+
+    def apply(self, q_next: np.ndarray) -> np.ndarray:
+        """The command for q_next: cut to ``v_max * dt`` from the previous command and clipped into
+        the limits (counted in :attr:`cuts` when anything changed). Returns the guard's buffer."""
+        if not self.started:
+            raise RuntimeError("CommandGuard.apply before reseed")
+        d = pin.difference(self.scene.model, self.last, q_next)[self.group.v_indices]
+        cut = np.minimum(np.maximum(d, -self._max_step), self._max_step)
+        if not np.array_equal(cut, d) or not np.isfinite(d).all():
+            self.cuts += 1
+            cut[~np.isfinite(cut)] = 0.0
+        self._step[self.group.v_indices] = cut
+        q = pin.integrate(self.scene.model, self.last, self._step)
+        q[self._others_q] = q_next[self._others_q]  # joints outside the group are not commanded
+        if self._clip_to_limits(q):
+            self.cuts += 1
+        self.last[:] = q
+        return self.last
+
+    def _clip_to_limits(self, q: np.ndarray) -> bool:
+        x = q[self._bounded_q]
+        clipped = np.minimum(np.maximum(x, self._q_min), self._q_max)
+        if np.array_equal(clipped, x):
+            return False
+        q[self._bounded_q] = clipped
+        return True

@@ -1,0 +1,405 @@
+"""ControlLoop: what one control tick of the ik_controller does, without ROS.
+
+The rules that keep a real robot safe live here, unit-testable without DDS; the ROS node only
+decodes messages into it and publishes what it returns.
+
+- **Measurements** (:class:`StateTracker`): NaN, missing joints (the decoder) and positions
+  outside the joint limits by more than ``joint_limit_tolerance`` are rejected, counted and
+  never followed.
+- **Every command** passes the :class:`CommandGuard`: inside the joint limits and within
+  ``v_max * dt`` of the previous command. The QP's limits make that hold by construction (in
+  ``measured`` feedback the velocity limit is centred on the previous command), so the guard's
+  cut count stays 0.
+- **No goal, no motion**: activation (and every re-seed) points every task at the current
+  configuration, posture tasks included, and holds the command exactly there until a goal
+  arrives. The first goal (or :meth:`ControlLoop.apply_configured_targets`) lets configuration
+  tasks move toward their configured targets, at most ``max_target_speed`` per joint.
+- **Stale state**: after ``state_timeout`` without an accepted measurement the loop stops
+  commanding (``stale_behavior: stop``) or repeats its last command (``hold``); when
+  measurements return it re-seeds: the first command equals the measured position, then it
+  waits for a new goal.
+- **Divergence** (``commanded`` feedback): the command never runs more than
+  ``max_state_divergence`` ahead of the measurement (:class:`FollowingErrorLimit`); it waits
+  for a robot that trails it instead of jumping back to the measurement.
+- **Outside a barrier**: the QP's recovery step moves back toward the safe set as fast as the
+  limits allow (mode ``recovering``).
+- A refused step (QP failure, FK barrier check) holds the previous command (mode ``holding``).
+
+Times are seconds of a monotonic clock passed in by the caller.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Union
+
+import numpy as np
+import pinocchio as pin
+
+from .command_guard import CommandGuard
+from .config import IKConfig
+from .controller import OinkController, StepOutcome
+from .errors import InvalidInputError
+from .goal_followers import GoalSmoother, GoalSmoothingConfig, JointGoalRamp
+from .oink import ConfigurationTask, FollowingErrorLimit, FrameTask, VelocityLimit
+from .scene import Scene
+from .state_tracker import StateTracker
+
+# Modes (the strings of roboplan_ik_interfaces/msg/ControllerStatus MODE_*).
+INACTIVE = "inactive"
+WAITING_FOR_GOAL = "waiting_for_goal"
+TRACKING = "tracking"
+RECOVERING = "recovering"
+HOLDING = "holding"
+STALE = "stale"
+MOVING_MODES = (TRACKING, RECOVERING)
+
+STATE_FEEDBACK = ("commanded", "measured")
+STALE_BEHAVIORS = ("stop", "hold")
+SMOOTHING = ("none", "low_pass", "max_speed")
+MAX_RATE_HZ = 2000.0
+GOAL_REACH_FACTOR = 2.0  # default max_goal_distance: this times the arm's reach from its first joint
+
+
+@dataclass
+class LoopConfig:
+    """The control-loop keys of the YAML ``node:`` section (see the README for each)."""
+
+    control_rate_hz: float = 500.0
+    state_feedback: str = "commanded"  # commanded | measured
+    max_state_divergence: float = 0.1  # [rad or m] commanded feedback: the command leads by at most this
+    state_timeout: float = 0.5  # [s] no accepted /joint_states for this long -> stale
+    stale_behavior: str = "stop"  # stop (publish nothing) | hold (repeat the last command)
+    joint_limit_tolerance: float = 0.01  # [rad or m] measurements further outside their limits are rejected
+    max_goal_distance: Union[None, float] = None  # [m] from the arm's first joint; null = 2x its reach
+    goal_smoothing: GoalSmoothingConfig = field(default_factory=GoalSmoothingConfig)
+
+
+def check_choice(value: str, valid: tuple[str, ...], path: str) -> None:
+    if value not in valid:
+        raise InvalidInputError(f"{path}: unknown value {value!r}; valid: {', '.join(valid)}")
+
+
+def check_positive_key(value: float, path: str, *, upper: float = math.inf, allow_zero: bool = False) -> None:
+    """``value`` finite and > 0 (>= 0 with allow_zero), at most ``upper``, or raise naming ``path``."""
+    ok = (value >= 0.0 if allow_zero else value > 0.0) and value <= upper and math.isfinite(value)
+    if not ok:
+        lo = ">= 0" if allow_zero else "> 0"
+        hi = f" and <= {upper:g}" if math.isfinite(upper) else ""
+        raise InvalidInputError(f"{path}: expected a finite number {lo}{hi}, got {value!r}")
+
+
+def check_loop_config(cfg: LoopConfig, path: str = "node") -> None:
+    check_positive_key(cfg.control_rate_hz, f"{path}.control_rate_hz", upper=MAX_RATE_HZ)
+    check_choice(cfg.state_feedback, STATE_FEEDBACK, f"{path}.state_feedback")
+    check_positive_key(cfg.max_state_divergence, f"{path}.max_state_divergence")
+    check_positive_key(cfg.state_timeout, f"{path}.state_timeout")
+    check_choice(cfg.stale_behavior, STALE_BEHAVIORS, f"{path}.stale_behavior")
+    check_positive_key(cfg.joint_limit_tolerance, f"{path}.joint_limit_tolerance", allow_zero=True)
+    if cfg.max_goal_distance is not None:
+        check_positive_key(cfg.max_goal_distance, f"{path}.max_goal_distance")
+    gs = cfg.goal_smoothing
+    check_choice(gs.type, SMOOTHING, f"{path}.goal_smoothing.type")
+    check_positive_key(gs.time_constant, f"{path}.goal_smoothing.time_constant")
+    check_positive_key(gs.max_linear_speed, f"{path}.goal_smoothing.max_linear_speed")
+    check_positive_key(gs.max_angular_speed, f"{path}.goal_smoothing.max_angular_speed")
+
+
+@dataclass
+class LoopCounters:
+    goals_rejected: int = 0
+    holds: int = 0  # times the loop entered a hold or a stale stop
+    reseeds: int = 0  # command streams started at the measured position
+    qp_failures: int = 0  # ticks
+    barrier_refusals: int = 0  # ticks
+
+
+@dataclass
+class TickResult:
+    """``publish``: False while stale with ``stale_behavior: stop``. ``command`` and ``previous``
+    (full nq) are buffers of the loop: read them before the next tick."""
+
+    publish: bool
+    command: np.ndarray
+    previous: np.ndarray
+
+
+LogFn = Callable[[str, str], None]  # (level: "info" | "warning" | "error", message)
+
+
+class ControlLoop:
+    """The tasks, limits and barriers of ``config`` stepped by the rules of the module docstring.
+
+    Call :meth:`activate` once a measurement is in, then :meth:`tick` every control period.
+    Not thread-safe: the caller serializes calls (the node holds one lock around them).
+    """
+
+    def __init__(self, scene: Scene, config: IKConfig, settings: LoopConfig, log: LogFn | None = None) -> None:
+        check_loop_config(settings)
+        self.scene = scene
+        self.config = config
+        self.settings = settings
+        self.log: LogFn = log or (lambda level, message: None)
+        self.group = scene.group(config.robot.group)
+        self.state = StateTracker(scene, self.group, settings.joint_limit_tolerance)
+        self.counts = LoopCounters()
+        self.notes: list[str] = []  # decisions worth a log line at configure
+        self.mode = INACTIVE
+        self.hold_reason = "inactive"
+        self.last_outcome: StepOutcome | None = None
+        self._awaiting_goal = True
+        self._reseed_pending = True
+        self._q_start = scene.neutral()
+        self._previous = scene.neutral()
+        nv = scene.model.nv
+        self._gv = self.group.v_indices
+        self._others_q = np.setdiff1d(np.arange(scene.model.nq), self.group.q_indices)
+        self._fk_data = scene.model.createData()  # goal checks (the caller's thread)
+        self._diff = np.zeros(nv)
+        self.dt = 1.0 / settings.control_rate_hz
+        self._build(self.dt, scene.neutral())
+        self.guard = CommandGuard(scene, self.group, self._guard_v_max(), self.dt)
+        self._smoothers = {n: GoalSmoother(settings.goal_smoothing) for n, t in self.ctrl.tasks.items()
+                           if isinstance(t, FrameTask)}
+        self._ramps = {n: JointGoalRamp(scene, self.group, self._task_config(n).max_target_speed)
+                       for n, t in self.ctrl.tasks.items() if isinstance(t, ConfigurationTask)}
+        self._reach = {n: self._arm_reach(t.frame) for n, t in self.ctrl.tasks.items() if isinstance(t, FrameTask)}
+
+    # ------------------------------------------------------------------ building
+    def _build(self, dt: float, q: np.ndarray) -> None:
+        """The OinkController for period dt, the velocity limits the guard uses, the following-error limit."""
+        ctrl = OinkController(self.scene, self.config, dt, q)
+        velocity = [lim for lim in ctrl.limits if isinstance(lim, VelocityLimit)]
+        if not velocity:
+            try:
+                velocity = [VelocityLimit(ctrl.oink, dt)]
+            except InvalidInputError as exc:
+                raise InvalidInputError(f"limits: no velocity limit configured, and {exc}") from exc
+            ctrl.limits.append(velocity[0])
+            self.notes.append("limits: no velocity limit configured: using the URDF's (commands never "
+                              "move faster than v_max)")
+        self._velocity_limits = velocity
+        self._following = FollowingErrorLimit(ctrl.oink, self.settings.max_state_divergence)
+        self._base_limits = list(ctrl.limits)
+        self.ctrl = ctrl
+        self._apply_feedback_limits()
+
+    def _guard_v_max(self) -> np.ndarray:
+        return np.min([lim.v_max for lim in self._velocity_limits], axis=0)
+
+    def _apply_feedback_limits(self) -> None:
+        if self.settings.state_feedback == "commanded":
+            self.ctrl.limits = [*self._base_limits, self._following]
+            for lim in self._velocity_limits:
+                lim.set_reference(None)
+        else:
+            self.ctrl.limits = list(self._base_limits)
+
+    def _task_config(self, name: str):
+        return next(tc for tc in self.config.tasks if tc.name == name)
+
+    def _arm_reach(self, frame: str) -> float:
+        """Upper bound of the distance from the group's first joint to ``frame`` [m]: the sum of
+        the joint-to-joint offsets along the chain."""
+        model = self.scene.model
+        fid = self.scene.frame_id(frame)
+        root = int(self.group.joint_ids[0])
+        reach = float(np.linalg.norm(model.frames[fid].placement.translation))
+        j = model.frames[fid].parentJoint
+        while j > root:
+            reach += float(np.linalg.norm(model.jointPlacements[j].translation))
+            j = model.parents[j]
+        return reach
+
+    # ------------------------------------------------------------------ lifecycle
+    def activate(self, now: float) -> str:
+        """Start commanding from the current measurement; returns "" or why not."""
+        if self.state.age(now) > self.settings.state_timeout:
+            return "no valid joint state received within state_timeout"
+        self._reseed()
+        return ""
+
+    def deactivate(self) -> None:
+        self.mode, self.hold_reason = INACTIVE, "inactive"
+        self._reseed_pending = True
+
+    @property
+    def active(self) -> bool:
+        return self.mode != INACTIVE
+
+    @property
+    def holding(self) -> bool:
+        return self.mode not in MOVING_MODES
+
+    def _reseed(self) -> None:
+        """A new command stream at the measured position; every target there; wait for a goal."""
+        cmd = self.guard.reseed(self.state.measured)
+        self.ctrl.hold_at(cmd)
+        for name, smoother in self._smoothers.items():
+            smoother.reset(self.ctrl.tasks[name].target)
+        for name, ramp in self._ramps.items():
+            ramp.reset(self.ctrl.tasks[name].target)
+        self._awaiting_goal = True
+        self._reseed_pending = False
+        self.counts.reseeds += 1
+        self.mode, self.hold_reason = WAITING_FOR_GOAL, "waiting for a goal (holding the current pose)"
+        self.log("info", "command stream (re)started at the measured position; holding it until a goal arrives")
+
+    # ------------------------------------------------------------------ runtime settings
+    def set_rate(self, hz: float) -> None:
+        """New control rate: rebuild the solver objects (limits and barriers depend on dt), keep targets."""
+        old = self.ctrl
+        self.dt = 1.0 / hz
+        self.settings.control_rate_hz = float(hz)
+        self._build(self.dt, self.guard.last)
+        for name, task in self.ctrl.tasks.items():
+            if old.tasks[name].target is not None:
+                task.set_target(old.tasks[name].target)
+        self.guard.set_dt(self.dt)
+
+    def set_state_feedback(self, mode: str) -> None:
+        """Switch feedback without a jump: the command stream continues from the last command."""
+        self.settings.state_feedback = mode
+        self._apply_feedback_limits()
+
+    def set_max_state_divergence(self, value: float) -> None:
+        self.settings.max_state_divergence = float(value)
+        self._following.max_error = float(value)
+
+    # ------------------------------------------------------------------ goals
+    def _check_goal_allowed(self) -> None:
+        if self.mode == INACTIVE:
+            raise InvalidInputError("the controller is not active (goals start from the current pose on activate)")
+        if self.mode == STALE:
+            raise InvalidInputError("joint states are stale: the robot's pose is unknown; send the goal when it "
+                                    "reports again")
+
+    def set_pose_goal(self, task_name: str, T_world_target: pin.SE3) -> None:
+        """Goal of a frame task (``T_world_target`` in the model's world frame), or raise."""
+        self._check_goal_allowed()
+        limit = self.settings.max_goal_distance or GOAL_REACH_FACTOR * self._reach[task_name]
+        pin.forwardKinematics(self.scene.model, self._fk_data, self.guard.last)
+        base = self._fk_data.oMi[int(self.group.joint_ids[0])].translation
+        distance = float(np.linalg.norm(T_world_target.translation - base))
+        if distance > limit:
+            raise InvalidInputError(
+                f"goal position {np.round(T_world_target.translation, 4).tolist()} is {distance:.4g} m from the arm's "
+                f"first joint {self.group.joint_names[0]!r}; the arm reaches {self._reach[task_name]:.3g} m and goals "
+                f"farther than {limit:.3g} m are refused (node.max_goal_distance)")
+        self._smoothers[task_name].set_goal(T_world_target)
+        self._start_tracking()
+
+    def set_joint_goal(self, task_name: str, q_group: np.ndarray) -> None:
+        """Goal of a configuration task (the group's q, inside the limits), or raise."""
+        self._check_goal_allowed()
+        self._ramps[task_name].set_goal(q_group)
+        self._start_tracking()
+
+    def apply_configured_targets(self) -> None:
+        """Let configuration tasks move toward their configured targets without a pose goal."""
+        self._check_goal_allowed()
+        self._start_tracking()
+
+    def _start_tracking(self) -> None:
+        if not self._awaiting_goal:
+            return
+        self._awaiting_goal = False
+        for name, ramp in self._ramps.items():
+            tc = self._task_config(name)
+            if not ramp.moving and tc.target != "current":
+                ramp.set_goal(self.ctrl.configured_target(tc, self.guard.last))
+        if self.mode == WAITING_FOR_GOAL:
+            self.mode, self.hold_reason = TRACKING, ""
+
+    def goal(self, task_name: str):
+        """The latest goal of a task (pin.SE3 for frame tasks, group q for configuration tasks)."""
+        if task_name in self._smoothers:
+            return self._smoothers[task_name].goal
+        return self._ramps[task_name].goal
+
+    # ------------------------------------------------------------------ the tick
+    def tick(self, now: float) -> TickResult:
+        s, guard = self.settings, self.guard
+        if self.mode == INACTIVE:
+            return TickResult(False, guard.last, guard.last)
+        age = self.state.age(now)
+        if age > s.state_timeout:
+            reason = (f"no valid joint states for {'ever' if math.isinf(age) else f'{age:.2f} s'} (state_timeout "
+                      f"{s.state_timeout:g} s): {'stopped commanding' if s.stale_behavior == 'stop' else 'holding'}")
+            if self.mode != STALE:
+                self.counts.holds += 1
+                self.log("warning", reason)
+            self.mode, self.hold_reason = STALE, reason
+            self._reseed_pending = True
+            return TickResult(s.stale_behavior == "hold", guard.last, guard.last)
+        if self._reseed_pending:
+            self._reseed()
+            return TickResult(True, guard.last, guard.last)
+        self._previous[:] = guard.last
+        q = self._start_state()
+        if not self._awaiting_goal:
+            self._advance_targets()
+        out = self.ctrl.step(q)
+        self.last_outcome = out
+        q_next = out.q_next
+        if not out.result.ok:
+            self.counts.qp_failures += 1
+            self._hold(out.result.status)
+            q_next = self._previous
+        elif not out.barriers_ok:
+            self.counts.barrier_refusals += 1
+            self._hold("the barrier check refused the step (dq = 0)")
+            q_next = self._previous
+        elif self._awaiting_goal:
+            q_next = self._previous
+            self.hold_reason = "waiting for a goal (holding the current pose)"
+            if out.result.recovering:
+                self.hold_reason += f"; {out.result.status}: a goal starts the recovery"
+        else:
+            self._moving(out)
+        return TickResult(True, guard.apply(q_next), self._previous)
+
+    def _start_state(self) -> np.ndarray:
+        """The configuration this step linearizes at (full nq, a reused buffer)."""
+        q, measured, last = self._q_start, self.state.measured, self.guard.last
+        if self.settings.state_feedback == "commanded":
+            q[:] = last
+            q[self._others_q] = measured[self._others_q]  # e.g. gripper fingers: never commanded here
+            self._diff[:] = pin.difference(self.scene.model, measured, last)
+            self._following.set_following_error(self._diff[self._gv])  # commanded ⊖ measured
+        else:
+            q[:] = measured
+            self._diff[:] = pin.difference(self.scene.model, measured, last)
+            offset = self._diff[self._gv]  # previous command ⊖ measured
+            for lim in self._velocity_limits:
+                lim.set_reference(offset)
+        return q
+
+    def _advance_targets(self) -> None:
+        tasks, dt = self.ctrl.tasks, self.dt
+        for name, smoother in self._smoothers.items():
+            target = smoother.step(dt)
+            if target is not None:
+                tasks[name].set_target(target)
+        for name, ramp in self._ramps.items():
+            target = ramp.step(dt)
+            if target is not None:
+                tasks[name].set_target(target)
+
+    def _hold(self, reason: str) -> None:
+        if self.mode != HOLDING:
+            self.counts.holds += 1
+            self.log("warning", f"holding still: {reason}")
+        self.mode, self.hold_reason = HOLDING, reason
+
+    def _moving(self, out: StepOutcome) -> None:
+        mode = RECOVERING if out.result.recovering else TRACKING
+        if mode != self.mode:
+            if mode == RECOVERING:
+                self.log("warning", out.result.status)
+            elif self.mode == HOLDING:
+                self.log("info", f"resumed (was holding: {self.hold_reason})")
+        self.mode = mode
+        self.hold_reason = out.result.status if mode == RECOVERING else ""

@@ -1,0 +1,69 @@
+"""The measured joint state: validated, timestamped, never followed when it is implausible.
+
+A measurement is written by a decoder into :attr:`StateTracker.incoming` (full nq) and then
+offered with :meth:`StateTracker.accept`. It is rejected as a whole when a joint of the group is
+outside its position limits by more than ``limit_tolerance`` (a glitch, a wrong driver, a units
+mix-up); within the tolerance it is clipped into the limits (encoders overshoot a little).
+Times are seconds of a monotonic clock passed in by the caller (testable without ROS).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .errors import check_positive
+from .joint_group import JointGroup
+from .scene import Scene
+
+
+class StateTracker:
+    def __init__(self, scene: Scene, group: JointGroup, limit_tolerance: float) -> None:
+        self.scene = scene
+        self.group = group
+        self.limit_tolerance = check_positive(limit_tolerance, "joint_limit_tolerance", allow_zero=True)
+        self.measured = scene.neutral()  # full nq; joints never measured keep neutral values
+        self.incoming = self.measured.copy()  # a decoder's scratch buffer
+        self.measured_time = -np.inf  # monotonic [s] of the last accepted measurement
+        self.rejected = 0
+        self.last_rejection = ""
+        # every bounded scalar joint of the model is clipped; the group's are also checked
+        bounded_v = np.flatnonzero(np.isfinite(scene.q_min_v) & (scene.q_index_of_v >= 0))
+        self._all_q = scene.q_index_of_v[bounded_v]
+        self._all_min, self._all_max = scene.q_min_v[bounded_v], scene.q_max_v[bounded_v]
+        gv = group.v_indices[group.bounded_v]
+        self._group_q = group.bounded_q
+        self._group_min = scene.q_min_v[gv] - self.limit_tolerance
+        self._group_max = scene.q_max_v[gv] + self.limit_tolerance
+        self._group_names = [group.joint_names[k] for k in group.bounded_v]
+
+    @property
+    def has_measurement(self) -> bool:
+        return np.isfinite(self.measured_time)
+
+    def age(self, now: float) -> float:
+        """Seconds since the last accepted measurement (inf if none)."""
+        return now - self.measured_time
+
+    def accept(self, now: float) -> str:
+        """Take :attr:`incoming` as the measurement at ``now``; returns "" or why it was rejected
+        (then :attr:`measured` is unchanged and ``incoming`` is restored from it)."""
+        x = self.incoming[self._group_q]
+        outside = (x < self._group_min) | (x > self._group_max)
+        if outside.any():
+            k = int(np.flatnonzero(outside)[0])
+            reason = (f"{self._group_names[k]} = {x[k]:.6g} is outside its limits "
+                      f"[{self._group_min[k] + self.limit_tolerance:.6g}, {self._group_max[k] - self.limit_tolerance:.6g}] "
+                      f"by more than joint_limit_tolerance {self.limit_tolerance:g}")
+            self.reject(reason)
+            return reason
+        q = self.incoming
+        q[self._all_q] = np.minimum(np.maximum(q[self._all_q], self._all_min), self._all_max)
+        self.measured[:] = q
+        self.measured_time = now
+        return ""
+
+    def reject(self, reason: str) -> None:
+        """Count a rejected measurement (also those a decoder refused) and forget its values."""
+        self.rejected += 1
+        self.last_rejection = reason
+        self.incoming[:] = self.measured

@@ -1,0 +1,296 @@
+"""ControlLoop, StateTracker and CommandGuard without ROS: the safety rules of the control tick
+in closed loop with a simulated robot (optionally lagging behind its commands)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pinocchio as pin
+import pytest
+import yaml
+
+from models import scene
+from roboplan_ik_ros.core.command_guard import CommandGuard
+from roboplan_ik_ros.core.config import load_config
+from roboplan_ik_ros.core.control_loop import (
+    HOLDING, RECOVERING, STALE, TRACKING, WAITING_FOR_GOAL, ControlLoop, LoopConfig,
+)
+from roboplan_ik_ros.core.errors import InvalidInputError
+from roboplan_ik_ros.core.state_tracker import StateTracker
+
+from conftest import CONFIG_DIR
+
+TIP = "panda_hand_tcp"
+DT = 0.002
+
+
+@pytest.fixture(scope="module")
+def panda():
+    return scene("panda")
+
+
+def make_loop(panda, *, drop=("self_collision",), **settings) -> ControlLoop:
+    data = yaml.safe_load((CONFIG_DIR / "panda.yaml").read_text())
+    data["barriers"] = [b for b in data["barriers"] if b["name"] not in drop]
+    config = load_config(data)
+    return ControlLoop(panda, config, LoopConfig(**settings))
+
+
+class SimRobot:
+    """A position-controlled robot: follows each command with an optional first-order lag."""
+
+    def __init__(self, loop: ControlLoop, q0: np.ndarray, lag: float = 0.0) -> None:
+        self.loop, self.q, self.lag, self.t = loop, q0.copy(), lag, 0.0
+        self.commands: list[np.ndarray] = []  # published commands (group q)
+        self.previous_command = None
+        self.max_step_ratio = 0.0  # largest |command step| / (v_max dt) over all joints and ticks
+        self.measure()
+
+    def measure(self) -> str:
+        self.loop.state.incoming[:] = self.q
+        return self.loop.state.accept(self.t)
+
+    def tick(self, n: int = 1, measure: bool = True):
+        g = self.loop.group
+        for _ in range(n):
+            self.t += self.loop.dt
+            if measure:
+                self.measure()
+            res = self.loop.tick(self.t)
+            if not res.publish:
+                continue
+            cmd = res.command[g.q_indices].copy()
+            if self.commands and not self._reseeded(res):
+                step = np.abs(cmd - self.commands[-1]) / (self.loop.guard.v_max * self.loop.dt)
+                self.max_step_ratio = max(self.max_step_ratio, float(step.max()))
+            self.commands.append(cmd)
+            a = 1.0 if self.lag <= 0 else 1.0 - np.exp(-self.loop.dt / self.lag)
+            self.q[g.q_indices] += a * (cmd - self.q[g.q_indices])
+        return self
+
+    def _reseeded(self, res) -> bool:
+        return res.command is res.previous  # a re-seed publishes the measurement with previous = itself
+
+    def tcp(self) -> pin.SE3:
+        return self.loop.scene.frame_pose(self.q, TIP)
+
+
+def arm_q(panda, values) -> np.ndarray:
+    q = panda.named_configuration("default")
+    q[:7] = values
+    return q
+
+
+FOREIGN = [0.5, 0.1, -0.2, -2.0, 0.1, 2.0, 0.3]  # TCP inside the workspace box, far from "default"
+
+
+# ----------------------------------------------------------------------------- state tracker
+def test_state_tracker_rejects_measurements_outside_the_limits(panda):
+    st = StateTracker(panda, panda.group("arm"), limit_tolerance=0.01)
+    st.incoming[:] = panda.named_configuration("default")
+    assert st.accept(1.0) == "" and st.age(1.5) == 0.5
+    good = st.measured.copy()
+    st.incoming[6] = panda.q_max_v[6] + 7.0
+    reason = st.accept(2.0)
+    assert "panda_joint7" in reason and "joint_limit_tolerance" in reason
+    assert np.array_equal(st.measured, good) and np.array_equal(st.incoming, good) and st.rejected == 1
+    assert st.age(2.0) == 1.0  # a rejected message does not refresh the state
+    st.incoming[0] = panda.q_max_v[0] + 0.005  # within the tolerance: clipped into the limits
+    assert st.accept(3.0) == "" and st.measured[0] == panda.q_max_v[0]
+
+
+# ----------------------------------------------------------------------------- command guard
+def test_guard_cuts_jumps_and_counts_them(panda):
+    g = panda.group("arm")
+    guard = CommandGuard(panda, g, panda.v_max[:7], DT)
+    q0 = panda.named_configuration("default")
+    guard.reseed(q0)
+    small = q0.copy()
+    small[:7] += 0.5 * panda.v_max[:7] * DT
+    assert np.allclose(guard.apply(small), small) and guard.cuts == 0
+    jump = small.copy()
+    jump[0] += 1.0
+    cmd = guard.apply(jump).copy()
+    assert guard.cuts == 1 and np.isclose(cmd[0] - small[0], panda.v_max[0] * DT)
+    nan = cmd.copy()
+    nan[3] = np.nan
+    assert np.isfinite(guard.apply(nan)).all() and guard.cuts == 2
+    with pytest.raises(InvalidInputError, match="velocity limits"):
+        CommandGuard(panda, g, np.full(7, np.inf), DT)
+
+
+# ----------------------------------------------------------------------------- no goal, no motion
+def test_no_goal_no_motion_from_a_foreign_pose(panda):
+    loop = make_loop(panda)
+    robot = SimRobot(loop, arm_q(panda, FOREIGN))
+    assert loop.activate(robot.t) == "" and loop.mode == WAITING_FOR_GOAL
+    robot.tick(1000)
+    drift = np.abs(np.array(robot.commands) - np.array(FOREIGN)).max()
+    assert drift == 0.0 and loop.mode == WAITING_FOR_GOAL and loop.guard.cuts == 0
+    # the first goal: the posture (SRDF 'default') takes effect too, ramped, the TCP goes to the goal
+    T0 = robot.tcp()
+    goal = pin.SE3(T0.rotation, T0.translation + np.array([0.0, 0.05, -0.05]))
+    loop.set_pose_goal("ee", goal)
+    robot.tick(3000)
+    assert loop.mode == TRACKING and loop.guard.cuts == 0 and robot.max_step_ratio <= 1.0 + 1e-6
+    assert np.linalg.norm(robot.tcp().translation - goal.translation) < 1e-3
+
+
+def test_posture_ramp_speed_is_bounded(panda):
+    loop = make_loop(panda, drop=("self_collision", "workspace"))
+    robot = SimRobot(loop, arm_q(panda, FOREIGN))
+    loop.activate(robot.t)
+    loop.apply_configured_targets()  # the explicit request: posture toward SRDF 'default', no pose goal
+    ramp = loop._ramps["posture"]
+    previous = ramp.target.copy()
+    for _ in range(200):
+        robot.tick()
+        assert np.abs(ramp.target - previous).max() <= 0.5 * loop.dt + 1e-12  # max_target_speed 0.5 rad/s
+        previous = ramp.target.copy()
+    assert loop.guard.cuts == 0
+
+
+# ----------------------------------------------------------------------------- bad measurements
+def test_a_glitched_measurement_is_never_followed(panda):
+    loop = make_loop(panda, state_feedback="measured")
+    robot = SimRobot(loop, panda.named_configuration("default"))
+    loop.activate(robot.t)
+    T0 = robot.tcp()
+    loop.set_pose_goal("ee", pin.SE3(T0.rotation, T0.translation + np.array([0.05, 0.0, 0.0])))
+    for k in range(600):
+        robot.t += loop.dt
+        robot.loop.state.incoming[:] = robot.q
+        if k % 25 == 0:
+            robot.loop.state.incoming[6] += 7.0  # beyond the limits: rejected like NaN
+        loop.state.accept(robot.t)
+        robot.tick(measure=False)
+    assert loop.state.rejected == 24 and loop.guard.cuts == 0 and robot.max_step_ratio <= 1.0 + 1e-6
+
+
+# ----------------------------------------------------------------------------- stale state
+@pytest.mark.parametrize("behavior", ["stop", "hold"])
+def test_stale_state_stops_then_reseeds_at_the_measurement(panda, behavior):
+    loop = make_loop(panda, stale_behavior=behavior)
+    robot = SimRobot(loop, panda.named_configuration("default"))
+    loop.activate(robot.t)
+    T0 = robot.tcp()
+    loop.set_pose_goal("ee", pin.SE3(T0.rotation, T0.translation + np.array([0.0, 0.1, 0.0])))
+    robot.tick(100)
+    n = len(robot.commands)
+    robot.tick(400, measure=False)  # 0.8 s without measurements (state_timeout 0.5 s)
+    assert loop.mode == STALE and loop.holding
+    published = np.array(robot.commands[n:])
+    if behavior == "stop":  # commanded until stale (0.5 s = 250 ticks), then nothing
+        assert len(published) <= 251
+    else:  # then the last command, repeated
+        assert len(published) == 400 and np.ptp(published[-140:], axis=0).max() == 0.0
+    with pytest.raises(InvalidInputError, match="stale"):
+        loop.set_pose_goal("ee", T0)
+    robot.q[:7] = FOREIGN  # the driver restarted elsewhere
+    robot.tick(1)
+    assert np.array_equal(robot.commands[-1], robot.q[:7]) and loop.mode == WAITING_FOR_GOAL
+    robot.tick(200)
+    assert np.abs(np.array(robot.commands[-200:]) - np.array(FOREIGN)).max() == 0.0  # holds: a new goal is needed
+    assert loop.counts.reseeds == 2 and loop.counts.holds == 1 and loop.guard.cuts == 0
+
+
+# ----------------------------------------------------------------------------- lagging robot
+@pytest.mark.parametrize("feedback", ["commanded", "measured"])
+def test_a_lagging_robot_gets_no_jumps_and_converges(panda, feedback):
+    loop = make_loop(panda, drop=("self_collision", "workspace"), state_feedback=feedback)
+    robot = SimRobot(loop, panda.named_configuration("default"), lag=0.3)
+    loop.activate(robot.t)
+    target = panda.named_configuration("default")[:7] + np.array([2.0, 0.3, 0.0, 0.4, 0.0, -0.3, 1.0])
+    loop.set_joint_goal("posture", target)
+    loop.set_pose_goal("ee", panda.frame_pose(arm_q(panda, target), TIP))
+    robot.tick(6000)
+    assert loop.guard.cuts == 0 and robot.max_step_ratio <= 1.0 + 1e-6
+    if feedback == "commanded":  # the command waits for the robot: never more than the leash ahead
+        lead = np.abs(np.array(robot.commands) - np.array(robot.commands[0])).max()
+        assert lead > 1.0
+    assert np.linalg.norm(robot.tcp().translation - panda.frame_pose(arm_q(panda, target), TIP).translation) < 2e-3
+
+
+def test_following_error_limit_keeps_the_command_near_the_robot(panda):
+    loop = make_loop(panda, drop=("self_collision", "workspace"), max_state_divergence=0.05)
+    robot = SimRobot(loop, panda.named_configuration("default"), lag=0.5)
+    loop.activate(robot.t)
+    target = panda.named_configuration("default")[:7] + np.array([1.5, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0])
+    loop.set_joint_goal("posture", target)
+    loop.set_pose_goal("ee", panda.frame_pose(arm_q(panda, target), TIP))
+    worst = 0.0
+    for _ in range(2000):
+        robot.tick()
+        worst = max(worst, float(np.abs(robot.commands[-1] - robot.q[:7]).max()))
+    assert worst <= 0.05 + panda.v_max.max() * loop.dt + 1e-9 and loop.guard.cuts == 0
+
+
+# ----------------------------------------------------------------------------- barriers
+def test_starting_outside_the_box_recovers_monotonically(panda):
+    loop = make_loop(panda)
+    q = panda.named_configuration("default")
+    q[3] += 0.75  # stretch the elbow: the TCP rises ~20 mm above the box's top (z 0.75), x stays inside
+    q[5] -= 0.375
+    p0 = panda.frame_pose(q, TIP).translation
+    assert 0.76 < p0[2] < 0.8 and 0.2 < p0[0] < 0.8
+    robot = SimRobot(loop, q)
+    loop.activate(robot.t)
+    robot.tick(50)
+    assert loop.mode == WAITING_FOR_GOAL and "recovering" in loop.hold_reason  # says so, but no goal: no motion
+    inside = pin.SE3(robot.tcp().rotation, np.array([0.5, 0.0, 0.5]))
+    loop.set_pose_goal("ee", inside)
+    zs, modes = [], set()
+    for _ in range(1500):
+        robot.tick()
+        modes.add(loop.mode)
+        zs.append(panda.frame_pose(robot.q, TIP).translation[2])
+    assert RECOVERING in modes and loop.guard.cuts == 0
+    above = np.array(zs)[np.array(zs) > 0.75]
+    assert np.all(np.diff(above) <= 1e-9)  # while outside: never further away
+    assert zs[-1] <= 0.75 + 1e-4
+
+
+# ----------------------------------------------------------------------------- runtime changes
+def test_rate_and_feedback_changes_keep_the_command_continuous(panda):
+    loop = make_loop(panda)
+    robot = SimRobot(loop, panda.named_configuration("default"), lag=0.05)
+    loop.activate(robot.t)
+    T0 = robot.tcp()
+    loop.set_pose_goal("ee", pin.SE3(T0.rotation, T0.translation + np.array([0.0, 0.15, 0.0])))
+    robot.tick(100)
+    loop.set_rate(250.0)
+    robot.tick(100)
+    loop.set_state_feedback("measured")
+    robot.tick(100)
+    loop.set_state_feedback("commanded")
+    loop.set_rate(500.0)
+    robot.tick(100)
+    assert loop.guard.cuts == 0 and robot.max_step_ratio <= 1.0 + 1e-6
+
+
+def test_goal_checks(panda):
+    loop = make_loop(panda)
+    with pytest.raises(InvalidInputError, match="not active"):
+        loop.set_pose_goal("ee", pin.SE3.Identity())
+    robot = SimRobot(loop, panda.named_configuration("default"))
+    loop.activate(robot.t)
+    with pytest.raises(InvalidInputError, match="max_goal_distance"):
+        loop.set_pose_goal("ee", pin.SE3(np.eye(3), np.array([1e6, 0.0, 0.0])))
+    loop.set_pose_goal("ee", pin.SE3(np.eye(3), np.array([1.0, 0.0, 0.5])))  # out of reach but plausible: allowed
+
+
+def test_qp_failure_holds_the_last_command(panda, monkeypatch):
+    loop = make_loop(panda)
+    robot = SimRobot(loop, panda.named_configuration("default"))
+    loop.activate(robot.t)
+    T0 = robot.tcp()
+    loop.set_pose_goal("ee", pin.SE3(T0.rotation, T0.translation + np.array([0.0, 0.1, 0.0])))
+    robot.tick(50)
+    fail = loop.ctrl.oink._fail
+    monkeypatch.setattr(loop.ctrl.oink, "solve", lambda *a, **k: fail("QP failed: test"))
+    held = robot.commands[-1].copy()
+    robot.tick(100)
+    assert loop.mode == HOLDING and "QP failed" in loop.hold_reason and loop.counts.holds == 1
+    assert np.abs(np.array(robot.commands[-100:]) - held).max() == 0.0
+    monkeypatch.undo()
+    robot.tick(10)
+    assert loop.mode == TRACKING and loop.guard.cuts == 0

@@ -1,0 +1,61 @@
+"""How task targets follow goals: GoalSmoother (poses) and JointGoalRamp (joint targets)."""
+
+import math
+
+import numpy as np
+import pinocchio as pin
+
+from models import scene
+from roboplan_ik_ros.core.goal_followers import GoalSmoother, GoalSmoothingConfig, JointGoalRamp
+
+
+def _goal():
+    return pin.SE3(pin.rpy.rpyToMatrix(0.0, 0.0, 1.0), np.array([0.5, 0.0, 0.0]))
+
+
+def test_smoother_none_jumps():
+    s = GoalSmoother(GoalSmoothingConfig(type="none"))
+    s.reset(pin.SE3.Identity())
+    assert s.step(0.002) is None
+    s.set_goal(_goal())
+    assert np.allclose(s.step(0.002).homogeneous, _goal().homogeneous)
+    assert s.step(0.002) is None
+
+
+def test_smoother_max_speed():
+    s = GoalSmoother(GoalSmoothingConfig(type="max_speed", max_linear_speed=0.5, max_angular_speed=1.0))
+    s.reset(pin.SE3.Identity())
+    s.set_goal(_goal())
+    T = s.step(0.1)
+    assert np.isclose(np.linalg.norm(T.translation), 0.05)
+    assert np.isclose(np.linalg.norm(pin.log3(T.rotation)), 0.1)
+    for _ in range(20):
+        T = s.step(0.1) or T
+    assert np.allclose(T.homogeneous, _goal().homogeneous) and not s.moving
+
+
+def test_smoother_low_pass():
+    s = GoalSmoother(GoalSmoothingConfig(type="low_pass", time_constant=0.1))
+    s.reset(pin.SE3.Identity())
+    s.set_goal(_goal())
+    T = s.step(0.1)
+    assert np.isclose(T.translation[0], 0.5 * (1 - math.exp(-1.0)))
+
+
+def test_joint_ramp_moves_at_most_max_speed_per_joint():
+    panda = scene("panda")
+    group = panda.group("arm")
+    ramp = JointGoalRamp(panda, group, max_speed=0.5)
+    start = panda.named_configuration("default")[group.q_indices]
+    goal = start + np.array([0.3, -0.1, 0.0, 0.05, 0.0, 0.0, -0.2])
+    ramp.reset(start)
+    assert ramp.step(0.01) is None
+    ramp.set_goal(goal)
+    previous = start.copy()
+    for _ in range(100):
+        target = ramp.step(0.01)
+        if target is None:
+            break
+        assert np.abs(target - previous).max() <= 0.5 * 0.01 + 1e-12
+        previous = target.copy()
+    assert np.allclose(previous, goal) and not ramp.moving
