@@ -63,7 +63,9 @@ def run_child(config: str, stats_out: str, capacity: int) -> None:
     order = np.argsort(s.starts[:n])
     Path(stats_out).write_text(json.dumps({
         "starts": s.starts[:n][order].tolist(), "durations": s.durations[:n][order].tolist(),
-        "counts": node._counts, "holding": node._hold_reason,
+        "counts": {**vars(node.loop.counts), "guard_cuts": node.loop.guard.cuts,
+                   "joint_states_rejected": node.loop.state.rejected},
+        "holding": node.loop.hold_reason,
     }))
     node.destroy_node()
     executor.shutdown()

@@ -81,7 +81,7 @@ class Recording:
     js_q: list = field(default_factory=list)  # arm joint values
     goal_t: list = field(default_factory=list)
     goal_p: list = field(default_factory=list)
-    status: list = field(default_factory=list)  # (t, holding, hold_reason, min barrier value)
+    status: list = field(default_factory=list)  # (t, mode, hold_reason, min barrier value)
     diagnostics: dict = field(default_factory=dict)
     service: list = field(default_factory=list)  # (latency s, success, code, message)
 
@@ -155,7 +155,7 @@ def run(args) -> int:
 
     def on_status(msg: ControllerStatus):
         margin = min((b.value for b in msg.barriers if b.name == box.name), default=np.nan)
-        rec.status.append((time.perf_counter() - t_origin, msg.holding, msg.hold_reason, margin))
+        rec.status.append((time.perf_counter() - t_origin, msg.mode, msg.hold_reason, margin))
 
     def on_diag(msg: DiagnosticArray):
         for st in msg.status:
@@ -181,11 +181,11 @@ def run(args) -> int:
             task = progress.add_task("starting mock_robot and ik_controller", total=None)
             deadline = time.monotonic() + 30.0
             while time.monotonic() < deadline and not (
-                    rec.status and not rec.status[-1][1] and rec.js_q and goal_pub.get_subscription_count()):
+                    rec.status and rec.status[-1][1] != "inactive" and rec.js_q and goal_pub.get_subscription_count()):
                 if not all(c.alive() for c in children):
                     raise RuntimeError("a child process exited:\n" + "\n".join(c.tail() for c in children))
                 time.sleep(0.02)
-            if not rec.status or rec.status[-1][1]:
+            if not rec.status or rec.status[-1][1] == "inactive":
                 raise RuntimeError("ik_controller did not become active within 30 s:\n" + children[1].tail())
             assert srv.wait_for_service(timeout_sec=10.0)
             q0 = scene.q_from_joint_positions(arm, rec.js_q[-1], scene.named_configuration("default"))
@@ -283,7 +283,7 @@ def report(rec: Recording, scene, arm, tip, box, args, console) -> int:
     lat = np.array([s[0] for s in rec.service]) * 1e3
     n_ok = sum(1 for s in rec.service if s[1])
     d = rec.diagnostics
-    holds = sum(1 for s in rec.status if s[1])
+    holds = sum(1 for s in rec.status if s[1] not in ("tracking", "recovering", "waiting_for_goal"))
 
     t = Table(title="roboplan_ik_ros demo: ik_controller + mock Panda", title_justify="left")
     t.add_column("metric")

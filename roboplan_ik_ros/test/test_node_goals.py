@@ -1,4 +1,4 @@
-"""Goal validation, frame resolution and smoothing (no DDS)."""
+"""Goal validation and frame resolution (no DDS)."""
 
 import math
 
@@ -8,8 +8,7 @@ import pytest
 from geometry_msgs.msg import Pose, PoseStamped
 
 from models import scene
-from roboplan_ik_ros.node.goals import FrameResolver, GoalError, GoalSmoother
-from roboplan_ik_ros.node.node_config import GoalSmoothingConfig
+from roboplan_ik_ros.node.goals import FrameResolver, GoalError
 from roboplan_ik_ros.node.rosbridge import PoseError, pose_from_se3, root_frame_name, se3_from_pose
 
 
@@ -103,36 +102,3 @@ def test_resolver_bad_pose_code(panda):
     with pytest.raises(GoalError) as exc:
         FrameResolver(panda, "panda_link0").resolve(ps, panda.neutral(), 0.01)
     assert exc.value.code == GoalError.INVALID
-
-
-def _goal():
-    return pin.SE3(pin.rpy.rpyToMatrix(0.0, 0.0, 1.0), np.array([0.5, 0.0, 0.0]))
-
-
-def test_smoother_none_jumps():
-    s = GoalSmoother(GoalSmoothingConfig(type="none"))
-    s.reset(pin.SE3.Identity())
-    assert s.step(0.002) is None
-    s.set_goal(_goal())
-    assert np.allclose(s.step(0.002).homogeneous, _goal().homogeneous)
-    assert s.step(0.002) is None
-
-
-def test_smoother_max_speed():
-    s = GoalSmoother(GoalSmoothingConfig(type="max_speed", max_linear_speed=0.5, max_angular_speed=1.0))
-    s.reset(pin.SE3.Identity())
-    s.set_goal(_goal())
-    T = s.step(0.1)
-    assert np.isclose(np.linalg.norm(T.translation), 0.05)
-    assert np.isclose(np.linalg.norm(pin.log3(T.rotation)), 0.1)
-    for _ in range(20):
-        T = s.step(0.1) or T
-    assert np.allclose(T.homogeneous, _goal().homogeneous) and not s.moving
-
-
-def test_smoother_low_pass():
-    s = GoalSmoother(GoalSmoothingConfig(type="low_pass", time_constant=0.1))
-    s.reset(pin.SE3.Identity())
-    s.set_goal(_goal())
-    T = s.step(0.1)
-    assert np.isclose(T.translation[0], 0.5 * (1 - math.exp(-1.0)))

@@ -1,4 +1,4 @@
-"""Joint-state decoding and the state-feedback logic (no DDS)."""
+"""Joint-state decoding (no DDS)."""
 
 import math
 from array import array
@@ -8,7 +8,6 @@ import pytest
 
 from models import scene
 from roboplan_ik_ros.node.rosbridge import JointMap, JointStateDecoder
-from roboplan_ik_ros.node.state import StateTracker
 
 ARM = [f"panda_joint{i}" for i in range(1, 8)]
 
@@ -60,55 +59,3 @@ def test_joint_map_continuous_joint():
     m.to_q(np.array([2.5]), q)
     assert np.allclose(q, [math.cos(2.5), math.sin(2.5)])
     assert np.allclose(m.from_q(q, np.empty(1)), [2.5])
-
-
-def _tracker(panda, mode):
-    st = StateTracker(panda, panda.group("arm"), mode, max_divergence=0.1)
-    st.measured[:] = panda.named_configuration("default")
-    st.on_measurement(0.0)
-    return st
-
-
-def test_commanded_mode_integrates_own_output(panda):
-    st = _tracker(panda, "commanded")
-    q = st.current().copy()
-    q[0] += 0.05
-    st.commit(q)
-    st.measured[7] = 0.03  # finger (outside the group): always from the measurement
-    st.on_measurement(0.01)  # measurement lags by 0.05 < 0.1: no resync
-    q2 = st.current()
-    assert q2[0] == q[0] and q2[7] == 0.03 and st.resyncs == 0
-
-
-def test_commanded_mode_resyncs_on_divergence(panda):
-    st = _tracker(panda, "commanded")
-    q = st.current().copy()
-    q[3] += 0.2
-    st.commit(q)
-    st.on_measurement(0.01)
-    assert np.allclose(st.current(), st.measured) and st.resyncs == 1
-    assert np.allclose(st.commanded, st.measured)
-
-
-def test_no_resync_without_new_measurement(panda):
-    st = _tracker(panda, "commanded")
-    st.current()
-    q = st.commanded.copy()
-    q[3] += 0.2
-    st.commit(q)
-    assert st.current()[3] == q[3] and st.resyncs == 0
-
-
-def test_measured_mode(panda):
-    st = _tracker(panda, "measured")
-    q = st.current().copy()
-    q[0] += 0.05
-    st.commit(q)
-    assert st.current()[0] == st.measured[0]
-
-
-def test_age(panda):
-    st = StateTracker(panda, panda.group("arm"), "commanded", 0.1)
-    assert st.age(5.0) == math.inf and not st.has_measurement
-    st.on_measurement(4.0)
-    assert st.age(5.0) == 1.0

@@ -2,7 +2,7 @@
 
 A thin layer over :mod:`roboplan_ik_ros.core`: message conversions (:mod:`.rosbridge`), the
 ``node:`` config section (:mod:`.node_config`), command outputs (:mod:`.outputs`), goals
-(:mod:`.goals`), state feedback (:mod:`.state`), runtime parameters (:mod:`.parameters`),
+(:mod:`.goals`), runtime parameters (:mod:`.parameters`),
 status and diagnostics (:mod:`.diagnostics`) and RViz markers (:mod:`.markers`). Importing this
 package does not import rclpy; the submodules do.
 """

@@ -1,4 +1,4 @@
-"""Pose goals: validation, frame resolution (robot model frames, else tf2_ros) and smoothing.
+"""Goals: pose validation and frame resolution (robot model frames, else tf2_ros), joint goals.
 
 Every target handed to the core is ``T_world_target`` with "world" the URDF root link. A goal
 stamped in a frame of the robot model is composed with that frame's pose at the current
@@ -9,14 +9,11 @@ it they are rejected with a message saying so.
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 import pinocchio as pin
 
 from ..core.errors import InvalidInputError
 from ..core.scene import Scene
-from .node_config import GoalSmoothingConfig
 from .rosbridge import PoseError, se3_from_pose, se3_from_transform
 
 try:  # the real library where it is installed (every apt ROS 2 install); not on PyPI
@@ -37,6 +34,26 @@ class GoalError(InvalidInputError):
     def __init__(self, message: str, code: str = INVALID) -> None:
         super().__init__(message)
         self.code = code
+
+
+def joint_goal_configuration(scene: Scene, group, msg, q_ref: np.ndarray) -> np.ndarray:
+    """The full q of a sensor_msgs/JointState goal for ``group`` (other joints from ``q_ref``), or
+    raise InvalidInputError: names and positions must match, name joints of the group, be finite
+    and inside the joint limits."""
+    if not msg.name or len(msg.name) != len(msg.position):
+        raise InvalidInputError(f"expected names and positions of equal length, got {len(msg.name)} "
+                                f"names and {len(msg.position)} positions")
+    unknown = [n for n in msg.name if n not in group.joint_names]
+    if unknown:
+        raise InvalidInputError(f"joints {unknown} are not in the group; valid: {list(group.joint_names)}")
+    values = np.asarray(msg.position, dtype=float)
+    if not np.isfinite(values).all():
+        raise InvalidInputError(f"non-finite positions {values.tolist()}")
+    q = scene.q_from_joint_positions(list(msg.name), values, q_ref)
+    if not scene.within_limits(q, group):
+        raise InvalidInputError(f"positions {dict(zip(msg.name, values.round(4).tolist()))} are outside the "
+                                "joint limits")
+    return q
 
 
 class FrameResolver:
@@ -91,56 +108,3 @@ class FrameResolver:
         except PoseError as exc:
             raise GoalError(str(exc), GoalError.INVALID) from exc
         return self.T_world_frame(pose_stamped.header.frame_id, q) * T_frame_target
-
-
-class GoalSmoother:
-    """Moves the task target toward the latest goal once per control tick.
-
-    ``none``: the target jumps to the goal. ``low_pass``: first order with ``time_constant`` (the
-    position and the rotation, separately). ``max_speed``: straight line at most
-    ``max_linear_speed`` [m/s], rotation about a fixed axis at most ``max_angular_speed`` [rad/s].
-    """
-
-    _DONE = 1e-9  # [m] and [rad]: closer than this is "reached"
-
-    def __init__(self, cfg: GoalSmoothingConfig) -> None:
-        self.cfg = cfg
-        self.target: pin.SE3 | None = None  # what the task tracks now
-        self.goal: pin.SE3 | None = None
-        self.moving = False
-
-    def reset(self, T: pin.SE3) -> None:
-        """Target and goal := T (nothing to do until the next goal)."""
-        self.target = T.copy()
-        self.goal = T.copy()
-        self.moving = False
-
-    def set_goal(self, T: pin.SE3) -> None:
-        self.goal = T.copy()
-        if self.cfg.type == "none" or self.target is None:
-            self.target = T.copy()
-        self.moving = True
-
-    def step(self, dt: float) -> pin.SE3 | None:
-        """Advance by ``dt`` [s]; returns the new target, or None when nothing changed."""
-        if not self.moving:
-            return None
-        if self.cfg.type == "none":
-            self.moving = False
-            return self.target
-        T, G = self.target, self.goal
-        dp = G.translation - T.translation
-        w = pin.log3(T.rotation.T @ G.rotation)  # in the target's frame
-        dist, angle = float(np.linalg.norm(dp)), float(np.linalg.norm(w))
-        if dist < self._DONE and angle < self._DONE:
-            self.target = G.copy()
-            self.moving = False
-            return self.target
-        if self.cfg.type == "low_pass":
-            a = 1.0 - math.exp(-dt / self.cfg.time_constant)
-            sp = sr = a
-        else:
-            sp = min(1.0, self.cfg.max_linear_speed * dt / dist) if dist > 0 else 1.0
-            sr = min(1.0, self.cfg.max_angular_speed * dt / angle) if angle > 0 else 1.0
-        self.target = pin.SE3(T.rotation @ pin.exp3(sr * w), T.translation + sp * dp)
-        return self.target

@@ -19,7 +19,7 @@ import numpy as np
 from rcl_interfaces.msg import FloatingPointRange, ParameterDescriptor, ParameterType
 
 from ..core.config import BarrierConfig, TaskConfig
-from .node_config import MAX_RATE_HZ, SMOOTHING, STATE_FEEDBACK
+from ..core.control_loop import MAX_RATE_HZ, SMOOTHING, STALE_BEHAVIORS, STATE_FEEDBACK
 
 
 @dataclass
@@ -33,7 +33,10 @@ class ParamSpec:
 
 def _descriptor(description: str, ptype: int, lo: float | None = None, hi: float | None = None,
                 *, dynamic: bool = False) -> ParameterDescriptor:
-    """``dynamic``: accept one number or an array (checked by the validator instead of the type)."""
+    """``dynamic``: accept one number or an array (checked by the validator instead of the type).
+    Double parameters also accept integers (``ros2 param set ... control_rate_hz 250``): rclpy's type
+    check is replaced by the validator's."""
+    dynamic = dynamic or ptype == ParameterType.PARAMETER_DOUBLE
     d = ParameterDescriptor(description=description, type=ptype, dynamic_typing=dynamic)
     if lo is not None and hi is not None and ptype == ParameterType.PARAMETER_DOUBLE:
         d.floating_point_range = [FloatingPointRange(from_value=float(lo), to_value=float(hi), step=0.0)]
@@ -155,8 +158,9 @@ def barrier_specs(bc: BarrierConfig, get_barrier: Callable[[str], Any]) -> list[
     ]
 
 
-def loop_specs(node_cfg, apply_rate: Callable[[float], None], apply_feedback: Callable[[str], None]) -> list[ParamSpec]:
-    """Control rate, state feedback and goal smoothing (``node_cfg`` is the live NodeConfig)."""
+def loop_specs(node_cfg, apply_rate: Callable[[float], None], apply_feedback: Callable[[str], None],
+               apply_divergence: Callable[[float], None]) -> list[ParamSpec]:
+    """Control rate, state feedback, stale handling and goal smoothing (``node_cfg`` is the live NodeConfig)."""
     gs = node_cfg.goal_smoothing
 
     def set_attr(obj, field, conv=float):
@@ -172,12 +176,16 @@ def loop_specs(node_cfg, apply_rate: Callable[[float], None], apply_feedback: Ca
                               "/joint_states", ParameterType.PARAMETER_STRING),
                   choice_check(STATE_FEEDBACK), apply_feedback),
         ParamSpec("max_state_divergence", float(node_cfg.max_state_divergence),
-                  _descriptor("commanded feedback: resync when |measured - commanded| exceeds this [rad or m]",
+                  _descriptor("commanded feedback: the command leads the measured state by at most this [rad or m]",
                               dbl, 0.0, 10.0),
-                  number_check(0.0, 10.0, lo_open=True), set_attr(node_cfg, "max_state_divergence")),
+                  number_check(0.0, 10.0, lo_open=True), apply_divergence),
         ParamSpec("state_timeout", float(node_cfg.state_timeout),
-                  _descriptor("hold when no valid /joint_states arrived for this long [s]", dbl, 0.0, 60.0),
+                  _descriptor("stale after no valid /joint_states for this long [s]", dbl, 0.0, 60.0),
                   number_check(0.0, 60.0, lo_open=True), set_attr(node_cfg, "state_timeout")),
+        ParamSpec("stale_behavior", node_cfg.stale_behavior,
+                  _descriptor("stale /joint_states: stop (publish nothing) | hold (repeat the last command)",
+                              ParameterType.PARAMETER_STRING),
+                  choice_check(STALE_BEHAVIORS), set_attr(node_cfg, "stale_behavior", str)),
         ParamSpec("goal_smoothing.type", gs.type,
                   _descriptor("none | low_pass | max_speed", ParameterType.PARAMETER_STRING),
                   choice_check(SMOOTHING), set_attr(gs, "type", str)),

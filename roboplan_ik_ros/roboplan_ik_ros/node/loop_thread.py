@@ -1,0 +1,54 @@
+"""The control loop's own thread: ticks on an absolute schedule, independent of the executor.
+
+Goals, service calls, parameters, status and diagnostics run in the executor's thread; a burst
+of them delays a tick by at most the GIL hand-over (``sys.setswitchinterval``), not by a queue
+of callbacks. A tick that starts more than one period late re-bases the schedule (no catch-up
+burst of ticks).
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+
+
+class LoopThread:
+    def __init__(self, period: float, tick: Callable[[float], None], name: str = "control_loop") -> None:
+        self.period = period  # [s]
+        self._tick = tick  # called with the tick's start time (time.perf_counter())
+        self._name = name
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def start(self) -> None:
+        if self._thread is not None:
+            return
+        self._stop.clear()
+        self._thread = threading.Thread(target=self._run, name=self._name, daemon=True)
+        self._thread.start()
+
+    def stop(self) -> None:
+        """Stop and wait for the tick in progress to finish."""
+        self._stop.set()
+        if self._thread is not None and self._thread is not threading.current_thread():
+            self._thread.join(timeout=5.0)
+        self._thread = None
+
+    @property
+    def running(self) -> bool:
+        return self._thread is not None
+
+    def _run(self) -> None:
+        next_start = time.perf_counter()
+        while not self._stop.is_set():
+            now = time.perf_counter()
+            if next_start > now:
+                time.sleep(next_start - now)
+            elif now - next_start > self.period:
+                next_start = now  # fell behind by more than a period: re-base, no burst
+            if self._stop.is_set():
+                break
+            start = time.perf_counter()
+            self._tick(start)
+            next_start += self.period

@@ -1,0 +1,90 @@
+"""~/status and /diagnostics content: a snapshot of the control loop taken under the node's lock
+(a few small copies), turned into messages outside it."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from roboplan_ik_interfaces.msg import BarrierStatus, ControllerStatus, TaskStatus
+
+from ..core.control_loop import TRACKING, WAITING_FOR_GOAL, ControlLoop
+from ..core.oink import FrameTask
+from . import diagnostics as diag
+
+
+@dataclass
+class LoopSnapshot:
+    mode: str
+    holding: bool
+    hold_reason: str
+    qp_status: str
+    tasks: list[tuple[str, float, float, float]]  # name, error norm, position [m], orientation [rad]
+    barriers: list[tuple[str, list[str], np.ndarray, np.ndarray]]  # name, rows, h [m], binding in the QP
+    counters: dict[str, int]
+
+    @classmethod
+    def take(cls, loop: ControlLoop) -> LoopSnapshot:
+        """Call with the loop's lock held."""
+        out = loop.last_outcome
+        dq = out.result.dq if out is not None and out.result.ok else None
+        barriers = []
+        for b in loop.ctrl.barriers:
+            binding = np.zeros(b.size, dtype=bool)
+            if dq is not None:
+                with np.errstate(invalid="ignore"):
+                    binding = b.G @ dq >= b.upper - 1e-6
+            barriers.append((b.name, list(b.row_names), b.value.copy(), binding))
+        c = loop.counts
+        return cls(
+            mode=loop.mode, holding=loop.holding, hold_reason=loop.hold_reason,
+            qp_status=out.result.status if out is not None else "",
+            tasks=[(n, float(np.linalg.norm(t.error)), t.position_error if isinstance(t, FrameTask) else 0.0,
+                    t.orientation_error if isinstance(t, FrameTask) else 0.0) for n, t in loop.ctrl.tasks.items()],
+            barriers=barriers,
+            counters={"guard_cuts": loop.guard.cuts, "joint_states_rejected": loop.state.rejected,
+                      "goals_rejected": c.goals_rejected, "holds": c.holds, "reseeds": c.reseeds,
+                      "qp_failures": c.qp_failures, "barrier_refusals": c.barrier_refusals},
+        )
+
+    def status_message(self, tick_us: float, solve_us: float) -> ControllerStatus:
+        msg = ControllerStatus(mode=self.mode, holding=self.holding, hold_reason=self.hold_reason,
+                               tick_time_us=float(tick_us), solve_time_us=float(solve_us), qp_status=self.qp_status)
+        for key in ("guard_cuts", "joint_states_rejected", "goals_rejected", "holds", "reseeds"):
+            setattr(msg, key, self.counters[key])
+        msg.tasks = [TaskStatus(name=n, error_norm=e, position_error=p, orientation_error=o)
+                     for n, e, p, o in self.tasks]
+        for name, rows, value, binding in self.barriers:
+            for k in np.flatnonzero(np.isfinite(value)):
+                msg.barriers.append(BarrierStatus(name=name, detail=rows[k], value=float(value[k]),
+                                                  active=bool(binding[k])))
+        return msg
+
+
+def diagnostics_report(snap: LoopSnapshot, summary: dict[str, float], node_cfg, service, last_rejection: str):
+    """(level, message, [(key, value)]) of the control loop for /diagnostics."""
+    normal = snap.mode in (TRACKING, WAITING_FOR_GOAL)
+    if normal and summary["late_pct"] <= 1.0:
+        level, message = diag.OK, snap.mode
+    elif normal:
+        level, message = diag.WARN, f"{snap.mode}; {summary['late_pct']:.1f} % of ticks late"
+    else:
+        level, message = diag.WARN, f"{snap.mode}: {snap.hold_reason}" if snap.hold_reason else snap.mode
+    values = [
+        ("mode", snap.mode),
+        ("control_rate_hz (set)", f"{node_cfg.control_rate_hz:g}"),
+        ("rate_hz (achieved)", f"{summary['rate_hz']:.1f}"),
+        ("tick_p50_us", f"{summary['tick_p50_us']:.0f}"),
+        ("tick_p99_us", f"{summary['tick_p99_us']:.0f}"),
+        ("tick_max_us", f"{summary['tick_max_us']:.0f}"),
+        ("late_ticks_pct", f"{summary['late_pct']:.2f}"),
+        ("state_feedback", node_cfg.state_feedback),
+        ("stale_behavior", node_cfg.stale_behavior),
+        ("qp_status", snap.qp_status),
+        *((k, str(v)) for k, v in snap.counters.items()),
+        ("solve_ik_calls", str(service.calls)),
+        ("solve_ik_failures", str(service.failures)),
+        ("last_rejection", last_rejection),
+    ]
+    return level, message, values
