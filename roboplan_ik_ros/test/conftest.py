@@ -73,9 +73,10 @@ def ros():
     rclpy.try_shutdown()
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def mock_robot(ros):
-    """The Panda mock robot at 250 Hz, spun in its own thread for the whole session."""
+    """The Panda mock robot at 250 Hz, spun in its own thread for one test module (the end-to-end
+    tests start their own mocks as processes and need /joint_states to themselves)."""
     from rclpy.parameter import Parameter
 
     from roboplan_ik_ros.node.mock_robot import MockRobot

@@ -4,9 +4,36 @@ without hardware.
 Publishes the URDF and SRDF once on ``/robot_description`` and ``/robot_description_semantic``
 (transient local) and ``/joint_states`` at ``rate_hz``; integrates the commands it receives
 (forward_command position or velocity, a single-point JointTrajectory, or a JointState), with an
-optional first-order lag, clipped into the joint limits. ``paused: true`` stops the joint states
-(a driver that died). It also measures, for every command, the time since its latest
-joint_states publication (the robot's view of sensor-to-command latency).
+optional first-order lag, clipped into the joint limits. It also measures, for every command, the
+time since its latest joint_states publication (the robot's view of sensor-to-command latency).
+
+Parameters (read-only unless marked runtime):
+
+``robot`` (``panda``), ``srdf``
+    An example robot of example-robot-data, or a URDF path (with an optional SRDF path).
+``rate_hz`` (100.0)
+    /joint_states rate [Hz]; the simulation steps at the same rate.
+``command_type`` (``forward_command``), ``command_interface`` (``position``), ``command_topic``,
+``command_joints``
+    What the mock listens to: forward_command (std_msgs/Float64MultiArray, position or velocity),
+    joint_trajectory (its first point) or joint_state; ``command_joints`` is the joint order of
+    forward_command data (``['']`` = the robot's default group).
+``initial_state`` (``default``)
+    SRDF group_state of the start pose (when present).
+``initial_positions`` ([] = use ``initial_state``)
+    Start pose: one value per commanded joint, in command order [rad or m]. Must be inside the
+    joint limits (the mock refuses to start otherwise).
+``lag_time_constant`` (0.0, runtime)
+    First-order lag of the joints behind the command [s]; 0 = the joints jump to the command.
+``paused`` (false, runtime)
+    Stop publishing /joint_states while true (a driver that died but keeps its topics).
+``glitch_every`` (0, runtime), ``glitch_joint`` (``panda_joint7``, runtime), ``glitch_offset`` (7.0, runtime)
+    Sensor glitches: every ``glitch_every``-th /joint_states message (0 = none) reports
+    ``glitch_joint`` at its true position + ``glitch_offset`` [rad or m]. Only the published
+    message is wrong; the simulated robot is unaffected.
+
+Killing the process (SIGKILL) simulates a crashed driver; a new mock started with other
+``initial_positions`` simulates a driver that was restarted with the robot somewhere else.
 """
 
 from __future__ import annotations
@@ -18,6 +45,7 @@ from pathlib import Path
 import numpy as np
 import rclpy
 from rcl_interfaces.msg import ParameterDescriptor, SetParametersResult
+from rclpy.executors import ExternalShutdownException
 from rclpy.node import Node
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 from sensor_msgs.msg import JointState
@@ -71,7 +99,16 @@ class MockRobot(Node):
             description="first-order lag of the joints behind the command [s]; 0 = none")).value
         initial_state = self.declare_parameter("initial_state", "default", d(
             description="SRDF group_state of the initial pose (when present)", read_only=True)).value
+        initial_positions = self.declare_parameter("initial_positions", [], d(
+            description="start pose, one value per commanded joint in command order; [] = initial_state",
+            read_only=True, dynamic_typing=True)).value
         self.declare_parameter("paused", False, d(description="stop publishing /joint_states"))
+        self.glitch_every = self.declare_parameter("glitch_every", 0, d(
+            description="every Nth /joint_states message carries a glitch; 0 = none")).value
+        self.glitch_joint = self.declare_parameter("glitch_joint", "panda_joint7", d(
+            description="joint whose published position is wrong in a glitched message")).value
+        self.glitch_offset = self.declare_parameter("glitch_offset", 7.0, d(
+            description="added to glitch_joint's true position in a glitched message [rad or m]")).value
         self.add_on_set_parameters_callback(self._on_set)
         if ctype not in COMMAND_TYPES or self.interface not in ("position", "velocity"):
             raise InvalidInputError(f"command_type {ctype!r} / command_interface {self.interface!r}: valid "
@@ -81,7 +118,6 @@ class MockRobot(Node):
         self.scene = Scene(urdf, srdf, pkgs)
         names = [j for j in joints if j] or list(self.scene.group(group_name).joint_names)
         self.command_map = JointMap(self.scene, names)
-        self.state_map = JointMap(self.scene, self.scene.joint_names)
         self.q = self.scene.neutral()
         if initial_state in self.scene.srdf.group_states:
             self.q = self.scene.named_configuration(initial_state, self.q)
@@ -89,6 +125,16 @@ class MockRobot(Node):
         self.upper = self.scene.q_max_v[self.command_map.v_idx]
         self.v_max = self.scene.v_max[self.command_map.v_idx]
         n = len(names)
+        if len(initial_positions):
+            start = self._check_initial_positions(initial_positions, names)
+            self.command_map.to_q(start, self.q)
+        self.state_map = JointMap(self.scene, self.scene.joint_names)
+        # the default glitch joint exists on the Panda only: checked when glitches are switched on
+        self._glitch_index = self.scene.joint_names.index(self.glitch_joint) \
+            if self.glitch_joint in self.scene.joint_names else -1
+        if self.glitch_every > 0:
+            self._check_glitch_joint(self.glitch_joint)
+        self._published = 0  # /joint_states messages published (glitch counter)
         self._pos = self.command_map.from_q(self.q, np.empty(n))  # joint values of the commanded joints
         self._target = self._pos.copy()
         self._vel = np.zeros(n)
@@ -111,14 +157,56 @@ class MockRobot(Node):
         self._last_step = time.perf_counter()
         self.create_timer(self._dt, self._on_timer)
         self.get_logger().info(f"mock {robot}: {n} commanded joints {names}, {ctype} ({self.interface}) on "
-                               f"{topic}, /joint_states at {rate:g} Hz, lag {self.lag:g} s")
+                               f"{topic}, /joint_states at {rate:g} Hz, lag {self.lag:g} s, "
+                               f"start {np.round(self._pos, 4).tolist()}")
+
+    def _check_initial_positions(self, values, names) -> np.ndarray:
+        try:
+            v = np.array([float(x) for x in values])
+        except (TypeError, ValueError):
+            v = np.array([math.nan])
+        if len(v) != len(names) or not np.isfinite(v).all():
+            raise InvalidInputError(f"initial_positions: expected {len(names)} finite numbers (one per joint of "
+                                    f"{names}), got {list(values)}")
+        outside = [n for n, x, lo, hi in zip(names, v, self.lower, self.upper) if not lo <= x <= hi]
+        if outside:
+            raise InvalidInputError(f"initial_positions: {outside} outside the joint limits")
+        return v
+
+    def _check_glitch_joint(self, name: str) -> int:
+        if name not in self.scene.joint_names:
+            raise InvalidInputError(f"glitch_joint: unknown joint {name!r}; valid: "
+                                    f"{', '.join(self.scene.joint_names)}")
+        return self.scene.joint_names.index(name)
 
     def _on_set(self, params) -> SetParametersResult:
+        # validate everything first, then apply (a refused set changes nothing)
+        updates = {}
         for p in params:
             if p.name == "lag_time_constant":
                 if not (isinstance(p.value, float) and p.value >= 0.0):
                     return SetParametersResult(successful=False, reason="lag_time_constant: expected a number >= 0")
-                self.lag = p.value
+                updates["lag"] = p.value
+            elif p.name == "glitch_every":
+                if not (isinstance(p.value, int) and not isinstance(p.value, bool) and p.value >= 0):
+                    return SetParametersResult(successful=False, reason="glitch_every: expected an integer >= 0")
+                joint = next((q.value for q in params if q.name == "glitch_joint"), self.glitch_joint)
+                if p.value > 0 and joint not in self.scene.joint_names:
+                    return SetParametersResult(successful=False, reason=f"glitch_every: glitch_joint {joint!r} is "
+                                                                        "not a joint of the robot")
+                updates["glitch_every"] = p.value
+            elif p.name == "glitch_joint":
+                try:
+                    updates["_glitch_index"] = self._check_glitch_joint(p.value)
+                except InvalidInputError as exc:
+                    return SetParametersResult(successful=False, reason=str(exc))
+                updates["glitch_joint"] = p.value
+            elif p.name == "glitch_offset":
+                if not (isinstance(p.value, float) and math.isfinite(p.value)):
+                    return SetParametersResult(successful=False, reason="glitch_offset: expected a finite number")
+                updates["glitch_offset"] = p.value
+        for k, v in updates.items():
+            setattr(self, k, v)
         return SetParametersResult(successful=True)
 
     # ------------------------------------------------------------------ commands
@@ -185,7 +273,12 @@ class MockRobot(Node):
         if self.get_parameter("paused").value:
             return
         self._js.header.stamp = self.get_clock().now().to_msg()
-        self._js.position = self.state_map.from_q(self.q, self._js_values).tolist()
+        values = self.state_map.from_q(self.q, self._js_values)
+        self._published += 1
+        if self.glitch_every > 0 and self._glitch_index >= 0 and self._published % self.glitch_every == 0:
+            values = values.copy()
+            values[self._glitch_index] += self.glitch_offset
+        self._js.position = values.tolist()
         self._js_pub.publish(self._js)
         self._last_js_time = time.perf_counter()
 
@@ -193,9 +286,27 @@ class MockRobot(Node):
         return dict(zip(self.scene.joint_names, self.state_map.from_q(self.q, np.empty(len(self.scene.joint_names)))))
 
 
-def main(args=None) -> None:
-    from .ik_controller import make_executor, spin_until_shutdown
+def _make_executor():
+    """EventsExecutor where present (cheap per callback), else the SingleThreadedExecutor. Kept
+    here (not imported from ik_controller) so that the mock runs whatever state the node is in."""
+    try:
+        from rclpy.experimental import EventsExecutor
 
+        return EventsExecutor()
+    except ImportError:
+        return rclpy.executors.SingleThreadedExecutor()
+
+
+def _spin(executor) -> None:
+    # spin_once loop: with this rclpy build EventsExecutor.spin() does not fire timers
+    try:
+        while rclpy.ok():
+            executor.spin_once(timeout_sec=0.1)
+    except (KeyboardInterrupt, ExternalShutdownException):
+        pass
+
+
+def main(args=None) -> None:
     rclpy.init(args=args)
     try:
         node = MockRobot()
@@ -203,10 +314,10 @@ def main(args=None) -> None:
         rclpy.logging.get_logger("mock_robot").error(str(exc))
         rclpy.try_shutdown()
         raise SystemExit(1) from exc
-    executor = make_executor()
+    executor = _make_executor()
     executor.add_node(node)
     try:
-        spin_until_shutdown(executor)
+        _spin(executor)
     finally:
         node.destroy_node()
         executor.shutdown()
