@@ -8,9 +8,22 @@ burst of ticks).
 
 from __future__ import annotations
 
+import ctypes
+import ctypes.util
 import threading
 import time
 from collections.abc import Callable
+
+_PR_SET_NAME = 15
+
+
+def _set_os_thread_name(name: str) -> None:
+    """Name the calling thread for the OS (top -H, /proc/<pid>/task/<tid>/comm): Linux only, best effort."""
+    try:
+        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
+        libc.prctl(_PR_SET_NAME, name.encode()[:15], 0, 0, 0)
+    except (OSError, AttributeError):
+        pass
 
 
 class LoopThread:
@@ -40,6 +53,7 @@ class LoopThread:
         return self._thread is not None
 
     def _run(self) -> None:
+        _set_os_thread_name(self._name)
         next_start = time.perf_counter()
         while not self._stop.is_set():
             now = time.perf_counter()
