@@ -16,6 +16,8 @@ Protocol (after the RTB "advanced numerical IK" notebook):
     solver is warmed up on --warmup other goals first; goals are interleaved across solvers (rotating
     order) so machine noise hits all solvers alike.
 Rows: ours (CLI options), RoboPlan with the same options ("matched"), RoboPlan pure defaults.
+At the end: the targets of issue "Real-time headroom", each robot's figures from this same run with
+PASS/MISS: median time ours/RoboPlan (matched) <= 1.0 and success (ours) >= 99.5 %.
 """
 
 from __future__ import annotations
@@ -29,6 +31,8 @@ from common import (Robot, add_common_args, fmt, import_core, make_goals, print_
 from peers import OursSimpleIk, RoboPlanSimpleIk
 
 POS_TOL, ROT_TOL = 1e-3, 1e-3
+TARGET_MEDIAN_RATIO = 1.0  # median solve time ours / RoboPlan (matched), same run
+TARGET_SUCCESS = 0.995  # ours, checked independently
 
 
 def build_solvers(robot: Robot, args, core, core_err: str) -> list:
@@ -116,6 +120,30 @@ def run_robot(spec, args, core, core_err) -> list[dict]:
     return rows
 
 
+def print_targets(rows: list[dict], args) -> bool:
+    """The issue's targets with this run's figures, PASS/MISS per robot; True if all pass."""
+    print(f"\ntargets (issue \"Real-time headroom\"; this run: max_time {args.max_time * 1e3:g} ms, n={args.n}, "
+          f"collisions {'off' if args.no_collisions else 'on'}):")
+    all_pass = True
+    for robot in dict.fromkeys(r["robot"] for r in rows):
+        ours = next((r for r in rows if r["robot"] == robot and r["name"] == "ours"), None)
+        peer = next((r for r in rows if r["robot"] == robot and r["name"] == "roboplan (matched)"), None)
+        if ours is None or peer is None:
+            print(f"  {robot:<6} MISS  ours or roboplan (matched) did not run")
+            all_pass = False
+            continue
+        ratio = ours["median_us"] / peer["median_us"]
+        for label, ok in (
+            (f"median ours/RoboPlan(matched) = {ours['median_us']:.1f}/{peer['median_us']:.1f} us = {ratio:.3f}"
+             f" <= {TARGET_MEDIAN_RATIO:g}", ratio <= TARGET_MEDIAN_RATIO),
+            (f"success = {100 * ours['success_rate']:.1f} % >= {100 * TARGET_SUCCESS:g} %"
+             f" (RoboPlan matched {100 * peer['success_rate']:.1f} %)", ours["success_rate"] >= TARGET_SUCCESS),
+        ):
+            print(f"  {robot:<6} {'PASS' if ok else 'MISS'}  {label}")
+            all_pass &= ok
+    return all_pass
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     add_common_args(p)
@@ -132,6 +160,7 @@ def main() -> None:
     for spec in robot_specs(args):
         rows += run_robot(spec, args, core, core_err)
     write_json(args.json, rows)
+    print_targets(rows, args)
 
 
 if __name__ == "__main__":

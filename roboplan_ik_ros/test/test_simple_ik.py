@@ -1,10 +1,14 @@
 """SimpleIK: success on random reachable goals (checked independently), limits, collisions, several
-goals at once, fast_return=False, unreachable goals and input validation.
+goals at once, fast_return=False, unreachable goals, input validation, and one iteration against a
+plain reference implementation of the formulation (so that speed work cannot change the math).
 
 No test is timed: every solve gets a generous max_time so that a loaded machine cannot fail it.
 """
 
 from __future__ import annotations
+
+import math
+from dataclasses import replace
 
 import numpy as np
 import pinocchio as pin
@@ -12,6 +16,7 @@ import pytest
 
 from models import robot, scene
 from roboplan_ik_ros.core import FrameGoal, InvalidInputError, Scene, SimpleIK, SimpleIKOptions
+from roboplan_ik_ros.core.simple_ik import _CLAMP_ROUNDS
 
 MAX_TIME = 0.05  # [s] generous: the tests check correctness, not speed
 POS_TOL, ROT_TOL = 1e-3, 1e-3
@@ -239,6 +244,35 @@ def test_nan_in_goal(panda):
         panda_ik(s).solve([FrameGoal("panda_hand_tcp", T)], q0)
 
 
+@pytest.mark.parametrize("where", ["translation nan", "translation inf", "rotation nan"])
+def test_non_finite_se3_goal(panda, where):
+    s, _, q0 = panda
+    T = s.frame_pose(q0, "panda_hand_tcp")
+    if where == "rotation nan":
+        R = T.rotation.copy()
+        R[1, 2] = np.nan
+        T.rotation = R
+    else:
+        t = T.translation.copy()
+        t[1] = np.nan if where == "translation nan" else np.inf
+        T.translation = t
+    with pytest.raises(InvalidInputError, match=r"goals\[0\]\.T_world_tip.*non-finite"):
+        panda_ik(s).solve([FrameGoal("panda_hand_tcp", T)], q0)
+
+
+def test_seed_outside_limits_two_goals(panda):
+    """The general loop (several goals) also starts from the seed clipped into the limits."""
+    s, check, q0 = panda
+    q_goal = random_goal_configurations(s, "arm", q0, 1, seed=3)[0]
+    goals = [FrameGoal("panda_hand_tcp", check.pose(q_goal, "panda_hand_tcp")),
+             FrameGoal("panda_link4", check.pose(q_goal, "panda_link4"))]
+    q_seed = q0.copy()
+    q_seed[3] = 1.0  # panda_joint4 is in [-3.07, -0.07]
+    res = panda_ik(s).solve(goals, q_seed)
+    assert check.valid(res.q)
+    assert not res.success or check.reached(res.q, goals)
+
+
 def test_non_rotation_matrix(panda):
     s, _, q0 = panda
     T = np.eye(4)
@@ -291,3 +325,152 @@ def test_options_per_call_and_zero_damping(panda):
         res = ik.solve([goal], q0, SimpleIKOptions(group_name="arm", damping=damping, max_time=MAX_TIME))
         assert check.valid(res.q)
         assert not res.success or check.reached(res.q, [goal])
+
+
+# ------------------------------------------------------------- one iteration vs the formulation
+def reference_step(s: Scene, group_name: str, q: np.ndarray, goals: list[FrameGoal], opt: SimpleIKOptions):
+    """q after one SimpleIK iteration, written plainly (numpy.linalg, fresh arrays, its own pinocchio calls).
+
+    Returns (q_new, capped, limited): whether the step cap and the limit handling were active.
+    Formulation: e = log6(T_goal^-1 T(q)) and J the LOCAL frame Jacobian of each goal (stacked; J
+    premultiplied by Jlog6(T_goal^-1 T(q)) with use_log_jacobian), dq = -step_size J^T (J J^T +
+    damping I)^-1 e, scaled to |dq| = max_step_norm if longer; then the position limits: clipped
+    (clamp_limits False) or an active set (joints leaving their range go onto their limit, the free
+    joints are re-solved for rhs - J d_c with rhs = -step_size e, at most _CLAMP_ROUNDS times, then
+    clipped). Scalar joints step q directly; a group with a continuous joint bounds the displacement
+    and integrates.
+    """
+    model = s.model
+    data = model.createData()
+    group = s.group(group_name)
+    iv = group.v_indices
+    es, Js = [], []
+    for g in goals:
+        fid = model.getFrameId(g.tip_frame)
+        pin.framesForwardKinematics(model, data, q)
+        T_err = g.T_world_tip.inverse() * data.oMf[fid]
+        J = pin.computeFrameJacobian(model, data, q, fid, pin.ReferenceFrame.LOCAL)[:, iv]
+        es.append(pin.log6(T_err).vector)
+        Js.append(pin.Jlog6(T_err) @ J if opt.use_log_jacobian else J)
+    e, J = np.concatenate(es), np.vstack(Js)
+    m = len(e)
+    dq = -opt.step_size * J.T @ np.linalg.solve(J @ J.T + opt.damping * np.eye(m), e)
+    capped = np.linalg.norm(dq) > opt.max_step_norm
+    if capped:
+        dq *= opt.max_step_norm / np.linalg.norm(dq)
+    lo, hi = s.q_min_v[iv], s.q_max_v[iv]  # -inf/inf for unbounded joints
+    scalar = len(group.continuous_q) == 0
+    x = q[group.q_indices] if scalar else np.zeros(len(iv))  # continuous joints: bounds on the displacement
+    if not scalar:
+        xb = q[group.bounded_q]
+        lo, hi = lo.copy(), hi.copy()
+        lo[group.bounded_v] -= xb
+        hi[group.bounded_v] -= xb
+    target = x + dq
+    limited = bool(np.any(target < lo) or np.any(target > hi))
+    if limited and opt.clamp_limits:
+        rhs = -opt.step_size * e
+        clamped = np.zeros(len(x), dtype=bool)
+        for _ in range(_CLAMP_ROUNDS):
+            inside = np.clip(target, lo, hi)
+            violated = inside != target
+            if not violated.any():
+                break
+            clamped |= violated
+            d_c = np.where(clamped, inside - x, 0.0)
+            Jf = np.where(clamped, 0.0, J)  # the clamped joints' columns zeroed
+            d_f = Jf.T @ np.linalg.solve(Jf @ Jf.T + opt.damping * np.eye(m), rhs - J @ d_c)
+            if np.linalg.norm(d_f) > opt.max_step_norm:
+                d_f *= opt.max_step_norm / np.linalg.norm(d_f)
+            target = x + d_f + d_c
+    target = np.clip(target, lo, hi)
+    q_new = q.copy()
+    if scalar:
+        q_new[group.q_indices] = target
+    else:
+        v = np.zeros(model.nv)
+        v[iv] = target
+        q_new = pin.integrate(model, q, v)
+        q_new[group.bounded_q] = np.clip(q_new[group.bounded_q], s.q_min_v[iv][group.bounded_v],
+                                         s.q_max_v[iv][group.bounded_v])
+    return q_new, capped, limited
+
+
+def solver_step(ik: SimpleIK, q: np.ndarray, goals: list[FrameGoal], opt: SimpleIKOptions) -> np.ndarray:
+    """q after exactly one iteration of the solver's own loop (max_iters 1: step, then stop)."""
+    opt = replace(opt, max_iters=1, stall_iters=0, plateau_iters=0)
+    group = ik.scene.group(opt.group_name)
+    ws = ik._workspace(group, len(goals))
+    ws.set_damping(opt.damping)
+    fids = [ik.scene.frame_id(g.tip_frame) for g in goals]
+    q = q.copy()
+    status, iters, _ = ik._descend(q, fids, [g.T_world_tip.inverse() for g in goals], ws, opt, math.inf)
+    assert (status, iters) == ("not converged in 1 iterations", 1), status
+    return q
+
+
+def continuous_ur5() -> Scene:
+    urdf = robot("ur5").urdf_xml.replace('<joint name="wrist_3_joint" type="revolute">',
+                                         '<joint name="wrist_3_joint" type="continuous">', 1)
+    return Scene(urdf, robot("ur5").srdf_xml, robot("ur5").package_paths)
+
+
+@pytest.mark.parametrize("model, variant", [
+    ("panda", {}),
+    ("panda", {"clamp_limits": False}),
+    ("panda", {"use_log_jacobian": True}),
+    ("panda", {"damping": 0.1, "step_size": 0.25, "max_step_norm": math.inf}),
+    # no damping: clipped limits (an active set with more clamped joints than the redundancy is singular)
+    ("panda", {"damping": 0.0, "max_step_norm": 0.3, "clamp_limits": False}),
+    ("panda-two-goals", {}),
+    ("panda-finger", {}),  # a tip moved by a joint outside the group: the loop on the group's columns only
+    ("ur5", {}),
+    ("ur5-continuous", {}),
+    ("ur5-continuous", {"clamp_limits": False}),
+])
+def test_one_iteration_equals_reference(model, variant):
+    """The solver's iteration (buffers, BLAS, held views, limit shortcuts) against reference_step: 200
+    random configurations and goals (near and far, so that the cap and the limits act), to 1e-10."""
+    s = continuous_ur5() if model == "ur5-continuous" else scene(model.split("-")[0])
+    panda_model = model.startswith("panda")
+    group_name = "arm" if panda_model else ""
+    q0 = s.named_configuration("default") if panda_model else s.neutral()
+    tips = {"panda-two-goals": ["panda_hand_tcp", "panda_link4"], "panda-finger": ["panda_leftfinger"],
+            "panda": ["panda_hand_tcp"]}.get(model, ["tool0"])
+    opt = SimpleIKOptions(group_name=group_name, seed=SOLVER_SEED, **variant)
+    ik = SimpleIK(s, opt)
+    rng = np.random.default_rng(GOAL_SEED)
+    group = s.group(group_name)
+    capped = limited = 0
+    for k in range(200):
+        q = s.random_configuration(rng, group, q0)
+        q_goal = s.random_configuration(rng, group, q0)
+        if k % 2:  # a near goal: a small step, the plain DLS step without cap
+            q_goal = s.integrate(q, 0.05 * s.difference(q, q_goal))
+        goals = [FrameGoal(t, s.frame_pose(q_goal, t)) for t in tips]
+        q_ref, c, lim = reference_step(s, group_name, q, goals, opt)
+        np.testing.assert_allclose(solver_step(ik, q, goals, opt), q_ref, rtol=0, atol=1e-10,
+                                   err_msg=f"configuration {k}: {q.tolist()}")
+        capped += c
+        limited += lim
+    if opt.max_step_norm < math.inf:
+        assert capped >= 10, f"the step cap acted in only {capped} cases"
+    if panda_model:
+        assert limited >= 10, f"the limits acted in only {limited} cases"
+
+
+@pytest.mark.parametrize("name", ["panda", "ur5"])
+def test_collision_check_equals_plain_pinocchio(name):
+    """The solver's collision check (a broad phase when available) agrees with Scene.in_collision
+    (pinocchio's computeCollisions over every active pair) on random configurations."""
+    s = scene(name)
+    ik = SimpleIK(s, SimpleIKOptions(group_name="arm" if name == "panda" else "", seed=SOLVER_SEED))
+    rng = np.random.default_rng(GOAL_SEED)
+    q0 = s.named_configuration("default") if name == "panda" else s.neutral()
+    colliding = 0
+    for _ in range(2000):
+        q = s.random_configuration(rng, ik.group, q0)
+        expected = s.in_collision(q)
+        assert ik._in_collision(q) == expected, q.tolist()
+        colliding += expected
+    assert 20 <= colliding <= 1980  # both outcomes were exercised
