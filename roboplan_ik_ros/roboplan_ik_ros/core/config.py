@@ -125,6 +125,7 @@ class SolverConfig:
     enforce_barriers: bool = True
     barrier_tolerance: float = 1e-4  # [m]
     barrier_slack_penalty: float = 100.0  # [cost/m] recovery from outside a barrier: linear penalty of the slack
+    qp_solver: str = "daqp"  # "daqp" | "osqp": solves the QP when the unconstrained optimum is infeasible
 
 
 @dataclass

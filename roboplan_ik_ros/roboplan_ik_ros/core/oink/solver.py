@@ -34,18 +34,38 @@ outside - and OSQP mostly hits max_iter on it once the limits bind: its multipli
 A violated row that no step within the box can move back is reported as a failure.
 
 Solving: if the unconstrained minimizer -H^{-1} c satisfies every constraint (barrier rows at their
-unrelaxed bounds), it is the optimum of both problems (s = 0 there) and is returned without calling
-OSQP; otherwise OSQP solves the problem. Each problem has its own OSQP workspace, kept between steps
-(values updated, set up again only when its size changes) and warm-started from the previous
-solution. Any failure gives dq = 0 and a status; only a recovery step whose OSQP run hit max_iter is
-still used if its last iterate keeps every row of the slack problem (within eps_abs).
+unrelaxed bounds), it is the optimum of both problems (s = 0 there) and is returned without a QP
+solver. Otherwise ``qp_solver`` solves the problem:
+
+- "daqp" (default): DAQP, a dense dual active-set method. Its solution is the exact optimum of the
+  active set it ends with (round-off only); every row holds to within _DAQP_PRIMAL_TOL = 1e-9.
+- "osqp": OSQP (ADMM), accurate to eps_abs / eps_rel, with max_iter iterations at most.
+
+Each problem (hard, slack) has its own workspace, kept between steps (values updated, set up again
+only when its size changes) and warm-started from the previous step (DAQP: its active set; OSQP:
+its iterates). The box holds exactly: the solution is clipped into it. Any failure gives dq = 0 and
+a status; only a recovery step whose OSQP run hit max_iter is still used if its last iterate keeps
+every row of the slack problem (within eps_abs).
+
+Buffers (speed; the math above is unchanged): a :class:`_Layout` is made once per list of tasks,
+limits and barriers. It holds
+
+    M = [W_k J_k N_k | alpha_k W_k e_k], one row block per task, so that M^T M = [[H_tasks, c], ...]
+        (the tasks' part of H and c in one product; the diagonal terms are added after), and
+    K = [I; G_c; G_b; -I; -G_c], d = [upper; u_c; h_b; -lower; -l_c], so that ``K dq <= d`` is
+        every constraint (the shortcut's feasibility check is one product). The QP's rows are the
+        first n + m rows of K (the box first, as DAQP and OSQP take them) with lower bounds
+        [lower; l_c; -inf]. Barriers write their rows straight into K and d
+        (:meth:`Barrier.write_rows_into`).
 """
 
 from __future__ import annotations
 
 import itertools
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import numpy as np
 import osqp
@@ -53,7 +73,7 @@ import pinocchio as pin
 import scipy.sparse as sp
 from scipy.linalg.lapack import dposv
 
-from ..errors import check_positive
+from ..errors import InvalidInputError, check_positive
 from ..scene import Scene
 from .barriers.barrier import Barrier
 from .barriers.position_barrier import PositionBarrier
@@ -61,14 +81,28 @@ from .barriers.self_collision_barrier import SelfCollisionBarrier
 from .limits.limit import Limit
 from .tasks.task import Task
 
-_OSQP_INF = 1e30
+try:
+    import daqp
+except ImportError:  # a colcon install without `pip install daqp`: only qp_solver "osqp" works
+    daqp = None
+
+QP_SOLVERS = ("daqp", "osqp")
+_INF = 1e30  # the QP solvers' infinity
 # [m]: rho_2 = rho_1 / this, so the quadratic part of the slack penalty adds 1 % to its slope at s = 1 mm.
 _SLACK_QUADRATIC_LENGTH = 0.1
 _OSQP_SOLVED = (osqp.SolverStatus.OSQP_SOLVED, osqp.SolverStatus.OSQP_SOLVED_INACCURATE)
 _OSQP_MAX_ITER = osqp.SolverStatus.OSQP_MAX_ITER_REACHED
+_DAQP_STATUS = {
+    1: "solved", 2: "solved with soft constraints relaxed", -1: "infeasible", -2: "cycling", -3: "unbounded",
+    -4: "iteration limit reached", -5: "non-convex", -6: "overdetermined initial active set", -7: "time limit reached",
+}
 # [m] per step: a violated barrier row that no dq inside the box moves back by more than this is stuck
 # (5 um/s at 500 Hz; above the noise of distance Jacobians whose witness points slide on flat faces).
 _MIN_RECOVERY_DISPLACEMENT = 1e-8
+_SHORTCUT = "solved (unconstrained optimum is feasible)"
+# [rad or m] DAQP adds a row to its active set when violated by more than this (its default, 1e-6, lets
+# warm and cold starts end on different active sets, dq up to ~5e-6 apart); the rows then hold to 1e-9.
+_DAQP_PRIMAL_TOL = 1e-9
 
 
 def solve_spd(A: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -80,7 +114,7 @@ def solve_spd(A: np.ndarray, b: np.ndarray) -> np.ndarray:
     return x
 
 
-@dataclass
+@dataclass(slots=True)
 class OinkResult:
     """Outcome of one step. ``dq`` (group nv) is a buffer reused by the next solve: copy to keep."""
 
@@ -92,16 +126,30 @@ class OinkResult:
     recovering: bool = False  # a barrier row was violated at q: dq solves the slack problem
 
 
+class QpData(NamedTuple):
+    """min 1/2 dq^T H dq + c^T dq  s.t.  lower <= dq <= upper, G_lower <= G dq <= G_upper."""
+
+    H: np.ndarray
+    c: np.ndarray
+    lower: np.ndarray
+    upper: np.ndarray
+    G: np.ndarray
+    G_lower: np.ndarray
+    G_upper: np.ndarray
+
+
 class Oink:
     """Optimal IK for one joint group of ``scene``.
 
     Args:
         regularization: Tikhonov lambda [cost]/[rad^2]; also damps the nullspace projectors.
-        unconstrained_shortcut: return -H^{-1} c without OSQP when it satisfies every constraint.
+        qp_solver: "daqp" or "osqp" (see the module docstring).
+        unconstrained_shortcut: return -H^{-1} c without a QP solver when it satisfies every constraint.
         barrier_slack_penalty: rho_1 [cost]/[m], the exact-penalty weight of the slack problem
             solved while the robot is outside a barrier's safe set (see the module docstring). It
             must exceed the pull of the tasks on a barrier row (~0.1-10 with unit task weights).
-        eps_abs, eps_rel, max_iter: OSQP settings.
+        eps_abs, eps_rel: OSQP's tolerances (DAQP's solution is exact for its active set; a row holds to 1e-9).
+        max_iter: iteration limit of either solver.
     """
 
     def __init__(
@@ -110,16 +158,23 @@ class Oink:
         group_name: str = "",
         regularization: float = 1e-6,
         *,
+        qp_solver: str = "daqp",
         unconstrained_shortcut: bool = True,
         barrier_slack_penalty: float = 100.0,
         eps_abs: float = 1e-6,
         eps_rel: float = 1e-6,
         max_iter: int = 4000,
     ) -> None:
+        if qp_solver not in QP_SOLVERS:
+            raise InvalidInputError(f"qp_solver: expected one of {', '.join(QP_SOLVERS)}, got {qp_solver!r}")
+        if qp_solver == "daqp" and daqp is None:
+            raise InvalidInputError('qp_solver: "daqp" needs the daqp package (pip install daqp==0.11.0), '
+                                    'or use "osqp"')
         self.scene = scene
         self.group = scene.group(group_name)
         self.nv = self.group.nv
         self.regularization = check_positive(regularization, "regularization")
+        self.qp_solver = qp_solver
         self.unconstrained_shortcut = bool(unconstrained_shortcut)
         self.barrier_slack_penalty = check_positive(barrier_slack_penalty, "barrier_slack_penalty")
         self.osqp_settings = dict(
@@ -130,32 +185,29 @@ class Oink:
             polishing=False,
             warm_starting=True,
         )
+        self.daqp_settings = dict(primal_tol=_DAQP_PRIMAL_TOL, iter_limit=int(max_iter))
         self.data, self.geom_data = scene.create_data()
         n = self.nv
+        self._q_shape = (scene.model.nq,)
+        self._v_columns = self.group.v_columns
         self._eye = np.eye(n)
         self.H = np.zeros((n, n))
         self.c = np.zeros(n)
+        self._H_diagonal = self.H.reshape(-1)[:: n + 1]  # writable view
         self._dq = np.zeros(n)
-        self._lower = np.empty(n)
-        self._upper = np.empty(n)
+        self._layout: _Layout | None = None
         # OSQP: P is the dense upper triangle, A is stored dense (all m x n entries).
         rows, cols = np.tril_indices(n)  # (r, c) with r >= c, row-major == CSC order of the upper triangle
         self._P_rows, self._P_cols = cols, rows
         self._P = sp.csc_matrix(
             (np.zeros(len(rows)), cols, np.concatenate([[0], np.cumsum(np.arange(1, n + 1))])), shape=(n, n)
         )
-        self._qp: osqp.OSQP | None = None
+        self._qp = None  # the hard problem's workspace (osqp.OSQP or daqp.Model), kept between steps
         self._qp_rows = -1
-        self._A = np.zeros((0, n))
-        self._l = np.zeros(0)
-        self._u = np.zeros(0)
-        self._levels_key: tuple = ()
-        self._levels: list[list[Task]] = []
-        self._box_rows = np.eye(n)
-        self._blocks: list[tuple[np.ndarray, np.ndarray | None, np.ndarray]] = []
-        self._last_barriers: Sequence[Barrier] = ()
-        self._barrier_rows = 0  # rows of all barriers: the last rows of A
-        self._slack = _SlackProblem(n, self.osqp_settings)
+        if qp_solver == "daqp":
+            self._slack: _SlackProblem | _DaqpSlackProblem = _DaqpSlackProblem(n, self.daqp_settings)
+        else:
+            self._slack = _SlackProblem(n, self.osqp_settings)
 
     # ----------------------------------------------------------------- helpers
     def scatter(self, dq: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
@@ -163,12 +215,22 @@ class Oink:
         if out is None:
             out = np.zeros(self.scene.model.nv)
         else:
-            out[:] = 0.0
-        out[self.group.v_indices] = dq
+            out.fill(0.0)
+        out[self._v_columns] = dq
         return out
 
+    def last_qp(self) -> QpData:
+        """Copies of the hard problem of the last solve (for tests and debugging; the box as bounds,
+        the other limits' and the barriers' rows as G; the slack problem adds slacks to the barrier rows)."""
+        lay = self._layout
+        if lay is None:
+            raise RuntimeError("no solve yet")
+        n = self.nv
+        return QpData(self.H.copy(), self.c.copy(), lay.lower.copy(), lay.upper.copy(), lay.A.copy(),
+                      lay.lower_qp[n:].copy(), lay.upper_qp[n:].copy())
+
     def _fail(self, status: str) -> OinkResult:
-        self._dq[:] = 0.0
+        self._dq.fill(0.0)
         return OinkResult(self._dq, False, status)
 
     # ------------------------------------------------------------------- solve
@@ -180,198 +242,219 @@ class Oink:
         barriers: Sequence[Barrier] = (),
     ) -> OinkResult:
         """One step at q (full nq). Never raises: failures return dq = 0 with ``ok=False``."""
-        if q.shape != (self.scene.model.nq,) or not np.isfinite(q).all():
+        if q.shape != self._q_shape or not (math.isfinite(q @ q) or np.isfinite(q).all()):  # q @ q may overflow
             return self._fail(f"invalid configuration: expected {self.scene.model.nq} finite values")
         try:
-            self._build_kinematics(q, barriers)
-            self._build_objective(q, tasks)
+            key = (len(tasks), len(limits), *tasks, *limits, *barriers, *[t.priority for t in tasks])
+            lay = self._layout
+            if lay is None or lay.key != key:
+                lay = self._layout = _Layout(self, q, key, tasks, limits, barriers)
+            model, data = self.scene.model, self.data
+            pin.computeJointJacobians(model, data, q)  # also forward kinematics
+            pin.updateFramePlacements(model, data)
+            if lay.needs_geometry:
+                pin.updateGeometryPlacements(model, data, self.scene.collision_model, self.geom_data)
+            diagonal = self._build_objective(q, lay)
             for b in barriers:
-                b.update(q, self.data, self.geom_data)
-            self._add_barrier_regularization(barriers)
-            status = self._build_constraints(q, limits, barriers)
-            if status:
-                return self._fail(status)
-            violated = _most_violated_row(barriers)
-            if violated is None:
-                return self._solve_qp()
-            return self._solve_recovery(*violated)
+                b.update(q, data, self.geom_data)
+                b.constraint()  # into K and d
+                w = b.regularization_weight()
+                if w > 0.0:
+                    diagonal += w
+                    dq_safe = b.safe_displacement()
+                    if dq_safe is not None:
+                        self.c -= w * dq_safe
+            self._H_diagonal += diagonal
+            if not self._build_limits(q, lay):  # a limit changed the kind or size of its bounds
+                lay = self._layout = _Layout(self, q, key, tasks, limits, barriers)
+                if not self._build_limits(q, lay):
+                    raise ValueError("a limit's bounds change shape from one call to the next")
+            if lay.barrier_upper.size and lay.barrier_upper.min() < 0.0:
+                violated = _most_violated_row(barriers)
+                if violated is not None:
+                    return self._solve_recovery(lay, *violated)
+            return self._solve_qp(lay)
         except (ValueError, np.linalg.LinAlgError, RuntimeError) as exc:
             return self._fail(f"error: {exc}")
 
-    def _build_kinematics(self, q: np.ndarray, barriers: Sequence[Barrier]) -> None:
-        model, data = self.scene.model, self.data
-        pin.computeJointJacobians(model, data, q)  # also forward kinematics
-        pin.updateFramePlacements(model, data)
-        if any(b.needs_geometry for b in barriers):
-            pin.updateGeometryPlacements(model, data, self.scene.collision_model, self.geom_data)
-
-    def _build_objective(self, q: np.ndarray, tasks: Sequence[Task]) -> None:
-        H, c, lam = self.H, self.c, self.regularization
-        np.multiply(self._eye, lam, out=H)
-        c[:] = 0.0
-        stacked: list[np.ndarray] = []  # raw Jacobians of the levels above
-        for level in self._priority_levels(tasks):
-            N = None
-            if stacked:
-                Js = stacked[0] if len(stacked) == 1 else np.vstack(stacked)
-                JJt = Js @ Js.T
-                JJt.flat[:: len(Js) + 1] += lam
-                N = self._eye - Js.T @ solve_spd(JJt, Js)  # damped nullspace projector of the levels above
-            for task in level:
-                task.update(q, self.data)
-                JN = task.jacobian if N is None else task.jacobian @ N
-                WJ = task.sqrt_weight[:, None] * JN
-                We = task.error * task.sqrt_weight
-                We *= task.task_gain
-                H += WJ.T @ WJ
-                c += WJ.T @ We
+    def _build_objective(self, q: np.ndarray, lay: _Layout) -> float:
+        """Update the tasks; fill A = [W_k J_k N_k], b = [alpha_k W_k e_k] and H = A^T A, c = A^T b.
+        Returns what H's diagonal still needs: lambda + sum_k mu_k."""
+        data = self.data
+        diagonal = self.regularization
+        N = None
+        for level, nullspace in zip(lay.levels, lay.nullspace):
+            for task, A_rows, b_rows, w_column, J_above in level:
+                task.update(q, data)
+                if N is None:
+                    np.multiply(task.jacobian, w_column, out=A_rows)
+                else:
+                    np.dot(task.jacobian, N, out=A_rows)
+                    A_rows *= w_column
+                np.multiply(task.error, task.sqrt_weight, out=b_rows)
+                if task.task_gain != 1.0:
+                    b_rows *= task.task_gain
                 if task.lm_damping > 0.0:
-                    H.flat[:: self.nv + 1] += task.lm_damping * float(We @ We)
-                stacked.append(task.jacobian)
+                    diagonal += task.lm_damping * float(b_rows @ b_rows)  # mu_k = lambda_LM ||W alpha e||^2
+                if J_above is not None:
+                    np.copyto(J_above, task.jacobian)
+            if nullspace is not None:  # N of the next level
+                Js, JJt, JJt_diagonal, N = nullspace
+                if Js is None:  # a single task above: its own Jacobian
+                    Js = level[0][0].jacobian
+                np.dot(Js, Js.T, out=JJt)
+                JJt_diagonal += self.regularization
+                _, X, info = dposv(JJt, Js)
+                if info != 0:
+                    raise np.linalg.LinAlgError(f"matrix not positive definite (LAPACK info {info})")
+                np.dot(Js.T, X, out=N)
+                np.subtract(self._eye, N, out=N)  # damped nullspace projector of the levels so far
+        np.dot(lay.A_tasks.T, lay.A_tasks, out=self.H)
+        np.dot(lay.A_tasks.T, lay.b_tasks, out=self.c)
+        return diagonal
 
-    def _priority_levels(self, tasks: Sequence[Task]) -> list[list[Task]]:
-        """Tasks grouped by priority, highest first (cached for the same task list)."""
-        key = tuple(map(id, tasks)) + tuple(t.priority for t in tasks)
-        if key != self._levels_key:
-            ordered = sorted(tasks, key=lambda t: t.priority)
-            self._levels = [list(g) for _, g in itertools.groupby(ordered, key=lambda t: t.priority)]
-            self._levels_key = key
-        return self._levels
-
-    def _add_barrier_regularization(self, barriers: Sequence[Barrier]) -> None:
-        for b in barriers:
-            w = b.regularization_weight()
-            if w > 0.0:
-                self.H.flat[:: self.nv + 1] += w
-                dq_safe = b.safe_displacement()
-                if dq_safe is not None:
-                    self.c -= w * dq_safe
-
-    def _build_constraints(self, q: np.ndarray, limits: Sequence[Limit], barriers: Sequence[Barrier]) -> str:
-        """Fill the box and the general rows; returns a non-empty status if the limits conflict."""
-        lower, upper = self._lower, self._upper
-        lower[:] = -np.inf
-        upper[:] = np.inf
-        general = []
-        for lim in limits:
-            G, lo, up = lim.bounds(q)
-            if G is None:
-                np.maximum(lower, lo, out=lower)
-                np.minimum(upper, up, out=upper)
-            else:
-                general.append((G, lo, up))
-        conflict = lower > upper
-        if conflict.any():
-            k = int(np.flatnonzero(conflict)[0])
-            return (
-                f"infeasible limits: joint {self.group.joint_names[k]!r} needs dq >= {lower[k]:.6g} and "
-                f"dq <= {upper[k]:.6g} (is it outside its position limits?)"
-            )
-        self._last_barriers = barriers
-        self._blocks = general  # (G, lower, upper) rows besides the box; barrier rows have lower None
-        self._barrier_rows = 0
-        for b in barriers:
-            G, up = b.constraint()
-            self._blocks.append((G, None, up))
-            self._barrier_rows += len(up)
-        return ""
-
-    def _feasible(self, dq: np.ndarray) -> bool:
-        """Does dq satisfy the box and every constraint block (exactly, no tolerance)?"""
-        if not ((dq >= self._lower).all() and (dq <= self._upper).all()):
-            return False
-        for G, lo, up in self._blocks:
-            Gdq = G @ dq
-            if not (Gdq <= up).all() or (lo is not None and not (Gdq >= lo).all()):
+    def _build_limits(self, q: np.ndarray, lay: _Layout) -> bool:
+        """Fill the box and the other limits' rows of K, d and the QP's lower bounds. False if a limit's
+        bounds no longer fit the layout (a box became rows or the number of rows changed)."""
+        box = lay.box_limits
+        if box:
+            lower, upper = lay.lower, lay.upper
+            G, lower_0, upper_0 = box[0].bounds(q)
+            if G is not None:
                 return False
+            if len(box) == 1:
+                np.copyto(lower, lower_0)
+                np.copyto(upper, upper_0)
+            for i in range(1, len(box)):
+                G, lo, up = box[i].bounds(q)
+                if G is not None:
+                    return False
+                np.maximum(lower_0 if i == 1 else lower, lo, out=lower)
+                np.minimum(upper_0 if i == 1 else upper, up, out=upper)
+            np.negative(lower, out=lay.negative_lower)
+        for lim, G_rows, up_rows, lo_rows, negative_G_rows, negative_lo_rows in lay.row_limits:
+            G, lo, up = lim.bounds(q)
+            if G is None or G.shape != G_rows.shape:
+                return False
+            G_rows[:], up_rows[:], lo_rows[:] = G, up, lo
+            np.negative(G, out=negative_G_rows)
+            np.negative(lo, out=negative_lo_rows)
         return True
 
-    def _unconstrained_optimum_is_feasible(self) -> bool:
-        """Put -H^{-1} c into the dq buffer; True if it satisfies every constraint (then it is the optimum)."""
+    def _limits_conflict(self, lay: _Layout) -> str:
+        """A non-empty status if the box limits conflict (lower > upper for some joint)."""
+        conflict = np.greater(lay.lower, lay.upper, out=lay.satisfied[: self.nv])
+        if not np.count_nonzero(conflict):
+            return ""
+        k = int(np.flatnonzero(conflict)[0])
+        return (
+            f"infeasible limits: joint {self.group.joint_names[k]!r} needs dq >= {lay.lower[k]:.6g} and "
+            f"dq <= {lay.upper[k]:.6g} (is it outside its position limits?)"
+        )
+
+    def _unconstrained_optimum_is_feasible(self, lay: _Layout) -> bool:
+        """Put -H^{-1} c into the dq buffer; True if it satisfies every constraint, exactly (then it is the optimum)."""
         dq = self._dq
-        dq[:] = solve_spd(self.H, self.c)
-        np.negative(dq, out=dq)
-        return self._feasible(dq)
+        np.negative(solve_spd(self.H, self.c), out=dq)
+        np.dot(lay.K, dq, out=lay.Kdq)
+        return np.count_nonzero(np.less_equal(lay.Kdq, lay.d, out=lay.satisfied)) == len(lay.d)  # NaN: not
 
-    def _assemble(self) -> None:
-        """Stack the box and the blocks into the dense A, l, u given to OSQP."""
-        n = self.nv
-        m = n + sum(len(up) for _, _, up in self._blocks)
-        if self._A.shape[0] != m:
-            self._A = np.zeros((m, n))
-            self._A[:n] = self._box_rows  # constant: written once per row layout
-            self._l = np.zeros(m)
-            self._u = np.zeros(m)
-        self._l[:n], self._u[:n] = self._lower, self._upper
-        i = n
-        for G, lo, up in self._blocks:
-            k = len(up)
-            self._A[i : i + k] = G
-            self._l[i : i + k] = -np.inf if lo is None else lo
-            self._u[i : i + k] = up
-            i += k
-
-    def _solve_qp(self) -> OinkResult:
+    def _solve_qp(self, lay: _Layout) -> OinkResult:
         """The QP with hard barrier rows (no row is violated at q)."""
-        dq = self._dq
-        if self.unconstrained_shortcut and self._unconstrained_optimum_is_feasible():
-            return OinkResult(dq, True, "solved (unconstrained optimum is feasible)")
-        self._assemble()
-        l = np.clip(self._l, -_OSQP_INF, _OSQP_INF)
-        u = np.clip(self._u, -_OSQP_INF, _OSQP_INF)
+        if self.unconstrained_shortcut and self._unconstrained_optimum_is_feasible(lay):
+            return OinkResult(self._dq, True, _SHORTCUT)
+        status = self._limits_conflict(lay)
+        if status:
+            return self._fail(status)
+        if self.qp_solver == "daqp":
+            return self._solve_qp_daqp(lay)
+        return self._solve_qp_osqp(lay)
+
+    def _solve_qp_daqp(self, lay: _Layout) -> OinkResult:
+        m = len(lay.lower_qp)
+        qp = self._qp
+        if qp is None or self._qp_rows != m:
+            qp = daqp.Model()
+            qp.settings = self.daqp_settings
+            flag, _ = qp.setup(self.H, self.c, lay.A, lay.upper_qp, lay.lower_qp)
+            if flag < 0:
+                return self._fail(f"QP failed: DAQP setup: {_daqp_status(flag)}")
+            self._qp, self._qp_rows = qp, m
+        else:
+            qp.update(H=self.H, f=self.c, A=lay.A_daqp, bupper=lay.upper_qp, blower=lay.lower_qp)
+        x, _, flag, info = qp.solve()
+        if flag >= 1:
+            dq = self._clip_into_box(x, lay)
+            if math.isfinite(dq @ dq):  # a NaN or inf in x shows here (as would |dq| > 1e154: no step either)
+                return OinkResult(dq, True, _daqp_status(flag), used_qp=True, qp_iterations=info["iterations"])
+        self._qp = None  # do not warm-start from a failed solve
+        return self._fail(f"QP failed: DAQP {_daqp_status(flag)}{self._explain_infeasibility(lay)}")
+
+    def _solve_qp_osqp(self, lay: _Layout) -> OinkResult:
+        l, u = lay.osqp_bounds()
         self._P.data[:] = self.H[self._P_rows, self._P_cols]
-        Ax = self._A.ravel(order="F")
+        c = self.c  # contiguous: osqp 1.1's update reads a strided array as if it were contiguous
+        Ax = lay.A_box.ravel(order="F")
         m = len(l)
         if self._qp is None or self._qp_rows != m:
             A = sp.csc_matrix((Ax.copy(), np.tile(np.arange(m), self.nv), np.arange(0, m * self.nv + 1, m)), (m, self.nv))
             self._qp = osqp.OSQP()
-            self._qp.setup(self._P, self.c, A, l, u, **self.osqp_settings)
+            self._qp.setup(self._P, c, A, l, u, **self.osqp_settings)
             self._qp_rows = m
         else:
-            self._qp.update(q=self.c, l=l, u=u, Px=self._P.data, Ax=Ax)
+            self._qp.update(q=c, l=l, u=u, Px=self._P.data, Ax=Ax)
         res = self._qp.solve(raise_error=False)
         if not _osqp_solved(res):
             self._qp = None  # do not warm-start from a failed solve
-            return self._fail(f"QP failed: OSQP status {res.info.status!r}{self._explain_infeasibility()}")
-        dq[:] = np.clip(res.x, self._lower, self._upper)  # box limits hold exactly despite ADMM tolerance
+            return self._fail(f"QP failed: OSQP status {res.info.status!r}{self._explain_infeasibility(lay)}")
+        dq = self._clip_into_box(res.x, lay)
         return OinkResult(dq, True, res.info.status, used_qp=True, qp_iterations=int(res.info.iter))
 
-    def _solve_recovery(self, barrier: Barrier, row: int) -> OinkResult:
+    def _clip_into_box(self, x: np.ndarray, lay: _Layout) -> np.ndarray:
+        """The dq buffer holding x[:n] clipped into the box (which then holds exactly, despite solver tolerances)."""
+        dq = self._dq
+        np.maximum(x[: self.nv], lay.lower, out=dq)
+        np.minimum(dq, lay.upper, out=dq)
+        return dq
+
+    def _solve_recovery(self, lay: _Layout, barrier: Barrier, row: int) -> OinkResult:
         """The slack problem (``barrier``'s ``row`` is the most violated row at q)."""
+        status = self._limits_conflict(lay)
+        if status:
+            return self._fail(status)
         label = f"recovering: barrier {barrier.name!r} row {barrier.row_names[row]!r} h = {barrier.value[row]:.4g} m"
-        stuck = self._explain_infeasibility()
+        stuck = self._explain_infeasibility(lay)
         if stuck:
             return self._fail(f"cannot recover{stuck}")
-        dq = self._dq
-        if self.unconstrained_shortcut and self._unconstrained_optimum_is_feasible():
-            return OinkResult(dq, True, f"{label} (unconstrained optimum is feasible)", recovering=True)
-        self._assemble()
+        if self.unconstrained_shortcut and self._unconstrained_optimum_is_feasible(lay):
+            return OinkResult(self._dq, True, f"{label} (unconstrained optimum is feasible)", recovering=True)
+        k = lay.barrier_upper.size
+        if self.qp_solver == "daqp":
+            x, flag, iterations = self._slack.solve(self.H, self.c, lay, k, self.barrier_slack_penalty)
+            if x is not None:
+                dq = self._clip_into_box(x, lay)
+                status = f"{label} ({_daqp_status(flag)})"
+                return OinkResult(dq, True, status, used_qp=True, qp_iterations=iterations, recovering=True)
+            self._slack.reset()
+            return self._fail(f"{label}; QP failed: DAQP {_daqp_status(flag)}")
         self._P.data[:] = self.H[self._P_rows, self._P_cols]
-        res = self._slack.solve(
-            self._P, self.c, self._A, self._l, self._u, self._barrier_rows, self.barrier_slack_penalty
-        )
+        res = self._slack.solve(self._P, self.c, lay.A_box, lay.lower_qp, lay.upper_qp, k, self.barrier_slack_penalty)
         status = f"{label} ({res.info.status})"
         if res.x is not None and np.isfinite(res.x).all():
-            dq[:] = np.clip(res.x[: self.nv], self._lower, self._upper)  # box limits hold exactly
-            if _osqp_solved(res) or (res.info.status_val == _OSQP_MAX_ITER and self._keeps_slack_rows(dq)):
+            dq = self._clip_into_box(res.x, lay)
+            if _osqp_solved(res) or (res.info.status_val == _OSQP_MAX_ITER and self._keeps_slack_rows(dq, lay)):
                 return OinkResult(dq, True, status, used_qp=True, qp_iterations=int(res.info.iter), recovering=True)
         self._slack.reset()  # do not warm-start from a failed solve
         return self._fail(f"{label}; QP failed: OSQP status {res.info.status!r}")
 
-    def _keeps_slack_rows(self, dq: np.ndarray) -> bool:
+    def _keeps_slack_rows(self, dq: np.ndarray, lay: _Layout) -> bool:
         """Does dq (inside the box) satisfy the slack problem's rows within OSQP's eps_abs: the other
         limits, each barrier row that dq = 0 satisfies, and ``G dq <= 0`` for each violated one?"""
-        tol = self.osqp_settings["eps_abs"]
-        for G, lo, up in self._blocks:
-            Gdq = G @ dq
-            if lo is None:  # barrier rows
-                if not (Gdq <= np.maximum(up, 0.0) + tol).all():
-                    return False
-            elif not ((Gdq >= lo - tol).all() and (Gdq <= up + tol).all()):
-                return False
-        return True
+        bound = lay.d.copy()
+        np.maximum(lay.barrier_upper, 0.0, out=bound[lay.barrier_rows])
+        return bool(np.all(lay.K @ dq <= bound + self.osqp_settings["eps_abs"]))
 
-    def _explain_infeasibility(self) -> str:
+    def _explain_infeasibility(self, lay: _Layout) -> str:
         """Name a barrier row that no dq inside the box limits can satisfy, if any.
 
         The least ``G dq`` over the box is ``sum_j min(G_j lower_j, G_j upper_j)``; above the row's
@@ -379,9 +462,9 @@ class Oink:
         problem relaxes it to ``G dq <= 0``) counts as unsatisfiable when the least value is also
         above -_MIN_RECOVERY_DISPLACEMENT: no step can move it back, so the robot cannot recover.
         """
-        lo = np.clip(self._lower, -_OSQP_INF, _OSQP_INF)
-        up = np.clip(self._upper, -_OSQP_INF, _OSQP_INF)
-        for b in self._last_barriers:
+        lo = np.maximum(lay.lower, -_INF)
+        up = np.minimum(lay.upper, _INF)
+        for b in lay.barriers:
             least = np.minimum(b.G * lo, b.G * up).sum(axis=1)
             stuck = least > np.maximum(b.upper, -_MIN_RECOVERY_DISPLACEMENT)
             if stuck.any():
@@ -409,14 +492,107 @@ class Oink:
         model, data = self.scene.model, self.data
         q_next = pin.integrate(model, q, dq_full)
         pin.framesForwardKinematics(model, data, q_next)
-        if any(b.needs_geometry for b in barriers):
-            pin.updateGeometryPlacements(model, data, self.scene.collision_model, self.geom_data)
+        for b in barriers:
+            if b.needs_geometry:
+                pin.updateGeometryPlacements(model, data, self.scene.collision_model, self.geom_data)
+                break
         for b in barriers:  # b.value still holds h at q (evaluate returns a new array)
             h_next = b.evaluate(data, self.geom_data)
-            if np.any(h_next < np.minimum(b.value, 0.0) - tolerance):
-                dq_full[:] = 0.0
+            if np.count_nonzero(h_next < np.minimum(b.value, 0.0) - tolerance):
+                dq_full.fill(0.0)
                 return False
         return True
+
+
+class _Layout:
+    """Buffers for one list of tasks, limits and barriers (see "Buffers" in the module docstring).
+
+    ``levels``: per priority level (highest first), per task: (task, its rows of A_tasks (W J N) and of
+    b_tasks (alpha W e), sqrt_weight[:, None], its rows of the stacked raw Jacobians or None).
+    ``nullspace``: per level, the buffers (stacked raw Jacobians or None for a single task, J J^T,
+    its diagonal, N) of the next level's projector, or None after the last level.
+    """
+
+    def __init__(self, oink: Oink, q: np.ndarray, key: tuple, tasks, limits, barriers) -> None:
+        for kind, objects in (("task", tasks), ("limit", limits), ("barrier", barriers)):
+            if len({id(o) for o in objects}) != len(objects):
+                raise ValueError(f"the same {kind} is passed twice")
+        n = oink.nv
+        self.key = key
+        # ---- objective
+        ordered = sorted(tasks, key=lambda t: t.priority)
+        grouped = [list(g) for _, g in itertools.groupby(ordered, key=lambda t: t.priority)]
+        rows = sum(len(t.error) for t in tasks)
+        self.A_tasks, self.b_tasks = np.zeros((rows, n)), np.zeros(rows)
+        n_above = sum(len(t.error) for level in grouped[:-1] for t in level)  # rows above the last level
+        stack = sum(len(level) for level in grouped[:-1]) > 1  # else the one task above is its own stack
+        J_above = np.zeros((n_above if stack else 0, n))  # raw Jacobians of the rows above the last level
+        N = np.zeros((n, n))
+        self.levels, self.nullspace = [], []
+        r = 0
+        for k, level in enumerate(grouped):
+            last = k + 1 == len(grouped)
+            blocks = []
+            for t in level:
+                rows = slice(r, r + len(t.error))
+                w_column = t.sqrt_weight[:, None]  # a view: weights changed in place are seen
+                J_rows = J_above[rows] if stack and not last else None
+                blocks.append((t, self.A_tasks[rows], self.b_tasks[rows], w_column, J_rows))
+                r += len(t.error)
+            self.levels.append(blocks)
+            if last:
+                self.nullspace.append(None)
+            else:  # N of the next level, from the raw Jacobians of rows [:r]
+                JJt = np.zeros((r, r))
+                self.nullspace.append((J_above[:r] if stack else None, JJt, JJt.reshape(-1)[:: r + 1], N))
+        # ---- constraints
+        self.box_limits: list[Limit] = []
+        row_limits = []
+        for lim in limits:
+            G = lim.bounds(q).G
+            if G is None:
+                self.box_limits.append(lim)
+            else:
+                row_limits.append((lim, len(G)))
+        m_c = sum(k for _, k in row_limits)
+        m_b = sum(b.size for b in barriers)
+        m = m_c + m_b
+        self.K = np.zeros((2 * n + m + m_c, n))
+        self.d = np.full(len(self.K), np.inf)
+        self.lower_qp = np.full(n + m, -np.inf)  # [lower; l_c; -inf for the barrier rows]
+        self.K[:n] = np.eye(n)
+        self.K[n + m : 2 * n + m] = -np.eye(n)
+        self.lower, self.upper = self.lower_qp[:n], self.d[:n]
+        self.negative_lower = self.d[n + m : 2 * n + m]
+        self.row_limits = []
+        i, j = n, 2 * n + m  # next row of G_c, of -G_c
+        for lim, k in row_limits:
+            rows, negative_rows = slice(i, i + k), slice(j, j + k)
+            self.row_limits.append(
+                (lim, self.K[rows], self.d[rows], self.lower_qp[rows], self.K[negative_rows], self.d[negative_rows])
+            )
+            i, j = i + k, j + k
+        self.barriers = list(barriers)
+        for b in barriers:
+            b.write_rows_into(self.K[i : i + b.size], self.d[i : i + b.size])
+            i += b.size
+        self.barrier_rows = slice(n + m_c, n + m)
+        self.barrier_upper = self.d[self.barrier_rows]
+        self.A = self.K[n : n + m]  # DAQP's rows (the box goes in as simple bounds)
+        self.A_daqp = self.A if m else None  # daqp 0.11's update fails on a 0-row A (there is nothing to update)
+        self.A_box = self.K[: n + m]  # OSQP's rows
+        self.upper_qp = self.d[: n + m]
+        self.Kdq = np.zeros(len(self.K))
+        self.satisfied = np.zeros(len(self.K), dtype=bool)
+        self.needs_geometry = any(b.needs_geometry for b in barriers)
+        self._osqp_l = np.zeros(n + m)
+        self._osqp_u = np.zeros(n + m)
+
+    def osqp_bounds(self) -> tuple[np.ndarray, np.ndarray]:
+        """The QP's bounds clipped to OSQP's +-1e30."""
+        np.maximum(self.lower_qp, -_INF, out=self._osqp_l)
+        np.minimum(self.upper_qp, _INF, out=self._osqp_u)
+        return self._osqp_l, self._osqp_u
 
 
 class _SlackProblem:
@@ -488,8 +664,8 @@ class _SlackProblem:
         np.copyto(self._A_dq, A_hard.T)
         self._q[:n] = c
         self._q[n:] = penalty
-        np.clip(l_hard, -_OSQP_INF, _OSQP_INF, out=self._l[:m])
-        np.clip(u_hard, -_OSQP_INF, _OSQP_INF, out=self._u[:m])
+        np.clip(l_hard, -_INF, _INF, out=self._l[:m])
+        np.clip(u_hard, -_INF, _INF, out=self._u[:m])
         s_max = self._u[m:]  # [m]: max(0, -u) per barrier row, 0 for the rows dq = 0 satisfies
         np.negative(u_hard[m - k :], out=s_max)
         np.maximum(s_max, 0.0, out=s_max)
@@ -499,6 +675,68 @@ class _SlackProblem:
         else:
             self._qp.update(q=self._q, l=self._l, u=self._u, Px=self._P.data, Ax=self._A.data)
         return self._qp.solve(raise_error=False)
+
+
+class _DaqpSlackProblem:
+    """The DAQP problem of a recovery step over x = (dq [rad], s [m]), s one slack per barrier row.
+
+    H_x = diag(H, rho_2 I), f = (c, rho_1 1). Simple bounds: the box on dq, 0 <= s <= max(0, -h_b).
+    Rows: [G_c, 0] between l_c and u_c, then [G_b, -I] <= h_b. Arrays are allocated and DAQP set up
+    only when the row counts change; otherwise values are updated and DAQP warm-starts from its last
+    active set.
+    """
+
+    def __init__(self, n: int, settings: dict) -> None:
+        self.n = n
+        self.settings = settings
+        self._qp = None  # daqp.Model
+        self._shape = (-1, -1)  # (general rows m, barrier rows k)
+
+    def reset(self) -> None:
+        """Set DAQP up again at the next solve (no warm start from a failed solve)."""
+        self._qp = None
+
+    def _allocate(self, m: int, k: int) -> None:
+        n = self.n
+        self._H = np.zeros((n + k, n + k))
+        self._f = np.zeros(n + k)
+        self._A = np.zeros((m, n + k))
+        self._A[m - k :, n:] = -np.eye(k)
+        self._upper = np.zeros(n + k + m)  # [box upper; s_max; u_c; h_b]
+        self._lower = np.zeros(n + k + m)  # [box lower; 0; l_c; -inf]
+        self._shape = (m, k)
+        self._qp = None
+
+    def solve(self, H: np.ndarray, c: np.ndarray, lay: _Layout, k: int, penalty: float):
+        """(x or None on failure, DAQP exit flag, iterations) for this step; penalty rho_1 [cost]/[m]."""
+        n, m = self.n, len(lay.A)
+        if self._shape != (m, k):
+            self._allocate(m, k)
+        self._H[:n, :n] = H
+        self._H.reshape(-1)[(n + k + 1) * n :: n + k + 1] = penalty / _SLACK_QUADRATIC_LENGTH
+        self._f[:n] = c
+        self._f[n:] = penalty
+        self._A[:, :n] = lay.A
+        upper, lower = self._upper, self._lower
+        upper[:n], lower[:n] = lay.upper, lay.lower
+        np.maximum(np.negative(lay.barrier_upper), 0.0, out=upper[n : n + k])
+        lower[n : n + k] = 0.0
+        upper[n + k :], lower[n + k :] = lay.upper_qp[n:], lay.lower_qp[n:]
+        if self._qp is None:
+            self._qp = daqp.Model()
+            self._qp.settings = self.settings
+            flag, _ = self._qp.setup(self._H, self._f, self._A, upper, lower)
+            if flag < 0:
+                return None, flag, 0
+        else:
+            self._qp.update(H=self._H, f=self._f, A=self._A, bupper=upper, blower=lower)
+        x, _, flag, info = self._qp.solve()
+        ok = flag >= 1 and np.isfinite(x).all()
+        return (x if ok else None), flag, int(info["iterations"])
+
+
+def _daqp_status(flag: int) -> str:
+    return _DAQP_STATUS.get(flag, f"exit flag {flag}")
 
 
 def _osqp_solved(res) -> bool:

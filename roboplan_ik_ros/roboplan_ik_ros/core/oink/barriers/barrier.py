@@ -20,6 +20,7 @@ if TYPE_CHECKING:
     from ..solver import Oink
 
 _MIN_JACOBIAN_NORM2 = 1e-12
+_LARGE = 1e300
 
 
 class Barrier(ABC):
@@ -50,6 +51,7 @@ class Barrier(ABC):
         self.G = np.zeros((m, oink.nv))  # -J_h
         self.upper = np.zeros(m)
         self.row_names: list[str] = [""] * m
+        self._scratch = np.zeros(m)
 
     @property
     def size(self) -> int:
@@ -63,16 +65,23 @@ class Barrier(ABC):
     def evaluate(self, data: pin.Data, geom_data: pin.GeometryData) -> np.ndarray:
         """h for the rows of the last update, at the configuration whose kinematics ``data`` holds."""
 
+    def write_rows_into(self, G: np.ndarray, upper: np.ndarray) -> None:
+        """From now on :meth:`constraint` writes into ``G`` and ``upper`` (views into the solver's
+        stacked constraint arrays, so that nothing is copied per step)."""
+        G[:], upper[:] = self.G, self.upper
+        self.G, self.upper = G, upper
+
     def constraint(self) -> tuple[np.ndarray, np.ndarray]:
         """(G, upper) with ``G dq <= upper``; unused rows have G = 0 and upper = inf."""
-        h = self.value
+        h, up, scratch = self.value, self.upper, self._scratch
         np.negative(self.jacobian, out=self.G)
-        with np.errstate(invalid="ignore"):
-            np.divide(h, 1.0 + np.abs(h), out=self.upper)
-        self.upper *= self.dt * self.gain
-        self.upper -= self.safety_margin
-        self.upper[np.isinf(h)] = np.inf
-        return self.G, self.upper
+        np.abs(h, out=scratch)
+        np.minimum(scratch, _LARGE, out=scratch)  # an unused row: inf / (1 + 1e300) = inf, not inf / inf = nan
+        scratch += 1.0
+        np.divide(h, scratch, out=up)  # h / (1 + |h|)
+        up *= self.dt * self.gain
+        up -= self.safety_margin
+        return self.G, up
 
     def safe_displacement(self) -> np.ndarray | None:
         """dq_safe of the regularization; None means zero."""
@@ -80,5 +89,5 @@ class Barrier(ABC):
 
     def regularization_weight(self) -> float:
         """r / ||J_h||^2 (0 when the Jacobian vanishes)."""
-        norm2 = float(np.einsum("ij,ij->", self.jacobian, self.jacobian))
+        norm2 = float(np.vdot(self.jacobian, self.jacobian))
         return self.safe_displacement_gain / norm2 if norm2 > _MIN_JACOBIAN_NORM2 else 0.0

@@ -59,17 +59,24 @@ class PositionBarrier(Barrier):
             )
         k = len(self.axes)
         self.row_names = [f"{_AXES[a]} lower" for a in self.axes] + [f"{_AXES[a]} upper" for a in self.axes]
-        self._sign = np.concatenate([np.ones(k), -np.ones(k)])  # dh/dp along the axis
+        sign = np.concatenate([np.ones(k), -np.ones(k)])  # dh/dp along the axis
+        self._select = np.zeros((2 * k, 3))  # h = select @ p + offset, dh/dq = select @ J_linear
+        self._select[np.arange(2 * k), np.concatenate([self.axes, self.axes])] = sign
         self._offset = np.concatenate([-sel_min, sel_max])
-        self._rows = np.concatenate([self.axes, self.axes])
+        self._columns = oink.group.v_columns
+        self._data: pin.Data | None = None  # whose frame placement self._p views
 
-    def _h(self, p: np.ndarray) -> np.ndarray:
-        return self._sign * p[self._rows] + self._offset
+    def _position(self, data: pin.Data) -> np.ndarray:
+        """View of the frame's origin in ``data`` (it follows every later kinematics call)."""
+        if data is not self._data:
+            self._p, self._data = data.oMf[self.frame_id].translation, data
+        return self._p
 
     def update(self, q: np.ndarray, data: pin.Data, geom_data: pin.GeometryData) -> None:
-        self.value[:] = self._h(data.oMf[self.frame_id].translation)
+        np.dot(self._select, self._position(data), out=self.value)
+        self.value += self._offset
         J = pin.getFrameJacobian(self.oink.scene.model, data, self.frame_id, pin.LOCAL_WORLD_ALIGNED)
-        np.multiply(self._sign[:, None], J[self._rows][:, self.oink.group.v_indices], out=self.jacobian)
+        np.dot(self._select, J[:3, self._columns], out=self.jacobian)
 
     def evaluate(self, data: pin.Data, geom_data: pin.GeometryData) -> np.ndarray:
-        return self._h(data.oMf[self.frame_id].translation)
+        return self._select @ self._position(data) + self._offset

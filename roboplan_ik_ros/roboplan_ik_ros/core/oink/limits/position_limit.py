@@ -26,16 +26,32 @@ class PositionLimit(Limit):
             raise InvalidInputError(f"{name}.gain: expected a value in (0, 1], got {gain!r}")
         self.name = name
         group = oink.group
-        self._q_idx = group.bounded_q
-        self._v_idx = group.bounded_v
         iv = group.v_indices[group.bounded_v]
         self.q_min = oink.scene.q_min_v[iv]
         self.q_max = oink.scene.q_max_v[iv]
+        self._q_idx = _as_slice(group.bounded_q)
         self._lower = np.full(oink.nv, -np.inf)
         self._upper = np.full(oink.nv, np.inf)
+        every_joint = len(group.bounded_v) == oink.nv  # then the bounds are written whole, in place
+        self._lower_bounded = self._lower if every_joint else self._lower[group.bounded_v]
+        self._upper_bounded = self._upper if every_joint else self._upper[group.bounded_v]
+        self._v_idx = None if every_joint else group.bounded_v
 
     def bounds(self, q: np.ndarray) -> Bounds:
         x = q[self._q_idx]
-        self._lower[self._v_idx] = self.gain * (self.q_min - x)
-        self._upper[self._v_idx] = self.gain * (self.q_max - x)
+        lower, upper = self._lower_bounded, self._upper_bounded  # the bounds, or scratch when some joints are unbounded
+        np.subtract(self.q_min, x, out=lower)
+        np.subtract(self.q_max, x, out=upper)
+        if self.gain != 1.0:
+            lower *= self.gain
+            upper *= self.gain
+        if self._v_idx is not None:
+            self._lower[self._v_idx], self._upper[self._v_idx] = lower, upper
         return Bounds(None, self._lower, self._upper)
+
+
+def _as_slice(idx: np.ndarray) -> slice | np.ndarray:
+    """Contiguous indices as a slice (indexing with it is a view), others unchanged."""
+    if len(idx) and np.array_equal(idx, np.arange(idx[0], idx[0] + len(idx))):
+        return slice(int(idx[0]), int(idx[0]) + len(idx))
+    return idx

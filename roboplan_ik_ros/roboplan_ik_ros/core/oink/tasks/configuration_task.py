@@ -39,6 +39,7 @@ class ConfigurationTask(Task):
         self.sqrt_weight[:] = np.sqrt(w)
         self.jacobian[:] = -np.eye(oink.nv)
         self._q_target_full = oink.scene.neutral()
+        self._columns = oink.group.v_columns  # the group's entries of a full-model v (a slice when contiguous)
         self.set_target(q_target)
 
     def set_target(self, q_target) -> None:
@@ -52,4 +53,4 @@ class ConfigurationTask(Task):
         return self._q_target_full[self.oink.group.q_indices]
 
     def update(self, q: np.ndarray, data: pin.Data) -> None:
-        self.error[:] = pin.difference(self.oink.scene.model, q, self._q_target_full)[self.oink.group.v_indices]
+        self.error[:] = pin.difference(self.oink.scene.model, q, self._q_target_full)[self._columns]

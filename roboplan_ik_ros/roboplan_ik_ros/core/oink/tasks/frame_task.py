@@ -36,18 +36,23 @@ def as_se3(T, what: str) -> pin.SE3:
     return pin.SE3(R, M[:3, 3])
 
 
-def saturate(e: np.ndarray, e_max: float) -> None:
-    """In place: e <- e_max * tanh(|e| / e_max) * e / |e| (no-op for e_max = inf or e = 0)."""
+def saturate(e: np.ndarray, e_max: float) -> float | None:
+    """In place: e <- e_max * tanh(|e| / e_max) * e / |e| (no-op for e_max = inf or e = 0).
+
+    Returns |e| before saturation, or None when e_max = inf (then |e| was not computed)."""
     if e_max < math.inf:
         norm = math.sqrt(float(e @ e))
         if norm > 0.0:
-            e *= e_max * np.tanh(norm / e_max) / norm
+            e *= e_max * math.tanh(norm / e_max) / norm
+        return norm
+    return None
 
 
 class FrameTask(Task):
     """Track ``T_world_target`` with frame ``frame``.
 
-    Error (world-aligned, 6,): ``e_pos = p_target - p`` [m], ``e_rot = R log3(R^T R_target)`` [rad],
+    Error (world-aligned, 6,): ``e_pos = p_target - p`` [m], ``e_rot = R log3(R^T R_target)`` [rad]
+    (computed as ``log3(R_target R^T)``, the same vector: log3(R A R^T) = R log3(A)),
     each optionally saturated by ``max_position_error`` / ``max_rotation_error`` (tanh). Jacobian:
     minus the frame Jacobian in ``LOCAL_WORLD_ALIGNED``. W = diag(sqrt(position_cost) I3,
     sqrt(orientation_cost) I3); costs may be scalars or per-axis 3-vectors ([cost]/[m], [cost]/[rad]).
@@ -80,25 +85,46 @@ class FrameTask(Task):
         self.sqrt_weight[:3], self.sqrt_weight[3:] = np.sqrt(pos), np.sqrt(rot)
         self.max_position_error = check_positive(max_position_error, f"{name}.max_position_error", allow_inf=True)
         self.max_rotation_error = check_positive(max_rotation_error, f"{name}.max_rotation_error", allow_inf=True)
-        self.target: pin.SE3 | None = None if target is None else as_se3(target, f"{name}.target")
-        self.position_error = 0.0  # |p_target - p| [m], before saturation
-        self.orientation_error = 0.0  # |log3| [rad], before saturation
+        self._e_pos, self._e_rot = self.error[:3], self.error[3:]
+        self._norms: tuple[float | None, float | None] = (0.0, 0.0)  # before saturation; None: not computed
+        self._data: pin.Data | None = None  # whose frame placement self._p, self._R view
+        self.target = target
+
+    @property
+    def target(self) -> pin.SE3 | None:
+        """Target pose in the world frame (None: the frame's pose at the next update)."""
+        return self._target
+
+    @target.setter
+    def target(self, T_world_target) -> None:
+        self._target = None if T_world_target is None else as_se3(T_world_target, f"{self.name}.target")
+        if self._target is not None:  # views into the pin.SE3 held above
+            self._p_target, self._R_target = self._target.translation, self._target.rotation
 
     def set_target(self, T_world_target) -> None:
         """New target pose (pin.SE3 or 4x4), in the model's world frame."""
-        self.target = as_se3(T_world_target, f"{self.name}.target")
+        self.target = T_world_target
+
+    @property
+    def position_error(self) -> float:
+        """|p_target - p| [m] at the last update, before saturation."""
+        norm = self._norms[0]
+        return float(np.linalg.norm(self._e_pos)) if norm is None else norm
+
+    @property
+    def orientation_error(self) -> float:
+        """|log3(R^T R_target)| [rad] at the last update, before saturation."""
+        norm = self._norms[1]
+        return float(np.linalg.norm(self._e_rot)) if norm is None else norm
 
     def update(self, q: np.ndarray, data: pin.Data) -> None:
-        T_world_frame = data.oMf[self.frame_id]
-        if self.target is None:
-            self.target = T_world_frame.copy()
-        R = T_world_frame.rotation
-        e = self.error
-        np.subtract(self.target.translation, T_world_frame.translation, out=e[:3])
-        np.matmul(R, pin.log3(R.T @ self.target.rotation), out=e[3:])
-        self.position_error = math.sqrt(float(e[:3] @ e[:3]))
-        self.orientation_error = math.sqrt(float(e[3:] @ e[3:]))
-        saturate(e[:3], self.max_position_error)
-        saturate(e[3:], self.max_rotation_error)
+        if data is not self._data:  # views of data.oMf[frame]: they follow every later kinematics call
+            placement = data.oMf[self.frame_id]
+            self._p, self._R, self._data = placement.translation, placement.rotation, data
         J = pin.getFrameJacobian(self.oink.scene.model, data, self.frame_id, pin.LOCAL_WORLD_ALIGNED)
         np.negative(J[:, self._columns], out=self.jacobian)
+        if self._target is None:
+            self.target = pin.SE3(self._R.copy(), self._p.copy())
+        np.subtract(self._p_target, self._p, out=self._e_pos)
+        self._e_rot[:] = pin.log3(np.dot(self._R_target, self._R.T))
+        self._norms = (saturate(self._e_pos, self.max_position_error), saturate(self._e_rot, self.max_rotation_error))

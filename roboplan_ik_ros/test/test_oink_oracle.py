@@ -1,0 +1,256 @@
+"""Oracle: OInK's fast path against a plain implementation of the formulation (H, c, N_k, the rows).
+
+The reference below recomputes everything from a fresh pinocchio Data, with the formulas of the
+RoboPlan OInK formulation written out literally (np.linalg.inv, np.cross, explicit sums), and takes
+only the user's inputs (targets, weights, gains, limits) from the task/limit/barrier objects. The
+objective is ``1/2 sum_k ||W_k (J_k N_k dq + alpha_k e_k)||^2 + ...`` expanded, so c carries
+``+alpha N^T J^T W^2 e`` with J the task's signed Jacobian (-frame Jacobian, -I): the sign that makes
+-H^{-1} c move toward the target (the formulation's one-line "c = sum -alpha N^T J^T W^T W e" reads
+with J unsigned).
+
+H and c must agree to 1e-10 (relative to max(1, |H|, |c|)): the same sums in another order, and the
+projector through a Cholesky solve instead of an explicit inverse. dq: the reference solves its QP
+(or slack problem) with a fresh, stateless ``daqp.solve``; the fast path with its kept, warm-started
+workspace. With DAQP both are the exact optimum of the same active set (rows hold to 1e-9), so they
+agree to round-off amplified by H's conditioning: 1e-8 rad (measured <= 3e-9). With OSQP the fast
+path stops once its residuals are below eps_abs + eps_rel * (the largest of |H dq|, |c|, |A^T y|) with
+eps = 1e-6; the slack problem's multipliers reach rho_1 = 100, so the dual residual may be ~1e-4, and
+dq is off by up to ~ residual / lambda_min(H) (>= ~0.05 away from singularities: the posture weight
+on the frame task's nullspace), exact on the box (clipped): 2e-3 rad (measured <= 5e-4).
+The geometry query (coal) is checked to its own tolerance, see _reference_self_collision.
+"""
+
+from __future__ import annotations
+
+import daqp
+import numpy as np
+import pinocchio as pin
+import pytest
+
+from models import scene
+from roboplan_ik_ros.core import (
+    ConfigurationTask,
+    FrameTask,
+    Oink,
+    PositionBarrier,
+    PositionLimit,
+    SelfCollisionBarrier,
+    VelocityLimit,
+)
+
+TIP = "panda_hand_tcp"
+DT = 0.01
+SLACK_QUADRATIC_LENGTH = 0.1  # [m] rho_2 = rho_1 / this (solver.py)
+PRIMAL_TOL = 1e-9  # DAQP: rows hold to this (as in solver.py)
+
+
+@pytest.fixture(scope="module")
+def panda():
+    return scene("panda")
+
+
+def _controller(panda, config: str, qp_solver: str):
+    """bench_oink's configs (a) frame + posture, (b) + box, (c) + self-collision, and (d): (a) with
+    every objective term in play (task gain, LM damping, saturation, three priority levels)."""
+    oink = Oink(panda, "arm", 1e-6, qp_solver=qp_solver)
+    q0 = panda.named_configuration("default")
+    p0 = panda.frame_pose(q0, TIP).translation
+    if config == "d":
+        tasks = [
+            FrameTask(oink, TIP, None, [1.0, 2.0, 0.5], 0.3, task_gain=0.7, lm_damping=0.1,
+                      max_position_error=0.05, max_rotation_error=0.3),
+            FrameTask(oink, "panda_link4", None, 0.5, 0.0, task_gain=0.9, lm_damping=0.01, priority=2),
+            ConfigurationTask(oink, q0[oink.group.q_indices], np.linspace(0.01, 0.1, 7), task_gain=0.5, priority=3),
+        ]
+    else:
+        tasks = [FrameTask(oink, TIP, None), ConfigurationTask(oink, q0[oink.group.q_indices], 0.05, priority=2)]
+    limits = [PositionLimit(oink, 0.8 if config == "d" else 1.0), VelocityLimit(oink, DT)]
+    barriers = []
+    if config in "bc":
+        barriers.append(PositionBarrier(oink, TIP, p0 - 0.5, p0 + [0.5, 0.5, 0.07], DT, safety_margin=0.001))
+    if config == "c":
+        barriers.append(SelfCollisionBarrier(oink, 4, DT, d_min=0.02, gain=5.0, safe_displacement_gain=1e-4,
+                                             broad_phase_cutoff=np.inf))
+    return oink, tasks, limits, barriers
+
+
+def _saturate(e, e_max):
+    norm = np.linalg.norm(e)
+    return e if not np.isfinite(e_max) or norm == 0.0 else e_max * np.tanh(norm / e_max) * e / norm
+
+
+def _reference_task(panda, q, task):
+    """(J, e, W) of a task at q, from scratch."""
+    model, group = panda.model, panda.group("arm")
+    iv = group.v_indices
+    W = np.diag(task.sqrt_weight)
+    if isinstance(task, FrameTask):
+        data = model.createData()
+        pin.framesForwardKinematics(model, data, q)
+        T = data.oMf[task.frame_id]
+        R = T.rotation
+        e_pos = _saturate(task.target.translation - T.translation, task.max_position_error)
+        e_rot = _saturate(R @ pin.log3(R.T @ task.target.rotation), task.max_rotation_error)
+        J = -pin.computeFrameJacobian(model, data, q, task.frame_id, pin.LOCAL_WORLD_ALIGNED)[:, iv]
+        return J, np.concatenate([e_pos, e_rot]), W
+    q_target = q.copy()
+    q_target[group.q_indices] = task.target
+    return -np.eye(len(iv)), pin.difference(model, q, q_target)[iv], W
+
+
+def _reference_position_barrier(panda, q, b):
+    """(h, J_h) of the box rows: x/y/z lower (p - p_min), then upper (p_max - p)."""
+    model = panda.model
+    data = model.createData()
+    J = pin.computeFrameJacobian(model, data, q, b.frame_id, pin.LOCAL_WORLD_ALIGNED)[:3, panda.group("arm").v_indices]
+    p = data.oMf[b.frame_id].translation
+    h = [p[a] - b.p_min[a] for a in b.axes] + [b.p_max[a] - p[a] for a in b.axes]
+    J_h = [J[a] for a in b.axes] + [-J[a] for a in b.axes]
+    return np.array(h), np.array(J_h)
+
+
+def _reference_self_collision(panda, q, b):
+    """(h, J_h) of the n closest pairs, closest first.
+
+    Pair selection and distances are checked against an independent query of every pair, to coal's
+    GJK tolerance (two queries of one pair from different starting guesses differ by up to ~1e-6 m).
+    The distances and witness points used are the barrier's (coal's output: on parallel flat faces
+    witness points are not even unique); the rows follow the formulation from them.
+    """
+    model, gm = panda.model, panda.collision_model
+    data, gd = model.createData(), pin.GeometryData(gm)
+    pin.computeDistances(model, data, gm, gd, q)
+    pin.computeJointJacobians(model, data, q)
+    iv = panda.group("arm").v_indices
+    distances = np.array([r.min_distance for r in gd.distanceResults])
+    res = b.pairs.result
+    pairs = res.pair_index[: res.count]
+    assert res.count == b.size
+    np.testing.assert_allclose(res.distance[: res.count], np.sort(distances)[: b.size], rtol=0, atol=2e-6)
+    np.testing.assert_allclose(distances[pairs], res.distance[: res.count], rtol=0, atol=2e-6)
+    h, J_h = [], []
+    for row, k in enumerate(map(int, pairs)):
+        p1, p2, d = res.point1[row], res.point2[row], res.distance[row]
+        if d > 0 and np.linalg.norm(p2 - p1) > 1e-9:
+            n = (p2 - p1) / np.linalg.norm(p2 - p1)
+        else:  # penetrating: coal's normal (or none)
+            n = res.normal[row]
+        J_row = np.zeros(len(iv))
+        for joint, point, sign in ((gm.geometryObjects[gm.collisionPairs[k].first].parentJoint, p1, -1.0),
+                                   (gm.geometryObjects[gm.collisionPairs[k].second].parentJoint, p2, 1.0)):
+            if joint == 0:
+                continue
+            Jj = pin.getJointJacobian(model, data, joint, pin.LOCAL_WORLD_ALIGNED)[:, iv]
+            r = point - data.oMi[joint].translation  # lever arm
+            J_row += sign * (n @ Jj[:3] + np.cross(r, n) @ Jj[3:])
+        h.append(d - b.d_min)
+        J_h.append(J_row)
+    return np.array(h), np.array(J_h)
+
+
+def reference_qp(panda, oink, q, tasks, limits, barriers):
+    """(H, c, lower, upper, G, G_upper) of the formulation at q."""
+    n, lam = oink.nv, oink.regularization
+    group = panda.group("arm")
+    H, c = lam * np.eye(n), np.zeros(n)
+    above = []  # raw Jacobians of the priority levels above
+    for priority in sorted({t.priority for t in tasks}):
+        if above:
+            Js = np.vstack(above)
+            N = np.eye(n) - Js.T @ np.linalg.inv(Js @ Js.T + lam * np.eye(len(Js))) @ Js
+        else:
+            N = np.eye(n)
+        for t in [t for t in tasks if t.priority == priority]:
+            J, e, W = _reference_task(panda, q, t)
+            mu = t.lm_damping * np.linalg.norm(W @ (t.task_gain * e)) ** 2
+            H += N.T @ J.T @ W.T @ W @ J @ N + mu * np.eye(n)
+            c += t.task_gain * N.T @ J.T @ W.T @ W @ e
+            above.append(J)
+    iv, x = group.v_indices, q[group.q_indices]
+    lower, upper = np.full(n, -np.inf), np.full(n, np.inf)
+    for lim in limits:
+        if isinstance(lim, PositionLimit):
+            lower = np.maximum(lower, -lim.gain * (x - panda.q_min_v[iv]))
+            upper = np.minimum(upper, lim.gain * (panda.q_max_v[iv] - x))
+        else:
+            lower = np.maximum(lower, -lim.dt * lim.v_max)
+            upper = np.minimum(upper, lim.dt * lim.v_max)
+    G, G_upper = [], []
+    for b in barriers:
+        h, J_h = (_reference_position_barrier if isinstance(b, PositionBarrier) else _reference_self_collision)(panda, q, b)
+        norm2 = np.sum(J_h**2)
+        if norm2 > 1e-12:
+            H += b.safe_displacement_gain / norm2 * np.eye(n)  # dq_safe = 0
+        G.append(-J_h)
+        G_upper.append(b.dt * b.gain * h / (1 + np.abs(h)) - b.safety_margin)
+    G = np.vstack(G) if G else np.zeros((0, n))
+    return H, c, lower, upper, G, np.concatenate(G_upper) if G_upper else np.zeros(0)
+
+
+def reference_dq(H, c, lower, upper, G, G_upper, penalty):
+    """The QP's solution, or the slack problem's when a barrier row is violated at dq = 0 (fresh DAQP)."""
+    n, k = len(c), len(G_upper)
+    if k == 0 or G_upper.min() >= 0.0:
+        x, _, flag, _ = daqp.solve(H, c, G, np.concatenate([upper, G_upper]), np.concatenate([lower, np.full(k, -1e30)]),
+                                  primal_tol=PRIMAL_TOL)
+        assert flag == 1
+        return x
+    Hs = np.block([[H, np.zeros((n, k))], [np.zeros((k, n)), penalty / SLACK_QUADRATIC_LENGTH * np.eye(k)]])
+    f = np.concatenate([c, np.full(k, penalty)])
+    A = np.hstack([G, -np.eye(k)])
+    bu = np.concatenate([upper, np.maximum(-G_upper, 0.0), G_upper])
+    bl = np.concatenate([lower, np.zeros(k), np.full(k, -1e30)])
+    x, _, flag, _ = daqp.solve(Hs, f, A, bu, bl, primal_tol=PRIMAL_TOL)
+    assert flag == 1
+    return x[:n]
+
+
+def _random_state(panda, rng, tasks):
+    """A random configuration inside the limits; targets within ~0.3 m / 0.5 rad of the frames there,
+    or (half the time) within 3 mm / 0.01 rad, where often no limit binds."""
+    group = panda.group("arm")
+    q = panda.random_configuration(rng, group)
+    reach = 0.3 if rng.random() < 0.5 else 0.003
+    for t in tasks:
+        if isinstance(t, FrameTask):
+            T = panda.frame_pose(q, t.frame)
+            R = T.rotation @ pin.exp3(rng.uniform(-1.0, 1.0, 3) * min(0.5, 3 * reach))
+            t.set_target(pin.SE3(R, T.translation + rng.uniform(-reach, reach, 3)))
+    return q
+
+
+@pytest.mark.parametrize("qp_solver, dq_tol", [("daqp", 1e-8), ("osqp", 2e-3)])
+@pytest.mark.parametrize("config", ["a", "b", "c", "d"])
+def test_fast_path_equals_the_reference(panda, config, qp_solver, dq_tol):
+    oink, tasks, limits, barriers = _controller(panda, config, qp_solver)
+    rng = np.random.default_rng(100 + ord(config))
+    worst = {"H": 0.0, "c": 0.0, "box": 0.0, "rows": 0.0, "dq": 0.0}
+    counts = {"shortcut": 0, "qp": 0, "recovery": 0}
+    samples = 30 if config == "c" else 60
+    for _ in range(samples):
+        q = _random_state(panda, rng, tasks)
+        for step in range(3):  # a few closed-loop steps: warm starts in play
+            res = oink.solve(q, tasks, limits, barriers)
+            if not res.ok:
+                assert "cannot recover" in res.status or "infeasible limits" in res.status, res.status
+                break
+            fast = oink.last_qp()
+            H, c, lower, upper, G, G_upper = reference_qp(panda, oink, q, tasks, limits, barriers)
+            scale = max(1.0, np.abs(H).max(), np.abs(c).max())
+            worst["H"] = max(worst["H"], np.abs(fast.H - H).max() / scale)
+            worst["c"] = max(worst["c"], np.abs(fast.c - c).max() / scale)
+            worst["box"] = max(worst["box"], np.abs(fast.lower - lower).max(), np.abs(fast.upper - upper).max())
+            if len(G):
+                worst["rows"] = max(worst["rows"], np.abs(fast.G - G).max(), np.abs(fast.G_upper - G_upper).max())
+                assert np.all(fast.G_lower == -np.inf)
+            dq = reference_dq(H, c, lower, upper, G, G_upper, oink.barrier_slack_penalty)
+            worst["dq"] = max(worst["dq"], np.abs(res.dq - dq).max())
+            counts["recovery" if res.recovering else "qp" if res.used_qp else "shortcut"] += 1
+            q = panda.integrate(q, oink.scatter(res.dq))
+    print(f"config {config} {qp_solver}: {counts}; worst {worst}")
+    assert worst["H"] <= 1e-10 and worst["c"] <= 1e-10
+    assert worst["box"] <= 1e-12 and worst["rows"] <= 1e-10
+    assert worst["dq"] <= dq_tol
+    assert counts["qp"] + counts["recovery"] >= 10  # the QP solvers were compared, not only the shortcut
+    if config in "bc":
+        assert counts["recovery"] >= 10
