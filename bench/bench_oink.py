@@ -17,8 +17,16 @@ Barrier gains are the libraries' common defaults (gain 1, safe_displacement_gain
 function is linear (h) where RoboPlan/ours use h/(1+|h|).
 Each step: set target, solve, enforce barriers (ours/RoboPlan, tolerance 1e-4), integrate.
 Timed: solve + enforce only (pink: Configuration.update + solve_ik; pink has no enforce step);
-integration excluded for every peer. Each peer runs its whole loop in turn (warm caches, as in a controller process that runs only that
-solver); --interleave alternates them step by step instead.
+integration excluded for every peer. Two timings, both by default (--hot / --paced: only one):
+  hot    each peer runs its whole loop back to back (warm caches, as in a process that runs only that
+         solver); --interleave alternates the peers step by step instead.
+  paced  each peer runs its whole loop at one step per --pace-ms (2 ms = the node's 500 Hz), sleeping
+         between steps on an absolute schedule (as node/loop_thread.py does): caches go cold between
+         steps, as in the node. The scenario (dt, targets) is the same as the hot loop's, so the
+         trajectories are identical (checked; the table says so) and only the step times differ.
+Ours: with the core's solver.qp_solver key (daqp | osqp), one row per backend (--qp-solver picks one);
+before that key exists, one "ours" row (the solver's built-in QP).
+Targets (same run, median step ours / RoboPlan, hot and paced): (a) <= 1.5x, (b) <= 2x, (c) <= 0.3x.
 Metrics (checker = own pinocchio FK + raw-mesh collision model, see common.py):
   track error = |p_tip(after step k) - target_k|; steady = median over the last 75 % of steps,
   max = max over the same window; q-lim = steps with a joint outside limits (1e-9);
@@ -29,21 +37,26 @@ Metrics (checker = own pinocchio FK + raw-mesh collision model, see common.py):
 from __future__ import annotations
 
 import argparse
+import time
 import traceback
 
 import numpy as np
 import pinocchio as pin
 
-from common import Robot, add_common_args, fmt, import_core, print_ratios, print_table, robot_specs, time_stats, write_json
+from common import (Robot, add_common_args, core_qp_solvers, fmt, import_core, machine_note, print_ratios, print_table,
+                    robot_specs, time_stats, verdict, write_json)
 from peers import OinkSetup, OursOink, PinkOink, RoboPlanOink, pink_solvers
 
 UR5_START = [0.0, -1.57, 1.57, -1.57, -1.57, 0.0]
+TARGETS = {"a": 1.5, "b": 2.0, "c": 0.3}  # median step ours / RoboPlan, same run, hot and paced
+TIMINGS = ("hot", "paced")
 
 
-def make_peers(robot, setup, q0, T0, core, core_err, pink_have) -> list:
+def make_peers(robot, setup, q0, T0, core, core_err, pink_have, qp_solvers=(None,)) -> list:
     makers = []
     if core is not None:
-        makers.append(("ours", lambda: OursOink(robot, core, setup, q0, T0)))
+        for qs in qp_solvers:
+            makers.append((f"ours+{qs}" if qs else "ours", lambda qs=qs: OursOink(robot, core, setup, q0, T0, qs)))
     makers.append(("roboplan", lambda: RoboPlanOink(robot, setup, q0, T0)))
     for s in pink_have:
         makers.append((f"pink+{s}", lambda s=s: PinkOink(robot, setup, q0, T0, s)))
@@ -64,23 +77,57 @@ def _schedule(peers, n_steps: int, sequential: bool):
     return ((k, p) for k in range(n_steps) for p in peers[k % len(peers):] + peers[: k % len(peers)])
 
 
-def run_config(robot, setup, q0, T0, targets, core, core_err, pink_have, sequential=True) -> list[dict]:
-    peers = make_peers(robot, setup, q0, T0, core, core_err, pink_have)
+def run_loop(robot, setup, q0, T0, targets, core, core_err, pink_have, qp_solvers, timing, args):
+    """One timing ("hot" | "paced") of every peer from fresh solver objects: {name: (peer, traj, times, crash)}."""
+    peers = make_peers(robot, setup, q0, T0, core, core_err, pink_have, qp_solvers)
     traj = {p.name: [] for p in peers}
     times = {p.name: [] for p in peers}
     dead = {}
-    for k, p in _schedule(peers, len(targets), sequential):
+    pace = args.pace_ms * 1e-3
+    paced = timing == "paced"
+    next_start = {}
+    for k, p in _schedule(peers, len(targets), paced or not args.interleave):
         if p.name in dead:
             continue
+        if paced:  # absolute schedule, re-based after falling more than one period behind (as LoopThread)
+            now = time.perf_counter()
+            t_next = next_start.get(p.name, now)
+            if t_next > now:
+                time.sleep(t_next - now)
+            elif now - t_next > pace:
+                t_next = now
+            next_start[p.name] = t_next + pace
         try:
             p.set_target(targets[k])
             times[p.name].append(p.step())
             traj[p.name].append(np.array(p.values(), dtype=float))
         except Exception as exc:
             dead[p.name] = f"step {k}: {type(exc).__name__}: {exc}"
-            print(f"  [{p.name} crashed at {dead[p.name]}]")
+            print(f"  [{p.name} ({timing}) crashed at {dead[p.name]}]")
             traceback.print_exc(limit=-2)
-    return [metrics(robot, setup, p, q0, targets, traj[p.name], times[p.name], dead.get(p.name)) for p in peers]
+    return {p.name: (p, traj[p.name], times[p.name], dead.get(p.name)) for p in peers}
+
+
+def run_config(robot, setup, q0, T0, targets, core, core_err, pink_have, args, qp_solvers=(None,)) -> list[dict]:
+    """Rows (one per peer and timing). Quality metrics come from the first timing's trajectory; the
+    other timing's rows reuse them when its trajectory is the same (else they are computed again)."""
+    rows, first = [], {}
+    for timing in args.timings:
+        runs = run_loop(robot, setup, q0, T0, targets, core, core_err, pink_have, qp_solvers, timing, args)
+        for name, (peer, traj, times, crash) in runs.items():
+            ref = first.get(name)
+            same = (ref is not None and len(ref[1]) == len(traj) and
+                    (not traj or float(np.max(np.abs(np.array(ref[1]) - np.array(traj)))) <= 1e-9))
+            if same:
+                row = {**ref[0], **time_stats(times), "n": len(traj), "crash": crash,
+                       "solver_failures": peer.failures}
+            else:
+                row = metrics(robot, setup, peer, q0, targets, traj, times, crash)
+            row.update(timing=timing, same_traj_as=(ref[0]["timing"] if same else None))
+            if ref is None:
+                first[name] = (row, traj)
+            rows.append(row)
+    return rows
 
 
 def metrics(robot, setup, peer, q0, targets, traj, times, crash) -> dict:
@@ -134,24 +181,96 @@ def run_robot(spec, args, core, core_err, pink_have) -> list[dict]:
     for cfg in args.configs:
         setup = OinkSetup(cfg, args.dt, box_min, box_max, scb_safe_gain=args.scb_safe_gain)
         setup.skip_dist = args.fast
-        rows += run_config(robot, setup, q0, T0, targets, core, core_err, pink_have, not args.interleave)
-    cols = ["peer", "median µs", "p99 µs", "steady mm", "max mm", "q-lim", "dq", "box", "coll", "box margin mm",
-            "coll margin mm", "QP fails"]
-    print_table(f"OInK closed loop — {spec.name} (timed: solve + enforce; integrate excluded)", cols,
-                [[r["name"] + (" CRASHED" if r["crash"] else ""), fmt(r["median_us"]), fmt(r["p99_us"]),
-                  fmt(r["track_steady_mm"], ".4f"), fmt(r["track_max_mm"], ".4f"), str(r["qlim_violations"]),
-                  str(r["dq_violations"]), fmt(r["box_violations"], "d"), fmt(r["coll_violations"], "d"),
-                  fmt(r["box_margin_mm"], ".2f"), fmt(r["coll_margin_mm"], ".2f"), str(r["solver_failures"])]
-                 for r in rows])
-    pairs = []
-    for cfg in args.configs:
-        ours = next((r for r in rows if r["name"] == f"ours ({cfg})"), None)
-        for r in rows:
-            if ours and r["config"] == cfg and r is not ours:
-                pairs.append((f"{spec.name} ({cfg}) vs {r['name']}", "median step", ours["median_us"], r["median_us"]))
-    if pairs:
-        print_ratios("ratios:", pairs)
+        rows += run_config(robot, setup, q0, T0, targets, core, core_err, pink_have, args, args.qp_solvers)
+    print_results(spec.name, rows, args)
     return rows
+
+
+def _row(rows, name, config, timing):
+    return next((r for r in rows if r["name"] == name and r["config"] == config and r["timing"] == timing), None)
+
+
+def print_results(robot_name: str, rows: list[dict], args) -> None:
+    timings = args.timings
+    names = list(dict.fromkeys(r["name"] for r in rows))
+    cols = ["peer"]
+    for t in timings:
+        cols += [f"{t} med µs", f"{t} p99 µs"]
+    if len(timings) == 2:
+        cols.append("paced/hot")
+    cols += ["steady mm", "max mm", "q-lim", "dq", "box", "coll", "box mrg mm", "coll mrg mm", "QP fails"]
+    table = []
+    for name in names:
+        cfg = next(r["config"] for r in rows if r["name"] == name)
+        by_t = {t: _row(rows, name, cfg, t) for t in timings}
+        q = next(r for r in by_t.values() if r is not None)
+        crashed = [t for t, r in by_t.items() if r is not None and r["crash"]]
+        line = [name + (f" CRASHED ({', '.join(crashed)})" if crashed else "")]
+        for t in timings:
+            r = by_t[t]
+            line += [fmt(r and r["median_us"]), fmt(r and r["p99_us"])]
+        if len(timings) == 2:
+            h, p = by_t["hot"], by_t["paced"]
+            line.append(fmt(p["median_us"] / h["median_us"], ".2f") if h and p and h["median_us"] else "-")
+        diff = [t for t, r in by_t.items() if r is not None and r is not q and r.get("same_traj_as") is None]
+        line += [fmt(q["track_steady_mm"], ".4f") + ("†" if diff else ""), fmt(q["track_max_mm"], ".4f"),
+                 str(q["qlim_violations"]), str(q["dq_violations"]), fmt(q["box_violations"], "d"),
+                 fmt(q["coll_violations"], "d"), fmt(q["box_margin_mm"], ".2f"), fmt(q["coll_margin_mm"], ".2f"),
+                 str(q["solver_failures"])]
+        table.append(line)
+    pace = f"paced = 1 step / {args.pace_ms:g} ms, sleeping between steps" if "paced" in timings else ""
+    print_table(f"OInK closed loop — {robot_name} (timed: solve + enforce; integrate excluded; "
+                f"hot = back to back{'; ' + pace if pace else ''}; quality columns: {timings[0]} run)", cols, table)
+    if any(r.get("same_traj_as") is None and r["timing"] != timings[0] for r in rows):
+        print("† this peer's trajectory differed between the timings; its quality columns are from the "
+              f"{timings[0]} run (JSON has both)")
+    elif len(timings) == 2:
+        print("hot and paced trajectories are identical for every peer (max |Δq| <= 1e-9): quality columns hold "
+              "for both")
+    for t in timings:
+        pairs = []
+        for cfg in args.configs:
+            for ours in (r for r in rows if r["config"] == cfg and r["timing"] == t and r["name"].startswith("ours")):
+                for r in rows:
+                    if r["config"] == cfg and r["timing"] == t and not r["name"].startswith("ours"):
+                        pairs.append((f"{robot_name} {ours['name']} vs {r['name']}", "median step",
+                                      ours["median_us"], r["median_us"]))
+        if pairs:
+            print_ratios(f"ratios ({t}):", pairs)
+
+
+def target_rows(rows: list[dict], args) -> list[dict]:
+    """One row per robot, config, timing and ours variant: ours/RoboPlan median step vs its target."""
+    out = []
+    for robot_name in dict.fromkeys(r["robot"] for r in rows):
+        rr = [r for r in rows if r["robot"] == robot_name]
+        for t in args.timings:
+            for cfg in args.configs:
+                same = [r for r in rr if r["config"] == cfg and r["timing"] == t]
+                rp = next((r for r in same if r["name"].startswith("roboplan")), None)
+                peers = {r["name"].split(" (")[0]: r["median_us"] for r in same if not r["name"].startswith("ours")}
+                for ours in (r for r in same if r["name"].startswith("ours")):
+                    ratio = None
+                    if rp and not rp["crash"] and not ours["crash"] and rp["median_us"] > 0:
+                        ratio = ours["median_us"] / rp["median_us"]
+                    out.append({"target": f"OInK step ({cfg}) ours/RoboPlan <= {TARGETS[cfg]:g}x", "robot": robot_name,
+                                "timing": t, "config": cfg, "ours": ours["name"].split(" (")[0],
+                                "ours_median_us": ours["median_us"], "peers_median_us": peers, "ratio": ratio,
+                                "limit": TARGETS[cfg], "pass": None if ratio is None else ratio <= TARGETS[cfg]})
+    return out
+
+
+def print_targets(targets: list[dict]) -> None:
+    peer_names = list(dict.fromkeys(n for t in targets for n in t["peers_median_us"]))
+    print_table("OInK targets (median step, same run; ratio = ours / RoboPlan)",
+                ["target", "robot", "timing", "ours", "ours µs", *[f"{n} µs" for n in peer_names], "ratio",
+                 "verdict"],
+                [[t["target"], t["robot"], t["timing"], t["ours"], fmt(t["ours_median_us"]),
+                  *[fmt(t["peers_median_us"].get(n)) for n in peer_names],
+                  fmt(t["ratio"], ".3f") + "x" if t["ratio"] is not None else "-", verdict(t["pass"])]
+                 for t in targets])
+    n_pass = sum(bool(t["pass"]) for t in targets)
+    print(f"OInK targets: {n_pass} / {len(targets)} PASS")
 
 
 def main() -> None:
@@ -168,20 +287,42 @@ def main() -> None:
                    help="SelfCollisionBarrier safe_displacement_gain for every peer (library default 1.0 makes the "
                         "r/||J||^2 term outweigh tracking: every peer then stays at the start, 100 mm behind)")
     p.add_argument("--interleave", action="store_true",
-                   help="interleave the peers step by step (rotating order) instead of running each peer's whole "
-                        "loop in turn; every peer then runs with cold caches, Python ones lose 2-5x")
+                   help="hot loop: interleave the peers step by step (rotating order) instead of running each peer's "
+                        "whole loop in turn; every peer then runs with cold caches, Python ones lose 2-5x")
+    timing = p.add_mutually_exclusive_group()
+    timing.add_argument("--paced", action="store_true", help="only the paced timing (default: hot loop and paced)")
+    timing.add_argument("--hot", action="store_true", help="only the hot loop (default: hot loop and paced)")
+    p.add_argument("--pace-ms", type=float, default=2.0, help="[ms] paced: one step per this period (500 Hz = 2)")
+    p.add_argument("--qp-solver", choices=("daqp", "osqp", "both"), default=None,
+                   help="our QP backend (the core's solver.qp_solver key; default: both, one row each). "
+                        "Only where the core has that key")
     p.add_argument("--fast", action="store_true", help="measure mesh distances only for config (c)")
     args = p.parse_args()
+    args.timings = ("paced",) if args.paced else ("hot",) if args.hot else TIMINGS
+    print(f"[start] {machine_note()}")
     core, core_err = import_core()
     if core is None:
         print(f"[ours skipped: roboplan_ik_ros.core not importable: {core_err}]")
+    backends, default_backend = core_qp_solvers(core)
+    if backends:
+        args.qp_solvers = backends if args.qp_solver in (None, "both") else [args.qp_solver]
+        print(f"[ours: solver.qp_solver present (default {default_backend or '?'}): rows for "
+              f"{', '.join(args.qp_solvers)}]")
+    else:
+        if args.qp_solver is not None and core is not None:
+            raise SystemExit("--qp-solver: this core has no solver.qp_solver key yet (SolverConfig / Oink "
+                             "keyword); run without it")
+        args.qp_solvers = (None,)
     pink_have, note = pink_solvers()
     if note:
         print(f"[{note}]")
     rows = []
     for spec in robot_specs(args):
         rows += run_robot(spec, args, core, core_err, pink_have)
-    write_json(args.json, rows)
+    targets = target_rows(rows, args)
+    print(f"[end] {machine_note()}")
+    print_targets(targets)
+    write_json(args.json, rows + targets)
 
 
 if __name__ == "__main__":

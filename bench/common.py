@@ -11,7 +11,9 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
+import time
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
@@ -216,6 +218,19 @@ def time_stats(seconds) -> dict:
     return {"median_us": float(np.median(us)), "mean_us": float(np.mean(us)), "p99_us": float(np.percentile(us, 99))}
 
 
+def machine_note() -> str:
+    """One line on the machine's state now: load average and the speed of a plain Python loop (the
+    yardstick of perf-notes.md: ~250 ns per iteration on a slow day)."""
+    n, acc = 300_000, 0
+    t0 = time.perf_counter()
+    for i in range(n):
+        acc += i
+    ns = (time.perf_counter() - t0) / n * 1e9
+    la = os.getloadavg()
+    return (f"machine: {os.cpu_count()} CPUs, load average {la[0]:.2f} / {la[1]:.2f} / {la[2]:.2f} (1/5/15 min), "
+            f"plain Python loop (function locals) {ns:.0f} ns/iteration")
+
+
 def fmt(x, spec=".1f") -> str:
     if x is None or (isinstance(x, float) and np.isnan(x)):
         return "-"
@@ -233,7 +248,7 @@ def print_table(title: str, columns: list[str], rows: list[list[str]]) -> None:
         return
     t = Table(title=title, title_justify="left")
     for i, c in enumerate(columns):
-        t.add_column(c, justify="left" if i == 0 else "right")
+        t.add_column(c, justify="left" if i == 0 else "right", no_wrap=i == 0)
     for r in rows:
         t.add_row(*r)
     Console(width=160).print(t)
@@ -244,13 +259,44 @@ def print_ratios(title: str, pairs: list[tuple[str, str, float, float]]) -> None
     print(title)
     for label, metric, ours, peer in pairs:
         r = ours / peer if peer and np.isfinite(peer) and np.isfinite(ours) else float("nan")
-        print(f"  {label:<34} {metric:<14} ours/peer = {fmt(r, '.2f')}")
+        print(f"  {label:<44} {metric:<14} ours/peer = {fmt(r, '.2f')}")
 
 
 def write_json(path: str | None, rows: list[dict]) -> None:
     if path:
         Path(path).write_text(json.dumps(rows, indent=1, default=float))
         print(f"wrote {len(rows)} rows to {path}")
+
+
+def core_qp_solvers(core) -> tuple[list[str], str]:
+    """QP backends of our OInK when the core has the ``solver.qp_solver`` key, and its default.
+
+    Detected, not assumed: the key must be a field of ``core.config.SolverConfig`` and a keyword of
+    ``core.Oink``. Before it exists: ``([], "")`` (one "ours" row, the solver's built-in QP).
+    """
+    import dataclasses
+    import inspect
+
+    if core is None:
+        return [], ""
+    try:
+        from roboplan_ik_ros.core.config import SolverConfig
+
+        fields = {f.name: f for f in dataclasses.fields(SolverConfig)}
+        params = inspect.signature(core.Oink.__init__).parameters
+    except Exception:  # mid-edit
+        return [], ""
+    if "qp_solver" not in fields or "qp_solver" not in params:
+        return [], ""
+    default = fields["qp_solver"].default
+    return ["daqp", "osqp"], (default if isinstance(default, str) else "")
+
+
+def verdict(ok) -> str:
+    """PASS / MISS / '-' (not measured) for a target."""
+    if ok is None:
+        return "-"
+    return "PASS" if ok else "MISS"
 
 
 def import_core():

@@ -153,13 +153,16 @@ class RoboPlanOink:
 
 
 class OursOink:
-    def __init__(self, robot: Robot, core, setup: OinkSetup, q0_values, T0: pin.SE3):
-        self.name = f"ours ({setup.config})"
+    """``qp_solver``: None = the Oink's default (and the only choice before ``solver.qp_solver`` existed)."""
+
+    def __init__(self, robot: Robot, core, setup: OinkSetup, q0_values, T0: pin.SE3, qp_solver: str | None = None):
+        self.name = f"ours+{qp_solver} ({setup.config})" if qp_solver else f"ours ({setup.config})"
         self.robot = robot
         self.scene, q_ref = _ours_scene(robot, core)
         self.q = self.scene.q_from_joint_positions(robot.joints, q0_values, q_ref)
         g, dt, tip = robot.spec.group, setup.dt, robot.spec.tip_frame
-        self.oink = core.Oink(self.scene, group_name=g, regularization=setup.reg)
+        extra = {"qp_solver": qp_solver} if qp_solver else {}
+        self.oink = core.Oink(self.scene, group_name=g, regularization=setup.reg, **extra)
         self.ee = core.FrameTask(self.oink, tip, target=T0)
         group = self.scene.group(g)
         posture = core.ConfigurationTask(self.oink, self.q[np.asarray(group.q_indices)].copy(),
@@ -226,7 +229,7 @@ class PinkOink:
         self.conf = pink.Configuration(self.model, self.model.createData(), self.q,
                                        collision_model=gm if cfg == "c" else None,
                                        collision_data=pin.GeometryData(gm) if cfg == "c" else None)
-        self.ee = tasks.FrameTask(s.tip, position_cost=1.0, orientation_cost=1.0)
+        self.ee = tasks.FrameTask(s.tip_frame, position_cost=1.0, orientation_cost=1.0)
         self.ee.set_target(T0)
         posture = tasks.PostureTask(cost=float(np.sqrt(setup.posture_weight)))
         posture.set_target(self.q.copy())
@@ -234,7 +237,7 @@ class PinkOink:
         self.limits = [limits.ConfigurationLimit(self.model, config_limit_gain=1.0), limits.VelocityLimit(self.model)]
         self.barriers = []
         if cfg in "bc":
-            self.barriers.append(barriers.PositionBarrier(s.tip, p_min=setup.box_min, p_max=setup.box_max,
+            self.barriers.append(barriers.PositionBarrier(s.tip_frame, p_min=setup.box_min, p_max=setup.box_max,
                                                           gain=1.0, safe_displacement_gain=1.0))
         if cfg == "c":
             self.barriers.append(barriers.SelfCollisionBarrier(setup.n_pairs, gain=1.0, d_min=setup.d_min,
