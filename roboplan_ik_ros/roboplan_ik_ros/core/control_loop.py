@@ -243,6 +243,7 @@ class ControlLoop:
             ramp.reset(self.ctrl.tasks[name].target)
         self._awaiting_goal = True
         self._reseed_pending = False
+        self.last_outcome = None  # no step from this pose yet: nothing to report about it
         self.counts.reseeds += 1
         self.mode, self.hold_reason = WAITING_FOR_GOAL, "waiting for a goal (holding the current pose)"
         self.log("info", "command stream (re)started at the measured position; holding it until a goal arrives")

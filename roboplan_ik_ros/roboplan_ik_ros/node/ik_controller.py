@@ -43,8 +43,9 @@ from ..core.config import IKConfig, load_config
 from ..core.control_loop import STALE, ControlLoop
 from ..core.controller import scene_from_config
 from ..core.errors import InvalidInputError
+from ..core.ik_worker import WorkerSpec
 from ..core.oink import FrameTask
-from ..core.simple_ik import SimpleIK, SimpleIKOptions
+from ..core.simple_ik import SimpleIK
 from . import diagnostics as diag
 from .diagnostics import DiagnosticsReporter, TickStats
 from .goals import HAVE_TF2, FrameResolver, joint_goal_configuration, tf2_ros
@@ -136,6 +137,7 @@ class IKControllerNode(LifecycleNode):
         self.group = None
         self.loop: ControlLoop | None = None
         self.simple_ik: SimpleIK | None = None
+        self._ik_worker_spec: WorkerSpec | None = None
         self._service: SolveIKServer | None = None
         self._decoder: JointStateDecoder | None = None
         self._encoders: list[CommandEncoder] = []
@@ -265,6 +267,8 @@ class IKControllerNode(LifecycleNode):
 
     def destroy_node(self) -> None:
         self._stop_loop()  # the loop thread must not publish on destroyed publishers
+        if self._service is not None:
+            self._service.stop_worker()  # no worker process outlives the node
         super().destroy_node()
 
     def autostart(self) -> bool:
@@ -289,18 +293,16 @@ class IKControllerNode(LifecycleNode):
             t.type == "configuration" and isinstance(t.target, str) and t.target != "current" for t in config.tasks)
         srdf = self._description("robot_description_semantic",
                                  self._param("description_timeout") if needs_srdf else 1.0, required=needs_srdf)
-        extra = [p for p in self._param("package_paths") if p]
-        scene = scene_from_config(urdf, srdf, config.robot, [*extra, *description_package_paths()])
+        package_paths = [*(p for p in self._param("package_paths") if p), *description_package_paths()]
+        scene = scene_from_config(urdf, srdf, config.robot, package_paths)
         loop = ControlLoop(scene, config, node_cfg, self._log_loop_event)
         for note in [*getattr(scene, "notes", []), *loop.notes]:
             self.get_logger().info(note)
         group = loop.group
-        sik = config.simple_ik
-        self.simple_ik = SimpleIK(scene, SimpleIKOptions(
-            group_name=config.robot.group, max_iters=sik.max_iters, max_time=sik.max_time,
-            max_restarts=sik.max_restarts, step_size=sik.step_size, damping=sik.damping,
-            max_linear_error_norm=sik.max_linear_error_norm, max_angular_error_norm=sik.max_angular_error_norm,
-            check_collisions=sik.check_collisions, fast_return=sik.fast_return, seed=sik.seed))
+        self.simple_ik = SimpleIK(scene, config.simple_ik)  # every simple_ik key, group defaulting to robot.group
+        # ~/solve_ik runs SimpleIK in a worker process with its own scene: off the loop's interpreter (GIL)
+        self._ik_worker_spec = WorkerSpec.from_robot_config(urdf, srdf, config.robot, package_paths,
+                                                            self.simple_ik.options)
         self.config, self.node_cfg, self.scene, self.group, self.loop = config, node_cfg, scene, group, loop
         self._decoder = JointStateDecoder(scene, group.joint_names)
         for k, out in enumerate(node_cfg.outputs):
@@ -370,7 +372,7 @@ class IKControllerNode(LifecycleNode):
         self._keep("service", self.create_service(Trigger, "~/apply_configured_targets",
                                                   self._on_apply_configured_targets))
         self._service = SolveIKServer(self, self.scene, self.simple_ik, self._resolver, cfg.quaternion_tolerance,
-                                      self._current_q)
+                                      self._current_q, worker_spec=self._ik_worker_spec)
         if cfg.trigger == "joint_states":  # ticks come from /joint_states; this timer only watches for staleness
             period = max(1.0 / cfg.control_rate_hz, min(0.05, cfg.state_timeout / 4.0))
             self._watchdog = self._keep("timer", self.create_timer(period, self._on_watchdog, autostart=False))

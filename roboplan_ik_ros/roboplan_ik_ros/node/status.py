@@ -29,8 +29,8 @@ class LoopSnapshot:
         """Call with the loop's lock held."""
         out = loop.last_outcome
         dq = out.result.dq if out is not None and out.result.ok else None
-        barriers = []
-        for b in loop.ctrl.barriers:
+        barriers = []  # values are known once a step ran from the current pose
+        for b in loop.ctrl.barriers if out is not None else ():
             binding = np.zeros(b.size, dtype=bool)
             if dq is not None:
                 with np.errstate(invalid="ignore"):
