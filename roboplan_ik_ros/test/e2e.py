@@ -477,6 +477,11 @@ class Rig:
         self.require(self.transition(Transition.TRANSITION_ACTIVATE), f"activate of {ik.name} failed")
         self.events["activated"] = time.perf_counter()
         self.events["activated_wall"] = time.time()
+        # The node holds the activation pose until a goal: wait for it to arrive here before a scenario
+        # sends one. Discovery is matched from this side only, so under load the node's writer may
+        # still drop its very first command; the held ones that follow are identical.
+        t0 = self.events["activate_request"]
+        self.wait(lambda: any(tc > t0 for tc, _ in self.rec.commands), timeout, "a first command after activation")
 
     # -------------------------------------------------------------- parameters
     def set_param(self, name: str, value, proc: Proc | None = None):
