@@ -634,9 +634,6 @@ class IKControllerNode(LifecycleNode):
                 arr.markers.append(box_marker(b.name, b.p_min, b.p_max, self._root, k))
         self._marker_pub.publish(arr)
 
-    def loop_summary(self) -> dict[str, float]:
-        return self._stats.summary()
-
     def _diagnostics_report(self):
         if self.loop is None:
             return diag.WARN, "unconfigured", []

@@ -48,10 +48,6 @@ class LoopThread:
             self._thread.join(timeout=5.0)
         self._thread = None
 
-    @property
-    def running(self) -> bool:
-        return self._thread is not None
-
     def _run(self) -> None:
         _set_os_thread_name(self._name)
         next_start = time.perf_counter()
