@@ -1,6 +1,6 @@
 from glob import glob
 
-from setuptools import find_packages, setup
+from setuptools import Extension, find_packages, setup
 
 package_name = "roboplan_ik_ros"
 
@@ -17,8 +17,17 @@ setup(
         ("share/" + package_name + "/launch", glob("launch/*.launch.py")),
         ("share/" + package_name + "/config", glob("config/*.yaml")),
     ],
+    # OInK's compiled assembly: a plain C shared library (no Python API) that the core loads with
+    # ctypes (core/oink/compiled_assembly.py); without a C compiler the core runs its numpy path.
+    ext_modules=[
+        Extension(
+            package_name + ".core.oink._oink_kernel",
+            sources=["roboplan_ik_ros/core/oink/kernel/oink_kernel.c"],
+            extra_compile_args=["-O3", "-fno-math-errno"],
+        )
+    ],
     install_requires=["setuptools"],
-    zip_safe=True,
+    zip_safe=False,
     maintainer="roboplan_ik_ros maintainers",
     maintainer_email="maintainer@example.com",
     description="Real-time differential inverse kinematics as a ROS 2 lifecycle node.",

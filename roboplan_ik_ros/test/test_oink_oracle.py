@@ -49,10 +49,11 @@ def panda():
     return scene("panda")
 
 
-def _controller(panda, config: str, qp_solver: str):
+def _controller(panda, config: str, qp_solver: str, assembly: str = "compiled"):
     """bench_oink's configs (a) frame + posture, (b) + box, (c) + self-collision, and (d): (a) with
     every objective term in play (task gain, LM damping, saturation, three priority levels)."""
-    oink = Oink(panda, "arm", 1e-6, qp_solver=qp_solver)
+    oink = Oink(panda, "arm", 1e-6, qp_solver=qp_solver, compiled=assembly == "compiled")
+    assert oink.assembly == assembly, oink.assembly_note
     q0 = panda.named_configuration("default")
     p0 = panda.frame_pose(q0, TIP).translation
     if config == "d":
@@ -219,10 +220,12 @@ def _random_state(panda, rng, tasks):
     return q
 
 
+@pytest.mark.parametrize("assembly", ["compiled", "numpy"])
 @pytest.mark.parametrize("qp_solver, dq_tol", [("daqp", 1e-8), ("osqp", 2e-3)])
 @pytest.mark.parametrize("config", ["a", "b", "c", "d"])
-def test_fast_path_equals_the_reference(panda, config, qp_solver, dq_tol):
-    oink, tasks, limits, barriers = _controller(panda, config, qp_solver)
+def test_fast_path_equals_the_reference(panda, config, qp_solver, dq_tol, assembly):
+    """Both assemblies (the compiled kernel, the numpy path) against the reference."""
+    oink, tasks, limits, barriers = _controller(panda, config, qp_solver, assembly)
     rng = np.random.default_rng(100 + ord(config))
     worst = {"H": 0.0, "c": 0.0, "box": 0.0, "rows": 0.0, "dq": 0.0}
     counts = {"shortcut": 0, "qp": 0, "recovery": 0}
@@ -247,7 +250,7 @@ def test_fast_path_equals_the_reference(panda, config, qp_solver, dq_tol):
             worst["dq"] = max(worst["dq"], np.abs(res.dq - dq).max())
             counts["recovery" if res.recovering else "qp" if res.used_qp else "shortcut"] += 1
             q = panda.integrate(q, oink.scatter(res.dq))
-    print(f"config {config} {qp_solver}: {counts}; worst {worst}")
+    print(f"config {config} {qp_solver} {assembly}: {counts}; worst {worst}")
     assert worst["H"] <= 1e-10 and worst["c"] <= 1e-10
     assert worst["box"] <= 1e-12 and worst["rows"] <= 1e-10
     assert worst["dq"] <= dq_tol

@@ -160,6 +160,9 @@ class ControlLoop:
         self._diff = np.zeros(nv)
         self.dt = 1.0 / settings.control_rate_hz
         self._build(self.dt, scene.neutral())
+        oink = self.ctrl.oink
+        self.notes.append(f"OInK: {oink.assembly} assembly, qp_solver {oink.qp_solver}"
+                          + (f" ({oink.assembly_note})" if oink.assembly_note else ""))
         self.guard = CommandGuard(scene, self.group, self._guard_v_max(), self.dt)
         self._smoothers = {n: GoalSmoother(settings.goal_smoothing) for n, t in self.ctrl.tasks.items()
                            if isinstance(t, FrameTask)}

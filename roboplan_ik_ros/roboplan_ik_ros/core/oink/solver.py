@@ -57,6 +57,12 @@ limits and barriers. It holds
         first n + m rows of K (the box first, as DAQP and OSQP take them) with lower bounds
         [lower; l_c; -inf]. Barriers write their rows straight into K and d
         (:meth:`Barrier.write_rows_into`).
+
+Assembly: when the C kernel is built (the default install builds it), one call of
+:mod:`compiled_assembly` fills N_k, M, H, c, the generic barrier rows, the box and tries the
+shortcut, reading the objects' arrays in place; the numpy code of this module (``compiled=False``,
+or a layout whose arrays the kernel cannot read) is the same math. Both are tested against each
+other and against the seed's formulas (test_oink_compiled.py, test_oink_oracle.py).
 """
 
 from __future__ import annotations
@@ -75,6 +81,8 @@ from scipy.linalg.lapack import dposv
 
 from ..errors import InvalidInputError, check_positive
 from ..scene import Scene
+from . import compiled_assembly
+from .compiled_assembly import CompiledAssembly, load_kernel
 from .barriers.barrier import Barrier
 from .barriers.position_barrier import PositionBarrier
 from .barriers.self_collision_barrier import SelfCollisionBarrier
@@ -150,6 +158,8 @@ class Oink:
             must exceed the pull of the tasks on a barrier row (~0.1-10 with unit task weights).
         eps_abs, eps_rel: OSQP's tolerances (DAQP's solution is exact for its active set; a row holds to 1e-9).
         max_iter: iteration limit of either solver.
+        compiled: assemble each step with the compiled kernel when it is built (see
+            :mod:`compiled_assembly`; :attr:`assembly` says which path runs, :attr:`assembly_note` why).
     """
 
     def __init__(
@@ -164,6 +174,7 @@ class Oink:
         eps_abs: float = 1e-6,
         eps_rel: float = 1e-6,
         max_iter: int = 4000,
+        compiled: bool = True,
     ) -> None:
         if qp_solver not in QP_SOLVERS:
             raise InvalidInputError(f"qp_solver: expected one of {', '.join(QP_SOLVERS)}, got {qp_solver!r}")
@@ -186,6 +197,10 @@ class Oink:
             warm_starting=True,
         )
         self.daqp_settings = dict(primal_tol=_DAQP_PRIMAL_TOL, iter_limit=int(max_iter))
+        # The compiled assembly (compiled_assembly.py) when built and asked for, else the numpy path.
+        self.kernel, why = load_kernel() if compiled else (None, "compiled=False")
+        self.assembly = "compiled" if self.kernel is not None else "numpy"
+        self.assembly_note = why  # why the numpy path is used ("" when compiled)
         self.data, self.geom_data = scene.create_data()
         n = self.nv
         self._q_shape = (scene.model.nq,)
@@ -254,6 +269,8 @@ class Oink:
             pin.updateFramePlacements(model, data)
             if lay.needs_geometry:
                 pin.updateGeometryPlacements(model, data, self.scene.collision_model, self.geom_data)
+            if lay.compiled is not None:
+                return self._solve_compiled(q, lay, key, tasks, limits, barriers)
             diagonal = self._build_objective(q, lay)
             for b in barriers:
                 b.update(q, data, self.geom_data)
@@ -276,6 +293,59 @@ class Oink:
             return self._solve_qp(lay)
         except (ValueError, np.linalg.LinAlgError, RuntimeError) as exc:
             return self._fail(f"error: {exc}")
+
+    def _solve_compiled(self, q: np.ndarray, lay: _Layout, key: tuple, tasks, limits, barriers) -> OinkResult:
+        """The step with the compiled assembly (:mod:`compiled_assembly`): the objects update their
+        arrays here, the kernel assembles H, c, the rows and the box and tries the shortcut."""
+        data, geom_data = self.data, self.geom_data
+        ca = lay.compiled
+        for task in ca.tasks:
+            task.update(q, data)
+        for b in ca.barriers:
+            b.update(q, data, geom_data)
+        extra_diagonal = 0.0
+        if lay.python_barriers:  # barriers with their own constraint/regularization: as the numpy path
+            ca.c_offset.fill(0.0)
+            for b in lay.python_barriers:
+                b.update(q, data, geom_data)
+                b.constraint()
+                w = b.regularization_weight()
+                if w > 0.0:
+                    extra_diagonal += w
+                    dq_safe = b.safe_displacement()
+                    if dq_safe is not None:
+                        ca.c_offset -= w * dq_safe
+        for k, lim in enumerate(ca.box):
+            G, lower, upper = lim.bounds(q)
+            if G is not None:
+                break
+            ca.set_box_bounds(k, lower, upper)
+        else:
+            G = None
+        if G is not None or not self._build_row_limits(q, lay) or not ca.refresh():
+            # a limit changed the kind or size of its bounds, or an object swapped an array: new layout
+            lay = self._layout = _Layout(self, q, key, tasks, limits, barriers)
+            if lay.compiled is None or not lay.compiled.refresh():
+                raise ValueError("a task, limit or barrier changes its arrays' shapes from one call to the next")
+            ca = lay.compiled
+            if not self._build_row_limits(q, lay):
+                raise ValueError("a limit's bounds change shape from one call to the next")
+            for k, lim in enumerate(ca.box):
+                ca.set_box_bounds(k, *lim.bounds(q)[1:])
+        code = ca.run(self.regularization, extra_diagonal, self.unconstrained_shortcut)
+        if code < 0:
+            which = "J J^T + lambda I of a priority level" if code == compiled_assembly.NULLSPACE_NOT_PD else "H"
+            raise np.linalg.LinAlgError(f"matrix not positive definite ({which})")
+        if code == compiled_assembly.VIOLATED_BARRIER or (
+            lay.python_barriers and lay.barrier_upper.size and lay.barrier_upper.min() < 0.0
+        ):
+            violated = _most_violated_row(barriers)
+            if violated is not None:
+                return self._solve_recovery(lay, *violated)
+        if code == compiled_assembly.SHORTCUT_FEASIBLE:
+            return OinkResult(self._dq, True, _SHORTCUT)
+        # NEEDS_QP: the kernel tried the shortcut if it was on; VIOLATED_BARRIER without a row: it did not
+        return self._solve_qp(lay, shortcut=self.unconstrained_shortcut and code != compiled_assembly.NEEDS_QP)
 
     def _build_objective(self, q: np.ndarray, lay: _Layout) -> float:
         """Update the tasks; fill A = [W_k J_k N_k], b = [alpha_k W_k e_k] and H = A^T A, c = A^T b.
@@ -316,6 +386,9 @@ class Oink:
     def _build_limits(self, q: np.ndarray, lay: _Layout) -> bool:
         """Fill the box and the other limits' rows of K, d and the QP's lower bounds. False if a limit's
         bounds no longer fit the layout (a box became rows or the number of rows changed)."""
+        return self._build_box(q, lay) and self._build_row_limits(q, lay)
+
+    def _build_box(self, q: np.ndarray, lay: _Layout) -> bool:
         box = lay.box_limits
         if box:
             lower, upper = lay.lower, lay.upper
@@ -332,6 +405,9 @@ class Oink:
                 np.maximum(lower_0 if i == 1 else lower, lo, out=lower)
                 np.minimum(upper_0 if i == 1 else upper, up, out=upper)
             np.negative(lower, out=lay.negative_lower)
+        return True
+
+    def _build_row_limits(self, q: np.ndarray, lay: _Layout) -> bool:
         for lim, G_rows, up_rows, lo_rows, negative_G_rows, negative_lo_rows in lay.row_limits:
             G, lo, up = lim.bounds(q)
             if G is None or G.shape != G_rows.shape:
@@ -359,9 +435,12 @@ class Oink:
         np.dot(lay.K, dq, out=lay.Kdq)
         return np.count_nonzero(np.less_equal(lay.Kdq, lay.d, out=lay.satisfied)) == len(lay.d)  # NaN: not
 
-    def _solve_qp(self, lay: _Layout) -> OinkResult:
-        """The QP with hard barrier rows (no row is violated at q)."""
-        if self.unconstrained_shortcut and self._unconstrained_optimum_is_feasible(lay):
+    def _solve_qp(self, lay: _Layout, shortcut: bool | None = None) -> OinkResult:
+        """The QP with hard barrier rows (no row is violated at q); ``shortcut`` (default:
+        unconstrained_shortcut) tries -H^{-1} c first."""
+        if shortcut is None:
+            shortcut = self.unconstrained_shortcut
+        if shortcut and self._unconstrained_optimum_is_feasible(lay):
             return OinkResult(self._dq, True, _SHORTCUT)
         status = self._limits_conflict(lay)
         if status:
@@ -587,12 +666,29 @@ class _Layout:
         self.needs_geometry = any(b.needs_geometry for b in barriers)
         self._osqp_l = np.zeros(n + m)
         self._osqp_u = np.zeros(n + m)
+        # ---- the compiled assembly (None: the numpy path serves this layout)
+        self.python_barriers = [b for b in barriers if not _assembled_by_kernel(b)]
+        self.compiled = None
+        if oink.kernel is not None:
+            box_arrays = [lim.bounds(q)[1:] for lim in self.box_limits]
+            outputs = dict(H=oink.H, c=oink.c, A=self.A_tasks, b=self.b_tasks, lower=self.lower, upper=self.upper,
+                           negative_lower=self.negative_lower, Kdq=self.Kdq, dq=oink._dq)
+            self.compiled = CompiledAssembly.build(
+                oink.kernel, n, grouped, n_above, self.K, self.d, self.box_limits, box_arrays,
+                [b for b in barriers if _assembled_by_kernel(b)], outputs)
 
     def osqp_bounds(self) -> tuple[np.ndarray, np.ndarray]:
         """The QP's bounds clipped to OSQP's +-1e30."""
         np.maximum(self.lower_qp, -_INF, out=self._osqp_l)
         np.minimum(self.upper_qp, _INF, out=self._osqp_u)
         return self._osqp_l, self._osqp_u
+
+
+def _assembled_by_kernel(b: Barrier) -> bool:
+    """Does ``b`` use the base class's rows and regularization (which the kernel computes)?"""
+    t = type(b)
+    return (t.constraint is Barrier.constraint and t.regularization_weight is Barrier.regularization_weight
+            and t.safe_displacement is Barrier.safe_displacement)
 
 
 class _SlackProblem:

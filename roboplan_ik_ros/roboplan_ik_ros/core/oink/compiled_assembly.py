@@ -1,0 +1,225 @@
+"""The compiled assembly of an OInK step: kernel/oink_kernel.c, loaded with ctypes.
+
+One C call per step does what the numpy path of :mod:`solver` does in ~100 small numpy calls: the
+nullspace projectors, H and c, the rows of every barrier that uses :class:`Barrier`'s own
+``constraint``/``regularization_weight``/``safe_displacement``, the box of the box limits, and the
+unconstrained shortcut ``-H^{-1} c`` with its feasibility check over every row. Tasks, limits and
+barriers stay Python objects that fill their arrays in place (``Task.update``, ``Barrier.update``,
+``Limit.bounds``): a new type is a Python file, with no change here. The kernel reads those arrays
+through pointers taken once per layout; :meth:`CompiledAssembly.refresh` checks every step that each
+object still holds the same arrays (and copies its scalars: gains, damping, margins), so an object
+that swaps an array makes the solver rebuild the layout instead of reading freed memory.
+
+The library is built with the package (setup.py: ``roboplan_ik_ros.core.oink._oink_kernel``, a plain
+shared library with no Python API). Without it (no C compiler at install time), :func:`load_kernel`
+says why and OInK runs the numpy path: the same math, slower (tests run both against each other and
+against the seed's formulas).
+"""
+
+from __future__ import annotations
+
+import ctypes
+import importlib.machinery
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+if TYPE_CHECKING:
+    from .barriers.barrier import Barrier
+    from .limits.limit import Limit
+    from .tasks.task import Task
+
+_LIBRARY_STEM = "_oink_kernel"
+
+# Return codes of oink_assemble (see oink_kernel.c).
+SHORTCUT_FEASIBLE = 0
+NEEDS_QP = 1
+VIOLATED_BARRIER = 2
+H_NOT_PD = -1
+NULLSPACE_NOT_PD = -2
+
+_p = ctypes.c_void_p
+_i64 = ctypes.c_int64
+_f64 = ctypes.c_double
+
+
+class _KernelProblem(ctypes.Structure):
+    """Mirror of ``oink_problem`` in oink_kernel.c (same field order)."""
+
+    _fields_ = [
+        ("n", _i64), ("n_tasks", _i64), ("n_levels", _i64), ("n_barriers", _i64), ("n_box", _i64), ("n_K", _i64),
+        ("shortcut", _i64),
+        ("level_end", _p), ("task_rows", _p), ("task_J", _p), ("task_e", _p), ("task_w", _p), ("task_params", _p),
+        ("A", _p), ("b", _p), ("J_above", _p), ("JJt", _p), ("X", _p), ("N", _p), ("H", _p), ("c", _p), ("L", _p),
+        ("regularization", _f64), ("extra_diagonal", _f64), ("c_offset", _p),
+        ("barrier_rows", _p), ("barrier_h", _p), ("barrier_J", _p), ("barrier_G", _p), ("barrier_upper", _p),
+        ("barrier_params", _p), ("barrier_weight", _p),
+        ("box_lower", _p), ("box_upper", _p), ("lower", _p), ("upper", _p), ("negative_lower", _p),
+        ("K", _p), ("d", _p), ("Kdq", _p), ("dq", _p), ("barrier_min_upper", _p),
+    ]
+
+
+def _library_path() -> Path | None:
+    here = Path(__file__).resolve().parent
+    for suffix in importlib.machinery.EXTENSION_SUFFIXES:
+        path = here / f"{_LIBRARY_STEM}{suffix}"
+        if path.is_file():
+            return path
+    return None
+
+
+_kernel = None
+_kernel_error = ""
+
+
+def load_kernel():
+    """(the ctypes function oink_assemble, "") or (None, why it is not available)."""
+    global _kernel, _kernel_error
+    if _kernel is None and not _kernel_error:
+        path = _library_path()
+        if path is None:
+            _kernel_error = (f"{_LIBRARY_STEM} is not built (no C compiler when the package was installed?); "
+                             "OInK uses its numpy assembly (same results, slower)")
+        else:
+            try:
+                fn = ctypes.CDLL(str(path)).oink_assemble
+                fn.argtypes = [ctypes.c_void_p]
+                fn.restype = ctypes.c_int
+                _kernel = fn
+            except (OSError, AttributeError) as exc:
+                _kernel_error = f"cannot load {path}: {exc}; OInK uses its numpy assembly"
+    return _kernel, _kernel_error
+
+
+def _usable(a: np.ndarray, shape: tuple) -> bool:
+    return isinstance(a, np.ndarray) and a.dtype == np.float64 and a.flags.c_contiguous and a.shape == shape
+
+
+def _pointers(arrays) -> np.ndarray:
+    return np.array([a.ctypes.data for a in arrays], dtype=np.uintp)
+
+
+class CompiledAssembly:
+    """The kernel's view of one solver layout. Build with :meth:`build` (None when some object's
+    arrays do not suit the kernel: then the numpy path serves that layout)."""
+
+    @classmethod
+    def build(cls, fn, n: int, levels, nullspace_rows: int, K: np.ndarray, d: np.ndarray, box: list[Limit],
+              box_arrays, barriers: list[Barrier], outputs: dict) -> CompiledAssembly | None:
+        tasks = [t for level in levels for t in level]
+        for t in tasks:
+            m = len(t.error)
+            if not (_usable(t.jacobian, (m, n)) and _usable(t.error, (m,)) and _usable(t.sqrt_weight, (m,))):
+                return None
+        for b in barriers:
+            if not (_usable(b.value, (b.size,)) and _usable(b.jacobian, (b.size, n)) and _usable(b.G, (b.size, n))
+                    and _usable(b.upper, (b.size,))):
+                return None
+        for lo, up in box_arrays:
+            if not (_usable(lo, (n,)) and _usable(up, (n,))):
+                return None
+        for name, a in outputs.items():
+            if not isinstance(a, np.ndarray) or a.dtype != np.float64 or not a.flags.c_contiguous:
+                raise ValueError(f"kernel output {name} must be a C-contiguous float64 array")
+        return cls(fn, n, levels, tasks, nullspace_rows, K, d, box, box_arrays, barriers, outputs)
+
+    def __init__(self, fn, n, levels, tasks, nullspace_rows, K, d, box, box_arrays, barriers, outputs) -> None:
+        self._fn = fn
+        self.tasks = tasks
+        self.barriers = barriers
+        self.box = box
+        # What the kernel points at, held here so that it outlives the layout's use of it.
+        self._task_arrays = [(t, t.jacobian, t.error, t.sqrt_weight) for t in tasks]
+        self._barrier_arrays = [(b, b.value, b.jacobian, b.G, b.upper) for b in barriers]
+        self._box_arrays = [list(pair) for pair in box_arrays]  # the arrays the kernel reads, per box limit
+        self._box_stage = [(np.zeros(n), np.zeros(n)) for _ in box]  # for a limit that returns other arrays
+        rows_above = max(nullspace_rows, 1)
+        self._level_end = np.cumsum([len(level) for level in levels]).astype(np.int64)
+        self._task_rows = np.array([len(t.error) for t in tasks], dtype=np.int64)
+        self._task_ptrs = [_pointers(col) for col in zip(*[(J, e, w) for _, J, e, w in self._task_arrays])] \
+            if tasks else [np.zeros(0, np.uintp)] * 3
+        self.task_params = np.zeros(2 * max(len(tasks), 1))
+        self._J_above = np.zeros((rows_above, n))
+        self._JJt = np.zeros((rows_above, rows_above))
+        self._X = np.zeros((rows_above, n))
+        self._N = np.zeros((n, n))
+        self._L = np.zeros((n, n))
+        self.c_offset = np.zeros(n)
+        self._barrier_rows = np.array([b.size for b in barriers] or [0], dtype=np.int64)
+        if barriers:
+            self._barrier_ptrs = [_pointers(col) for col in zip(*[arrs[1:] for arrs in self._barrier_arrays])]
+        else:
+            self._barrier_ptrs = [np.zeros(1, np.uintp)] * 4
+        self.barrier_params = np.zeros(3 * max(len(barriers), 1))
+        self.barrier_weight = np.zeros(max(len(barriers), 1))
+        self._box_ptrs = [_pointers(col) for col in zip(*self._box_arrays)] if box else [np.zeros(1, np.uintp)] * 2
+        self.barrier_min_upper = np.full(1, np.inf)
+        self._outputs = outputs  # H, c, A, b, lower, upper, negative_lower, Kdq, dq: the solver's buffers
+        self._K, self._d = K, d
+        o = outputs
+        self.problem = _KernelProblem(
+            n=n, n_tasks=len(tasks), n_levels=len(levels), n_barriers=len(barriers), n_box=len(box), n_K=len(K),
+            shortcut=1,
+            level_end=self._level_end.ctypes.data, task_rows=self._task_rows.ctypes.data,
+            task_J=self._task_ptrs[0].ctypes.data, task_e=self._task_ptrs[1].ctypes.data,
+            task_w=self._task_ptrs[2].ctypes.data, task_params=self.task_params.ctypes.data,
+            A=o["A"].ctypes.data, b=o["b"].ctypes.data, J_above=self._J_above.ctypes.data,
+            JJt=self._JJt.ctypes.data, X=self._X.ctypes.data, N=self._N.ctypes.data,
+            H=o["H"].ctypes.data, c=o["c"].ctypes.data, L=self._L.ctypes.data,
+            regularization=0.0, extra_diagonal=0.0, c_offset=self.c_offset.ctypes.data,
+            barrier_rows=self._barrier_rows.ctypes.data,
+            barrier_h=self._barrier_ptrs[0].ctypes.data, barrier_J=self._barrier_ptrs[1].ctypes.data,
+            barrier_G=self._barrier_ptrs[2].ctypes.data, barrier_upper=self._barrier_ptrs[3].ctypes.data,
+            barrier_params=self.barrier_params.ctypes.data, barrier_weight=self.barrier_weight.ctypes.data,
+            box_lower=self._box_ptrs[0].ctypes.data, box_upper=self._box_ptrs[1].ctypes.data,
+            lower=o["lower"].ctypes.data, upper=o["upper"].ctypes.data,
+            negative_lower=o["negative_lower"].ctypes.data,
+            K=K.ctypes.data, d=d.ctypes.data, Kdq=o["Kdq"].ctypes.data, dq=o["dq"].ctypes.data,
+            barrier_min_upper=self.barrier_min_upper.ctypes.data,
+        )
+        self._address = ctypes.addressof(self.problem)
+
+    def refresh(self) -> bool:
+        """Copy the objects' scalars for this step; False if an object no longer holds the arrays the
+        kernel points at (rebuild the layout)."""
+        params = self.task_params
+        i = 0
+        for t, J, e, w in self._task_arrays:
+            if t.jacobian is not J or t.error is not e or t.sqrt_weight is not w:
+                return False
+            params[i] = t.task_gain
+            params[i + 1] = t.lm_damping
+            i += 2
+        params = self.barrier_params
+        i = 0
+        for b, h, J, G, up in self._barrier_arrays:
+            if b.value is not h or b.jacobian is not J or b.G is not G or b.upper is not up:
+                return False
+            params[i] = b.dt * b.gain
+            params[i + 1] = b.safety_margin
+            params[i + 2] = b.safe_displacement_gain
+            i += 3
+        return True
+
+    def set_box_bounds(self, k: int, lower: np.ndarray, upper: np.ndarray) -> None:
+        """The bounds box limit k returned this step: read in place when they are the arrays the kernel
+        points at, else copied into staging arrays that it then points at (raises ValueError on a bad shape)."""
+        held = self._box_arrays[k]
+        if lower is held[0] and upper is held[1]:
+            return
+        stage = self._box_stage[k]
+        np.copyto(stage[0], lower)
+        np.copyto(stage[1], upper)
+        if held[0] is not stage[0]:
+            held[0], held[1] = stage
+            self._box_ptrs[0][k] = stage[0].ctypes.data
+            self._box_ptrs[1][k] = stage[1].ctypes.data
+
+    def run(self, regularization: float, extra_diagonal: float, shortcut: bool) -> int:
+        """One assembly (after the tasks, barriers and box limits were updated at q); a return code above."""
+        p = self.problem
+        p.regularization = regularization
+        p.extra_diagonal = extra_diagonal
+        p.shortcut = shortcut
+        return self._fn(self._address)

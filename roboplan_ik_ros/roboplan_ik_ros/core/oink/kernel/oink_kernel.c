@@ -1,0 +1,264 @@
+/* OInK's dense assembly in one call: the nullspace projectors, H and c, the barrier rows, the box,
+ * and the unconstrained shortcut -H^{-1} c with its feasibility check.
+ *
+ * The same arithmetic as the numpy path of solver.py (Oink._build_objective, Barrier.constraint,
+ * Barrier.regularization_weight, Oink._build_limits for box limits, _unconstrained_optimum_is_feasible),
+ * written as plain loops over the small dense matrices of one step. The task, limit and barrier
+ * classes stay in Python: they fill their Jacobians, errors, values and bounds in place, and this
+ * kernel reads them through pointers that solver.py's _CompiledAssembly holds (and checks) per step.
+ * Nothing here knows a task, limit or barrier type.
+ *
+ * Every matrix is row-major (numpy C order) and double precision. Loaded with ctypes: no Python API.
+ */
+#include <math.h>
+#include <stdint.h>
+#include <string.h>
+
+#define MIN_JACOBIAN_NORM2 1e-12 /* as barrier.py: below it the regularization weight is 0 */
+#define LARGE 1e300              /* as barrier.py: |h| capped so that an unused row (h = inf) gives inf */
+
+/* The layout of one list of tasks, limits and barriers; the field order matches _KernelProblem in
+ * compiled_assembly.py. */
+typedef struct {
+    int64_t n;           /* group nv */
+    int64_t n_tasks;     /* in priority order (highest first) */
+    int64_t n_levels;
+    int64_t n_barriers;  /* barriers assembled here (the generic Barrier.constraint) */
+    int64_t n_box;       /* box limits */
+    int64_t n_K;         /* rows of K and d */
+    int64_t shortcut;    /* 1: try -H^{-1} c */
+    const int64_t *level_end;   /* [n_levels] one past the last task of each level */
+    const int64_t *task_rows;   /* [n_tasks] rows of each task */
+    const double *const *task_J;      /* [n_tasks] (rows x n) signed task Jacobian */
+    const double *const *task_e;      /* [n_tasks] (rows) error */
+    const double *const *task_w;      /* [n_tasks] (rows) sqrt of the costs: diag(W) */
+    const double *task_params;        /* [2 n_tasks] task_gain alpha, lm_damping */
+    double *A;           /* (rows_tasks x n) W J N, one block per task */
+    double *b;           /* (rows_tasks) alpha W e */
+    double *J_above;     /* (rows above the last level x n) raw stacked Jacobians */
+    double *JJt;         /* scratch (rows above)^2 */
+    double *X;           /* scratch (rows above x n) */
+    double *N;           /* (n x n) projector of the levels so far */
+    double *H;           /* (n x n) out */
+    double *c;           /* (n) out */
+    double *L;           /* (n x n) scratch: Cholesky factor of H */
+    double regularization; /* lambda */
+    double extra_diagonal; /* added to H's diagonal (barriers assembled in Python) */
+    const double *c_offset;  /* (n) added to c (barriers assembled in Python: -w dq_safe) */
+    const int64_t *barrier_rows;      /* [n_barriers] */
+    const double *const *barrier_h;   /* [n_barriers] (rows) h at q */
+    const double *const *barrier_J;   /* [n_barriers] (rows x n) dh/dq */
+    double *const *barrier_G;         /* [n_barriers] (rows x n) out: -dh/dq, rows of K */
+    double *const *barrier_upper;     /* [n_barriers] (rows) out: rows of d */
+    const double *barrier_params;     /* [3 n_barriers] dt * gain, safety_margin, safe_displacement_gain */
+    double *barrier_weight;           /* [n_barriers] out: r / ||J_h||^2 (0 when J_h vanishes) */
+    const double *const *box_lower;   /* [n_box] (n) */
+    const double *const *box_upper;   /* [n_box] (n) */
+    double *lower;       /* (n) out: the box, lower_qp[:n] */
+    double *upper;       /* (n) out: d[:n] */
+    double *negative_lower; /* (n) out: rows of d */
+    const double *K;     /* (n_K x n) every constraint: K dq <= d */
+    const double *d;     /* (n_K) */
+    double *Kdq;         /* (n_K) scratch */
+    double *dq;          /* (n) out: -H^{-1} c when the shortcut ran */
+    double *barrier_min_upper; /* (1) out: least bound of the barrier rows (+inf without rows) */
+} oink_problem;
+
+enum {
+    OINK_SHORTCUT_FEASIBLE = 0, /* dq = -H^{-1} c satisfies K dq <= d: the optimum */
+    OINK_NEEDS_QP = 1,          /* H, c, rows and box are assembled; the shortcut did not apply */
+    OINK_VIOLATED_BARRIER = 2,  /* a barrier row has a negative bound: the slack problem is needed */
+    OINK_H_NOT_PD = -1,         /* Cholesky of H failed */
+    OINK_NULLSPACE_NOT_PD = -2, /* Cholesky of J J^T + lambda I failed */
+};
+
+/* In place: the lower Cholesky factor of the SPD (m x m) matrix in a; 0 on success. */
+static int cholesky(double *a, int64_t m) {
+    for (int64_t j = 0; j < m; ++j) {
+        double s = a[j * m + j];
+        for (int64_t k = 0; k < j; ++k) s -= a[j * m + k] * a[j * m + k];
+        if (!(s > 0.0)) return -1; /* also NaN */
+        const double ljj = sqrt(s);
+        a[j * m + j] = ljj;
+        for (int64_t i = j + 1; i < m; ++i) {
+            double t = a[i * m + j];
+            for (int64_t k = 0; k < j; ++k) t -= a[i * m + k] * a[j * m + k];
+            a[i * m + j] = t / ljj;
+        }
+    }
+    return 0;
+}
+
+/* In place: x <- (L L^T)^{-1} x for the factor in the lower triangle of l (m x m); x has `cols`
+ * right-hand sides stored as columns of a row-major (m x cols) matrix. */
+static void cholesky_solve(const double *l, int64_t m, double *x, int64_t cols) {
+    for (int64_t col = 0; col < cols; ++col) {
+        for (int64_t i = 0; i < m; ++i) { /* L y = x */
+            double t = x[i * cols + col];
+            for (int64_t k = 0; k < i; ++k) t -= l[i * m + k] * x[k * cols + col];
+            x[i * cols + col] = t / l[i * m + i];
+        }
+        for (int64_t i = m - 1; i >= 0; --i) { /* L^T z = y */
+            double t = x[i * cols + col];
+            for (int64_t k = i + 1; k < m; ++k) t -= l[k * m + i] * x[k * cols + col];
+            x[i * cols + col] = t / l[i * m + i];
+        }
+    }
+}
+
+/* N <- I - Js^T (Js Js^T + lambda I)^{-1} Js for the first r rows of J_above. */
+static int nullspace(oink_problem *p, int64_t r) {
+    const int64_t n = p->n;
+    const double *Js = p->J_above;
+    for (int64_t i = 0; i < r; ++i) {
+        for (int64_t j = 0; j <= i; ++j) {
+            double s = 0.0;
+            for (int64_t k = 0; k < n; ++k) s += Js[i * n + k] * Js[j * n + k];
+            p->JJt[i * r + j] = s;
+        }
+        p->JJt[i * r + i] += p->regularization;
+    }
+    if (cholesky(p->JJt, r) != 0) return -1;
+    memcpy(p->X, Js, (size_t)(r * n) * sizeof(double));
+    cholesky_solve(p->JJt, r, p->X, n);
+    for (int64_t i = 0; i < n; ++i) {
+        for (int64_t j = 0; j < n; ++j) {
+            double s = 0.0;
+            for (int64_t k = 0; k < r; ++k) s += Js[k * n + i] * p->X[k * n + j];
+            p->N[i * n + j] = (i == j ? 1.0 : 0.0) - s;
+        }
+    }
+    return 0;
+}
+
+/* A, b, J_above and the projectors; returns what H's diagonal needs from the tasks (sum of mu_k). */
+static int tasks(oink_problem *p, double *damping) {
+    const int64_t n = p->n;
+    int64_t row = 0, task = 0;
+    double mu = 0.0;
+    for (int64_t level = 0; level < p->n_levels; ++level) {
+        for (; task < p->level_end[level]; ++task) {
+            const int64_t m = p->task_rows[task];
+            const double *J = p->task_J[task], *e = p->task_e[task], *w = p->task_w[task];
+            const double gain = p->task_params[2 * task], lm = p->task_params[2 * task + 1];
+            double *A = p->A + row * n, *b = p->b + row;
+            double bb = 0.0;
+            for (int64_t i = 0; i < m; ++i) {
+                if (level == 0) {
+                    for (int64_t j = 0; j < n; ++j) A[i * n + j] = J[i * n + j] * w[i];
+                } else { /* (J N) * w */
+                    for (int64_t j = 0; j < n; ++j) {
+                        double s = 0.0;
+                        for (int64_t k = 0; k < n; ++k) s += J[i * n + k] * p->N[k * n + j];
+                        A[i * n + j] = s * w[i];
+                    }
+                }
+                b[i] = e[i] * w[i] * gain;
+                bb += b[i] * b[i];
+            }
+            if (lm > 0.0) mu += lm * bb; /* mu_k = lambda_LM ||W alpha e||^2 */
+            if (level + 1 < p->n_levels) memcpy(p->J_above + row * n, J, (size_t)(m * n) * sizeof(double));
+            row += m;
+        }
+        if (level + 1 < p->n_levels && nullspace(p, row) != 0) return -1;
+    }
+    /* H = A^T A, c = A^T b (lower triangle, then mirrored) */
+    for (int64_t i = 0; i < n; ++i) {
+        for (int64_t j = 0; j <= i; ++j) {
+            double s = 0.0;
+            for (int64_t r = 0; r < row; ++r) s += p->A[r * n + i] * p->A[r * n + j];
+            p->H[i * n + j] = s;
+            p->H[j * n + i] = s;
+        }
+        double s = 0.0;
+        for (int64_t r = 0; r < row; ++r) s += p->A[r * n + i] * p->b[r];
+        p->c[i] = s + p->c_offset[i];
+    }
+    *damping = mu;
+    return 0;
+}
+
+/* G = -J_h, upper = dt gain h / (1 + |h|) - margin, weight = r / ||J_h||^2; returns the sum of the weights. */
+static double barriers(oink_problem *p) {
+    const int64_t n = p->n;
+    double total = 0.0, least = INFINITY;
+    for (int64_t k = 0; k < p->n_barriers; ++k) {
+        const int64_t m = p->barrier_rows[k];
+        const double *h = p->barrier_h[k], *J = p->barrier_J[k];
+        double *G = p->barrier_G[k], *up = p->barrier_upper[k];
+        const double scale = p->barrier_params[3 * k], margin = p->barrier_params[3 * k + 1];
+        const double safe_gain = p->barrier_params[3 * k + 2];
+        double norm2 = 0.0;
+        for (int64_t i = 0; i < m; ++i) {
+            for (int64_t j = 0; j < n; ++j) {
+                const double v = J[i * n + j];
+                G[i * n + j] = -v;
+                norm2 += v * v;
+            }
+            const double a = fabs(h[i]);
+            up[i] = h[i] / (1.0 + (a < LARGE ? a : LARGE)) * scale - margin;
+            if (up[i] < least) least = up[i];
+        }
+        const double w = norm2 > MIN_JACOBIAN_NORM2 ? safe_gain / norm2 : 0.0;
+        p->barrier_weight[k] = w;
+        total += w;
+    }
+    p->barrier_min_upper[0] = least;
+    return total;
+}
+
+/* np.maximum / np.minimum: a NaN in either argument gives NaN. */
+static inline double nan_max(double a, double b) { return (a != a || b != b) ? NAN : (a > b ? a : b); }
+static inline double nan_min(double a, double b) { return (a != a || b != b) ? NAN : (a < b ? a : b); }
+
+/* The box: the largest lower and least upper bound of the box limits. */
+static void box(oink_problem *p) {
+    const int64_t n = p->n;
+    if (p->n_box == 0) return;
+    memcpy(p->lower, p->box_lower[0], (size_t)n * sizeof(double));
+    memcpy(p->upper, p->box_upper[0], (size_t)n * sizeof(double));
+    for (int64_t k = 1; k < p->n_box; ++k) {
+        const double *lo = p->box_lower[k], *up = p->box_upper[k];
+        for (int64_t j = 0; j < n; ++j) {
+            p->lower[j] = nan_max(p->lower[j], lo[j]);
+            p->upper[j] = nan_min(p->upper[j], up[j]);
+        }
+    }
+    for (int64_t j = 0; j < n; ++j) p->negative_lower[j] = -p->lower[j];
+}
+
+/* dq = -H^{-1} c; 1 if K dq <= d holds on every row (a NaN fails it). */
+static int shortcut(oink_problem *p, int *not_pd) {
+    const int64_t n = p->n;
+    memcpy(p->L, p->H, (size_t)(n * n) * sizeof(double));
+    *not_pd = 0;
+    if (cholesky(p->L, n) != 0) {
+        *not_pd = 1;
+        return 0;
+    }
+    for (int64_t j = 0; j < n; ++j) p->dq[j] = -p->c[j];
+    cholesky_solve(p->L, n, p->dq, 1);
+    int feasible = 1;
+    for (int64_t i = 0; i < p->n_K; ++i) {
+        double s = 0.0;
+        for (int64_t j = 0; j < n; ++j) s += p->K[i * n + j] * p->dq[j];
+        p->Kdq[i] = s;
+        if (!(s <= p->d[i])) feasible = 0;
+    }
+    return feasible;
+}
+
+int oink_assemble(oink_problem *p) {
+    double damping = 0.0;
+    if (tasks(p, &damping) != 0) return OINK_NULLSPACE_NOT_PD;
+    const double weights = barriers(p);
+    const double diagonal = p->regularization + damping + weights + p->extra_diagonal;
+    for (int64_t j = 0; j < p->n; ++j) p->H[j * p->n + j] += diagonal;
+    box(p);
+    if (p->barrier_min_upper[0] < 0.0) return OINK_VIOLATED_BARRIER;
+    if (!p->shortcut) return OINK_NEEDS_QP;
+    int not_pd = 0;
+    const int feasible = shortcut(p, &not_pd);
+    if (not_pd) return OINK_H_NOT_PD;
+    return feasible ? OINK_SHORTCUT_FEASIBLE : OINK_NEEDS_QP;
+}

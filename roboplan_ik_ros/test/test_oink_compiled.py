@@ -1,0 +1,154 @@
+"""The compiled assembly (core/oink/compiled_assembly.py + kernel/oink_kernel.c) against the numpy path.
+
+Both assemble the same step from the same objects; they must give the same H, c, rows, box, dq and
+status, also for objects the kernel does not know: a barrier with its own constraint(), a limit that
+returns new arrays every call, a task that swaps its arrays. test_oink_oracle.py checks both paths
+against the seed's formulas.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from models import scene
+from roboplan_ik_ros.core import ConfigurationTask, FrameTask, Oink, PositionBarrier, PositionLimit, VelocityLimit
+from roboplan_ik_ros.core.oink.barriers.barrier import Barrier
+from roboplan_ik_ros.core.oink.limits.limit import Bounds, Limit
+from roboplan_ik_ros.core.oink.tasks.task import Task
+
+TIP = "panda_hand_tcp"
+DT = 0.01
+
+
+@pytest.fixture(scope="module")
+def panda():
+    return scene("panda")
+
+
+def test_the_kernel_is_built_by_the_install(panda):
+    """bootstrap (pip install -e) and colcon build the kernel with setup.py: the default is compiled."""
+    oink = Oink(panda, "arm")
+    assert oink.assembly == "compiled", oink.assembly_note
+    assert Oink(panda, "arm", compiled=False).assembly == "numpy"
+
+
+class SlowBox(Limit):
+    """A box limit written the simplest way: new arrays at every call (the kernel copies them)."""
+
+    name = "slow_box"
+
+    def __init__(self, n: int, step: float) -> None:
+        self.n, self.step = n, step
+
+    def bounds(self, q):
+        return Bounds(None, np.full(self.n, -self.step), np.full(self.n, self.step))
+
+
+class ShiftedBox(PositionBarrier):
+    """A barrier with its own rows and regularization (the kernel leaves it to Python)."""
+
+    def constraint(self):
+        G, up = super().constraint()
+        up *= 0.5
+        return G, up
+
+    def regularization_weight(self) -> float:
+        return 2.0 * super().regularization_weight()
+
+    def safe_displacement(self):
+        return np.full(self.oink.nv, 1e-3)
+
+
+class SwappingTask(Task):
+    """Posture-like task that allocates new arrays in every update (a legal, if slow, task)."""
+
+    def __init__(self, oink, q_target) -> None:
+        super().__init__(oink, oink.nv, 1.0, 0.0, 2, "swapping")
+        self.q_target = q_target
+
+    def update(self, q, data) -> None:
+        self.jacobian = -np.eye(self.oink.nv)
+        self.error = self.q_target - q[self.oink.group.q_indices]
+
+
+def _make(panda, compiled: bool, variant: str):
+    oink = Oink(panda, "arm", 1e-6, compiled=compiled)
+    q0 = panda.named_configuration("default")
+    p0 = panda.frame_pose(q0, TIP).translation
+    qg = q0[oink.group.q_indices]
+    tasks = [FrameTask(oink, TIP, None, task_gain=0.8, lm_damping=0.05)]
+    tasks.append(SwappingTask(oink, qg.copy()) if variant == "swap" else ConfigurationTask(oink, qg, 0.05, priority=2))
+    limits = [PositionLimit(oink), VelocityLimit(oink, DT)]
+    if variant == "slow_box":
+        limits.append(SlowBox(oink.nv, 0.015))
+    barriers = [PositionBarrier(oink, TIP, p0 - 0.5, p0 + [0.5, 0.5, 0.07], DT)]
+    if variant == "own_rows":
+        barriers.append(ShiftedBox(oink, TIP, p0 - 0.4, p0 + [0.4, 0.4, 0.05], DT, name="shifted"))
+    return oink, tasks, limits, barriers
+
+
+@pytest.mark.parametrize("variant", ["plain", "slow_box", "own_rows", "swap"])
+def test_compiled_equals_numpy_step_by_step(panda, variant):
+    runs = [_make(panda, compiled, variant) for compiled in (True, False)]
+    assert runs[0][0].assembly == "compiled" and runs[1][0].assembly == "numpy"
+    rng = np.random.default_rng(7)
+    q = panda.named_configuration("default")
+    kinds = set()
+    for k in range(300):
+        if k % 50 == 0:  # a jump of the target: the QP and the barrier rows come into play
+            T = panda.frame_pose(q, TIP)
+            T.translation = T.translation + rng.uniform(-0.25, 0.25, 3)
+            for oink, tasks, _, _ in runs:
+                tasks[0].set_target(T)
+        results = [oink.solve(q, tasks, limits, barriers) for oink, tasks, limits, barriers in runs]
+        (fast, slow) = results
+        assert fast.status == slow.status and fast.ok == slow.ok and fast.used_qp == slow.used_qp
+        assert fast.recovering == slow.recovering
+        np.testing.assert_allclose(fast.dq, slow.dq, rtol=0, atol=1e-10)
+        a, b = runs[0][0].last_qp(), runs[1][0].last_qp()
+        for x, y in zip(a, b):
+            np.testing.assert_allclose(x, y, rtol=1e-12, atol=1e-12)
+        kinds.add("recovery" if fast.recovering else "qp" if fast.used_qp else "shortcut")
+        q = panda.integrate(q, runs[0][0].scatter(fast.dq))
+    assert {"qp", "shortcut"} <= kinds
+
+
+def test_non_finite_inputs_fail_alike(panda):
+    runs = [_make(panda, compiled, "plain") for compiled in (True, False)]
+    q = panda.named_configuration("default")
+    for oink, tasks, limits, barriers in runs:
+        oink.solve(q, tasks, limits, barriers)
+        tasks[0].sqrt_weight[0] = np.nan  # a weight set in place to NaN (the node validates; the core must not crash)
+    fast, slow = (oink.solve(q, tasks, limits, barriers) for oink, tasks, limits, barriers in runs)
+    assert not fast.ok and not slow.ok
+    assert not fast.dq.any()
+
+
+def test_a_limit_that_turns_into_rows_rebuilds_the_layout(panda):
+    """A limit whose bounds change kind (box -> rows) gets a new layout on both paths."""
+
+    class Switching(Limit):
+        name = "switching"
+
+        def __init__(self, n):
+            self.n, self.calls = n, 0
+
+        def bounds(self, q):
+            self.calls += 1
+            if self.calls < 5:
+                return Bounds(None, np.full(self.n, -0.02), np.full(self.n, 0.02))
+            return Bounds(np.eye(self.n)[:2], np.full(2, -0.01), np.full(2, 0.01))
+
+    for compiled in (True, False):
+        oink, tasks, limits, barriers = _make(panda, compiled, "plain")
+        limits.append(Switching(oink.nv))
+        q = panda.named_configuration("default")
+        T = panda.frame_pose(q, TIP)
+        T.translation = T.translation + [0.2, 0.0, 0.0]
+        tasks[0].set_target(T)
+        for _ in range(10):
+            res = oink.solve(q, tasks, limits, barriers)
+            assert res.ok, res.status
+            q = panda.integrate(q, oink.scatter(res.dq))
+        assert np.abs(res.dq[:2]).max() <= 0.01 + 1e-9  # the rows hold
