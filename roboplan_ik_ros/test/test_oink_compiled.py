@@ -9,6 +9,7 @@ against the seed's formulas.
 from __future__ import annotations
 
 import numpy as np
+import pinocchio as pin
 import pytest
 
 from models import scene
@@ -152,3 +153,31 @@ def test_a_limit_that_turns_into_rows_rebuilds_the_layout(panda):
             assert res.ok, res.status
             q = panda.integrate(q, oink.scatter(res.dq))
         assert np.abs(res.dq[:2]).max() <= 0.01 + 1e-9  # the rows hold
+
+
+@pytest.mark.parametrize("angle", [0.0, 1e-12, 1e-6, 1e-4, 0.3, 2.0, np.pi - 0.1, np.pi - 1.1e-3, np.pi - 0.9e-3,
+                                   np.pi - 1e-6, np.pi - 1e-10])
+def test_kernel_frame_task_equals_frame_task_update(panda, angle):
+    """The kernel's FrameTask (frame Jacobian from data.J, log3, saturation) against FrameTask.update
+    (pinocchio's getFrameJacobian and log3), including the rotation errors near 0 and near pi where
+    log3 changes formula."""
+    rng = np.random.default_rng(int(angle * 1e6) % 1000)
+    for saturation in (np.inf, 0.05):
+        fast, slow = (Oink(panda, "arm", compiled=c) for c in (True, False))
+        tasks = [FrameTask(o, TIP, None, max_position_error=saturation, max_rotation_error=saturation)
+                 for o in (fast, slow)]
+        for _ in range(5):
+            q = panda.random_configuration(rng, fast.group)
+            axis = rng.normal(size=3)
+            axis /= np.linalg.norm(axis)
+            T = panda.frame_pose(q, TIP)
+            target = pin.SE3(T.rotation @ pin.exp3(angle * axis), T.translation + rng.uniform(-0.2, 0.2, 3))
+            for o, t in zip((fast, slow), tasks):
+                t.set_target(target)
+                o.solve(q, [t], [])
+            a, b = tasks
+            np.testing.assert_allclose(a.jacobian, b.jacobian, rtol=0, atol=1e-12)
+            np.testing.assert_allclose(a.error[:3], b.error[:3], rtol=0, atol=1e-12)
+            np.testing.assert_allclose(a.error[3:], b.error[3:], rtol=0, atol=1e-9)
+            assert a.position_error == pytest.approx(b.position_error, abs=1e-12)
+            assert a.orientation_error == pytest.approx(b.orientation_error, abs=1e-9)

@@ -5,7 +5,10 @@ nullspace projectors, H and c, the rows of every barrier that uses :class:`Barri
 ``constraint``/``regularization_weight``/``safe_displacement``, the box of the box limits, and the
 unconstrained shortcut ``-H^{-1} c`` with its feasibility check over every row. Tasks, limits and
 barriers stay Python objects that fill their arrays in place (``Task.update``, ``Barrier.update``,
-``Limit.bounds``): a new type is a Python file, with no change here. The kernel reads those arrays
+``Limit.bounds``): a new type is a Python file, with no change here. Objects of exactly FrameTask and
+PositionBarrier (not subclasses) are updated by the kernel itself from pinocchio's Data (joint
+Jacobians and frame placements read in place), with the formulas of their update() (tested equal,
+including log3 near 0 and pi); FrameTask still handles a missing target in Python. The kernel reads those arrays
 through pointers taken once per layout; :meth:`CompiledAssembly.refresh` checks every step that each
 object still holds the same arrays (and copies its scalars: gains, damping, margins), so an object
 that swaps an array makes the solver rebuild the layout instead of reading freed memory.
@@ -44,6 +47,20 @@ _i64 = ctypes.c_int64
 _f64 = ctypes.c_double
 
 
+class _FrameRef(ctypes.Structure):
+    _fields_ = [("J_world", _p), ("J_row_stride", _i64), ("J_col_stride", _i64), ("p", _p), ("p_stride", _i64),
+                ("R", _p), ("R_row_stride", _i64), ("R_col_stride", _i64), ("columns", _p), ("support", _p)]
+
+
+class _FrameTask(ctypes.Structure):
+    _fields_ = [("frame", _FrameRef), ("p_target", _p), ("R_target", _p), ("max_error", _p), ("J", _p), ("e", _p),
+                ("norms", _p)]
+
+
+class _FramePositionBarrier(ctypes.Structure):
+    _fields_ = [("frame", _FrameRef), ("rows", _i64), ("select", _p), ("offset", _p), ("h", _p), ("J", _p)]
+
+
 class _KernelProblem(ctypes.Structure):
     """Mirror of ``oink_problem`` in oink_kernel.c (same field order)."""
 
@@ -56,8 +73,81 @@ class _KernelProblem(ctypes.Structure):
         ("barrier_rows", _p), ("barrier_h", _p), ("barrier_J", _p), ("barrier_G", _p), ("barrier_upper", _p),
         ("barrier_params", _p), ("barrier_weight", _p),
         ("box_lower", _p), ("box_upper", _p), ("lower", _p), ("upper", _p), ("negative_lower", _p),
-        ("K", _p), ("d", _p), ("Kdq", _p), ("dq", _p), ("barrier_min_upper", _p),
+        ("K", _p), ("d", _p), ("Kdq", _p), ("dq", _p), ("summary", _p),
+        ("n_frame_tasks", _i64), ("frame_tasks", _p), ("n_frame_barriers", _i64), ("frame_barriers", _p),
+        ("frame_J", _p),
     ]
+
+
+def _strides(a: np.ndarray) -> tuple[int, ...]:
+    return tuple(s // a.itemsize for s in a.strides)
+
+
+class _NativeFrames:
+    """FrameTask and PositionBarrier objects (exact types: a subclass may change update()) that the
+    kernel updates itself, reading pinocchio's Data in place: the same formulas as their update()
+    (tested against it). Holds every array the kernel reads."""
+
+    def __init__(self, oink, tasks, barriers) -> None:
+        from .barriers.position_barrier import PositionBarrier
+        from .tasks.frame_task import FrameTask
+
+        model, data, n = oink.scene.model, oink.data, oink.nv
+        self.tasks = [t for t in tasks if type(t) is FrameTask]
+        self.barriers = [b for b in barriers if type(b) is PositionBarrier]
+        self._keep = []  # views and buffers the kernel points at
+        self._task_arrays, self._barrier_arrays = [], []  # what refresh() checks
+        self._J_world = data.J  # a view of Data's joint Jacobians: follows every kinematics call
+        self._columns = np.ascontiguousarray(oink.group.v_indices, dtype=np.int64)
+        self.task_params = [np.zeros(2) for _ in self.tasks]  # max_position_error, max_rotation_error
+        self.task_structs = (_FrameTask * max(len(self.tasks), 1))()
+        for k, t in enumerate(self.tasks):
+            s = self.task_structs[k]
+            self._frame(s.frame, model, data, t.frame_id)
+            s.p_target, s.R_target = t.p_target.ctypes.data, t.R_target.ctypes.data
+            s.max_error, s.J, s.e, s.norms = (self.task_params[k].ctypes.data, t.jacobian.ctypes.data,
+                                              t.error.ctypes.data, t.norms.ctypes.data)
+            self._keep += [t.p_target, t.R_target, t.jacobian, t.error, t.norms]
+            self._task_arrays.append((t.jacobian, t.error, t.norms, t.p_target, t.R_target))
+        self.barrier_structs = (_FramePositionBarrier * max(len(self.barriers), 1))()
+        for k, b in enumerate(self.barriers):
+            s = self.barrier_structs[k]
+            self._frame(s.frame, model, data, b.frame_id)
+            select, offset = b.select, b.offset
+            if not (_usable(select, (b.size, 3)) and _usable(offset, (b.size,))):
+                raise ValueError(f"{b.name}: select/offset must be C-contiguous float64 arrays")
+            self._barrier_arrays.append((select, offset))
+            s.rows, s.select, s.offset, s.h, s.J = (b.size, select.ctypes.data, offset.ctypes.data,
+                                                    b.value.ctypes.data, b.jacobian.ctypes.data)
+            self._keep += [select, offset, b.value, b.jacobian]
+        self.frame_J = np.zeros((6, n))
+
+    def _frame(self, ref: _FrameRef, model, data, frame_id: int) -> None:
+        placement = data.oMf[frame_id]
+        p, R, J = placement.translation, placement.rotation, self._J_world
+        supporting = set(model.supports[model.frames[frame_id].parentJoint])
+        owner = np.zeros(model.nv, dtype=np.int64)  # joint of each velocity index
+        for j in range(1, model.njoints):
+            owner[model.joints[j].idx_v : model.joints[j].idx_v + model.joints[j].nv] = j
+        support = np.array([1.0 if owner[v] in supporting and owner[v] > 0 else 0.0 for v in self._columns])
+        ref.J_world, (ref.J_row_stride, ref.J_col_stride) = J.ctypes.data, _strides(J)
+        ref.p, (ref.p_stride,) = p.ctypes.data, _strides(p)
+        ref.R, (ref.R_row_stride, ref.R_col_stride) = R.ctypes.data, _strides(R)
+        ref.columns, ref.support = self._columns.ctypes.data, support.ctypes.data
+        self._keep += [p, R, support]
+
+    def refresh(self) -> bool:
+        """Copy the tasks' saturation limits; False if an object swapped an array the kernel reads."""
+        for t, params, held in zip(self.tasks, self.task_params, self._task_arrays):
+            if (t.jacobian is not held[0] or t.error is not held[1] or t.norms is not held[2]
+                    or t.p_target is not held[3] or t.R_target is not held[4]):
+                return False
+            params[0] = t.max_position_error
+            params[1] = t.max_rotation_error
+        for b, held in zip(self.barriers, self._barrier_arrays):
+            if b.select is not held[0] or b.offset is not held[1]:
+                return False
+        return True
 
 
 def _library_path() -> Path | None:
@@ -106,7 +196,8 @@ class CompiledAssembly:
 
     @classmethod
     def build(cls, fn, n: int, levels, nullspace_rows: int, K: np.ndarray, d: np.ndarray, box: list[Limit],
-              box_arrays, barriers: list[Barrier], outputs: dict) -> CompiledAssembly | None:
+              box_arrays, barriers: list[Barrier], outputs: dict, oink=None,
+              all_barriers: list[Barrier] = ()) -> CompiledAssembly | None:
         tasks = [t for level in levels for t in level]
         for t in tasks:
             m = len(t.error)
@@ -122,12 +213,19 @@ class CompiledAssembly:
         for name, a in outputs.items():
             if not isinstance(a, np.ndarray) or a.dtype != np.float64 or not a.flags.c_contiguous:
                 raise ValueError(f"kernel output {name} must be a C-contiguous float64 array")
-        return cls(fn, n, levels, tasks, nullspace_rows, K, d, box, box_arrays, barriers, outputs)
+        native = _NativeFrames(oink, tasks, all_barriers) if oink is not None else None
+        return cls(fn, n, levels, tasks, nullspace_rows, K, d, box, box_arrays, barriers, outputs, native)
 
-    def __init__(self, fn, n, levels, tasks, nullspace_rows, K, d, box, box_arrays, barriers, outputs) -> None:
+    def __init__(self, fn, n, levels, tasks, nullspace_rows, K, d, box, box_arrays, barriers, outputs,
+                 native: _NativeFrames | None = None) -> None:
         self._fn = fn
+        self.native = native
+        native_ids = {id(o) for o in (native.tasks + native.barriers)} if native else set()
         self.tasks = tasks
+        self.python_tasks = [t for t in tasks if id(t) not in native_ids]  # updated in Python each step
         self.barriers = barriers
+        self.updated_barriers = [b for b in barriers if id(b) not in native_ids]  # updated in Python each step
+        self.frame_tasks = native.tasks if native else []
         self.box = box
         # What the kernel points at, held here so that it outlives the layout's use of it.
         self._task_arrays = [(t, t.jacobian, t.error, t.sqrt_weight) for t in tasks]
@@ -154,7 +252,7 @@ class CompiledAssembly:
         self.barrier_params = np.zeros(3 * max(len(barriers), 1))
         self.barrier_weight = np.zeros(max(len(barriers), 1))
         self._box_ptrs = [_pointers(col) for col in zip(*self._box_arrays)] if box else [np.zeros(1, np.uintp)] * 2
-        self.barrier_min_upper = np.full(1, np.inf)
+        self.summary = np.array([np.inf, 0.0])  # least barrier bound, box conflict (1.0) of the last run
         self._outputs = outputs  # H, c, A, b, lower, upper, negative_lower, Kdq, dq: the solver's buffers
         self._K, self._d = K, d
         o = outputs
@@ -176,7 +274,12 @@ class CompiledAssembly:
             lower=o["lower"].ctypes.data, upper=o["upper"].ctypes.data,
             negative_lower=o["negative_lower"].ctypes.data,
             K=K.ctypes.data, d=d.ctypes.data, Kdq=o["Kdq"].ctypes.data, dq=o["dq"].ctypes.data,
-            barrier_min_upper=self.barrier_min_upper.ctypes.data,
+            summary=self.summary.ctypes.data,
+            n_frame_tasks=len(native.tasks) if native else 0,
+            frame_tasks=ctypes.addressof(native.task_structs) if native else None,
+            n_frame_barriers=len(native.barriers) if native else 0,
+            frame_barriers=ctypes.addressof(native.barrier_structs) if native else None,
+            frame_J=native.frame_J.ctypes.data if native else None,
         )
         self._address = ctypes.addressof(self.problem)
 
@@ -200,7 +303,7 @@ class CompiledAssembly:
             params[i + 1] = b.safety_margin
             params[i + 2] = b.safe_displacement_gain
             i += 3
-        return True
+        return self.native is None or self.native.refresh()
 
     def set_box_bounds(self, k: int, lower: np.ndarray, upper: np.ndarray) -> None:
         """The bounds box limit k returned this step: read in place when they are the arrays the kernel

@@ -299,9 +299,11 @@ class Oink:
         arrays here, the kernel assembles H, c, the rows and the box and tries the shortcut."""
         data, geom_data = self.data, self.geom_data
         ca = lay.compiled
-        for task in ca.tasks:
+        for task in ca.python_tasks:
             task.update(q, data)
-        for b in ca.barriers:
+        for task in ca.frame_tasks:  # updated by the kernel
+            task.hold_if_untargeted(data)
+        for b in ca.updated_barriers:
             b.update(q, data, geom_data)
         extra_diagonal = 0.0
         if lay.python_barriers:  # barriers with their own constraint/regularization: as the numpy path
@@ -345,7 +347,8 @@ class Oink:
         if code == compiled_assembly.SHORTCUT_FEASIBLE:
             return OinkResult(self._dq, True, _SHORTCUT)
         # NEEDS_QP: the kernel tried the shortcut if it was on; VIOLATED_BARRIER without a row: it did not
-        return self._solve_qp(lay, shortcut=self.unconstrained_shortcut and code != compiled_assembly.NEEDS_QP)
+        return self._solve_qp(lay, shortcut=self.unconstrained_shortcut and code != compiled_assembly.NEEDS_QP,
+                              box_conflict=ca.summary[1] != 0.0)
 
     def _build_objective(self, q: np.ndarray, lay: _Layout) -> float:
         """Update the tasks; fill A = [W_k J_k N_k], b = [alpha_k W_k e_k] and H = A^T A, c = A^T b.
@@ -435,14 +438,15 @@ class Oink:
         np.dot(lay.K, dq, out=lay.Kdq)
         return np.count_nonzero(np.less_equal(lay.Kdq, lay.d, out=lay.satisfied)) == len(lay.d)  # NaN: not
 
-    def _solve_qp(self, lay: _Layout, shortcut: bool | None = None) -> OinkResult:
+    def _solve_qp(self, lay: _Layout, shortcut: bool | None = None, box_conflict: bool = True) -> OinkResult:
         """The QP with hard barrier rows (no row is violated at q); ``shortcut`` (default:
-        unconstrained_shortcut) tries -H^{-1} c first."""
+        unconstrained_shortcut) tries -H^{-1} c first; ``box_conflict=False``: the box is known to
+        have lower <= upper (or NaN) on every joint."""
         if shortcut is None:
             shortcut = self.unconstrained_shortcut
         if shortcut and self._unconstrained_optimum_is_feasible(lay):
             return OinkResult(self._dq, True, _SHORTCUT)
-        status = self._limits_conflict(lay)
+        status = self._limits_conflict(lay) if box_conflict else ""
         if status:
             return self._fail(status)
         if self.qp_solver == "daqp":
@@ -575,9 +579,11 @@ class Oink:
             if b.needs_geometry:
                 pin.updateGeometryPlacements(model, data, self.scene.collision_model, self.geom_data)
                 break
-        for b in barriers:  # b.value still holds h at q (evaluate returns a new array)
+        for b in barriers:  # b.value still holds h at q (evaluate returns another array)
             h_next = b.evaluate(data, self.geom_data)
-            if np.count_nonzero(h_next < np.minimum(b.value, 0.0) - tolerance):
+            if np.count_nonzero(np.greater_equal(h_next, -tolerance)) == len(h_next):
+                continue  # every row inside its safe set (up to tolerance): nothing can be violated
+            if np.count_nonzero(~(h_next >= np.minimum(b.value, 0.0) - tolerance)):  # NaN: violated
                 dq_full.fill(0.0)
                 return False
         return True
@@ -675,7 +681,7 @@ class _Layout:
                            negative_lower=self.negative_lower, Kdq=self.Kdq, dq=oink._dq)
             self.compiled = CompiledAssembly.build(
                 oink.kernel, n, grouped, n_above, self.K, self.d, self.box_limits, box_arrays,
-                [b for b in barriers if _assembled_by_kernel(b)], outputs)
+                [b for b in barriers if _assembled_by_kernel(b)], outputs, oink, barriers)
 
     def osqp_bounds(self) -> tuple[np.ndarray, np.ndarray]:
         """The QP's bounds clipped to OSQP's +-1e30."""

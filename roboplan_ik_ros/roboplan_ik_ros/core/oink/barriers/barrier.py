@@ -63,7 +63,8 @@ class Barrier(ABC):
 
     @abstractmethod
     def evaluate(self, data: pin.Data, geom_data: pin.GeometryData) -> np.ndarray:
-        """h for the rows of the last update, at the configuration whose kinematics ``data`` holds."""
+        """h for the rows of the last update, at the configuration whose kinematics ``data`` holds (an array
+        that the next call may reuse, never :attr:`value`)."""
 
     def write_rows_into(self, G: np.ndarray, upper: np.ndarray) -> None:
         """From now on :meth:`constraint` writes into ``G`` and ``upper`` (views into the solver's

@@ -60,11 +60,12 @@ class PositionBarrier(Barrier):
         k = len(self.axes)
         self.row_names = [f"{_AXES[a]} lower" for a in self.axes] + [f"{_AXES[a]} upper" for a in self.axes]
         sign = np.concatenate([np.ones(k), -np.ones(k)])  # dh/dp along the axis
-        self._select = np.zeros((2 * k, 3))  # h = select @ p + offset, dh/dq = select @ J_linear
-        self._select[np.arange(2 * k), np.concatenate([self.axes, self.axes])] = sign
-        self._offset = np.concatenate([-sel_min, sel_max])
+        self.select = np.zeros((2 * k, 3))  # h = select @ p + offset, dh/dq = select @ J_linear
+        self.select[np.arange(2 * k), np.concatenate([self.axes, self.axes])] = sign
+        self.offset = np.concatenate([-sel_min, sel_max])
         self._columns = oink.group.v_columns
         self._data: pin.Data | None = None  # whose frame placement self._p views
+        self._evaluated = np.zeros(2 * k)
 
     def _position(self, data: pin.Data) -> np.ndarray:
         """View of the frame's origin in ``data`` (it follows every later kinematics call)."""
@@ -73,10 +74,12 @@ class PositionBarrier(Barrier):
         return self._p
 
     def update(self, q: np.ndarray, data: pin.Data, geom_data: pin.GeometryData) -> None:
-        np.dot(self._select, self._position(data), out=self.value)
-        self.value += self._offset
+        np.dot(self.select, self._position(data), out=self.value)
+        self.value += self.offset
         J = pin.getFrameJacobian(self.oink.scene.model, data, self.frame_id, pin.LOCAL_WORLD_ALIGNED)
-        np.dot(self._select, J[:3, self._columns], out=self.jacobian)
+        np.dot(self.select, J[:3, self._columns], out=self.jacobian)
 
     def evaluate(self, data: pin.Data, geom_data: pin.GeometryData) -> np.ndarray:
-        return self._select @ self._position(data) + self._offset
+        h = np.dot(self.select, self._position(data), out=self._evaluated)  # a buffer reused by the next call
+        h += self.offset
+        return h

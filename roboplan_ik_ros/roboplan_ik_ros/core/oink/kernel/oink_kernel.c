@@ -5,17 +5,56 @@
  * Barrier.regularization_weight, Oink._build_limits for box limits, _unconstrained_optimum_is_feasible),
  * written as plain loops over the small dense matrices of one step. The task, limit and barrier
  * classes stay in Python: they fill their Jacobians, errors, values and bounds in place, and this
- * kernel reads them through pointers that solver.py's _CompiledAssembly holds (and checks) per step.
- * Nothing here knows a task, limit or barrier type.
+ * kernel reads them through pointers that compiled_assembly.py's CompiledAssembly holds (and checks)
+ * per step. Two built-in types are also updated here, from pinocchio's Data read in place, with the
+ * formulas of their update() (tested equal): FrameTask and PositionBarrier. Any other type (and any
+ * subclass of those two) is updated by its own Python code: a new type needs no change here.
  *
  * Every matrix is row-major (numpy C order) and double precision. Loaded with ctypes: no Python API.
  */
+#define _GNU_SOURCE /* M_PI */
 #include <math.h>
 #include <stdint.h>
 #include <string.h>
 
 #define MIN_JACOBIAN_NORM2 1e-12 /* as barrier.py: below it the regularization weight is 0 */
 #define LARGE 1e300              /* as barrier.py: |h| capped so that an unused row (h = inf) gives inf */
+
+/* A frame of pinocchio's Data, read in place: the world-frame joint Jacobians (data.J after
+ * computeJointJacobians, 6 x nv_model) and the frame's placement (data.oMf[frame]); strides in
+ * elements (Eigen stores both column-major). */
+typedef struct {
+    const double *J_world;
+    int64_t J_row_stride, J_col_stride;
+    const double *p;        /* (3) frame origin in the world frame [m] */
+    int64_t p_stride;
+    const double *R;        /* (3 x 3) frame orientation in the world frame */
+    int64_t R_row_stride, R_col_stride;
+    const int64_t *columns; /* [n] model velocity index of each group column */
+    const double *support;  /* [n] 1 where that velocity moves the frame's parent joint, else 0 */
+} frame_ref;
+
+/* FrameTask (frame_task.py), the same formulas as FrameTask.update: e = (p_t - p, log3(R_t R^T)),
+ * each saturated by tanh when its max_*_error is finite, J = -J_frame(LOCAL_WORLD_ALIGNED). */
+typedef struct {
+    frame_ref frame;
+    const double *p_target; /* (3) */
+    const double *R_target; /* (3 x 3) row-major */
+    const double *max_error; /* (2) max_position_error, max_rotation_error (inf: no saturation) */
+    double *J;     /* (6 x n) out: task.jacobian */
+    double *e;     /* (6) out: task.error */
+    double *norms; /* (2) out: |e_pos|, |e_rot| before saturation */
+} frame_task;
+
+/* PositionBarrier (position_barrier.py): h = S p + offset, dh/dq = S J_lin(LOCAL_WORLD_ALIGNED). */
+typedef struct {
+    frame_ref frame;
+    int64_t rows;
+    const double *select; /* (rows x 3) */
+    const double *offset; /* (rows) */
+    double *h;            /* (rows) out: barrier.value */
+    double *J;            /* (rows x n) out: barrier.jacobian */
+} frame_position_barrier;
 
 /* The layout of one list of tasks, limits and barriers; the field order matches _KernelProblem in
  * compiled_assembly.py. */
@@ -61,7 +100,13 @@ typedef struct {
     const double *d;     /* (n_K) */
     double *Kdq;         /* (n_K) scratch */
     double *dq;          /* (n) out: -H^{-1} c when the shortcut ran */
-    double *barrier_min_upper; /* (1) out: least bound of the barrier rows (+inf without rows) */
+    double *summary;     /* (2) out: least bound of the barrier rows (+inf without rows), 1 if the box
+                            has lower > upper on some joint (else 0) */
+    int64_t n_frame_tasks;     /* tasks of exact type FrameTask: updated here, not in Python */
+    const frame_task *frame_tasks;
+    int64_t n_frame_barriers;  /* barriers of exact type PositionBarrier: updated here */
+    const frame_position_barrier *frame_barriers;
+    double *frame_J;           /* (6 x n) scratch */
 } oink_problem;
 
 enum {
@@ -71,6 +116,96 @@ enum {
     OINK_H_NOT_PD = -1,         /* Cholesky of H failed */
     OINK_NULLSPACE_NOT_PD = -2, /* Cholesky of J J^T + lambda I failed */
 };
+
+/* out (6 x n, row-major) = the frame's Jacobian in LOCAL_WORLD_ALIGNED over the group's columns:
+ * the velocity of the point p fixed to the frame is v + w x p (v, w: a joint's world-frame twist). */
+static void frame_jacobian(const frame_ref *f, int64_t n, double *out) {
+    const double px = f->p[0], py = f->p[f->p_stride], pz = f->p[2 * f->p_stride];
+    for (int64_t j = 0; j < n; ++j) {
+        const double *col = f->J_world + f->columns[j] * f->J_col_stride;
+        const int64_t rs = f->J_row_stride;
+        const double s = f->support[j];
+        const double vx = col[0], vy = col[rs], vz = col[2 * rs];
+        const double wx = col[3 * rs], wy = col[4 * rs], wz = col[5 * rs];
+        out[0 * n + j] = s * (vx + wy * pz - wz * py);
+        out[1 * n + j] = s * (vy + wz * px - wx * pz);
+        out[2 * n + j] = s * (vz + wx * py - wy * px);
+        out[3 * n + j] = s * wx;
+        out[4 * n + j] = s * wy;
+        out[5 * n + j] = s * wz;
+    }
+}
+
+/* w = log3(M) for the rotation M (row-major 3 x 3): the axis-angle vector, |w| in [0, pi]. */
+static void log3(const double M[9], double w[3]) {
+    const double tr = M[0] + M[4] + M[8];
+    double c = 0.5 * (tr - 1.0);
+    c = c > 1.0 ? 1.0 : (c < -1.0 ? -1.0 : c);
+    const double vx = M[7] - M[5], vy = M[2] - M[6], vz = M[3] - M[1]; /* 2 sin(theta) axis */
+    /* atan2, not acos(c): accurate to round-off near 0 and pi too, where acos loses half the digits */
+    const double theta = atan2(0.5 * sqrt(vx * vx + vy * vy + vz * vz), c);
+    if (theta > M_PI - 1e-3) { /* near pi the antisymmetric part vanishes: the axis from the symmetric part */
+        const double d = 1.0 - c; /* R = c I + (1 - c) a a^T + sin(theta) [a]x */
+        double a2[3] = {(M[0] - c) / d, (M[4] - c) / d, (M[8] - c) / d};
+        int k = 0;
+        if (a2[1] > a2[k]) k = 1;
+        if (a2[2] > a2[k]) k = 2;
+        double a[3];
+        a[k] = sqrt(a2[k] > 0.0 ? a2[k] : 0.0);
+        for (int i = 0; i < 3; ++i)
+            if (i != k) a[i] = (M[3 * i + k] + M[3 * k + i]) / (2.0 * d * a[k]);
+        const double norm = sqrt(a[0] * a[0] + a[1] * a[1] + a[2] * a[2]);
+        const double sign = (a[0] * vx + a[1] * vy + a[2] * vz) < 0.0 ? -1.0 : 1.0;
+        for (int i = 0; i < 3; ++i) w[i] = sign * theta * a[i] / norm;
+        return;
+    }
+    /* theta / (2 sin theta), by its Taylor series near 0 (relative error < 1e-16 below 1e-4) */
+    const double t = theta < 1e-4 ? 0.5 * (1.0 + theta * theta / 6.0) : 0.5 * theta / sin(theta);
+    w[0] = t * vx;
+    w[1] = t * vy;
+    w[2] = t * vz;
+}
+
+/* In place: e <- e_max tanh(|e| / e_max) e / |e| when e_max is finite; returns |e| before. */
+static double saturate3(double *e, double e_max) {
+    const double norm = sqrt(e[0] * e[0] + e[1] * e[1] + e[2] * e[2]);
+    if (isfinite(e_max) && norm > 0.0) {
+        const double s = e_max * tanh(norm / e_max) / norm;
+        e[0] *= s;
+        e[1] *= s;
+        e[2] *= s;
+    }
+    return norm;
+}
+
+static void update_frame_task(const frame_task *t, int64_t n) {
+    const frame_ref *f = &t->frame;
+    frame_jacobian(f, n, t->J);
+    for (int64_t k = 0; k < 6 * n; ++k) t->J[k] = -t->J[k];
+    const int64_t ps = f->p_stride, rr = f->R_row_stride, rc = f->R_col_stride;
+    for (int i = 0; i < 3; ++i) t->e[i] = t->p_target[i] - f->p[i * ps];
+    double M[9]; /* R_target R^T */
+    for (int i = 0; i < 3; ++i)
+        for (int j = 0; j < 3; ++j) {
+            double s = 0.0;
+            for (int k = 0; k < 3; ++k) s += t->R_target[3 * i + k] * f->R[j * rr + k * rc];
+            M[3 * i + j] = s;
+        }
+    log3(M, t->e + 3);
+    t->norms[0] = saturate3(t->e, t->max_error[0]);
+    t->norms[1] = saturate3(t->e + 3, t->max_error[1]);
+}
+
+static void update_frame_barrier(const frame_position_barrier *b, int64_t n, double *scratch) {
+    const frame_ref *f = &b->frame;
+    frame_jacobian(f, n, scratch); /* rows 0-2: the linear part */
+    for (int64_t r = 0; r < b->rows; ++r) {
+        const double *S = b->select + 3 * r;
+        b->h[r] = S[0] * f->p[0] + S[1] * f->p[f->p_stride] + S[2] * f->p[2 * f->p_stride] + b->offset[r];
+        for (int64_t j = 0; j < n; ++j)
+            b->J[r * n + j] = S[0] * scratch[j] + S[1] * scratch[n + j] + S[2] * scratch[2 * n + j];
+    }
+}
 
 /* In place: the lower Cholesky factor of the SPD (m x m) matrix in a; 0 on success. */
 static int cholesky(double *a, int64_t m) {
@@ -203,7 +338,7 @@ static double barriers(oink_problem *p) {
         p->barrier_weight[k] = w;
         total += w;
     }
-    p->barrier_min_upper[0] = least;
+    p->summary[0] = least;
     return total;
 }
 
@@ -214,6 +349,7 @@ static inline double nan_min(double a, double b) { return (a != a || b != b) ? N
 /* The box: the largest lower and least upper bound of the box limits. */
 static void box(oink_problem *p) {
     const int64_t n = p->n;
+    p->summary[1] = 0.0;
     if (p->n_box == 0) return;
     memcpy(p->lower, p->box_lower[0], (size_t)n * sizeof(double));
     memcpy(p->upper, p->box_upper[0], (size_t)n * sizeof(double));
@@ -224,7 +360,12 @@ static void box(oink_problem *p) {
             p->upper[j] = nan_min(p->upper[j], up[j]);
         }
     }
-    for (int64_t j = 0; j < n; ++j) p->negative_lower[j] = -p->lower[j];
+    double conflict = 0.0;
+    for (int64_t j = 0; j < n; ++j) {
+        p->negative_lower[j] = -p->lower[j];
+        if (p->lower[j] > p->upper[j]) conflict = 1.0;
+    }
+    p->summary[1] = conflict;
 }
 
 /* dq = -H^{-1} c; 1 if K dq <= d holds on every row (a NaN fails it). */
@@ -249,13 +390,15 @@ static int shortcut(oink_problem *p, int *not_pd) {
 }
 
 int oink_assemble(oink_problem *p) {
+    for (int64_t k = 0; k < p->n_frame_tasks; ++k) update_frame_task(&p->frame_tasks[k], p->n);
+    for (int64_t k = 0; k < p->n_frame_barriers; ++k) update_frame_barrier(&p->frame_barriers[k], p->n, p->frame_J);
     double damping = 0.0;
     if (tasks(p, &damping) != 0) return OINK_NULLSPACE_NOT_PD;
     const double weights = barriers(p);
     const double diagonal = p->regularization + damping + weights + p->extra_diagonal;
     for (int64_t j = 0; j < p->n; ++j) p->H[j * p->n + j] += diagonal;
     box(p);
-    if (p->barrier_min_upper[0] < 0.0) return OINK_VIOLATED_BARRIER;
+    if (p->summary[0] < 0.0) return OINK_VIOLATED_BARRIER;
     if (!p->shortcut) return OINK_NEEDS_QP;
     int not_pd = 0;
     const int feasible = shortcut(p, &not_pd);

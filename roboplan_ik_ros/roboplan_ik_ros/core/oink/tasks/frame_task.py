@@ -86,8 +86,10 @@ class FrameTask(Task):
         self.max_position_error = check_positive(max_position_error, f"{name}.max_position_error", allow_inf=True)
         self.max_rotation_error = check_positive(max_rotation_error, f"{name}.max_rotation_error", allow_inf=True)
         self._e_pos, self._e_rot = self.error[:3], self.error[3:]
-        self._norms: tuple[float | None, float | None] = (0.0, 0.0)  # before saturation; None: not computed
+        self.norms = np.zeros(2)  # |e_pos|, |e_rot| before saturation (written when saturation is on)
         self._data: pin.Data | None = None  # whose frame placement self._p, self._R view
+        # the target, copied (the compiled assembly reads these arrays in place)
+        self.p_target, self.R_target = np.zeros(3), np.eye(3)
         self.target = target
 
     @property
@@ -98,8 +100,9 @@ class FrameTask(Task):
     @target.setter
     def target(self, T_world_target) -> None:
         self._target = None if T_world_target is None else as_se3(T_world_target, f"{self.name}.target")
-        if self._target is not None:  # views into the pin.SE3 held above
-            self._p_target, self._R_target = self._target.translation, self._target.rotation
+        if self._target is not None:
+            np.copyto(self.p_target, self._target.translation)
+            np.copyto(self.R_target, self._target.rotation)
 
     def set_target(self, T_world_target) -> None:
         """New target pose (pin.SE3 or 4x4), in the model's world frame."""
@@ -108,14 +111,22 @@ class FrameTask(Task):
     @property
     def position_error(self) -> float:
         """|p_target - p| [m] at the last update, before saturation."""
-        norm = self._norms[0]
-        return float(np.linalg.norm(self._e_pos)) if norm is None else norm
+        if self.max_position_error < math.inf:
+            return float(self.norms[0])
+        return float(np.linalg.norm(self._e_pos))
 
     @property
     def orientation_error(self) -> float:
         """|log3(R^T R_target)| [rad] at the last update, before saturation."""
-        norm = self._norms[1]
-        return float(np.linalg.norm(self._e_rot)) if norm is None else norm
+        if self.max_rotation_error < math.inf:
+            return float(self.norms[1])
+        return float(np.linalg.norm(self._e_rot))
+
+    def hold_if_untargeted(self, data: pin.Data) -> None:
+        """Without a target, take the frame's pose in ``data`` (placements at q) as the target."""
+        if self._target is None:
+            placement = data.oMf[self.frame_id]
+            self.target = pin.SE3(placement.rotation.copy(), placement.translation.copy())
 
     def update(self, q: np.ndarray, data: pin.Data) -> None:
         if data is not self._data:  # views of data.oMf[frame]: they follow every later kinematics call
@@ -123,8 +134,10 @@ class FrameTask(Task):
             self._p, self._R, self._data = placement.translation, placement.rotation, data
         J = pin.getFrameJacobian(self.oink.scene.model, data, self.frame_id, pin.LOCAL_WORLD_ALIGNED)
         np.negative(J[:, self._columns], out=self.jacobian)
-        if self._target is None:
-            self.target = pin.SE3(self._R.copy(), self._p.copy())
-        np.subtract(self._p_target, self._p, out=self._e_pos)
-        self._e_rot[:] = pin.log3(np.dot(self._R_target, self._R.T))
-        self._norms = (saturate(self._e_pos, self.max_position_error), saturate(self._e_rot, self.max_rotation_error))
+        self.hold_if_untargeted(data)
+        np.subtract(self.p_target, self._p, out=self._e_pos)
+        self._e_rot[:] = pin.log3(np.dot(self.R_target, self._R.T))
+        if self.max_position_error < math.inf:
+            self.norms[0] = saturate(self._e_pos, self.max_position_error)
+        if self.max_rotation_error < math.inf:
+            self.norms[1] = saturate(self._e_rot, self.max_rotation_error)
