@@ -181,3 +181,26 @@ def test_kernel_frame_task_equals_frame_task_update(panda, angle):
             np.testing.assert_allclose(a.error[3:], b.error[3:], rtol=0, atol=1e-9)
             assert a.position_error == pytest.approx(b.position_error, abs=1e-12)
             assert a.orientation_error == pytest.approx(b.orientation_error, abs=1e-9)
+
+
+def test_enforce_barriers_refuses_a_step_whose_barrier_value_is_nan(panda):
+    """A NaN h after the step (a broken distance query) is a violation, not a pass."""
+
+    class Broken(PositionBarrier):
+        def evaluate(self, data, geom_data):
+            h = super().evaluate(data, geom_data).copy()
+            h[0] = np.nan
+            return h
+
+    oink, tasks, limits, _ = _make(panda, True, "plain")
+    q = panda.named_configuration("default")
+    p0 = panda.frame_pose(q, TIP).translation
+    barriers = [Broken(oink, TIP, p0 - 0.5, p0 + 0.5, DT)]
+    T = panda.frame_pose(q, TIP)
+    T.translation = T.translation + [0.05, 0.0, 0.0]
+    tasks[0].set_target(T)
+    res = oink.solve(q, tasks, limits, barriers)
+    assert res.ok and np.abs(res.dq).max() > 0.0
+    dq_full = oink.scatter(res.dq)
+    assert not oink.enforce_barriers(q, dq_full, barriers)
+    assert not dq_full.any()
