@@ -18,7 +18,11 @@ if TYPE_CHECKING:
 def as_se3(T, what: str) -> pin.SE3:
     """``T`` (pin.SE3 or 4x4 homogeneous matrix) as a pin.SE3 with a proper rotation, or raise."""
     if isinstance(T, pin.SE3):  # a pin.SE3 always holds a rotation: check finiteness only
-        if not (np.isfinite(T.translation).all() and np.isfinite(T.rotation).all()):
+        t, R = T.translation, T.rotation
+        # one dot product each (NaN and inf propagate); the exact check only if it overflowed
+        if not (math.isfinite(float(t @ t)) and math.isfinite(float(np.vdot(R, R)))) and not (
+            np.isfinite(t).all() and np.isfinite(R).all()
+        ):
             raise InvalidInputError(f"{what}: non-finite values in the pose")
         return T.copy()
     else:
