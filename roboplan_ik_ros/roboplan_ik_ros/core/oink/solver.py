@@ -272,15 +272,7 @@ class Oink:
             if lay.compiled is not None:
                 return self._solve_compiled(q, lay, key, tasks, limits, barriers)
             diagonal = self._build_objective(q, lay)
-            for b in barriers:
-                b.update(q, data, self.geom_data)
-                b.constraint()  # into K and d
-                w = b.regularization_weight()
-                if w > 0.0:
-                    diagonal += w
-                    dq_safe = b.safe_displacement()
-                    if dq_safe is not None:
-                        self.c -= w * dq_safe
+            diagonal += self._barrier_terms(q, barriers, self.c)
             self._H_diagonal += diagonal
             if not self._build_limits(q, lay):  # a limit changed the kind or size of its bounds
                 lay = self._layout = _Layout(self, q, key, tasks, limits, barriers)
@@ -308,15 +300,7 @@ class Oink:
         extra_diagonal = 0.0
         if lay.python_barriers:  # barriers with their own constraint/regularization: as the numpy path
             ca.c_offset.fill(0.0)
-            for b in lay.python_barriers:
-                b.update(q, data, geom_data)
-                b.constraint()
-                w = b.regularization_weight()
-                if w > 0.0:
-                    extra_diagonal += w
-                    dq_safe = b.safe_displacement()
-                    if dq_safe is not None:
-                        ca.c_offset -= w * dq_safe
+            extra_diagonal = self._barrier_terms(q, lay.python_barriers, ca.c_offset)
         for k, lim in enumerate(ca.box):
             G, lower, upper = lim.bounds(q)
             if G is not None:
@@ -349,6 +333,21 @@ class Oink:
         # NEEDS_QP: the kernel tried the shortcut if it was on; VIOLATED_BARRIER without a row: it did not
         return self._solve_qp(lay, shortcut=self.unconstrained_shortcut and code != compiled_assembly.NEEDS_QP,
                               box_conflict=ca.summary[1] != 0.0)
+
+    def _barrier_terms(self, q: np.ndarray, barriers: Sequence[Barrier], c: np.ndarray) -> float:
+        """Update ``barriers``, write their rows into K and d, subtract their ``w dq_safe`` from ``c``;
+        returns the sum of their regularization weights w (what H's diagonal gets from them)."""
+        diagonal = 0.0
+        for b in barriers:
+            b.update(q, self.data, self.geom_data)
+            b.constraint()  # into K and d
+            w = b.regularization_weight()
+            if w > 0.0:
+                diagonal += w
+                dq_safe = b.safe_displacement()
+                if dq_safe is not None:
+                    c -= w * dq_safe
+        return diagonal
 
     def _build_objective(self, q: np.ndarray, lay: _Layout) -> float:
         """Update the tasks; fill A = [W_k J_k N_k], b = [alpha_k W_k e_k] and H = A^T A, c = A^T b.
