@@ -39,7 +39,16 @@ Measured over --duration seconds after --warmup seconds of tracking:
   ("configure -> active"; includes receiving /robot_description over DDS and waiting for a fresh
   /joint_states), and process start -> active (adds the interpreter and imports).
 
+Variants (``--variants``, measurement only): how the node handles ~/solve_ik, patched in the node's
+process (and the IK worker's) to find out what disturbs the loop: ``full`` (as shipped), ``reject``,
+``parse``, ``nopipe``, ``nosolve`` (see VARIANTS). ``--repeat N`` repeats everything, interleaved
+(repetition > config > trigger > variant > load), and prints one line per (config, trigger, variant,
+load) with every run's figures and the CPU per ~/solve_ik call of each thread (service run minus the
+idle run of the same repetition; "other py threads" is the "solve_ik" thread plus unnamed ones).
+``--loads`` picks loads (e.g. ``idle,service``) instead of ``--load``'s three.
+
     python bench/bench_node.py [--duration 20] [--configs bc] [--trigger both] [--load] [--json PATH]
+    python bench/bench_node.py --configs b --trigger timer --loads idle,service --variants full,reject --repeat 3
 """
 
 from __future__ import annotations
@@ -72,6 +81,61 @@ CLK_TCK = os.sysconf("SC_CLK_TCK")
 TICK_THREAD = "control_loop"  # node/loop_thread.py names its thread for the OS
 
 
+# ------------------------------------------------------------------------- service-handling variants
+#: --variants: how the node (child process) handles ~/solve_ik, to find out what disturbs the loop.
+#: Applied by monkeypatching in the node's process (and, for "nosolve", in the IK worker process,
+#: which ``spawn`` starts by importing this file as ``__mp_main__``). Only for measurements.
+VARIANTS = {
+    "full": "the node as shipped",
+    "reject": "~/solve_ik answers NOT_READY at once: rclpy take/decode/encode/send only",
+    "parse": "parse the request (seed, goal frames) then answer NOT_READY: no worker",
+    "nopipe": "parse + response; the seed is answered without the worker",
+    "nosolve": "as shipped, but the worker process answers the seed without solving (pipe + pickling)",
+}
+VARIANT_ENV = "BENCH_NODE_VARIANT"
+
+
+def _variant_result(q_seed, n_goals: int):
+    from roboplan_ik_ros.core.simple_ik import IKResult
+
+    return IKResult(True, np.array(q_seed, dtype=float), np.zeros(n_goals), np.zeros(n_goals), message="bench")
+
+
+def apply_variant(name: str) -> None:
+    """Patch the node's ~/solve_ik handling for variant ``name`` (see VARIANTS); before the node exists."""
+    if name not in VARIANTS:
+        raise SystemExit(f"unknown variant {name!r}: expected one of {sorted(VARIANTS)}")
+    from roboplan_ik_interfaces.srv import SolveIK
+    from roboplan_ik_ros.node import service
+
+    if name == "reject":
+        def on_request(self, request, response):
+            self.calls += 1
+            response.error_code, response.message = SolveIK.Response.NOT_READY, "bench: rejected"
+            return response
+        service.SolveIKServer._on_request = on_request
+    elif name == "parse":
+        def on_request(self, request, response):
+            self.calls += 1
+            self.parse(request)
+            response.error_code, response.message = SolveIK.Response.NOT_READY, "bench: parsed"
+            return response
+        service.SolveIKServer._on_request = on_request
+    elif name == "nopipe":
+        service.SolveIKServer._solve = lambda self, goals, q_seed, options: _variant_result(q_seed, len(goals))
+
+
+def _patch_worker_solver() -> None:
+    """In the IK worker process of variant "nosolve": SimpleIK.solve answers the seed at once."""
+    from roboplan_ik_ros.core import simple_ik
+
+    simple_ik.SimpleIK.solve = lambda self, goals, q_seed, options=None: _variant_result(q_seed, len(goals))
+
+
+if __name__ == "__mp_main__" and os.environ.get(VARIANT_ENV) == "nosolve":
+    _patch_worker_solver()
+
+
 # ------------------------------------------------------------------------- child: the node
 def run_child(config: str, stats_out: str, capacity: int, spawned_at: float) -> None:
     t_main = time.time()
@@ -83,6 +147,7 @@ def run_child(config: str, stats_out: str, capacity: int, spawned_at: float) -> 
     from roboplan_ik_ros.node.ik_controller import IKControllerNode, make_executor, spin_until_shutdown
 
     t_imported = time.time()
+    apply_variant(os.environ.get(VARIANT_ENV, "full"))
     rclpy.init()
     node = IKControllerNode(parameter_overrides=[Parameter("config_file", value=config)])
     node._stats = TickStats(size=capacity)  # keep every tick of the run (the default keeps 4096)
@@ -345,7 +410,8 @@ def _wait(cond, timeout: float, what: str, procs=()) -> None:
         time.sleep(0.02)
 
 
-def bench_run(k: int, config: str, trigger: str, load: str, args, tmp: Path, svc_goals, T0) -> dict:
+def bench_run(k: int, config: str, trigger: str, load: str, args, tmp: Path, svc_goals, T0,
+              variant: str = "full", repeat: int = 0) -> dict:
     import pinocchio as pin
     import rclpy
     from geometry_msgs.msg import PoseStamped
@@ -356,7 +422,7 @@ def bench_run(k: int, config: str, trigger: str, load: str, args, tmp: Path, svc
     from roboplan_ik_ros.node.ik_controller import make_executor, spin_until_shutdown
     from roboplan_ik_ros.node.rosbridge import pose_from_se3
 
-    tag = f"{config}_{trigger}_{load}"
+    tag = f"{config}_{trigger}_{load}_{variant}_{repeat}"
     data = node_config(config, trigger, args.rate)
     box = next(b for b in data["barriers"] if b["type"] == "position")
     cfg_path = tmp / f"bench_{tag}.yaml"
@@ -401,12 +467,13 @@ def bench_run(k: int, config: str, trigger: str, load: str, args, tmp: Path, svc
     node_log = tmp / f"node_{tag}.log"
     log = open(node_log, "w")
     child = None
-    label = f"({config}) {trigger}, {load}"
+    label = f"({config}) {trigger}, {load}" + (f", {variant}" if variant != "full" else "")
     try:
         _wait(lambda: seen["js"] > 10, 30.0, "mock robot /joint_states", [(mock, mock_log)])
         aux.destroy_subscription(js_sub)  # the mock is up; no need to decode 500 messages/s here
         child = subprocess.Popen([sys.executable, __file__, "--child-node", str(cfg_path), str(stats_out),
-                                  str(capacity), repr(time.time())], stdout=log, stderr=subprocess.STDOUT)
+                                  str(capacity), repr(time.time())], stdout=log, stderr=subprocess.STDOUT,
+                                 env={**os.environ, VARIANT_ENV: variant})
         _wait(lambda: seen["status"] not in (None, "inactive"), 60.0, "the node's activation", [(child, node_log)])
         if stream is not None and not stream.start():
             raise RuntimeError("~/solve_ik did not appear within 10 s")
@@ -463,10 +530,16 @@ def bench_run(k: int, config: str, trigger: str, load: str, args, tmp: Path, svc
         executor.shutdown()
         aux.destroy_node()
 
+    if not stats_out.exists():
+        raise RuntimeError(f"the node wrote no statistics (exit code {child.returncode}); its log ends with:\n"
+                           + node_log.read_text()[-3000:])
     stats = json.loads(stats_out.read_text())
     starts, durations = np.array(stats["starts"]), np.array(stats["durations"])
     keep = (starts >= t_start) & (starts <= t_end)
     starts, durations = starts[keep], durations[keep]
+    if len(starts) < 0.5 * (t_end - t_start) * args.rate:
+        print(f"  [{label}: only {len(starts)} ticks in the window; the node's log ends with:]\n"
+              + node_log.read_text()[-3000:])
     period = 1.0 / args.rate
     window = t_end - t_start
     gaps = np.diff(starts)
@@ -493,6 +566,10 @@ def bench_run(k: int, config: str, trigger: str, load: str, args, tmp: Path, svc
     else:
         loop_tid, loop_how, loop_cpu = child.pid, "main thread", main_cpu
     top_threads = sorted(((name, c) for _, (name, c) in cpu.items()), key=lambda x: -x[1])[:6]
+    # Python threads other than the main and the loop thread: the ~/solve_ik thread (named for the OS) and
+    # unnamed ones (Python 3.11 does not name its threads for the OS), e.g. the IK worker's monitor thread
+    pool_cpu = sum(c for tid, (name, c) in cpu.items() if name in (cpu.get(child.pid, ("python",))[0], "solve_ik")
+                   and tid not in (child.pid, loop_tid))
     kids_cpu = sum(kids1[c] - kids0[c] for c in kids1 if c in kids0)
 
     svc = None
@@ -505,7 +582,7 @@ def bench_run(k: int, config: str, trigger: str, load: str, args, tmp: Path, svc
                "node": stats.get("service", {})}
     n_status = sum(modes.values())
     return {
-        "config": config, "trigger": trigger, "load": load,
+        "config": config, "trigger": trigger, "load": load, "variant": variant, "repeat": repeat,
         "rate_set_hz": args.rate,
         "duration_s": window,
         "ticks": int(len(starts)),
@@ -527,6 +604,7 @@ def bench_run(k: int, config: str, trigger: str, load: str, args, tmp: Path, svc
         "main_cpu_pct": 100.0 * main_cpu / window,
         "process_cpu_pct": 100.0 * (proc1 - proc0) / window,
         "children_cpu_pct": 100.0 * kids_cpu / window,
+        "pool_cpu_pct": 100.0 * pool_cpu / window,
         "mock_cpu_pct": 100.0 * (mock1 - mock0) / window,
         "n_children": len(kids1),
         "top_threads": [(name, 100.0 * c / window) for name, c in top_threads],
@@ -546,6 +624,57 @@ def _pct_change(new: float, old: float) -> float:
     return (new - old) / old if old else float("nan")
 
 
+def _idle_of(rows: list[dict], r: dict) -> dict | None:
+    """The idle run of the same config, trigger, variant and repetition as ``r``."""
+    return next((i for i in rows if i["load"] == "idle" and all(
+        i.get(key) == r.get(key) for key in ("config", "trigger", "variant", "repeat"))), None)
+
+
+def _suffix(r: dict) -> str:
+    """Run label suffix: the variant (when not "full") and the repetition (when repeated)."""
+    out = "" if r.get("variant", "full") == "full" else f", variant {r['variant']}"
+    return out + (f" #{r['repeat'] + 1}" if r.get("repeats", 1) > 1 else "")
+
+
+def print_variant_summary(rows: list[dict], args) -> None:
+    """One line per (config, trigger, variant, load) over the repetitions, and the per-call CPU."""
+    keys = []
+    for r in rows:
+        key = (r["config"], r["trigger"], r["variant"], r["load"])
+        if key not in keys:
+            keys.append(key)
+    table = []
+    for key in keys:
+        rs = [r for r in rows if (r["config"], r["trigger"], r["variant"], r["load"]) == key]
+        per_call = ""
+        if key[3] == "service":
+            ms = []
+            for r in rs:
+                idle = _idle_of(rows, r)
+                calls = r["service"]["answered"] / r["duration_s"] if r["service"] else 0.0
+                if idle is not None and calls > 0:
+                    ms.append(((r["main_cpu_pct"] - idle["main_cpu_pct"]) * 10.0 / calls,
+                               (r["pool_cpu_pct"] - idle["pool_cpu_pct"]) * 10.0 / calls,
+                               (r["children_cpu_pct"] - idle["children_cpu_pct"]) * 10.0 / calls))
+            per_call = " | ".join("/".join(f"{x:.2f}" for x in m) for m in ms)
+        table.append([
+            f"({key[0]}) {key[1]}, {key[2]}, {key[3]}",
+            " ".join(f"{r['tick_p50_us']:.0f}" for r in rs),
+            " ".join(f"{r['tick_p99_us']:.0f}" for r in rs),
+            " ".join(f"{r['on_time_pct']:.2f}" for r in rs),
+            " ".join(f"{r['main_cpu_pct']:.1f}" for r in rs),
+            " ".join(f"{r['pool_cpu_pct']:.1f}" for r in rs),
+            " ".join(f"{r['children_cpu_pct']:.1f}" for r in rs),
+            per_call,
+        ])
+    print_table(f"Variants over {len({r['repeat'] for r in rows})} repetition(s), one value per run, in run order "
+                "(runs interleaved: repetition > variant > load)",
+                ["config, trigger, variant, load", "tick p50 us", "tick p99 us", "on time %", "main %",
+                 "other py threads %", "child procs %", "per call ms CPU main/other/child (minus idle)"], table)
+    for name in dict.fromkeys(r["variant"] for r in rows):
+        print(f"  {name}: {VARIANTS[name]}")
+
+
 def target_rows(rows: list[dict]) -> list[dict]:
     out = []
 
@@ -553,7 +682,7 @@ def target_rows(rows: list[dict]) -> list[dict]:
         out.append({"target": target, "run": run, "measured": measured, "pass": ok, "detail": detail})
 
     for r in rows:
-        run = f"({r['config']}) {r['trigger']}, {r['load']}"
+        run = f"({r['config']}) {r['trigger']}, {r['load']}" + _suffix(r)
         add(f"on time >= {TARGETS['on_time_pct']:g} %", run, f"{r['on_time_pct']:.2f} %",
             r["on_time_pct"] >= TARGETS["on_time_pct"], f"{r['ticks']} ticks, late gaps {r['late_gaps_pct']:.2f} %")
         add(f"loop thread CPU <= {TARGETS['loop_cpu_pct']:g} %", run, f"{r['loop_cpu_pct']:.1f} %",
@@ -570,9 +699,8 @@ def target_rows(rows: list[dict]) -> list[dict]:
     for r in rows:
         if r["load"] != "service":
             continue
-        idle = next((i for i in rows if i["load"] == "idle" and i["config"] == r["config"]
-                     and i["trigger"] == r["trigger"]), None)
-        run = f"({r['config']}) {r['trigger']} service vs idle"
+        idle = _idle_of(rows, r)
+        run = f"({r['config']}) {r['trigger']} service vs idle" + _suffix(r)
         lim = TARGETS["service_change"]
         if idle is None:
             add(f"service: tick p99 <= idle + {lim:.0%}", run, "no idle run", None)
@@ -595,7 +723,7 @@ def target_rows(rows: list[dict]) -> list[dict]:
 
 
 def print_report(rows: list[dict], targets: list[dict], args) -> None:
-    run = lambda r: f"({r['config']}) {r['trigger']}, {r['load']}"  # noqa: E731
+    run = lambda r: f"({r['config']}) {r['trigger']}, {r['load']}" + _suffix(r)  # noqa: E731
     print_table(
         f"ik_controller node at {args.rate:g} Hz, {args.duration:g} s per run (on time = starts <= 1.5 periods "
         f"after the previous tick; % of expected ticks = window x rate)",
@@ -624,8 +752,7 @@ def print_report(rows: list[dict], targets: list[dict], args) -> None:
     if loaded:
         table = []
         for r in loaded:
-            idle = next((i for i in rows if i["load"] == "idle" and i["config"] == r["config"]
-                         and i["trigger"] == r["trigger"]), None)
+            idle = _idle_of(rows, r)
             svc = r["service"]
             table.append([
                 run(r),
@@ -675,7 +802,16 @@ def main() -> None:
     p.add_argument("--service-rate", type=float, default=20.0, help="[calls/s] --load's ~/solve_ik stream")
     p.add_argument("--seed", type=int, default=0, help="random ~/solve_ik goals")
     p.add_argument("--json", metavar="PATH", help="write the result rows (and the targets) as JSON")
+    p.add_argument("--loads", help="comma-separated subset of idle,busy,service (default: idle, or all three "
+                                   "with --load)")
+    p.add_argument("--variants", default="full",
+                   help="comma-separated ~/solve_ik handling variants (measurement only): " +
+                        "; ".join(f"{k}: {v}" for k, v in VARIANTS.items()))
+    p.add_argument("--repeat", type=int, default=1, help="repetitions (interleaved: repetition > variant > load)")
     args = p.parse_args()
+    variants = [v for v in args.variants.split(",") if v]
+    if not variants or set(variants) - set(VARIANTS):
+        raise SystemExit(f"--variants: any of {', '.join(VARIANTS)}")
     if not args.configs or set(args.configs) - set("bc"):
         raise SystemExit("--configs: any of 'b' and 'c'")
     os.environ.setdefault("ROS_AUTOMATIC_DISCOVERY_RANGE", "LOCALHOST")
@@ -686,24 +822,34 @@ def main() -> None:
 
     triggers = ("timer", "joint_states") if args.trigger == "both" else (args.trigger,)
     loads = ("idle", "busy", "service") if args.load else ("idle",)
-    runs = [(c, t, ld) for c in args.configs for t in triggers for ld in loads]
-    svc_goals = service_goals(200, args.seed) if args.load else None
+    if args.loads:
+        loads = tuple(ld for ld in args.loads.split(",") if ld)
+        if not loads or set(loads) - {"idle", "busy", "service"}:
+            raise SystemExit("--loads: any of idle, busy, service")
+        args.load = set(loads) != {"idle"}
+    runs = [(c, t, ld, v, i) for i in range(args.repeat) for c in args.configs for t in triggers
+            for v in variants for ld in loads]
+    svc_goals = service_goals(200, args.seed) if "service" in loads else None
     T0 = start_pose()
     print(f"[start] {machine_note()}")
     rclpy.init()
     rows = []
     with tempfile.TemporaryDirectory(prefix="bench_node.") as tmp:
-        for k, (config, trigger, load) in enumerate(runs):
-            print(f"[bench_node {k + 1}/{len(runs)}] config ({config}), trigger {trigger}, load {load}: node + mock "
-                  f"Panda at {args.rate:g} Hz, {args.warmup:g} + {args.duration:g} s")
+        for k, (config, trigger, load, variant, i) in enumerate(runs):
+            print(f"[bench_node {k + 1}/{len(runs)}] config ({config}), trigger {trigger}, load {load}, variant "
+                  f"{variant}, repetition {i + 1}: node + mock Panda at {args.rate:g} Hz, {args.warmup:g} + "
+                  f"{args.duration:g} s")
             try:
-                rows.append(bench_run(k, config, trigger, load, args, Path(tmp), svc_goals, T0))
+                rows.append({**bench_run(k, config, trigger, load, args, Path(tmp), svc_goals, T0, variant, i),
+                             "repeats": args.repeat})
             except Exception as exc:  # report, keep the other runs
                 print(f"  [run failed: {type(exc).__name__}: {exc}]")
     rclpy.try_shutdown()
     print(f"[end] {machine_note()}")
     targets = target_rows(rows)
     print_report(rows, targets, args)
+    if args.repeat > 1 or len(variants) > 1:
+        print_variant_summary(rows, args)
     write_json(args.json, rows + targets)
 
 

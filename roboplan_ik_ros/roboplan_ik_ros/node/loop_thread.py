@@ -1,8 +1,8 @@
 """The control loop's own thread: ticks on an absolute schedule, independent of the executor.
 
-Goals, service calls, parameters, status and diagnostics run in the executor's thread; a burst
-of them delays a tick by at most the GIL hand-over (``sys.setswitchinterval``), not by a queue
-of callbacks. A tick that starts more than one period late re-bases the schedule (no catch-up
+Goals, parameters, status and diagnostics run in the executor's thread (``~/solve_ik`` in its
+own); a burst of them delays a tick by at most the GIL hand-over (``sys.setswitchinterval``) each
+time the tick wants the GIL back, not by a queue of callbacks. A tick that starts more than one period late re-bases the schedule (no catch-up
 burst of ticks).
 """
 

@@ -1,11 +1,21 @@
 """``~/solve_ik``: one-shot SimpleIK (roboplan_ik_interfaces/srv/SolveIK) next to the control loop.
 
-The request is checked and its goals resolved in the executor thread (fast, and the frame
-resolver's kinematics data is single-threaded). The solve itself is handed to a single pool
-thread that the async callback awaits, so the executor keeps running meanwhile and requests are
-solved one at a time. With a ``worker_spec``, that thread only ships the request to an
-:class:`~roboplan_ik_ros.core.ik_worker.IKWorker` process and waits on its pipe (GIL released):
-SimpleIK's Python iterations no longer compete with the control loop's thread for the GIL.
+The service is served by a thread of its own ("solve_ik"), not by the node's executor: the
+server creates a small helper node (``<node name>_solve_ik``, same context and namespace, no
+parameter services, no global remappings) that offers the node's ``~/solve_ik`` name (resolved
+with the node's own remappings), and spins it in that thread. There a request is handled in one
+synchronous callback: checked, its goals resolved (with a private copy of the frame resolver's
+kinematics data), solved, answered; requests are solved one at a time (a burst waits in the
+service's request queue, depth 100). The node's executor does no per-request work, so a long solve
+never delays goals, status or (``trigger: joint_states``) ticks. With a ``worker_spec``, the solve
+is shipped to an :class:`~roboplan_ik_ros.core.ik_worker.IKWorker` process and the thread waits on
+its pipe (GIL released): SimpleIK's Python iterations do not compete with the control loop's thread
+for the GIL either.
+
+Why not an ``async`` callback awaiting the solve (as before): this rclpy's EventsExecutor re-runs a
+task that awaits a Future as fast as it can until the Future is done (thousands of iterations for
+a 0.5 ms wait), so the executor thread held the GIL for most of every solve and the loop's ticks
+stretched (measured below).
 
 Worker policy:
 
@@ -17,27 +27,39 @@ Worker policy:
   until the restarted worker is ready, requests get NOT_READY (not the in-process fallback: a
   request that crashed the worker must not be retried inside the node's process).
 
-Measured (ik_controller, 500 Hz timer, mock Panda, 2-vCPU VM; 20 requests/s whose goals are
-unreachable, so that each uses its whole 5 ms max_time, the worst case): tick duration p99
-0.28-0.49 ms idle, 1.76-2.32 ms solving in a thread, 0.53-0.74 ms with the worker. But the worker
-needs a CPU of its own: on two vCPUs, late tick starts were not fewer (on-time share 99.98-100 %
-idle, 97.7-98.4 % thread, 97.0-97.5 % worker; in a bare 500 Hz Python loop, an unrelated process
-burning 5 ms of CPU every 50 ms delayed it as much as the worker did). With reachable goals
-(0.1-0.3 ms per solve) every variant stays near the idle figures.
+Measured (``bench/bench_node.py --loads idle,service --repeat 3``: ik_controller at 500 Hz, timer
+trigger, mock Panda, 2-vCPU VM shared with another engineer's benchmarks; 20 requests/s, random
+reachable goals, 0.1-0.3 ms per solve in the worker; tick duration p99 idle -> with the requests,
+interleaved pairs of 15 s runs; the idle p99 alone varies 250-460 us between runs):
 
-The service has its own (reentrant) callback group for executors that run groups in parallel.
+* config b (no self-collision barrier), before (async callback awaiting a pool thread): +46 to
+  +62 % in 5 of 6 pairs (one -21 %), on-time share 99.64-99.99 % -> 99.04-99.85 %; now: +2, +3,
+  +7, +11 % (two outliers: +59 %, -28 %), on-time share 99.91-99.99 %;
+* config c (shipped), before: +34, +49, +84 %, on-time share down to 97.8 %; now: +3, +18, +41 %,
+  on-time share 99.84-99.99 %;
+* CPU per request: the executor thread spent 1.3-1.8 ms before (the busy task), nothing now; the
+  service thread 0.5-0.7 ms (of which rclpy's take, message conversion and send ~0.4 ms, parsing,
+  the pipe and the response ~0.17 ms); the worker process 0.5-0.8 ms. Response time p50 1.4-2.1 ms,
+  p99 2.8-5.7 ms (before 2.0-3.2 and 5.4-8.9 ms).
+
+Earlier (previous design, 20 requests/s with unreachable goals, each using its whole 5 ms
+max_time): tick p99 0.28-0.49 ms idle, 1.76-2.32 ms solving in a thread, 0.53-0.74 ms with the
+worker. The worker needs a CPU of its own: on two vCPUs, late tick starts were not fewer with it
+than with a thread (an unrelated process burning 5 ms of CPU every 50 ms delays a bare 500 Hz
+Python loop as much). With reachable goals every variant stayed near the idle figures.
 """
 
 from __future__ import annotations
 
-import concurrent.futures
+import copy
 import dataclasses
 import math
+import threading
 from collections.abc import Callable
 
 import numpy as np
-from rclpy.callback_groups import ReentrantCallbackGroup
-from rclpy.task import Future
+import rclpy
+from rclpy.qos import QoSProfile
 
 from roboplan_ik_interfaces.srv import SolveIK
 
@@ -46,9 +68,12 @@ from ..core.ik_worker import FAILED, STARTING, IKWorker, WorkerError, WorkerSpec
 from ..core.scene import Scene
 from ..core.simple_ik import FrameGoal, IKResult, SimpleIK, SimpleIKOptions
 from .goals import FrameResolver, GoalError
+from .loop_thread import _set_os_thread_name
 from .rosbridge import JointMap
 
 MAX_TIME_LIMIT = 10.0  # [s] longest max_time a request may ask for
+SERVICE_QOS = QoSProfile(depth=100)  # the services default (reliable, volatile) with room for a burst
+THREAD_NAME = "solve_ik"  # the service thread, also its OS name (top -H)
 
 _GOAL_CODES = {
     GoalError.INVALID: SolveIK.Response.INVALID_REQUEST,
@@ -61,35 +86,62 @@ class NotReady(Exception):
     """The node cannot answer yet (no joint state for a default seed, shutting down)."""
 
 
+def private_resolver(resolver: FrameResolver) -> FrameResolver:
+    """A FrameResolver like ``resolver`` (same frames, tf2 buffer and timeout) with its own kinematics
+    data: FrameResolver evaluates model frames with ``scene.frame_pose``, which writes the scene's
+    data, and the node's executor keeps using ``resolver`` for pose goals meanwhile."""
+    scene = copy.copy(resolver.scene)  # shares the model and every read-only table
+    scene.data = scene.model.createData()
+    return FrameResolver(scene, resolver.root_frame, resolver.tf_buffer, resolver.tf_timeout)
+
+
 class SolveIKServer:
-    """Creates ``~/solve_ik`` on ``node``; ``current_q()`` returns the node's current full q or None.
+    """Serves ``~/solve_ik`` of ``node`` from its own thread; ``current_q()`` returns the node's current
+    full q or None (called from that thread: must be thread-safe).
 
     ``solver`` gives the default options (and solves in-process without a worker, see the module
     docstring). ``worker_spec`` (the same scene and options as ``solver``): solve in an
     :class:`IKWorker` process, started here in the background and stopped by :meth:`destroy` or
-    :meth:`stop_worker`.
+    :meth:`stop_worker`. :meth:`destroy` also ends the thread and the helper node.
     """
 
     def __init__(self, node, scene: Scene, solver: SimpleIK, resolver: FrameResolver,
                  quaternion_tolerance: float, current_q: Callable[[], np.ndarray | None],
                  worker_spec: WorkerSpec | None = None) -> None:
+        from .ik_controller import make_executor  # here: ik_controller imports this module
+
         self.node = node
         self.scene = scene
         self.solver = solver
         self.resolver = resolver
+        self._resolver = private_resolver(resolver)  # used in the service thread only
         self.quaternion_tolerance = quaternion_tolerance
         self.current_q = current_q
         self.calls = 0
         self.failures = 0
         self.fallback_solves = 0  # solved in-process because the worker was not ready yet
+        self._joint_maps: dict[str, JointMap] = {}  # per group: the response's joint order
         self._closing = False
         self._destroyed = False
-        self._pool = concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="solve_ik")
         self.worker: IKWorker | None = None
-        self.service = node.create_service(SolveIK, "~/solve_ik", self._on_request,
-                                           callback_group=ReentrantCallbackGroup())
+        self.service_name = node.resolve_service_name("~/solve_ik")  # the node's namespace and remappings
+        self.host = rclpy.create_node(f"{node.get_name()}_solve_ik", namespace=node.get_namespace(),
+                                      context=node.context, use_global_arguments=False, enable_rosout=False,
+                                      start_parameter_services=False)
+        self.service = self.host.create_service(SolveIK, self.service_name, self._on_request, qos_profile=SERVICE_QOS)
+        self._executor = make_executor(context=node.context)
+        self._executor.add_node(self.host)
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._spin, name=THREAD_NAME, daemon=True)
+        self._thread.start()
         if worker_spec is not None:  # returns at once: the process starts in the background
             self.worker = IKWorker(worker_spec, on_event=self._on_worker_event)
+
+    def _spin(self) -> None:
+        from .ik_controller import spin_until_shutdown
+
+        _set_os_thread_name(THREAD_NAME)
+        spin_until_shutdown(self._executor, self._stop)
 
     def stop_worker(self) -> None:
         """Stop the worker process (idempotent); a request in flight gets NOT_READY."""
@@ -97,21 +149,29 @@ class SolveIKServer:
             self.worker.stop()
 
     def destroy(self) -> None:
-        """Stop the worker, wait for the request in flight, destroy the service (idempotent)."""
+        """Stop the worker, wait for the request in flight, end the service thread, destroy the
+        service and its helper node (idempotent)."""
         if self._destroyed:
             return
         self._destroyed = True
         self._closing = True  # queued requests answer NOT_READY
         self.stop_worker()
-        self._pool.shutdown(wait=True)  # an in-process request in flight ends within its max_time
-        self.node.destroy_service(self.service)
+        self._stop.set()
+        if self._thread is not threading.current_thread():
+            self._thread.join()  # an in-process request in flight ends within its max_time
+        try:
+            self._executor.shutdown()
+            self.host.destroy_service(self.service)
+            self.host.destroy_node()
+        except Exception as exc:  # e.g. the context is already shut down: nothing left to release
+            self.node.get_logger().debug(f"solve_ik: releasing the helper node: {exc!r}")
 
     def _on_worker_event(self, level: str, message: str) -> None:
         log = self.node.get_logger()
         {"info": log.info, "warning": log.warning}.get(level, log.error)(f"solve_ik: {message}")
 
     def _solve(self, goals: list[FrameGoal], q_seed: np.ndarray, options: SimpleIKOptions) -> IKResult:
-        """In the pool thread: the worker's answer, the in-process solver's, or WorkerError."""
+        """The worker's answer, the in-process solver's, or WorkerError."""
         if self._closing:
             raise WorkerError("the node is shutting down")
         worker = self.worker
@@ -121,34 +181,27 @@ class SolveIKServer:
             return self.solver.solve(goals, q_seed, options)
         return worker.solve(goals, q_seed, options)
 
-    # ------------------------------------------------------------------ callback
-    async def _on_request(self, request: SolveIK.Request, response: SolveIK.Response) -> SolveIK.Response:
+    # ------------------------------------------------------------------ callback (service thread)
+    def _on_request(self, request: SolveIK.Request, response: SolveIK.Response) -> SolveIK.Response:
         self.calls += 1
         try:
             goals, q_seed, options = self.parse(request)
+            result = self._solve(goals, q_seed, options)
         except GoalError as exc:
             return self._error(response, _GOAL_CODES[exc.code], str(exc))
         except NotReady as exc:
             return self._error(response, SolveIK.Response.NOT_READY, str(exc))
         except InvalidInputError as exc:
             return self._error(response, SolveIK.Response.INVALID_REQUEST, str(exc))
-        done: Future = Future()
-        try:
-            work = self._pool.submit(self._solve, goals, q_seed, options)
-        except RuntimeError:  # the pool was shut down: cleanup in progress
-            return self._error(response, SolveIK.Response.NOT_READY, "the node is shutting down")
-        work.add_done_callback(done.set_result)
-        finished = await done
-        try:
-            result = finished.result()
-        except InvalidInputError as exc:
-            return self._error(response, SolveIK.Response.INVALID_REQUEST, str(exc))
         except WorkerError as exc:  # not ready after a crash, died or wedged while solving, shutting down
             return self._error(response, SolveIK.Response.NOT_READY, str(exc))
         if result.success:  # a failed solve has no solution to hand out (not even the seed)
-            names = list(self.scene.group(options.group_name).joint_names)
-            response.solution.name = names
-            response.solution.position = JointMap(self.scene, names).from_q(result.q, np.empty(len(names))).tolist()
+            joints = self._joint_maps.get(options.group_name)
+            if joints is None:
+                joints = JointMap(self.scene, list(self.scene.group(options.group_name).joint_names))
+                self._joint_maps[options.group_name] = joints
+            response.solution.name = list(joints.names)
+            response.solution.position = joints.from_q(result.q, np.empty(len(joints.names))).tolist()
             response.solution.header.stamp = self.node.get_clock().now().to_msg()
         response.position_errors = result.position_errors.tolist()
         response.orientation_errors = result.orientation_errors.tolist()
@@ -194,7 +247,7 @@ class SolveIKServer:
                 self.scene.frame_id(g.tip_frame)
             except InvalidInputError as exc:
                 raise GoalError(f"goals[{k}].tip_frame: {exc}", GoalError.UNKNOWN_FRAME) from exc
-            T = self.resolver.resolve(g.pose, q_seed, self.quaternion_tolerance, f"goals[{k}].pose")
+            T = self._resolver.resolve(g.pose, q_seed, self.quaternion_tolerance, f"goals[{k}].pose")
             goals.append(FrameGoal(g.tip_frame, T))
         o = SolveIK.Request
         for name in ("check_collisions", "fast_return"):

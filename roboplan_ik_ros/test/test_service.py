@@ -1,0 +1,165 @@
+"""SolveIKServer (``~/solve_ik``) without the controller: served from its own thread and helper node
+(the node's executor does no per-request work), named after the node (namespace, remappings),
+private kinematics data for goal frames, NOT_READY without a state, a burst of requests all
+answered, and destroy() releasing the thread and the service.
+
+No test asserts a time or a rate: the timeouts only bound how long something may take to happen.
+"""
+
+from __future__ import annotations
+
+import threading
+
+import numpy as np
+import pinocchio as pin
+import pytest
+
+from conftest import Spinner, unique_name, wait_future, wait_until
+from models import scene
+from roboplan_ik_ros.core import SimpleIK, SimpleIKOptions
+
+TIP = "panda_hand_tcp"
+
+
+def _request(T: pin.SE3, frame: str = "panda_link0", **kw):
+    from roboplan_ik_interfaces.msg import PoseGoal
+    from roboplan_ik_interfaces.srv import SolveIK
+    from roboplan_ik_ros.node.rosbridge import pose_from_se3
+
+    g = PoseGoal(tip_frame=TIP)
+    g.pose.header.frame_id = frame
+    pose_from_se3(T, g.pose.pose)
+    return SolveIK.Request(goals=[g], **kw)
+
+
+class Setup:
+    """A SolveIKServer (in-process solver, no worker) on a node that no executor spins, and a
+    client node that a Spinner spins."""
+
+    def __init__(self, namespace: str | None = None, cli_args=None, current_q=None, name: str = "") -> None:
+        import rclpy
+
+        from roboplan_ik_interfaces.srv import SolveIK
+        from roboplan_ik_ros.node.goals import FrameResolver
+        from roboplan_ik_ros.node.rosbridge import root_frame_name
+        from roboplan_ik_ros.node.service import SolveIKServer
+
+        self.scene = scene("panda")
+        self.q0 = self.scene.neutral()
+        self.threads: list[str] = []
+
+        def default_current_q():
+            self.threads.append(threading.current_thread().name)
+            return self.q0.copy()
+
+        self.node = rclpy.create_node(name or unique_name("solve_ik_only"), namespace=namespace, cli_args=cli_args)
+        self.resolver = FrameResolver(self.scene, root_frame_name(self.scene))
+        self.srv = SolveIKServer(self.node, self.scene, SimpleIK(self.scene, SimpleIKOptions(group_name="arm")),
+                                 self.resolver, 1e-3, current_q or default_current_q)
+        self.client_node = rclpy.create_node(unique_name("solve_ik_client"))
+        self.spinner = Spinner(self.client_node)
+        self.client = self.client_node.create_client(SolveIK, self.srv.service_name)
+        assert self.client.wait_for_service(timeout_sec=10.0)
+
+    def call(self, request, timeout: float = 20.0):
+        return wait_future(self.client.call_async(request), timeout=timeout)
+
+    def close(self) -> None:
+        self.srv.destroy()
+        self.spinner.stop()
+        self.client_node.destroy_node()
+        self.node.destroy_node()
+
+
+@pytest.fixture
+def setup(ros):
+    s = Setup()
+    yield s
+    s.close()
+
+
+def _reachable(setup: Setup) -> pin.SE3:
+    return setup.scene.frame_pose(setup.q0, TIP) * pin.SE3(pin.exp3(np.array([0.0, 0.2, 0.0])),
+                                                            np.array([0.03, -0.05, 0.02]))
+
+
+def test_served_from_its_own_thread_while_the_node_is_not_spun(setup):
+    from roboplan_ik_interfaces.srv import SolveIK
+    from roboplan_ik_ros.node.service import THREAD_NAME
+
+    res = setup.call(_request(_reachable(setup), max_time=0.5))
+    assert res.success and res.error_code == SolveIK.Response.SUCCESS, res.message
+    assert len(res.solution.position) == 7
+    assert setup.threads and set(setup.threads) == {THREAD_NAME}  # the default seed was read there
+    assert setup.srv.calls == 1 and setup.srv.failures == 0
+
+
+def test_a_burst_of_requests_is_answered_one_by_one(setup):
+    from roboplan_ik_interfaces.srv import SolveIK
+
+    far = pin.SE3(np.eye(3), np.array([3.0, 0.0, 0.5]))  # unreachable: each uses its whole max_time
+    futures = [setup.client.call_async(_request(far, max_time=0.05, fast_return=SolveIK.Request.OPTION_FALSE))
+               for _ in range(5)]
+    futures.append(setup.client.call_async(_request(_reachable(setup), max_time=0.5)))
+    results = [wait_future(f, timeout=30.0) for f in futures]
+    assert [r.error_code for r in results[:5]] == [SolveIK.Response.NO_SOLUTION] * 5
+    assert results[5].success, results[5].message
+    assert setup.srv.calls == 6
+
+
+def test_not_ready_without_a_state(ros):
+    from roboplan_ik_interfaces.srv import SolveIK
+
+    s = Setup(current_q=lambda: None)
+    try:
+        res = s.call(_request(s.scene.frame_pose(s.q0, TIP)))
+        assert res.error_code == SolveIK.Response.NOT_READY and "joint_states" in res.message, res.message
+    finally:
+        s.close()
+
+
+def test_the_service_name_follows_the_node_namespace_and_remappings(ros):
+    s = Setup(namespace="/robot_ns")
+    try:
+        assert s.srv.service_name == f"/robot_ns/{s.node.get_name()}/solve_ik"
+        assert s.call(_request(_reachable(s), max_time=0.5)).success
+    finally:
+        s.close()
+    name = unique_name("solve_ik_only")
+    s = Setup(name=name, cli_args=["--ros-args", "-r", f"/{name}/solve_ik:=/elsewhere/{name}_ik"])
+    try:
+        assert s.srv.service_name == f"/elsewhere/{name}_ik"
+        assert s.call(_request(_reachable(s), max_time=0.5)).success
+    finally:
+        s.close()
+
+
+def test_private_resolver_has_its_own_kinematics_data(setup):
+    from roboplan_ik_ros.node.service import private_resolver
+
+    r = private_resolver(setup.resolver)
+    assert r.scene.data is not setup.resolver.scene.data
+    assert r.scene.model is setup.resolver.scene.model
+    assert (r.root_frame, r.tf_buffer, r.tf_timeout) == (setup.resolver.root_frame, setup.resolver.tf_buffer,
+                                                         setup.resolver.tf_timeout)
+    q = setup.scene.neutral()
+    q[:7] += 0.3
+    before = setup.resolver.scene.data.oMf[setup.scene.frame_id("panda_link4")].copy()
+    T = r.T_world_frame("panda_link4", q)  # writes only its own data
+    assert setup.resolver.scene.data.oMf[setup.scene.frame_id("panda_link4")].isApprox(before)
+    assert T.isApprox(setup.scene.frame_pose(q, "panda_link4"))
+    # a request stamped in a robot frame resolves through the private data, as through the shared one
+    res = setup.call(_request(r.T_world_frame("panda_link4", setup.q0).inverse() * _reachable(setup),
+                              frame="panda_link4", max_time=0.5))
+    assert res.success, res.message
+
+
+def test_destroy_ends_the_thread_and_withdraws_the_service(ros):
+    s = Setup()
+    thread = s.srv._thread
+    assert thread.is_alive()
+    s.srv.destroy()
+    assert not thread.is_alive()
+    wait_until(lambda: not s.client.service_is_ready(), timeout=10.0, what="the service to disappear")
+    s.srv.destroy()  # idempotent
+    s.close()
