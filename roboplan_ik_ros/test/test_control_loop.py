@@ -294,3 +294,31 @@ def test_qp_failure_holds_the_last_command(panda, monkeypatch):
     monkeypatch.undo()
     robot.tick(10)
     assert loop.mode == TRACKING and loop.guard.cuts == 0
+
+
+def test_an_exception_in_the_step_holds_and_the_loop_goes_on(panda, monkeypatch):
+    """A bug in one step (here: the solver raises) never kills the loop: it holds the last command,
+    logs the traceback once per kind, counts it, and resumes when the step works again."""
+    logged = []
+    loop = make_loop(panda)
+    loop.log = lambda level, message: logged.append((level, message))
+    robot = SimRobot(loop, panda.named_configuration("default"))
+    loop.activate(robot.t)
+    T0 = robot.tcp()
+    loop.set_pose_goal("ee", pin.SE3(T0.rotation, T0.translation + np.array([0.0, 0.1, 0.0])))
+    robot.tick(50)
+
+    def broken(*args, **kwargs):
+        raise ZeroDivisionError("a bug")
+
+    monkeypatch.setattr(loop.ctrl.oink, "solve", broken)
+    held = robot.commands[-1].copy()
+    robot.tick(20)
+    assert loop.mode == HOLDING and "ZeroDivisionError: a bug" in loop.hold_reason
+    assert loop.counts.tick_errors == 20 and loop.counts.holds == 1
+    assert np.abs(np.array(robot.commands[-20:]) - held).max() == 0.0  # the last command, republished
+    errors = [m for level, m in logged if level == "error"]
+    assert errors and "Traceback" in errors[0] and "ZeroDivisionError" in errors[0]
+    monkeypatch.undo()
+    robot.tick(10)
+    assert loop.mode == TRACKING and loop.guard.cuts == 0 and robot.max_step_ratio <= 1.0 + 1e-9

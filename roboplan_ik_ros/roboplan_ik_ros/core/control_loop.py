@@ -31,6 +31,7 @@ Times are seconds of a monotonic clock passed in by the caller.
 from __future__ import annotations
 
 import math
+import traceback
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Union
@@ -114,6 +115,7 @@ class LoopCounters:
     reseeds: int = 0  # command streams started at the measured position
     qp_failures: int = 0  # ticks
     barrier_refusals: int = 0  # ticks
+    tick_errors: int = 0  # ticks whose step raised (held; logged with the traceback)
 
 
 @dataclass
@@ -325,6 +327,19 @@ class ControlLoop:
 
     # ------------------------------------------------------------------ the tick
     def tick(self, now: float) -> TickResult:
+        """One control step at time ``now`` [s]. Never raises: an exception inside the step (a bug in
+        a task, limit or barrier, say) holds the last command, like a failed QP, with the error as
+        the hold reason; the next tick tries again."""
+        try:
+            return self._tick(now)
+        except Exception as exc:  # noqa: BLE001 - the loop must outlive any error of one step
+            self.counts.tick_errors += 1
+            self.log("error", f"the control step raised (holding the last command):\n{traceback.format_exc()}")
+            self._hold(f"internal error in the control step: {type(exc).__name__}: {exc}")
+            guard = self.guard
+            return TickResult(guard.started, guard.last, guard.last)
+
+    def _tick(self, now: float) -> TickResult:
         s, guard = self.settings, self.guard
         if self.mode == INACTIVE:
             return TickResult(False, guard.last, guard.last)

@@ -11,8 +11,8 @@ Lifecycle:
 What a tick does, and every safety rule, is :class:`~roboplan_ik_ros.core.control_loop.ControlLoop`
 (ROS-free); this node decodes messages into it and publishes what it returns. The loop runs in
 its own thread (``trigger: timer``) or in the /joint_states callback (``trigger: joint_states``);
-goals, ``~/solve_ik``, parameters, status and diagnostics run in the executor's thread. One lock
-serializes every access to the loop.
+goals, parameters, status and diagnostics run in the executor's thread, ``~/solve_ik`` in a thread
+of its own (see ``service.py``). One lock serializes every access to the loop.
 """
 
 from __future__ import annotations
@@ -268,7 +268,7 @@ class IKControllerNode(LifecycleNode):
     def destroy_node(self) -> None:
         self._stop_loop()  # the loop thread must not publish on destroyed publishers
         if self._service is not None:
-            self._service.stop_worker()  # no worker process outlives the node
+            self._service.destroy()  # no worker process, service thread or helper node outlives the node
         super().destroy_node()
 
     def autostart(self) -> bool:
@@ -565,6 +565,17 @@ class IKControllerNode(LifecycleNode):
         if not self._active:
             return
         self._last_tick_start = t0
+        try:
+            self._tick_locked(t0)
+        except Exception as exc:  # noqa: BLE001 - e.g. a publisher torn down under us: never kill the loop
+            self._log_loop_event("error", f"tick failed outside the control step (nothing published): "
+                                          f"{type(exc).__name__}: {exc}")
+        d = time.perf_counter() - t0
+        self._last_tick_us = d * 1e6
+        self._stats.record(t0, d)
+
+    def _tick_locked(self, t0: float) -> None:
+        """The step and its publication (the loop itself never raises: ControlLoop.tick holds on errors)."""
         with self._lock:
             loop = self.loop
             t_solve = time.perf_counter()
@@ -579,9 +590,6 @@ class IKControllerNode(LifecycleNode):
             elif stale and not self._published_stale_stop and self._velocity_outputs:
                 self._publish_hold()  # a velocity controller would keep the last velocity: send zero once
             self._published_stale_stop = stale
-        d = time.perf_counter() - t0
-        self._last_tick_us = d * 1e6
-        self._stats.record(t0, d)
 
     def _publish_hold(self) -> None:
         """Hold at the last command (zero velocity on velocity outputs)."""
