@@ -29,6 +29,7 @@ import rclpy
 from geometry_msgs.msg import PoseStamped
 from rcl_interfaces.msg import ParameterDescriptor, SetParametersResult
 from rclpy.executors import ExternalShutdownException
+from rclpy.logging import get_logger
 from rclpy.lifecycle import LifecycleNode, LifecycleState, TransitionCallbackReturn
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy, qos_profile_sensor_data
 from rclpy.wait_for_message import wait_for_message
@@ -668,11 +669,21 @@ def spin_until_shutdown(executor, stop=None) -> None:
     (checked here), while ``spin_once`` does, in any thread.
     """
     context = executor.context if hasattr(executor, "context") else None
-    try:
-        while rclpy.ok(context=context) and not (stop is not None and stop.is_set()):
+    throttle = LogThrottle(period=5.0)
+    while rclpy.ok(context=context) and not (stop is not None and stop.is_set()):
+        try:
             executor.spin_once(timeout_sec=0.1)
-    except (KeyboardInterrupt, ExternalShutdownException):
-        pass
+        except (KeyboardInterrupt, ExternalShutdownException):
+            break
+        except RuntimeError as exc:
+            # Seen from this rclpy's EventsExecutor while the context shuts down (SIGINT): "Unable to
+            # convert call argument '0' to Python object". Not a reason to die before the node's own
+            # shutdown; an error while the context is still up is logged and spinning goes on.
+            if not rclpy.ok(context=context):
+                break
+            message = f"executor: {type(exc).__name__}: {exc}"
+            if throttle.should_log(message, time.monotonic()):
+                get_logger("ik_controller").error(message)
 
 
 def main(args=None) -> None:
