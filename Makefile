@@ -12,13 +12,15 @@ WITH_ENV := source scripts/env.sh &&
 PYTEST_ARGS ?=
 ARGS ?=
 BENCH_OUT ?= build/bench
+# bench_node: also the busy-core and ~/solve_ik-stream runs (every node target; ~6 of the ~9 minutes)
+BENCH_NODE_ARGS ?= --load
 
 .PHONY: help bootstrap demo test bench clean distclean
 
 help:
 	@echo "make demo       bootstrap .venv if needed, then run the IK demo (ARGS=... passed on)"
 	@echo "make test       bootstrap .venv if needed, then run the test suite (PYTEST_ARGS=...)"
-	@echo "make bench      also install requirements-bench.txt, run bench/*.py (JSON in $(BENCH_OUT)/)"
+	@echo "make bench      also install requirements-bench.txt, run bench/*.py (JSON in $(BENCH_OUT)/; ~9 min)"
 	@echo "make bootstrap  only create/refresh .venv"
 	@echo "make clean      remove build/ and caches;  make distclean: also .venv"
 
@@ -43,7 +45,8 @@ bench:
 	for s in "$${scripts[@]}"; do \
 		out=$(BENCH_OUT)/$$(basename $$s .py).json; \
 		echo "[bench] $$s -> $$out"; \
-		$(PY) $$s --json $$out; \
+		extra=""; if [ "$$(basename $$s)" = bench_node.py ]; then extra="$(BENCH_NODE_ARGS)"; fi; \
+		$(PY) $$s --json $$out $$extra; \
 	done
 
 clean:
