@@ -36,7 +36,8 @@ class Setup:
     """A SolveIKServer (in-process solver, no worker) on a node that no executor spins, and a
     client node that a Spinner spins."""
 
-    def __init__(self, namespace: str | None = None, cli_args=None, current_q=None, name: str = "") -> None:
+    def __init__(self, namespace: str | None = None, cli_args=None, current_q=None, name: str = "",
+                 wait_for_gap=None) -> None:
         import rclpy
 
         from roboplan_ik_interfaces.srv import SolveIK
@@ -55,7 +56,7 @@ class Setup:
         self.node = rclpy.create_node(name or unique_name("solve_ik_only"), namespace=namespace, cli_args=cli_args)
         self.resolver = FrameResolver(self.scene, root_frame_name(self.scene))
         self.srv = SolveIKServer(self.node, self.scene, SimpleIK(self.scene, SimpleIKOptions(group_name="arm")),
-                                 self.resolver, 1e-3, current_q or default_current_q)
+                                 self.resolver, 1e-3, current_q or default_current_q, wait_for_gap=wait_for_gap)
         self.client_node = rclpy.create_node(unique_name("solve_ik_client"))
         self.spinner = Spinner(self.client_node)
         self.client = self.client_node.create_client(SolveIK, self.srv.service_name)
@@ -163,3 +164,27 @@ def test_destroy_ends_the_thread_and_withdraws_the_service(ros):
     wait_until(lambda: not s.client.service_is_ready(), timeout=10.0, what="the service to disappear")
     s.srv.destroy()  # idempotent
     s.close()
+
+
+def test_each_request_waits_for_the_gap_between_ticks_before_its_work(ros):
+    """With wait_for_gap, a request's parsing (current_q is read there) starts only after the gap
+    call returned: the node passes one that returns once a control tick has ended."""
+    order: list[str] = []
+    tick_ended = threading.Event()
+
+    def wait_for_gap():
+        order.append("wait")
+        assert tick_ended.wait(10.0)  # the "loop" below ends a tick
+        order.append("gap")
+
+    s = Setup(wait_for_gap=wait_for_gap, current_q=lambda: (order.append("parse"), s.q0.copy())[1])
+    try:
+        T = s.scene.frame_pose(s.q0, TIP)
+        future = s.client.call_async(_request(T))
+        assert wait_until(lambda: order == ["wait"], timeout=10.0)  # held before any work
+        tick_ended.set()
+        response = wait_future(future, timeout=20.0)
+        assert response.success, response.message
+        assert order == ["wait", "gap", "parse"]
+    finally:
+        s.close()

@@ -159,6 +159,7 @@ class IKControllerNode(LifecycleNode):
         self._last_tick_us = 0.0
         self._last_tick_start = -np.inf
         self._stats = TickStats()
+        self._tick_ended = threading.Event()  # set after every tick (see _wait_for_tick_gap)
         self._last_rejection = ""
         self._markers_dirty = False
         self._q_snapshot: np.ndarray | None = None
@@ -373,7 +374,8 @@ class IKControllerNode(LifecycleNode):
         self._keep("service", self.create_service(Trigger, "~/apply_configured_targets",
                                                   self._on_apply_configured_targets))
         self._service = SolveIKServer(self, self.scene, self.simple_ik, self._resolver, cfg.quaternion_tolerance,
-                                      self._current_q, worker_spec=self._ik_worker_spec)
+                                      self._current_q, worker_spec=self._ik_worker_spec,
+                                      wait_for_gap=self._wait_for_tick_gap)
         if cfg.trigger == "joint_states":  # ticks come from /joint_states; this timer only watches for staleness
             period = max(1.0 / cfg.control_rate_hz, min(0.05, cfg.state_timeout / 4.0))
             self._watchdog = self._keep("timer", self.create_timer(period, self._on_watchdog, autostart=False))
@@ -574,6 +576,7 @@ class IKControllerNode(LifecycleNode):
         d = time.perf_counter() - t0
         self._last_tick_us = d * 1e6
         self._stats.record(t0, d)
+        self._tick_ended.set()
 
     def _tick_locked(self, t0: float) -> None:
         """The step and its publication (the loop itself never raises: ControlLoop.tick holds on errors)."""
@@ -591,6 +594,14 @@ class IKControllerNode(LifecycleNode):
             elif stale and not self._published_stale_stop and self._velocity_outputs:
                 self._publish_hold()  # a velocity controller would keep the last velocity: send zero once
             self._published_stale_stop = stale
+
+    def _wait_for_tick_gap(self) -> None:
+        """Block until the next tick has ended (at most three periods; at once when not ticking): work
+        started then runs in the idle part of the period instead of stretching a tick (GIL)."""
+        if not self._active or self.loop is None:
+            return
+        self._tick_ended.clear()
+        self._tick_ended.wait(3.0 / self.node_cfg.control_rate_hz)
 
     def _publish_hold(self) -> None:
         """Hold at the last command (zero velocity on velocity outputs)."""
