@@ -377,6 +377,15 @@ class Scene:
             as_int(bounded_v), as_int(bounded_q), as_int(continuous_q),
         )
 
+    def support_mask(self, joint: int) -> np.ndarray:
+        """(nv,) 1.0 at every velocity index that moves joint ``joint`` (its supporting joints; the
+        universe, joint 0, is moved by none), else 0.0."""
+        model = self.model
+        mask = np.zeros(model.nv)
+        for a in model.supports[joint][1:]:
+            mask[model.joints[a].idx_v : model.joints[a].idx_v + model.joints[a].nv] = 1.0
+        return mask
+
     # ----------------------------------------------------------- configurations
     def check_configuration(self, q, what: str = "q") -> np.ndarray:
         """``q`` as a finite float vector of size nq, or raise."""

@@ -92,44 +92,38 @@ class _NativeFrames:
         from .barriers.position_barrier import PositionBarrier
         from .tasks.frame_task import FrameTask
 
-        model, data, n = oink.scene.model, oink.data, oink.nv
+        self.scene, data, n = oink.scene, oink.data, oink.nv
         self.tasks = [t for t in tasks if type(t) is FrameTask]
         self.barriers = [b for b in barriers if type(b) is PositionBarrier]
-        self._keep = []  # views and buffers the kernel points at
-        self._task_arrays, self._barrier_arrays = [], []  # what refresh() checks
+        self._keep = []  # pinocchio views and support masks the kernel points at
+        self._task_arrays, self._barrier_arrays = [], []  # the objects' arrays it points at (refresh() checks them)
         self._J_world = data.J  # a view of Data's joint Jacobians: follows every kinematics call
         self._columns = np.ascontiguousarray(oink.group.v_indices, dtype=np.int64)
         self.task_params = [np.zeros(2) for _ in self.tasks]  # max_position_error, max_rotation_error
         self.task_structs = (_FrameTask * max(len(self.tasks), 1))()
         for k, t in enumerate(self.tasks):
             s = self.task_structs[k]
-            self._frame(s.frame, model, data, t.frame_id)
+            self._frame(s.frame, data, t.frame_id)
             s.p_target, s.R_target = t.p_target.ctypes.data, t.R_target.ctypes.data
             s.max_error, s.J, s.e, s.norms = (self.task_params[k].ctypes.data, t.jacobian.ctypes.data,
                                               t.error.ctypes.data, t.norms.ctypes.data)
-            self._keep += [t.p_target, t.R_target, t.jacobian, t.error, t.norms]
             self._task_arrays.append((t.jacobian, t.error, t.norms, t.p_target, t.R_target))
         self.barrier_structs = (_FramePositionBarrier * max(len(self.barriers), 1))()
         for k, b in enumerate(self.barriers):
             s = self.barrier_structs[k]
-            self._frame(s.frame, model, data, b.frame_id)
+            self._frame(s.frame, data, b.frame_id)
             select, offset = b.select, b.offset
             if not (_usable(select, (b.size, 3)) and _usable(offset, (b.size,))):
                 raise ValueError(f"{b.name}: select/offset must be C-contiguous float64 arrays")
-            self._barrier_arrays.append((select, offset))
+            self._barrier_arrays.append((select, offset, b.value, b.jacobian))
             s.rows, s.select, s.offset, s.h, s.J = (b.size, select.ctypes.data, offset.ctypes.data,
                                                     b.value.ctypes.data, b.jacobian.ctypes.data)
-            self._keep += [select, offset, b.value, b.jacobian]
         self.frame_J = np.zeros((6, n))
 
-    def _frame(self, ref: _FrameRef, model, data, frame_id: int) -> None:
+    def _frame(self, ref: _FrameRef, data, frame_id: int) -> None:
         placement = data.oMf[frame_id]
         p, R, J = placement.translation, placement.rotation, self._J_world
-        supporting = set(model.supports[model.frames[frame_id].parentJoint])
-        owner = np.zeros(model.nv, dtype=np.int64)  # joint of each velocity index
-        for j in range(1, model.njoints):
-            owner[model.joints[j].idx_v : model.joints[j].idx_v + model.joints[j].nv] = j
-        support = np.array([1.0 if owner[v] in supporting and owner[v] > 0 else 0.0 for v in self._columns])
+        support = self.scene.support_mask(self.scene.model.frames[frame_id].parentJoint)[self._columns]
         ref.J_world, (ref.J_row_stride, ref.J_col_stride) = J.ctypes.data, _strides(J)
         ref.p, (ref.p_stride,) = p.ctypes.data, _strides(p)
         ref.R, (ref.R_row_stride, ref.R_col_stride) = R.ctypes.data, _strides(R)
@@ -145,7 +139,7 @@ class _NativeFrames:
             params[0] = t.max_position_error
             params[1] = t.max_rotation_error
         for b, held in zip(self.barriers, self._barrier_arrays):
-            if b.select is not held[0] or b.offset is not held[1]:
+            if b.select is not held[0] or b.offset is not held[1] or b.value is not held[2] or b.jacobian is not held[3]:
                 return False
         return True
 

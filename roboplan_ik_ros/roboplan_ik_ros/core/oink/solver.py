@@ -297,27 +297,17 @@ class Oink:
             task.hold_if_untargeted(data)
         for b in ca.updated_barriers:
             b.update(q, data, geom_data)
+        if not (_set_compiled_box(q, ca) and self._build_row_limits(q, lay) and ca.refresh()):
+            # a limit changed the kind or size of its bounds, or an object swapped an array: new layout
+            lay = self._layout = _Layout(self, q, key, tasks, limits, barriers)
+            ca = lay.compiled
+            if ca is None or not (_set_compiled_box(q, ca) and self._build_row_limits(q, lay) and ca.refresh()):
+                raise ValueError("a task, limit or barrier changes its arrays or their shapes from one call to "
+                                 "the next")
         extra_diagonal = 0.0
         if lay.python_barriers:  # barriers with their own constraint/regularization: as the numpy path
             ca.c_offset.fill(0.0)
             extra_diagonal = self._barrier_terms(q, lay.python_barriers, ca.c_offset)
-        for k, lim in enumerate(ca.box):
-            G, lower, upper = lim.bounds(q)
-            if G is not None:
-                break
-            ca.set_box_bounds(k, lower, upper)
-        else:
-            G = None
-        if G is not None or not self._build_row_limits(q, lay) or not ca.refresh():
-            # a limit changed the kind or size of its bounds, or an object swapped an array: new layout
-            lay = self._layout = _Layout(self, q, key, tasks, limits, barriers)
-            if lay.compiled is None or not lay.compiled.refresh():
-                raise ValueError("a task, limit or barrier changes its arrays' shapes from one call to the next")
-            ca = lay.compiled
-            if not self._build_row_limits(q, lay):
-                raise ValueError("a limit's bounds change shape from one call to the next")
-            for k, lim in enumerate(ca.box):
-                ca.set_box_bounds(k, *lim.bounds(q)[1:])
         code = ca.run(self.regularization, extra_diagonal, self.unconstrained_shortcut)
         if code < 0:
             which = "J J^T + lambda I of a priority level" if code == compiled_assembly.NULLSPACE_NOT_PD else "H"
@@ -687,6 +677,16 @@ class _Layout:
         np.maximum(self.lower_qp, -_INF, out=self._osqp_l)
         np.minimum(self.upper_qp, _INF, out=self._osqp_u)
         return self._osqp_l, self._osqp_u
+
+
+def _set_compiled_box(q: np.ndarray, ca: CompiledAssembly) -> bool:
+    """Hand the box limits' bounds at q to the kernel; False if one of them no longer is a box."""
+    for k, lim in enumerate(ca.box):
+        G, lower, upper = lim.bounds(q)
+        if G is not None:
+            return False
+        ca.set_box_bounds(k, lower, upper)
+    return True
 
 
 def _assembled_by_kernel(b: Barrier) -> bool:

@@ -55,10 +55,7 @@ class SelfCollisionBarrier(Barrier):
         self._joint2 = np.array([gm.geometryObjects[int(g)].parentJoint for g in self.pairs.second])
         self._active_pairs = np.zeros(0, dtype=int)
         # support[j, v] = 1 where velocity v moves joint j (the universe, j = 0, has none); group columns
-        support = np.zeros((model.njoints, model.nv))
-        for j in range(1, model.njoints):
-            for a in model.supports[j][1:]:
-                support[j, model.joints[a].idx_v : model.joints[a].idx_v + model.joints[a].nv] = 1.0
+        support = np.array([oink.scene.support_mask(j) for j in range(model.njoints)])
         self._columns = oink.group.v_columns
         self._support = support[:, self._columns]
         self._data: pin.Data | None = None  # whose world-frame joint Jacobians (data.J) self._J views
