@@ -198,6 +198,12 @@ def run_child(config: str, stats_out: str, capacity: int, spawned_at: float) -> 
 
 
 # ------------------------------------------------------------------------- /proc
+def _counters(node_pid: int, mock_pid: int) -> tuple:
+    """(time, node RSS MB, node per-thread CPU, node CPU s, its children's CPU s, mock CPU s) now."""
+    return (time.perf_counter(), rss_mb(node_pid), thread_cpu(node_pid), cpu_seconds(node_pid),
+            children_cpu(node_pid), cpu_seconds(mock_pid))
+
+
 def _ticks(stat_text: str) -> int:
     fields = stat_text.rsplit(")", 1)[1].split()
     return int(fields[11]) + int(fields[12])  # utime + stime
@@ -488,9 +494,7 @@ def bench_run(k: int, config: str, trigger: str, load: str, args, tmp: Path, svc
         ps.header.frame_id = "panda_link0"
         while (t := time.perf_counter() - t0) < total:
             if t_start is None and t >= args.warmup:
-                t_start, rss0 = time.perf_counter(), rss_mb(child.pid)
-                thr0, proc0, kids0 = thread_cpu(child.pid), cpu_seconds(child.pid), children_cpu(child.pid)
-                mock0 = cpu_seconds(mock.pid)
+                t_start, rss0, thr0, proc0, kids0, mock0 = _counters(child.pid, mock.pid)
                 counting["on"] = True
                 if stream is not None:
                     stream.counting = True
@@ -502,9 +506,7 @@ def bench_run(k: int, config: str, trigger: str, load: str, args, tmp: Path, svc
                 print(f"  [{label}] {t - args.warmup:5.1f} / {args.duration:g} s", end="\r", flush=True)
             next_goal += 1.0 / 50.0
             time.sleep(max(0.0, next_goal - (time.perf_counter() - t0)))
-        t_end, rss1 = time.perf_counter(), rss_mb(child.pid)
-        thr1, proc1, kids1 = thread_cpu(child.pid), cpu_seconds(child.pid), children_cpu(child.pid)
-        mock1 = cpu_seconds(mock.pid)
+        t_end, rss1, thr1, proc1, kids1, mock1 = _counters(child.pid, mock.pid)
         counting["on"] = False
         if stream is not None:
             stream.counting = False

@@ -513,11 +513,7 @@ class SimpleIK:
             daxpy(dq, qg, nv, factor)
             margin = min(dgemv(1.0, P, qg, -1.0, c_lohi).tolist())  # exact; < 0 iff a joint left its range
             if margin < 0.0:
-                if clamp:
-                    _clamped_step(x, qg, J, e, neg_step, lo, hi, max_step, ws)
-                else:
-                    np.minimum(qg, hi, out=qg)
-                    np.maximum(qg, lo, out=qg)
+                _back_into_limits(clamp, x, qg, J, e, neg_step, lo, hi, max_step, ws)
                 margin = 0.0  # a joint is on its limit
         return "not converged", max_iters, None  # pragma: no cover (the loop always returns)
 
@@ -618,11 +614,7 @@ class SimpleIK:
                 daxpy(dq, qg, a=factor)
                 margin = margin_of(qg)  # exact; < 0 iff a joint left its range
                 if margin < 0.0:
-                    if clamp:
-                        _clamped_step(x, qg, J, e, neg_step, lo, hi, max_step, ws)
-                    else:
-                        np.minimum(qg, hi, out=qg)
-                        np.maximum(qg, lo, out=qg)
+                    _back_into_limits(clamp, x, qg, J, e, neg_step, lo, hi, max_step, ws)
                     margin = 0.0  # a joint is on its limit
             else:  # general path (continuous joints, scattered indices): bounds on the displacement
                 dq *= factor
@@ -712,6 +704,16 @@ def _near_bound(lin2: float, max_angle: float) -> float:
     theta = min(max_angle, math.pi)
     gain = (theta / 2.0) / math.sin(theta / 2.0) if theta > 0.0 else 1.0
     return (lin2 * gain * gain + theta * theta) * (1.0 + 1e-9)
+
+
+def _back_into_limits(clamp: bool, x, qg, J, e, neg_step, lo, hi, max_step, ws: _Workspace) -> None:
+    """``qg`` (= x + the step, some joint outside [lo, hi]; in place) back inside: the clamped re-solve
+    of :func:`_clamped_step`, or a plain clip when ``clamp`` is off."""
+    if clamp:
+        _clamped_step(x, qg, J, e, neg_step, lo, hi, max_step, ws)
+    else:
+        np.minimum(qg, hi, out=qg)
+        np.maximum(qg, lo, out=qg)
 
 
 def _clamped_step(x, target, J, e, neg_step, lo, hi, max_step, ws: _Workspace) -> None:

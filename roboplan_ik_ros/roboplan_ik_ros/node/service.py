@@ -16,7 +16,7 @@ A request waits for the end of the next control tick (``wait_for_gap``, at most 
 not at all while the loop is inactive) before it is parsed and shipped: its Python work then runs
 in the idle part of the period instead of taking the GIL from a tick in progress. Measured
 (config c, timer, 3 interleaved pairs of 20 s runs each way): tick p99 with the request stream
-434 / 534 / 451 us with the wait vs 613 / 625 / 485 us without (idle runs 440-593 us); the
+434 / 534 / 451 us with the wait vs 613 / 625 / 485 us without (idle runs 440-684 us); the
 response time grows by about one period (p50 2.5-3.5 ms vs 2.1-2.5 ms).
 
 Why not an ``async`` callback awaiting the solve (as before): this rclpy's EventsExecutor re-runs a
