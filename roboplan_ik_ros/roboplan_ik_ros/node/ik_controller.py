@@ -1,7 +1,9 @@
 """``ik_controller``: the OInK control loop and the SimpleIK service as a ROS 2 lifecycle node.
 
 Lifecycle:
-    configure   URDF/SRDF (parameter, else the latched topics), YAML config, scene, control loop,
+    (created)   listen to the latched /robot_description(_semantic), keeping the newest (descriptions.py).
+    configure   URDF/SRDF (parameter, else the newest received, else wait for the latched topics),
+                YAML config, scene, control loop,
                 SimpleIK, publishers, subscriptions, ``~/solve_ik``, runtime parameters.
     activate    seed from a fresh /joint_states; every target at the current pose; the robot holds
                 still until a goal arrives; start the loop.
@@ -31,7 +33,7 @@ from rcl_interfaces.msg import ParameterDescriptor, SetParametersResult
 from rclpy.executors import ExternalShutdownException
 from rclpy.logging import get_logger
 from rclpy.lifecycle import LifecycleNode, LifecycleState, TransitionCallbackReturn
-from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy, qos_profile_sensor_data
+from rclpy.qos import QoSProfile, ReliabilityPolicy, qos_profile_sensor_data
 from rclpy.wait_for_message import wait_for_message
 from sensor_msgs.msg import JointState
 from std_msgs.msg import String
@@ -48,6 +50,7 @@ from ..core.ik_worker import WorkerSpec
 from ..core.oink import FrameTask
 from ..core.simple_ik import SimpleIK
 from . import diagnostics as diag
+from .descriptions import LATCHED, LatchedDescriptions
 from .diagnostics import DiagnosticsReporter, TickStats
 from .goals import HAVE_TF2, FrameResolver, joint_goal_configuration, tf2_ros
 from .log_throttle import LogThrottle
@@ -66,7 +69,7 @@ CONSTRUCTOR_PARAMETERS = (
     "package_paths", "autostart",
 )
 
-LATCHED = QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.TRANSIENT_LOCAL)
+DESCRIPTION_TOPICS = ("robot_description", "robot_description_semantic")
 GOAL_QOS = QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE)
 _SUCCESS, _FAILURE = TransitionCallbackReturn.SUCCESS, TransitionCallbackReturn.FAILURE
 _SWITCH_INTERVAL = 0.0001  # [s] GIL hand-over while SimpleIK runs in its worker thread
@@ -127,6 +130,8 @@ class IKControllerNode(LifecycleNode):
         self.last_error = ""
         self._lock = threading.Lock()  # every access to the control loop
         self._throttle = LogThrottle()
+        # listens while unconfigured, so configure need not wait for DDS discovery (descriptions.py)
+        self._descriptions = LatchedDescriptions(self, DESCRIPTION_TOPICS)
         self._clear()
 
     # ================================================================== lifecycle
@@ -324,13 +329,18 @@ class IKControllerNode(LifecycleNode):
             sys.setswitchinterval(_SWITCH_INTERVAL)
 
     def _description(self, name: str, timeout: float, required: bool = True) -> str:
-        """Parameter ``name`` if set, else the latched topic ``/name`` (waiting up to ``timeout``)."""
+        """Parameter ``name`` if set, else the newest ``/name`` received since construction, else the
+        latched topic ``/name`` waited for up to ``timeout``."""
         text = self._param(name)
         if text:
             return text
-        topic = f"/{name}"
+        topic = self.resolve_topic_name(f"/{name}")  # as remapped, for the messages
+        kept = self._descriptions.get(name)
+        if kept is not None:
+            self.get_logger().info(f"using the {topic} received {kept[1]:.1f} s ago ({len(kept[0])} characters)")
+            return kept[0]
         self.get_logger().info(f"waiting up to {timeout:g} s for {topic} (or set the {name!r} parameter)")
-        ok, msg = wait_for_message(String, self, topic, qos_profile=LATCHED, time_to_wait=float(timeout))
+        ok, msg = wait_for_message(String, self, f"/{name}", qos_profile=LATCHED, time_to_wait=float(timeout))
         if ok and msg.data:
             return msg.data
         if required:
