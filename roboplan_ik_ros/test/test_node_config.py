@@ -42,6 +42,10 @@ def test_packaged_configs(name):
     ({"goal_smoothing": {"type": "spline"}}, ["node.goal_smoothing.type", "low_pass"]),
     ({"goal_smoothing": {"time_constant": -1.0}}, ["node.goal_smoothing.time_constant"]),
     ({"quaternion_tolerance": 2.0}, ["node.quaternion_tolerance", "<= 0.5"]),
+    ({"loop_priority": 100}, ["node.loop_priority", "[0, 99]", "SCHED_FIFO"]),
+    ({"loop_priority": -1}, ["node.loop_priority", "[0, 99]"]),
+    ({"loop_priority": True}, ["node.loop_priority", "integer"]),
+    ({"loop_priority": 50.5}, ["node.loop_priority"]),
 ])
 def test_bad_values_name_the_key_and_what_is_valid(mapping, words):
     with pytest.raises(InvalidInputError) as exc:

@@ -252,6 +252,8 @@ def test_measured_feedback_and_diagnostics(rig):
         # OK, or WARN for late ticks on a loaded machine; never ERROR or holding
         assert status.level in (b"\x00", b"\x01") and "holding" not in status.message, status.message
         assert "rate_hz (achieved)" in values and values["guard_cuts"] == "0"
+        # the shipped loop_priority 50: granted (root, CAP_SYS_NICE, rtprio limit) or refused and said so
+        assert values["loop_scheduling"] in ("SCHED_FIFO priority 50", "normal (SCHED_FIFO 50 refused)"), values
     finally:
         rig.client.node.destroy_subscription(sub)
         rig.client.set_parameter("state_feedback", "commanded")

@@ -170,6 +170,7 @@ class IKControllerNode(LifecycleNode):
         self._q_snapshot: np.ndarray | None = None
         self._stamp_needed = False
         self._velocity_outputs = False
+        self.loop_scheduling = "not running"  # how the ticks are scheduled (diagnostics), set on activate
 
     def on_configure(self, state: LifecycleState) -> TransitionCallbackReturn:
         try:
@@ -231,13 +232,24 @@ class IKControllerNode(LifecycleNode):
         self._active = True
         self._published_stale_stop = False
         if cfg.trigger == "timer":
-            self._loop_thread = LoopThread(1.0 / cfg.control_rate_hz, self._tick)
+            self.loop_scheduling = "normal" if cfg.loop_priority == 0 else f"SCHED_FIFO {cfg.loop_priority} requested"
+            self._loop_thread = LoopThread(1.0 / cfg.control_rate_hz, self._tick, priority=cfg.loop_priority,
+                                           on_priority=self._on_loop_priority)
             self._loop_thread.start()
         else:
+            self.loop_scheduling = "executor thread (trigger: joint_states)"
             self._watchdog.reset()
         self.last_error = ""
         self.get_logger().info("active: holding the current pose until a goal arrives")
         return ret
+
+    def _on_loop_priority(self, ok: bool, message: str) -> None:
+        """The control_loop thread's scheduling outcome (called from that thread, once per start)."""
+        self.loop_scheduling = message if ok else f"normal (SCHED_FIFO {self.node_cfg.loop_priority} refused)"
+        if ok:
+            self.get_logger().info(f"control_loop thread: {message}")
+        else:
+            self.get_logger().warning(f"node.loop_priority {self.node_cfg.loop_priority}: {message}")
 
     def _stop_loop(self) -> None:
         self._active = False
@@ -305,6 +317,11 @@ class IKControllerNode(LifecycleNode):
         loop = ControlLoop(scene, config, node_cfg, self._log_loop_event)
         for note in [*getattr(scene, "notes", []), *loop.notes]:
             self.get_logger().info(note)
+        if node_cfg.trigger != "timer" and node_cfg.loop_priority > 0:
+            self.get_logger().info(
+                f"node.loop_priority {node_cfg.loop_priority} applies to trigger: timer's control_loop thread; with "
+                f"trigger: {node_cfg.trigger} the ticks run in the executor's thread at the process's priority "
+                f"(e.g. chrt -f {node_cfg.loop_priority} <command>)")
         group = loop.group
         self.simple_ik = SimpleIK(scene, config.simple_ik)  # every simple_ik key, group defaulting to robot.group
         # ~/solve_ik runs SimpleIK in a worker process with its own scene: off the loop's interpreter (GIL)
@@ -669,7 +686,8 @@ class IKControllerNode(LifecycleNode):
             return diag.WARN, "unconfigured", []
         with self._lock:
             snap = LoopSnapshot.take(self.loop)
-        return diagnostics_report(snap, self._stats.summary(), self.node_cfg, self._service, self._last_rejection)
+        return diagnostics_report(snap, self._stats.summary(), self.node_cfg, self._service, self._last_rejection,
+                                  self.loop_scheduling)
 
 
 def make_executor(context=None):

@@ -20,6 +20,7 @@ from ..core.errors import InvalidInputError
 OUTPUT_TYPES = ("forward_command", "joint_trajectory", "joint_state")
 INTERFACES = ("position", "velocity")
 TRIGGERS = ("timer", "joint_states")
+MAX_LOOP_PRIORITY = 99  # SCHED_FIFO's highest (Linux)
 
 
 @dataclass
@@ -49,6 +50,10 @@ class MarkersConfig:
 @dataclass
 class NodeConfig(LoopConfig):
     trigger: str = "timer"  # "joint_states": step on each /joint_states message (measured feedback only)
+    # SCHED_FIFO priority (1-99) of the timer trigger's control_loop thread, as ros2_control's
+    # thread_priority; 0 = the normal scheduler. Refused (no rtprio limit or CAP_SYS_NICE): logged,
+    # and the loop runs at normal priority.
+    loop_priority: int = 50
     activation_timeout: float = 5.0  # [s] on_activate waits this long for a first /joint_states
     joint_states_topic: str = "/joint_states"
     status_rate_hz: float = 10.0  # ~/status
@@ -65,6 +70,10 @@ def check_node_config(cfg: NodeConfig, path: str = "node") -> NodeConfig:
     check_choice(cfg.trigger, TRIGGERS, f"{path}.trigger")
     if cfg.trigger == "joint_states" and cfg.state_feedback != "measured":
         raise InvalidInputError(f"{path}.trigger: 'joint_states' needs state_feedback: measured")
+    if isinstance(cfg.loop_priority, bool) or not isinstance(cfg.loop_priority, int) or not (
+            0 <= cfg.loop_priority <= MAX_LOOP_PRIORITY):
+        raise InvalidInputError(f"{path}.loop_priority: expected an integer in [0, {MAX_LOOP_PRIORITY}] "
+                                f"(SCHED_FIFO priority; 0 = normal scheduling), got {cfg.loop_priority!r}")
     _positive(cfg.activation_timeout, f"{path}.activation_timeout")
     if not cfg.joint_states_topic:
         raise InvalidInputError(f"{path}.joint_states_topic: expected a topic name")

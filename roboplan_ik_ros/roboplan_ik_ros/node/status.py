@@ -63,7 +63,8 @@ class LoopSnapshot:
         return msg
 
 
-def diagnostics_report(snap: LoopSnapshot, summary: dict[str, float], node_cfg, service, last_rejection: str):
+def diagnostics_report(snap: LoopSnapshot, summary: dict[str, float], node_cfg, service, last_rejection: str,
+                       loop_scheduling: str = ""):
     """(level, message, [(key, value)]) of the control loop for /diagnostics."""
     normal = snap.mode in (TRACKING, WAITING_FOR_GOAL)
     if normal and summary["late_pct"] <= 1.0:
@@ -80,6 +81,7 @@ def diagnostics_report(snap: LoopSnapshot, summary: dict[str, float], node_cfg, 
         ("tick_p99_us", f"{summary['tick_p99_us']:.0f}"),
         ("tick_max_us", f"{summary['tick_max_us']:.0f}"),
         ("late_ticks_pct", f"{summary['late_pct']:.2f}"),
+        ("loop_scheduling", loop_scheduling),
         ("state_feedback", node_cfg.state_feedback),
         ("stale_behavior", node_cfg.stale_behavior),
         ("qp_status", snap.qp_status),
