@@ -12,15 +12,16 @@ WITH_ENV := source scripts/env.sh &&
 PYTEST_ARGS ?=
 ARGS ?=
 BENCH_OUT ?= build/bench
-# bench_node: also the busy-core and ~/solve_ik-stream runs (every node target; ~6 of the ~9 minutes)
-BENCH_NODE_ARGS ?= --load
+# bench_node: also the busy-core and ~/solve_ik-stream runs, the latter as 3 interleaved idle/service pairs
+# (every node target; ~11 of the ~14 minutes)
+BENCH_NODE_ARGS ?= --load --service-pairs 3 --duration 15
 
 .PHONY: help bootstrap demo test bench clean distclean
 
 help:
 	@echo "make demo       bootstrap .venv if needed, then run the IK demo (ARGS=... passed on)"
 	@echo "make test       bootstrap .venv if needed, then run the test suite (PYTEST_ARGS=...)"
-	@echo "make bench      also install requirements-bench.txt, run bench/*.py (JSON in $(BENCH_OUT)/; ~9 min)"
+	@echo "make bench      also install requirements-bench.txt, run bench/*.py (JSON in $(BENCH_OUT)/; ~14 min)"
 	@echo "make bootstrap  only create/refresh .venv"
 	@echo "make clean      remove build/ and caches;  make distclean: also .venv"
 
