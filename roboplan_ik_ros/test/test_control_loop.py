@@ -12,7 +12,7 @@ from models import scene
 from roboplan_ik_ros.core.command_guard import CommandGuard
 from roboplan_ik_ros.core.config import load_config
 from roboplan_ik_ros.core.control_loop import (
-    HOLDING, RECOVERING, STALE, TRACKING, WAITING_FOR_GOAL, ControlLoop, LoopConfig,
+    HOLDING, RECOVERING, STALE, TRACKING, WAITING_FOR_GOAL, ControlLoop, LoopConfig, TickResult,
 )
 from roboplan_ik_ros.core.errors import InvalidInputError
 from roboplan_ik_ros.core.state_tracker import StateTracker
@@ -116,6 +116,34 @@ def test_guard_cuts_jumps_and_counts_them(panda):
     assert np.isfinite(guard.apply(nan)).all() and guard.cuts == 2
     with pytest.raises(InvalidInputError, match="velocity limits"):
         CommandGuard(panda, g, np.full(7, np.inf), DT)
+
+
+def test_a_command_not_sent_is_taken_back(panda):
+    """A failed publish: the next command steps from the last one the robot got, not the lost one."""
+    loop = make_loop(panda)
+    robot = SimRobot(loop, arm_q(panda, FOREIGN))
+    assert loop.activate(robot.t) == ""
+    T0 = robot.tcp()
+    loop.set_pose_goal("ee", pin.SE3(T0.rotation, T0.translation + np.array([0.0, 0.2, -0.1])))
+    robot.tick(20)  # moving
+    g = loop.group
+    robot.t += DT
+    robot.measure()
+    lost = loop.tick(robot.t)
+    sent_before, lost_command = lost.previous.copy(), lost.command.copy()
+    assert lost.publish and np.abs(lost_command - sent_before)[g.q_indices].max() > 1e-4  # it moved
+    loop.command_not_sent(lost)
+    assert np.array_equal(loop.guard.last, sent_before) and loop.counts.undelivered == 1
+    robot.t += DT
+    robot.measure()
+    nxt = loop.tick(robot.t)
+    assert np.array_equal(nxt.previous, sent_before)
+    step = np.abs(nxt.command - sent_before)[g.q_indices] / (loop.guard.v_max * loop.dt)
+    assert step.max() <= 1.0 + 1e-9 and loop.guard.cuts == 0
+    hold = TickResult(True, loop.guard.last, loop.guard.last)  # a hold: nothing to take back
+    before = loop.guard.last.copy()
+    loop.command_not_sent(hold)
+    assert np.array_equal(loop.guard.last, before) and loop.counts.undelivered == 2
 
 
 # ----------------------------------------------------------------------------- no goal, no motion

@@ -116,6 +116,7 @@ class LoopCounters:
     qp_failures: int = 0  # ticks
     barrier_refusals: int = 0  # ticks
     tick_errors: int = 0  # ticks whose step raised (held; logged with the traceback)
+    undelivered: int = 0  # commands the caller could not send (command_not_sent): the next step starts before them
 
 
 @dataclass
@@ -338,6 +339,14 @@ class ControlLoop:
             self._hold(f"internal error in the control step: {type(exc).__name__}: {exc}")
             guard = self.guard
             return TickResult(guard.started, guard.last, guard.last)
+
+    def command_not_sent(self, result: TickResult) -> None:
+        """``result`` (this loop's last tick) never reached the robot (its publish failed): the next
+        step is checked against, and starts from, ``result.previous``, the last command the robot got.
+        (A hold or a reseed has ``previous is command``: nothing to take back.)"""
+        self.counts.undelivered += 1
+        if result.previous is not result.command:
+            self.guard.last[:] = result.previous
 
     def _tick(self, now: float) -> TickResult:
         s, guard = self.settings, self.guard

@@ -598,8 +598,8 @@ class IKControllerNode(LifecycleNode):
         try:
             self._tick_locked(t0)
         except Exception as exc:  # noqa: BLE001 - e.g. a publisher torn down under us: never kill the loop
-            self._log_loop_event("error", f"tick failed outside the control step (nothing published): "
-                                          f"{type(exc).__name__}: {exc}")
+            self._log_loop_event("error", f"publishing the command failed (the next command steps from the last "
+                                          f"one sent): {type(exc).__name__}: {exc}")
         d = time.perf_counter() - t0
         self._last_tick_us = d * 1e6
         self._stats.record(t0, d)
@@ -615,8 +615,14 @@ class IKControllerNode(LifecycleNode):
             stale = loop.mode == STALE
             if res.publish:
                 stamp = self.get_clock().now().to_msg() if self._stamp_needed else None
-                for enc, pub in zip(self._encoders, self._cmd_pubs):
-                    pub.publish(enc.encode(res.command, res.previous, stamp))
+                sent = 0
+                try:
+                    for enc, pub in zip(self._encoders, self._cmd_pubs):
+                        pub.publish(enc.encode(res.command, res.previous, stamp))
+                        sent += 1
+                finally:
+                    if sent == 0:  # the robot did not get it: the next step must not build on it
+                        loop.command_not_sent(res)
                 self._snapshot(res.command)
             elif stale and not self._published_stale_stop and self._velocity_outputs:
                 self._publish_hold()  # a velocity controller would keep the last velocity: send zero once
