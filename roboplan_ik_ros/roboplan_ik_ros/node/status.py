@@ -46,7 +46,7 @@ class LoopSnapshot:
             counters={"guard_cuts": loop.guard.cuts, "joint_states_rejected": loop.state.rejected,
                       "goals_rejected": c.goals_rejected, "holds": c.holds, "reseeds": c.reseeds,
                       "qp_failures": c.qp_failures, "barrier_refusals": c.barrier_refusals,
-                      "tick_errors": c.tick_errors},
+                      "tick_errors": c.tick_errors, "undelivered": c.undelivered},
         )
 
     def status_message(self, tick_us: float, solve_us: float) -> ControllerStatus:
