@@ -105,3 +105,35 @@ def test_qp_solver_is_checked_and_read_from_the_config(panda):
         Oink(panda, "arm", qp_solver="quadprog")
     assert from_mapping(SolverConfig, {"qp_solver": "osqp"}, "config.solver").qp_solver == "osqp"
     assert SolverConfig().qp_solver == "daqp"
+
+
+def test_osqp_direct_calls_equal_the_public_api(panda, monkeypatch):
+    """OsqpWorkspace's calls to osqp's compiled solver give bit-identical steps (hard and slack
+    problems, warm starts included) to osqp.OSQP's public update/solve."""
+    from roboplan_ik_ros.core.oink import osqp_workspace
+
+    def run(public: bool):
+        if public:  # as with an osqp whose OSQP class has no compiled solver to call
+            monkeypatch.setattr(osqp_workspace, "_DIRECT_CALLS", ("no_such_call",))
+        oink, tasks, limits, barriers = _controller(panda, "b", "osqp")
+        rng = np.random.default_rng(3)
+        steps, kinds = [], set()
+        for _ in range(30):
+            q = panda.random_configuration(rng, panda.group("arm"))
+            T = panda.frame_pose(q, TIP)
+            tasks[0].set_target(pin.SE3(T.rotation, T.translation + rng.uniform(-0.3, 0.3, 3)))
+            for _ in range(3):
+                res = oink.solve(q, tasks, limits, barriers)
+                steps.append((res.ok, res.status, res.dq.copy()))
+                kinds.add("recovery" if res.recovering else "qp" if res.used_qp else "shortcut")
+                q = panda.integrate(q, oink.scatter(res.dq))
+        direct = oink._qp.direct if oink._qp is not None else None
+        monkeypatch.undo()
+        return steps, kinds, direct
+
+    fast, kinds, direct = run(public=False)
+    slow, _, public_direct = run(public=True)
+    assert direct is True and public_direct is False
+    assert {"qp", "recovery"} <= kinds
+    for (ok_a, status_a, dq_a), (ok_b, status_b, dq_b) in zip(fast, slow):
+        assert ok_a == ok_b and status_a == status_b and np.array_equal(dq_a, dq_b)

@@ -83,6 +83,7 @@ from ..errors import InvalidInputError, check_positive
 from ..scene import Scene
 from . import compiled_assembly
 from .compiled_assembly import CompiledAssembly, load_kernel
+from .osqp_workspace import OsqpResult, OsqpWorkspace
 from .barriers.barrier import Barrier
 from .barriers.position_barrier import PositionBarrier
 from .barriers.self_collision_barrier import SelfCollisionBarrier
@@ -217,7 +218,7 @@ class Oink:
         self._P = sp.csc_matrix(
             (np.zeros(len(rows)), cols, np.concatenate([[0], np.cumsum(np.arange(1, n + 1))])), shape=(n, n)
         )
-        self._qp = None  # the hard problem's workspace (osqp.OSQP or daqp.Model), kept between steps
+        self._qp = None  # the hard problem's workspace (OsqpWorkspace or daqp.Model), kept between steps
         self._qp_rows = -1
         if qp_solver == "daqp":
             self._slack: _SlackProblem | _DaqpSlackProblem = _DaqpSlackProblem(n, self.daqp_settings)
@@ -470,17 +471,16 @@ class Oink:
         m = len(l)
         if self._qp is None or self._qp_rows != m:
             A = sp.csc_matrix((Ax.copy(), np.tile(np.arange(m), self.nv), np.arange(0, m * self.nv + 1, m)), (m, self.nv))
-            self._qp = osqp.OSQP()
-            self._qp.setup(self._P, c, A, l, u, **self.osqp_settings)
+            self._qp = OsqpWorkspace(self._P, c, A, l, u, self.osqp_settings)
             self._qp_rows = m
         else:
-            self._qp.update(q=c, l=l, u=u, Px=self._P.data, Ax=Ax)
-        res = self._qp.solve(raise_error=False)
+            self._qp.update(c, l, u, self._P.data, Ax)
+        res = self._qp.solve()
         if not _osqp_solved(res):
             self._qp = None  # do not warm-start from a failed solve
-            return self._fail(f"QP failed: OSQP status {res.info.status!r}{self._explain_infeasibility(lay)}")
+            return self._fail(f"QP failed: OSQP status {res.status!r}{self._explain_infeasibility(lay)}")
         dq = self._clip_into_box(res.x, lay)
-        return OinkResult(dq, True, res.info.status, used_qp=True, qp_iterations=int(res.info.iter))
+        return OinkResult(dq, True, res.status, used_qp=True, qp_iterations=res.iterations)
 
     def _clip_into_box(self, x: np.ndarray, lay: _Layout) -> np.ndarray:
         """The dq buffer holding x[:n] clipped into the box (which then holds exactly, despite solver tolerances)."""
@@ -511,13 +511,13 @@ class Oink:
             return self._fail(f"{label}; QP failed: DAQP {_daqp_status(flag)}")
         self._P.data[:] = self.H[self._P_rows, self._P_cols]
         res = self._slack.solve(self._P, self.c, lay.A_box, lay.lower_qp, lay.upper_qp, k, self.barrier_slack_penalty)
-        status = f"{label} ({res.info.status})"
+        status = f"{label} ({res.status})"
         if res.x is not None and np.isfinite(res.x).all():
             dq = self._clip_into_box(res.x, lay)
-            if _osqp_solved(res) or (res.info.status_val == _OSQP_MAX_ITER and self._keeps_slack_rows(dq, lay)):
-                return OinkResult(dq, True, status, used_qp=True, qp_iterations=int(res.info.iter), recovering=True)
+            if _osqp_solved(res) or (res.status_val == _OSQP_MAX_ITER and self._keeps_slack_rows(dq, lay)):
+                return OinkResult(dq, True, status, used_qp=True, qp_iterations=res.iterations, recovering=True)
         self._slack.reset()  # do not warm-start from a failed solve
-        return self._fail(f"{label}; QP failed: OSQP status {res.info.status!r}")
+        return self._fail(f"{label}; QP failed: OSQP status {res.status!r}")
 
     def _keeps_slack_rows(self, dq: np.ndarray, lay: _Layout) -> bool:
         """Does dq (inside the box) satisfy the slack problem's rows within OSQP's eps_abs: the other
@@ -708,7 +708,7 @@ class _SlackProblem:
     def __init__(self, n: int, settings: dict) -> None:
         self.n = n
         self.settings = settings
-        self._qp: osqp.OSQP | None = None
+        self._qp: OsqpWorkspace | None = None
         self._shape = (-1, -1)  # (rows of A_hard, barrier rows k)
 
     def reset(self) -> None:
@@ -771,11 +771,10 @@ class _SlackProblem:
         np.negative(u_hard[m - k :], out=s_max)
         np.maximum(s_max, 0.0, out=s_max)
         if self._qp is None:
-            self._qp = osqp.OSQP()
-            self._qp.setup(self._P, self._q, self._A, self._l, self._u, **self.settings)
+            self._qp = OsqpWorkspace(self._P, self._q, self._A, self._l, self._u, self.settings)
         else:
-            self._qp.update(q=self._q, l=self._l, u=self._u, Px=self._P.data, Ax=self._A.data)
-        return self._qp.solve(raise_error=False)
+            self._qp.update(self._q, self._l, self._u, self._P.data, self._A.data)
+        return self._qp.solve()
 
 
 class _DaqpSlackProblem:
@@ -840,9 +839,9 @@ def _daqp_status(flag: int) -> str:
     return _DAQP_STATUS.get(flag, f"exit flag {flag}")
 
 
-def _osqp_solved(res) -> bool:
+def _osqp_solved(res: OsqpResult) -> bool:
     """OSQP solved (possibly inaccurately) with a finite solution."""
-    return res.info.status_val in _OSQP_SOLVED and res.x is not None and np.isfinite(res.x).all()
+    return res.status_val in _OSQP_SOLVED and res.x is not None and np.isfinite(res.x).all()
 
 
 def _most_violated_row(barriers: Sequence[Barrier]) -> tuple[Barrier, int] | None:
