@@ -7,7 +7,7 @@ import pytest
 
 from conftest import wait_until
 from roboplan_ik_ros.node import loop_thread
-from roboplan_ik_ros.node.loop_thread import LoopThread
+from roboplan_ik_ros.node.loop_thread import BorrowedThreadPriority, LoopThread
 
 pytestmark = pytest.mark.skipif(not hasattr(os, "SCHED_FIFO"), reason="Linux scheduling API")
 
@@ -57,3 +57,30 @@ def test_a_refused_priority_is_reported_and_the_loop_still_ticks(monkeypatch):
 def test_priority_zero_asks_nothing():
     outcome, seen = run_briefly(priority=0)
     assert outcome == [] and all(policy == os.SCHED_OTHER for _, policy, _ in seen)
+
+
+def test_a_borrowed_thread_gets_the_priority_and_gets_its_own_back():
+    borrowed = BorrowedThreadPriority(20)
+    result, ready, done = {}, threading.Event(), threading.Event()
+
+    def executor_like() -> None:  # a thread this code does not own
+        result["why_not"] = borrowed.apply_here()
+        result["during"] = (os.sched_getscheduler(0), os.sched_getparam(0).sched_priority)
+        result["tid"] = threading.get_native_id()
+        ready.set()
+        done.wait(5.0)  # stays alive while the owner restores it from outside
+        result["after"] = (os.sched_getscheduler(0), os.sched_getparam(0).sched_priority)
+
+    t = threading.Thread(target=executor_like)
+    t.start()
+    assert ready.wait(5.0)
+    if result["why_not"]:  # not permitted here: said why, nothing changed, nothing to restore
+        assert "normal priority" in result["why_not"] and result["during"][0] == os.SCHED_OTHER
+        assert borrowed.applied_to is None
+    else:
+        assert result["during"] == (os.SCHED_FIFO, 20) and borrowed.applied_to == result["tid"]
+    borrowed.restore()  # from this thread, by thread id
+    done.set()
+    t.join(5.0)
+    assert result["after"] == (os.SCHED_OTHER, 0) and borrowed.applied_to is None
+    borrowed.restore()  # idempotent

@@ -1,5 +1,7 @@
 """Lifecycle of ik_controller over real DDS, driven from another node through lifecycle_msgs."""
 
+import os
+
 import numpy as np
 import pytest
 from lifecycle_msgs.msg import Transition
@@ -112,6 +114,16 @@ def test_trigger_on_joint_states(make_node, mock_robot, tmp_path):
     assert client.transition(T.TRANSITION_CONFIGURE) and client.transition(T.TRANSITION_ACTIVATE)
     wait_until(lambda: node._stats.count > 250, what="ticks driven by /joint_states")
     assert node._loop_thread is None  # no timer loop: every tick comes from a /joint_states message
+    # the shipped loop_priority 50 raises the executor thread that runs the ticks (where permitted)
+    tid = node._borrowed.applied_to
+    if tid is not None:
+        assert node.loop_scheduling.startswith("SCHED_FIFO priority 50")
+        assert os.sched_getscheduler(tid) == os.SCHED_FIFO and os.sched_getparam(tid).sched_priority == 50
+    else:
+        assert node.loop_scheduling == "normal (SCHED_FIFO 50 refused)"
+    assert client.transition(T.TRANSITION_DEACTIVATE)
+    if tid is not None:  # given back: that thread also runs this test's other callbacks
+        assert os.sched_getscheduler(tid) == os.SCHED_OTHER
 
 
 def test_mock_robot_velocity_interface_and_lag(ros):

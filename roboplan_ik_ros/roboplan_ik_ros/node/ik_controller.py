@@ -54,7 +54,7 @@ from .descriptions import LATCHED, LatchedDescriptions
 from .diagnostics import DiagnosticsReporter, TickStats
 from .goals import HAVE_TF2, FrameResolver, joint_goal_configuration, tf2_ros
 from .log_throttle import LogThrottle
-from .loop_thread import LoopThread
+from .loop_thread import BorrowedThreadPriority, LoopThread
 from .markers import HAVE_INTERACTIVE_MARKERS, InteractiveTargets, box_marker, goal_markers
 from .node_config import NodeConfig, load_node_config
 from .outputs import CommandEncoder, output_joints
@@ -171,6 +171,8 @@ class IKControllerNode(LifecycleNode):
         self._stamp_needed = False
         self._velocity_outputs = False
         self.loop_scheduling = "not running"  # how the ticks are scheduled (diagnostics), set on activate
+        self._borrowed: BorrowedThreadPriority | None = None  # trigger: joint_states, loop_priority > 0
+        self._borrow_tried = False
 
     def on_configure(self, state: LifecycleState) -> TransitionCallbackReturn:
         try:
@@ -236,8 +238,10 @@ class IKControllerNode(LifecycleNode):
             self._loop_thread = LoopThread(1.0 / cfg.control_rate_hz, self._tick, priority=cfg.loop_priority,
                                            on_priority=self._on_loop_priority)
             self._loop_thread.start()
-        else:
-            self.loop_scheduling = "executor thread (trigger: joint_states)"
+        else:  # the ticks run in the executor's thread: its first tick raises it (see _on_joint_states)
+            self._borrowed = BorrowedThreadPriority(cfg.loop_priority) if cfg.loop_priority > 0 else None
+            self.loop_scheduling = ("executor thread, normal" if self._borrowed is None else
+                                    f"executor thread, SCHED_FIFO {cfg.loop_priority} requested")
             self._watchdog.reset()
         self.last_error = ""
         self.get_logger().info("active: holding the current pose until a goal arrives")
@@ -253,6 +257,10 @@ class IKControllerNode(LifecycleNode):
 
     def _stop_loop(self) -> None:
         self._active = False
+        if self._borrowed is not None:  # the executor's thread back at its own priority
+            self._borrowed.restore()
+            self._borrowed = None
+        self._borrow_tried = False
         if self._loop_thread is not None:
             self._loop_thread.stop()
             self._loop_thread = None
@@ -319,9 +327,9 @@ class IKControllerNode(LifecycleNode):
             self.get_logger().info(note)
         if node_cfg.trigger != "timer" and node_cfg.loop_priority > 0:
             self.get_logger().info(
-                f"node.loop_priority {node_cfg.loop_priority} applies to trigger: timer's control_loop thread; with "
-                f"trigger: {node_cfg.trigger} the ticks run in the executor's thread at the process's priority "
-                f"(e.g. chrt -f {node_cfg.loop_priority} <command>)")
+                f"node.loop_priority {node_cfg.loop_priority}: with trigger: {node_cfg.trigger} the ticks run in the "
+                f"executor's thread, which gets SCHED_FIFO while active (with every callback it runs; "
+                f"loop_priority: 0 leaves it alone)")
         group = loop.group
         self.simple_ik = SimpleIK(scene, config.simple_ik)  # every simple_ik key, group defaulting to robot.group
         # ~/solve_ik runs SimpleIK in a worker process with its own scene: off the loop's interpreter (GIL)
@@ -533,6 +541,12 @@ class IKControllerNode(LifecycleNode):
             return
         if self._active and self.node_cfg.trigger == "joint_states" and \
                 now - self._last_tick_start > 0.5 / self.node_cfg.control_rate_hz:
+            borrowed = self._borrowed
+            if borrowed is not None and borrowed.applied_to is None and not self._borrow_tried:
+                self._borrow_tried = True
+                why_not = borrowed.apply_here()
+                self._on_loop_priority(not why_not, why_not or f"SCHED_FIFO priority {borrowed.priority} (the "
+                                                               f"executor thread that runs the ticks)")
             self._tick(now)
 
     def _reject_goal(self, topic: str, reason: str) -> None:

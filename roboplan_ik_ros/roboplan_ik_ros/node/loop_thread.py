@@ -13,10 +13,14 @@ RT throttling (95 % of each second by default) still leaves time to everything e
 permission (an rtprio limit in /etc/security/limits.conf, or CAP_SYS_NICE) the thread runs at
 normal priority and ``on_priority`` says why.
 
+With ``trigger: joint_states`` the ticks run in the executor's thread, which this code does not
+own: :class:`BorrowedThreadPriority` raises it at the first tick and gives it back on deactivate.
+
 Measured (bench_node, config c, timer, 4 interleaved pairs of 20 s runs, ticks pooled): with a
 ~/solve_ik stream of 20 calls/s, tick p99 588 -> 756 us (+28.5 %) at normal priority; with the
 service in a separate process instead of the node's (variant "external") still +22.7 %: what
-stretched the ticks was CPU competition on the two cores, not the GIL.
+stretched the ticks was CPU competition on the two cores, not the GIL. At SCHED_FIFO 50: +10.7 %
+and -9.5 % in two such sets (timer), +3.3 % (b) and +6.0 % (c) with joint_states (3 pairs of 15 s).
 """
 
 from __future__ import annotations
@@ -48,6 +52,46 @@ def set_fifo_priority(priority: int) -> str:
         return (f"{exc}; running at normal priority (allow it with an rtprio limit of at least {priority} in "
                 f"/etc/security/limits.conf, or CAP_SYS_NICE; or set node.loop_priority: 0)")
     return ""
+
+
+class BorrowedThreadPriority:
+    """SCHED_FIFO for a thread this code does not own (``trigger: joint_states`` ticks in the
+    executor's thread), given back on :meth:`restore`.
+
+    :meth:`apply_here` is called from that thread (by its first tick); it remembers the thread's
+    policy and :meth:`restore` (from any thread: Linux sets a policy by thread id) puts it back."""
+
+    def __init__(self, priority: int) -> None:
+        self.priority = priority
+        self._tid: int | None = None
+        self._saved: tuple[int, int] | None = None  # (policy, priority) before
+
+    @property
+    def applied_to(self) -> int | None:
+        """The native id of the thread now running at the priority, if any."""
+        return self._tid
+
+    def apply_here(self) -> str:
+        """SCHED_FIFO for the calling thread; "" on success, else why not."""
+        try:
+            saved = (os.sched_getscheduler(0), os.sched_getparam(0).sched_priority)
+        except (OSError, AttributeError) as exc:
+            return f"{exc}; running at normal priority"
+        why_not = set_fifo_priority(self.priority)
+        if not why_not:
+            self._tid, self._saved = threading.get_native_id(), saved
+        return why_not
+
+    def restore(self) -> None:
+        """The thread's scheduling as before :meth:`apply_here` (idempotent; a thread gone is fine)."""
+        if self._tid is None:
+            return
+        tid, (policy, priority) = self._tid, self._saved
+        self._tid = self._saved = None
+        try:
+            os.sched_setscheduler(tid, policy, os.sched_param(priority))
+        except OSError:  # e.g. ESRCH: the thread has ended
+            pass
 
 
 class LoopThread:

@@ -50,9 +50,9 @@ class MarkersConfig:
 @dataclass
 class NodeConfig(LoopConfig):
     trigger: str = "timer"  # "joint_states": step on each /joint_states message (measured feedback only)
-    # SCHED_FIFO priority (1-99) of the timer trigger's control_loop thread, as ros2_control's
-    # thread_priority; 0 = the normal scheduler. Refused (no rtprio limit or CAP_SYS_NICE): logged,
-    # and the loop runs at normal priority.
+    # SCHED_FIFO priority (1-99) of the thread that runs the ticks (timer: control_loop; joint_states:
+    # the executor's thread while active), as ros2_control's thread_priority; 0 = the normal
+    # scheduler. Refused (no rtprio limit or CAP_SYS_NICE): logged, and the ticks run at normal priority.
     loop_priority: int = 50
     activation_timeout: float = 5.0  # [s] on_activate waits this long for a first /joint_states
     joint_states_topic: str = "/joint_states"
