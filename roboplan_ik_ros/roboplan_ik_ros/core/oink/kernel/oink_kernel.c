@@ -118,13 +118,13 @@ enum {
 };
 
 /* out (6 x n, row-major) = the frame's Jacobian in LOCAL_WORLD_ALIGNED over the group's columns:
- * the velocity of the point p fixed to the frame is v + w x p (v, w: a joint's world-frame twist). */
-static void frame_jacobian(const frame_ref *f, int64_t n, double *out) {
+ * the velocity of the point p fixed to the frame is v + w x p (v, w: a joint's world-frame twist), times sign. */
+static void frame_jacobian(const frame_ref *f, int64_t n, double sign, double *out) {
     const double px = f->p[0], py = f->p[f->p_stride], pz = f->p[2 * f->p_stride];
     for (int64_t j = 0; j < n; ++j) {
         const double *col = f->J_world + f->columns[j] * f->J_col_stride;
         const int64_t rs = f->J_row_stride;
-        const double s = f->support[j];
+        const double s = sign * f->support[j];
         const double vx = col[0], vy = col[rs], vz = col[2 * rs];
         const double wx = col[3 * rs], wy = col[4 * rs], wz = col[5 * rs];
         out[0 * n + j] = s * (vx + wy * pz - wz * py);
@@ -180,8 +180,7 @@ static double saturate3(double *e, double e_max) {
 
 static void update_frame_task(const frame_task *t, int64_t n) {
     const frame_ref *f = &t->frame;
-    frame_jacobian(f, n, t->J);
-    for (int64_t k = 0; k < 6 * n; ++k) t->J[k] = -t->J[k];
+    frame_jacobian(f, n, -1.0, t->J); /* J = -J_frame */
     const int64_t ps = f->p_stride, rr = f->R_row_stride, rc = f->R_col_stride;
     for (int i = 0; i < 3; ++i) t->e[i] = t->p_target[i] - f->p[i * ps];
     double M[9]; /* R_target R^T */
@@ -198,7 +197,7 @@ static void update_frame_task(const frame_task *t, int64_t n) {
 
 static void update_frame_barrier(const frame_position_barrier *b, int64_t n, double *scratch) {
     const frame_ref *f = &b->frame;
-    frame_jacobian(f, n, scratch); /* rows 0-2: the linear part */
+    frame_jacobian(f, n, 1.0, scratch); /* rows 0-2: the linear part */
     for (int64_t r = 0; r < b->rows; ++r) {
         const double *S = b->select + 3 * r;
         b->h[r] = S[0] * f->p[0] + S[1] * f->p[f->p_stride] + S[2] * f->p[2 * f->p_stride] + b->offset[r];
