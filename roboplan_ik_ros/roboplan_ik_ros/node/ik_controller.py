@@ -172,7 +172,7 @@ class IKControllerNode(LifecycleNode):
         self._velocity_outputs = False
         self.loop_scheduling = "not running"  # how the ticks are scheduled (diagnostics), set on activate
         self._borrowed: BorrowedThreadPriority | None = None  # trigger: joint_states, loop_priority > 0
-        self._borrow_tried = False
+        self._borrow_pending = False  # the next joint_states tick raises its thread (once per activation)
 
     def on_configure(self, state: LifecycleState) -> TransitionCallbackReturn:
         try:
@@ -240,6 +240,7 @@ class IKControllerNode(LifecycleNode):
             self._loop_thread.start()
         else:  # the ticks run in the executor's thread: its first tick raises it (see _on_joint_states)
             self._borrowed = BorrowedThreadPriority(cfg.loop_priority) if cfg.loop_priority > 0 else None
+            self._borrow_pending = self._borrowed is not None
             self.loop_scheduling = ("executor thread, normal" if self._borrowed is None else
                                     f"executor thread, SCHED_FIFO {cfg.loop_priority} requested")
             self._watchdog.reset()
@@ -248,10 +249,11 @@ class IKControllerNode(LifecycleNode):
         return ret
 
     def _on_loop_priority(self, ok: bool, message: str) -> None:
-        """The control_loop thread's scheduling outcome (called from that thread, once per start)."""
+        """The scheduling outcome of the thread that runs the ticks (called from that thread, once per
+        activation)."""
         self.loop_scheduling = message if ok else f"normal (SCHED_FIFO {self.node_cfg.loop_priority} refused)"
         if ok:
-            self.get_logger().info(f"control_loop thread: {message}")
+            self.get_logger().info(f"ticks: {message}")
         else:
             self.get_logger().warning(f"node.loop_priority {self.node_cfg.loop_priority}: {message}")
 
@@ -260,7 +262,7 @@ class IKControllerNode(LifecycleNode):
         if self._borrowed is not None:  # the executor's thread back at its own priority
             self._borrowed.restore()
             self._borrowed = None
-        self._borrow_tried = False
+        self._borrow_pending = False
         if self._loop_thread is not None:
             self._loop_thread.stop()
             self._loop_thread = None
@@ -541,9 +543,9 @@ class IKControllerNode(LifecycleNode):
             return
         if self._active and self.node_cfg.trigger == "joint_states" and \
                 now - self._last_tick_start > 0.5 / self.node_cfg.control_rate_hz:
-            borrowed = self._borrowed
-            if borrowed is not None and borrowed.applied_to is None and not self._borrow_tried:
-                self._borrow_tried = True
+            if self._borrow_pending:
+                self._borrow_pending = False
+                borrowed = self._borrowed
                 why_not = borrowed.apply_here()
                 self._on_loop_priority(not why_not, why_not or f"SCHED_FIFO priority {borrowed.priority} (the "
                                                                f"executor thread that runs the ticks)")
