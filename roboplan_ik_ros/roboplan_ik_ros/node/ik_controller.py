@@ -172,7 +172,9 @@ class IKControllerNode(LifecycleNode):
         self._velocity_outputs = False
         self.loop_scheduling = "not running"  # how the ticks are scheduled (diagnostics), set on activate
         self._borrowed: BorrowedThreadPriority | None = None  # trigger: joint_states, loop_priority > 0
-        self._borrow_pending = False  # the next joint_states tick raises its thread (once per activation)
+        # the next joint_states tick raises its thread, once per activation (with a multi-threaded
+        # executor: only the thread that ran that tick)
+        self._borrow_pending = False
 
     def on_configure(self, state: LifecycleState) -> TransitionCallbackReturn:
         try:
