@@ -3,6 +3,7 @@
 from .errors import InvalidInputError
 from .joint_group import JointGroup
 from .oink import (
+    AccelerationLimit,
     Barrier,
     ConfigurationTask,
     FrameTask,
@@ -19,7 +20,7 @@ from .scene import Scene
 from .simple_ik import FrameGoal, IKResult, SimpleIK, SimpleIKOptions
 
 __all__ = [
-    "Barrier", "ConfigurationTask", "FrameGoal", "FrameTask", "IKResult", "InvalidInputError", "JointGroup",
+    "AccelerationLimit", "Barrier", "ConfigurationTask", "FrameGoal", "FrameTask", "IKResult", "InvalidInputError", "JointGroup",
     "Limit", "Oink", "OinkResult", "PositionBarrier", "PositionLimit", "Scene", "SelfCollisionBarrier",
     "SimpleIK", "SimpleIKOptions", "Task", "VelocityLimit",
 ]

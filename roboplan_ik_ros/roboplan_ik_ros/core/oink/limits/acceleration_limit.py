@@ -1,0 +1,242 @@
+"""AccelerationLimit: bounded acceleration and jerk of the command stream, with braking viability.
+
+Per joint, with u_k the command increment of step k (``q_cmd,k ⊖ q_cmd,k-1`` [rad or m]) and the
+per-step constants ``alpha = a_max dt^2``, ``delta = j_max dt^3``, ``V = v_max dt``, the step's
+``w = u - u_1`` (u_1, u_2: the two previous increments) must satisfy
+
+    acceleration   |w| <= alpha                       (|u - u_1| / dt^2 <= a_max)
+    jerk           |w - (u_1 - u_2)| <= delta          (|u - 2 u_1 + u_2| / dt^3 <= j_max)
+
+and *viability*: from the state the step leaves, the joint can still brake within the bounds before
+its position limit and without exceeding v_max. Viability is what keeps the QP feasible at every
+later step (a joint that approaches its limit at full speed can always stop; a velocity near v_max
+with positive acceleration can always level off under the jerk bound). It is enforced with a braking
+policy pi (the acceleration ramps down by delta per step to -alpha, then stays there) and bounds on
+what pi still travels, which pi's own next state satisfies again (a super-solution: if the step
+satisfies them, pi's next step does too, so the box is never empty at the next step):
+
+- the velocity can still rise by at most ``g(w) = max(w, 0)^2 / (2 delta)`` before the acceleration
+  is back to zero, so ``u + g(w) <= V``;
+- pi travels at most ``B(w) = n_A P + (P + alpha/2)^2 / (2 alpha) + E`` towards the upper limit,
+  with ``P = u + g(w)`` its peak increment (B = E when P <= 0), ``n_A = ceil((w + alpha)/delta) - 1``
+  the steps before it decelerates at -alpha, and ``E = alpha n_C^2`` (n_C = ceil(alpha/delta) - 1)
+  for easing the acceleration back to zero at the stop; ``B <= d`` where d is the distance from the
+  previous command to the upper limit (the step's own travel counts). Mirrored for the lower limit.
+
+Without a jerk bound (delta = inf) both reduce to the exact discrete braking law
+``u <= sqrt(2 alpha d) - alpha/2``: constant deceleration a_max stops within d.
+
+The bounds are a box on the QP's dq. The increments refer to the command stream: in ``measured``
+feedback the step linearizes at the measurement and the loop passes the offset
+``r = q_cmd,prev ⊖ q`` (:meth:`set_history`), so that ``dq = r + u``.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from ...errors import InvalidInputError, as_vector, check_positive
+from .limit import Bounds, Limit
+
+if TYPE_CHECKING:
+    from ..solver import Oink
+
+_ROUND_OFF = 1e-9  # relative to alpha: a bound this far below pi's step is round-off, not a conflict
+_BISECTION_STEPS = 40  # halvings of [w_lo, w_hi] (<= 2 alpha wide): resolution alpha * 2^-39
+
+
+class AccelerationLimit(Limit):
+    """Box bounds on dq from the two previous command increments (see the module docstring).
+
+    Args:
+        dt: control period [s].
+        a_max: per-joint acceleration bound of the group [rad/s^2 or m/s^2] (scalar or group nv), > 0.
+        j_max: per-joint jerk bound [rad/s^3 or m/s^3]; None or inf: no jerk bound.
+        v_max: the velocity bound the commands respect [rad/s or m/s] (scalar or group nv); None:
+            the scene's (URDF) limits. Used for viability under the jerk bound.
+    """
+
+    def __init__(self, oink: Oink, dt: float, a_max, j_max=None, v_max=None,
+                 name: str = "acceleration_limit") -> None:
+        self.name = name
+        n = oink.nv
+        self.nv = n
+        self.dt = check_positive(dt, f"{name}.dt")
+        self.a_max = as_vector(a_max, n, f"{name}.a_max")
+        if (self.a_max <= 0).any():
+            raise InvalidInputError(f"{name}.a_max: expected values > 0, got {self.a_max.tolist()}")
+        self.j_max = as_vector(np.inf if j_max is None else j_max, n, f"{name}.j_max", allow_inf=True)
+        if (self.j_max <= 0).any():
+            raise InvalidInputError(f"{name}.j_max: expected values > 0 (or .inf for none), got {self.j_max.tolist()}")
+        group = oink.group
+        if v_max is None:
+            v_max = oink.scene.v_max[group.v_indices]
+        self.v_max = as_vector(v_max, n, f"{name}.v_max", allow_inf=True)
+        if (self.v_max <= 0).any():
+            raise InvalidInputError(f"{name}.v_max: expected values > 0, got {self.v_max.tolist()}")
+        self.joint_names = list(group.joint_names)
+        self.q_min = oink.scene.q_min_v[group.v_indices]  # -inf / +inf for unbounded joints
+        self.q_max = oink.scene.q_max_v[group.v_indices]
+        self._bounded = np.zeros(n, dtype=bool)
+        self._bounded[group.bounded_v] = True
+        self._q_idx = np.full(n, -1)
+        self._q_idx[group.bounded_v] = group.bounded_q
+        self._bq_v = group.bounded_v  # group v indices of bounded joints
+        self._bq_q = group.bounded_q  # their full-q indices
+        # per-step constants [rad or m]
+        self.alpha = self.a_max * self.dt**2
+        self.delta = self.j_max * self.dt**3
+        self.V = self.v_max * self.dt
+        self.has_jerk = bool(np.isfinite(self.delta).any())
+        with np.errstate(divide="ignore", invalid="ignore"):
+            n_c = np.where(np.isfinite(self.delta), np.maximum(np.ceil(self.alpha / self.delta) - 1.0, 0.0), 0.0)
+        self.E = self.alpha * n_c**2
+        # history (command increments, group nv) and the offset of the linearization point
+        self.u1 = np.zeros(n)
+        self.u2 = np.zeros(n)
+        self.offset = np.zeros(n)
+        self._lower = np.zeros(n)
+        self._upper = np.zeros(n)
+        self.reach_lower = np.zeros(n)  # dq reachable this step under the acceleration and jerk bounds alone
+        self.reach_upper = np.zeros(n)
+        self._d_up = np.full(n, np.inf)  # distance of the previous command to the limits
+        self._d_lo = np.full(n, np.inf)
+        self.nonviable = 0  # steps whose state had already left the viable set (clamped; should stay 0)
+
+    # ----------------------------------------------------------------- history
+    def reset(self) -> None:
+        """At rest: no previous motion (a new command stream)."""
+        self.u1.fill(0.0)
+        self.u2.fill(0.0)
+        self.offset.fill(0.0)
+
+    def set_history(self, u1: np.ndarray, u2: np.ndarray, offset: np.ndarray | None = None) -> None:
+        """The previous two command increments (group nv, newest first) and ``offset`` = previous
+        command ⊖ the configuration the step linearizes at (None: it is the previous command)."""
+        self.u1[:] = u1
+        self.u2[:] = u2
+        if offset is None:
+            self.offset.fill(0.0)
+        else:
+            self.offset[:] = offset
+
+    @property
+    def at_rest(self) -> bool:
+        """No motion and no acceleration in the history."""
+        return not (self.u1.any() or self.u2.any())
+
+    # ------------------------------------------------------------------ bounds
+    def bounds(self, q: np.ndarray) -> Bounds:
+        u1, w_p = self.u1, self.u1 - self.u2
+        alpha, delta = self.alpha, self.delta
+        w_hi = np.minimum(alpha, w_p + delta)
+        w_lo = np.maximum(-alpha, w_p - delta)
+        np.add(u1, w_lo, out=self.reach_lower)
+        np.add(u1, w_hi, out=self.reach_upper)
+        self.reach_lower += self.offset
+        self.reach_upper += self.offset
+        hi, lo = w_hi.copy(), w_lo.copy()
+        if self.has_jerk:  # velocity viability: u + g(w) <= V (and its mirror)
+            np.minimum(hi, _velocity_room(u1, self.V, delta), out=hi)
+            np.maximum(lo, -_velocity_room(-u1, self.V, delta), out=lo)
+        # position viability, from the previous command q ⊕ offset
+        x = q[self._bq_q] + self.offset[self._bq_v]
+        self._d_up[self._bq_v] = self.q_max[self._bq_v] - x
+        self._d_lo[self._bq_v] = x - self.q_min[self._bq_v]
+        np.minimum(hi, self._position_room(u1, w_p, w_lo, w_hi, self._d_up), out=hi)
+        np.maximum(lo, -self._position_room(-u1, -w_p, -w_hi, -w_lo, self._d_lo), out=lo)
+        bad = lo > hi
+        if bad.any():
+            # round-off: pi's step sits exactly on the bound it met last step (equal to ~1e-18)
+            np.maximum(hi, np.where(lo <= hi + _ROUND_OFF * alpha, lo, hi), out=hi)
+            bad = lo > hi
+        if bad.any():  # the state already left the viable set: brake as hard as the bounds allow
+            self.nonviable += 1
+            best = np.where(hi < w_lo, w_lo, np.where(lo > w_hi, w_hi, 0.5 * (lo + hi)))
+            lo[bad] = hi[bad] = best[bad]
+        np.add(u1, lo, out=self._lower)
+        np.add(u1, hi, out=self._upper)
+        self._lower += self.offset
+        self._upper += self.offset
+        return Bounds(None, self._lower, self._upper)
+
+    def _position_room(self, u1, w_p, w_lo, w_hi, d) -> np.ndarray:
+        """Largest w in [w_lo, w_hi] whose braking travel B(w) fits in d (upper side; the lower side
+        calls it mirrored). w_lo where even that does not fit (the caller detects the conflict)."""
+        room = np.full(len(u1), np.inf)
+        near = np.isfinite(d)
+        if not near.any():
+            return room
+        alpha, delta, E = self.alpha, self.delta, self.E
+        if not self.has_jerk:  # exact: u <= sqrt(2 alpha d) - alpha/2 (u <= 0 when d < alpha/8)
+            dn = np.maximum(d[near], 0.0)
+            u_max = np.where(dn >= alpha[near] / 8.0, np.sqrt(2.0 * alpha[near] * dn) - alpha[near] / 2.0, 0.0)
+            room[near] = u_max - u1[near]
+            return room
+        # with jerk: is the largest reachable w fine? otherwise bisect (B is non-decreasing in w)
+        fits = _travel(u1, w_hi, alpha, delta, E) <= d
+        todo = near & ~fits
+        if not todo.any():
+            return room
+        k = np.flatnonzero(todo)
+        a, b = w_lo[k].copy(), w_hi[k].copy()
+        uk, ak, dk, Ek, dd = u1[k], alpha[k], delta[k], E[k], d[k]
+        # pi's step meets last step's bound exactly (round-off): not a conflict; the search itself is strict
+        ok_lo = _travel(uk, a, ak, dk, Ek) <= dd + _ROUND_OFF * ak
+        for _ in range(_BISECTION_STEPS):
+            m = 0.5 * (a + b)
+            ok = _travel(uk, m, ak, dk, Ek) <= dd
+            a = np.where(ok, m, a)
+            b = np.where(ok, b, m)
+        room[k] = np.where(ok_lo, a, w_lo[k] - 1.0)  # -1: below w_lo, flags the conflict
+        return room
+
+    # ------------------------------------------------------------------ stops
+    def braking_step(self, q: np.ndarray) -> np.ndarray:
+        """A controlled-stop step (dq, group nv, a buffer of this limit) at q: the previous increment
+        scaled down uniformly (the path is kept) as far as the bounds allow, each joint clipped into
+        the box where no uniform scale fits. At rest it is zero (plus the offset)."""
+        lower, upper = self.bounds(q)[1:]
+        u1 = self.u1
+        lo, hi = lower - self.offset, upper - self.offset  # in increments
+        moving = u1 != 0.0
+        s = 0.0
+        if moving.any():
+            with np.errstate(divide="ignore", invalid="ignore"):
+                r_lo, r_hi = lo[moving] / u1[moving], hi[moving] / u1[moving]
+            s_min = float(np.max(np.minimum(r_lo, r_hi)))
+            s_max = float(np.min(np.maximum(r_lo, r_hi)))
+            s = max(s_min, 0.0)
+            if not (s <= s_max and np.all(lo[~moving] <= 0.0) and np.all(hi[~moving] >= 0.0)):
+                s = math.nan  # no uniform scale fits every joint
+        step = self._lower  # reuse: bounds() is done with it
+        if math.isnan(s):
+            np.minimum(np.maximum(0.0, lo), hi, out=step)
+        else:
+            np.multiply(u1, s, out=step)
+            np.minimum(np.maximum(step, lo), hi, out=step)
+        step += self.offset
+        return step
+
+
+def _velocity_room(u1: np.ndarray, V: np.ndarray, delta: np.ndarray) -> np.ndarray:
+    """Largest w with ``u1 + w + w^2 / (2 delta) <= V`` (w >= 0 part; u1 <= V keeps it >= 0)."""
+    slack = np.maximum(V - u1, 0.0)
+    with np.errstate(invalid="ignore"):
+        room = np.sqrt(delta * delta + 2.0 * delta * slack) - delta
+    # delta = inf: no jerk bound on this joint -> the velocity box alone
+    return np.where(np.isfinite(delta), room, slack)
+
+
+def _travel(u1, w, alpha, delta, E) -> np.ndarray:
+    """B(w): what the braking policy travels towards the upper limit after the step u1 + w."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        wp = np.maximum(w, 0.0)
+        g = np.where(np.isfinite(delta), wp * wp / (2.0 * delta), 0.0)
+        n_a = np.where(np.isfinite(delta), np.maximum(np.ceil((w + alpha) / delta - 1e-12) - 1.0, 0.0), 0.0)
+    P = u1 + w + g
+    Pp = np.maximum(P, 0.0)
+    return np.where(P > 0.0, n_a * Pp + (Pp + alpha / 2.0) ** 2 / (2.0 * alpha), 0.0) + E
