@@ -113,6 +113,9 @@ class RobotConfig:
     convex_hulls: bool = True
     position_limits: dict[str, list[float]] = field(default_factory=dict)  # joint -> [lower, upper]
     velocity_limits: dict[str, float] = field(default_factory=dict)  # joint -> v_max
+    # MoveIt joint_limits.yaml: velocity/position override the URDF, acceleration/jerk feed the
+    # acceleration limit; the keys above override the file. Relative paths: from the YAML's folder.
+    joint_limits_file: str = ""
 
 
 @dataclass
@@ -150,9 +153,14 @@ class TaskConfig:
 
 @dataclass
 class LimitConfig:
-    type: str  # "position" | "velocity"
+    type: str  # "position" | "velocity" | "acceleration"
     gain: float = 1.0  # position
-    v_max: Union[None, float, list[float]] = None  # velocity; None = URDF
+    v_max: Union[None, float, list[float]] = None  # velocity; None = URDF (or robot.joint_limits_file)
+    # acceleration: [rad/s^2] / [rad/s^3], scalar or per group joint; None = robot.joint_limits_file
+    # (a_max required there or here; j_max: none where the file gives none); .inf = no jerk bound
+    a_max: Union[None, float, list[float]] = None
+    j_max: Union[None, float, list[float]] = None
+    given_keys: frozenset = field(default=frozenset(), repr=False, compare=False)  # keys set in the YAML
 
 
 @dataclass
@@ -210,6 +218,15 @@ class IKConfig:
         for k, lim in enumerate(self.limits):
             if lim.type not in LIMIT_TYPES:
                 raise InvalidInputError(f"limits[{k}].type: unknown type {lim.type!r}; valid: {', '.join(LIMIT_TYPES)}")
+            _check_keys_apply(lim.given_keys, lim.type, _LIMIT_KEYS, f"limits[{k}]")
+        accel = [k for k, lim in enumerate(self.limits) if lim.type == "acceleration"]
+        if len(accel) > 1:
+            raise InvalidInputError(f"limits[{accel[1]}]: a second acceleration limit; expected at most one")
+        position = [lim for lim in self.limits if lim.type == "position"]
+        if accel and any(lim.gain != 1.0 for lim in position):
+            raise InvalidInputError(
+                f"limits: a position limit gain of {position[0].gain:g} with an acceleration limit; expected 1.0 "
+                "(the acceleration limit plans braking to the joint limit itself, which a gain < 1 would forbid)")
         for k, b in enumerate(self.barriers):
             if b.type not in BARRIER_TYPES:
                 raise InvalidInputError(
@@ -221,13 +238,14 @@ class IKConfig:
 
 
 TASK_TYPES = ("frame", "configuration")
-LIMIT_TYPES = ("position", "velocity")
+LIMIT_TYPES = ("position", "velocity", "acceleration")
 BARRIER_TYPES = ("position", "self_collision")
 # Keys that only one type uses: setting them on another type is an error, never silently ignored.
 _TASK_KEYS = {
     "frame": ("frame", "position_cost", "orientation_cost", "max_position_error", "max_rotation_error"),
     "configuration": ("target", "weights", "max_target_speed"),
 }
+_LIMIT_KEYS = {"position": ("gain",), "velocity": ("v_max",), "acceleration": ("a_max", "j_max")}
 _BARRIER_KEYS = {
     "position": ("frame", "p_min", "p_max", "axis_selection"),
     "self_collision": ("n_collision_pairs", "d_min", "broad_phase_cutoff"),
@@ -252,13 +270,18 @@ def load_config(source: str | Path | Mapping) -> IKConfig:
         text = Path(source).read_text()
     except OSError as exc:
         raise InvalidInputError(f"config_file: cannot read {str(source)!r}: {exc.strerror}") from exc
-    return parse_config(text)
+    return parse_config(text, Path(source).resolve().parent)
 
 
-def parse_config(text: str) -> IKConfig:
-    """Parse YAML text."""
+def parse_config(text: str, base_dir: str | Path | None = None) -> IKConfig:
+    """Parse YAML text; relative file paths in it are taken from ``base_dir`` (default: the working
+    directory)."""
     try:
         data = yaml.safe_load(text)
     except yaml.YAMLError as exc:
         raise InvalidInputError(f"config: invalid YAML: {exc}") from exc
-    return from_mapping(IKConfig, data, "config")
+    config = from_mapping(IKConfig, data, "config")
+    path = config.robot.joint_limits_file
+    if path and base_dir is not None and "://" not in path and not Path(path).is_absolute():
+        config.robot.joint_limits_file = str(Path(base_dir) / path)
+    return config

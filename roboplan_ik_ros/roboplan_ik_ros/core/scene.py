@@ -44,6 +44,8 @@ class Scene:
             become GJK on convex sets, about 50x faster than mesh-to-mesh).
         position_limits: ``{joint: (lower, upper)}`` overriding the URDF [rad or m].
         velocity_limits: ``{joint: v_max}`` overriding the URDF [rad/s or m/s].
+        acceleration_limits, jerk_limits: ``{joint: bound}`` [rad/s^2, rad/s^3 or m/...] (the URDF has
+            none): :attr:`a_max` and :attr:`j_max` per velocity index, inf where not given.
 
     Without ``disable_collisions`` in the SRDF, collision pairs of adjacent links and pairs that collide
     in (nearly) every configuration are disabled, as MoveIt's setup assistant would. ``notes`` lists
@@ -59,6 +61,8 @@ class Scene:
         convex_hulls: bool = True,
         position_limits: Mapping[str, Sequence[float]] | None = None,
         velocity_limits: Mapping[str, float] | None = None,
+        acceleration_limits: Mapping[str, float] | None = None,
+        jerk_limits: Mapping[str, float] | None = None,
     ) -> None:
         if not isinstance(urdf_xml, str) or not urdf_xml.strip():
             raise InvalidInputError("robot_description: the URDF is empty; expected URDF XML text")
@@ -74,6 +78,8 @@ class Scene:
             self.model.names[j] for j in range(1, self.model.njoints) if self.model.joints[j].nv > 0
         )
         self._init_limits(position_limits or {}, velocity_limits or {})
+        self.a_max = self._per_velocity_index(acceleration_limits or {}, "acceleration_limits")
+        self.j_max = self._per_velocity_index(jerk_limits or {}, "jerk_limits")
         self._init_collisions(urdf_xml, srdf_xml or "", convex_hulls)
         self._note_joints_without_dof_in_groups()
         self.data = self.model.createData()
@@ -119,6 +125,12 @@ class Scene:
         for name, v in velocity_limits.items():
             jid = self._joint_id(name)
             self.v_max[model.joints[jid].idx_v] = check_positive(v, f"velocity_limits.{name}")
+
+    def _per_velocity_index(self, bounds: Mapping[str, float], what: str) -> np.ndarray:
+        out = np.full(self.model.nv, np.inf)
+        for name, value in bounds.items():
+            out[self.model.joints[self._joint_id(name)].idx_v] = check_positive(value, f"{what}.{name}")
+        return out
 
     # --------------------------------------------------------------- collisions
     def _init_collisions(self, urdf_xml: str, srdf_xml: str, convex_hulls: bool) -> None:
