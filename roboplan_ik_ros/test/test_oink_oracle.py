@@ -22,6 +22,8 @@ The geometry query (coal) is checked to its own tolerance, see _reference_self_c
 
 from __future__ import annotations
 
+import math
+
 import daqp
 import numpy as np
 import pinocchio as pin
@@ -29,6 +31,7 @@ import pytest
 
 from models import scene
 from roboplan_ik_ros.core import (
+    AccelerationLimit,
     ConfigurationTask,
     FrameTask,
     Oink,
@@ -257,3 +260,110 @@ def test_fast_path_equals_the_reference(panda, config, qp_solver, dq_tol, assemb
     assert counts["qp"] + counts["recovery"] >= 10  # the QP solvers were compared, not only the shortcut
     if config in "bc":
         assert counts["recovery"] >= 10
+
+
+# ---------------------------------------------------------------- acceleration limit and barrier braking
+def _reference_travel(u1: float, w: float, alpha: float, delta: float, E: float) -> float:
+    """B(w) of acceleration_limit.py, written out: the braking policy's peak increment P after the
+    acceleration ramps down (by delta per step) and its travel at -alpha from there."""
+    g = max(w, 0.0) ** 2 / (2.0 * delta) if math.isfinite(delta) else 0.0
+    steps = max(math.ceil((w + alpha) / delta - 1e-12) - 1, 0) if math.isfinite(delta) else 0
+    P = u1 + w + g
+    if P <= 0.0:
+        return E
+    return steps * P + (P + alpha / 2.0) ** 2 / (2.0 * alpha) + E
+
+
+def _reference_room(u1, w_lo, w_hi, d, alpha, delta, E) -> float:
+    """Largest w in [w_lo, w_hi] whose travel fits in d (upper side)."""
+    if not math.isfinite(d):
+        return math.inf
+    if not math.isfinite(delta):  # the exact braking law
+        u_max = math.sqrt(2.0 * alpha * max(d, 0.0)) - alpha / 2.0 if d >= alpha / 8.0 else 0.0
+        return u_max - u1
+    if _reference_travel(u1, w_hi, alpha, delta, E) <= d:
+        return math.inf
+    a, b = w_lo, w_hi
+    for _ in range(200):
+        m = 0.5 * (a + b)
+        a, b = (m, b) if _reference_travel(u1, m, alpha, delta, E) <= d else (a, m)
+    return a
+
+
+def reference_acceleration_box(panda, q, lim):
+    """(lower, upper) of the AccelerationLimit at q, joint by joint from its module docstring."""
+    group = panda.group("arm")
+    lower, upper = np.zeros(lim.nv), np.zeros(lim.nv)
+    for j in range(lim.nv):
+        alpha, delta, V, E = lim.alpha[j], lim.delta[j], lim.V[j], lim.E[j]
+        u1, w_p, r = lim.u1[j], lim.u1[j] - lim.u2[j], lim.offset[j]
+        w_lo, w_hi = max(-alpha, w_p - delta), min(alpha, w_p + delta)
+        lo, hi = w_lo, w_hi
+        if math.isfinite(delta):  # u1 + w + w^2 / (2 delta) <= V, and mirrored
+            hi = min(hi, -delta + math.sqrt(delta**2 + 2.0 * delta * max(V - u1, 0.0)))
+            lo = max(lo, delta - math.sqrt(delta**2 + 2.0 * delta * max(V + u1, 0.0)))
+        x = q[group.q_indices[j]] + r  # the previous command
+        iv = group.v_indices[j]
+        hi = min(hi, _reference_room(u1, w_lo, w_hi, panda.q_max_v[iv] - x, alpha, delta, E))
+        lo = max(lo, -_reference_room(-u1, -w_hi, -w_lo, x - panda.q_min_v[iv], alpha, delta, E))
+        assert lo <= hi + 1e-9 * alpha, f"joint {j}: the oracle's box is empty"
+        lower[j], upper[j] = u1 + lo + r, u1 + max(hi, lo) + r
+    return lower, upper
+
+
+def reference_braking_rows(oink, G, G_upper, barriers):
+    """The rows' bounds with braking: min(CBF bound, b(h)) - margin, b the larger root of
+    (s + a_h/2)^2 + 2 a_h lag s = 2 a_h h for rows with h >= 0."""
+    lag, alpha = oink.barrier_braking[0], oink.barrier_braking[1:]
+    out, i = G_upper.copy(), 0
+    for b in barriers:
+        for row in range(b.size):
+            h, a_h = b.value[row], float(np.abs(G[i]) @ alpha)
+            if h >= 0.0 and math.isfinite(h) and a_h > 0.0:
+                # s^2 + s a_h (1 + 2 lag) + a_h^2 / 4 - 2 a_h h = 0
+                B, C = a_h * (1.0 + 2.0 * lag), a_h**2 / 4.0 - 2.0 * a_h * h
+                root = max((-B + math.sqrt(B * B - 4.0 * C)) / 2.0, 0.0)
+                out[i] = min(G_upper[i] + b.safety_margin, root) - b.safety_margin
+            i += 1
+    return out
+
+
+@pytest.mark.parametrize("assembly", ["compiled", "numpy"])
+@pytest.mark.parametrize("jerk", [True, False], ids=["jerk", "no-jerk"])
+def test_acceleration_limit_and_barrier_braking_equal_the_reference(panda, jerk, assembly):
+    """Config (c) with an AccelerationLimit (random histories, near and far from the joint limits)
+    and barrier braking: the box and the rows against the formulas, dq against the reference QP."""
+    oink, tasks, limits, barriers = _controller(panda, "c", "daqp", assembly)
+    a_max = np.array([15.0, 7.5, 10.0, 12.5, 15.0, 20.0, 20.0])
+    accel = AccelerationLimit(oink, DT, a_max, a_max * 500.0 if jerk else None)
+    limits = [*limits, accel]
+    oink.set_barrier_braking(0.5 * accel.alpha, 1.0 if jerk else 0.0)
+    rng = np.random.default_rng(7)
+    group = panda.group("arm")
+    worst_box = worst_rows = worst_dq = 0.0
+    near_limit = 0
+    for _ in range(40):
+        q = _random_state(panda, rng, tasks)
+        if rng.random() < 0.5:  # a joint close to a limit
+            j = rng.integers(7)
+            iv = group.v_indices[j]
+            q[group.q_indices[j]] = panda.q_max_v[iv] - rng.uniform(0.0, 0.05)
+            near_limit += 1
+        u1 = rng.uniform(-0.5, 0.5, 7) * accel.V
+        u2 = u1 - rng.uniform(-1.0, 1.0, 7) * accel.alpha
+        accel.set_history(u1, u2)
+        res = oink.solve(q, tasks, limits, barriers)
+        lower, upper = reference_acceleration_box(panda, q, accel)
+        if not res.ok:
+            continue
+        fast = oink.last_qp()
+        H, c, box_lo, box_up, G, G_upper = reference_qp(panda, oink, q, tasks, limits[:2], barriers)
+        box_lo, box_up = np.maximum(box_lo, lower), np.minimum(box_up, upper)
+        G_upper = reference_braking_rows(oink, G, G_upper, barriers)
+        worst_box = max(worst_box, np.abs(fast.lower - box_lo).max(), np.abs(fast.upper - box_up).max())
+        worst_rows = max(worst_rows, np.abs(fast.G_upper - G_upper).max())
+        dq = reference_dq(H, c, box_lo, box_up, G, G_upper, oink.barrier_slack_penalty)
+        worst_dq = max(worst_dq, np.abs(res.dq - dq).max())
+    print(f"jerk {jerk} {assembly}: worst box {worst_box:.2e} rows {worst_rows:.2e} dq {worst_dq:.2e}; "
+          f"{near_limit} near a limit")
+    assert worst_box <= 1e-12 and worst_rows <= 1e-10 and worst_dq <= 1e-8

@@ -75,7 +75,7 @@ class _KernelProblem(ctypes.Structure):
         ("box_lower", _p), ("box_upper", _p), ("lower", _p), ("upper", _p), ("negative_lower", _p),
         ("K", _p), ("d", _p), ("Kdq", _p), ("dq", _p), ("summary", _p),
         ("n_frame_tasks", _i64), ("frame_tasks", _p), ("n_frame_barriers", _i64), ("frame_barriers", _p),
-        ("frame_J", _p),
+        ("frame_J", _p), ("barrier_braking", _p),
     ]
 
 
@@ -191,7 +191,7 @@ class CompiledAssembly:
     @classmethod
     def build(cls, fn, n: int, levels, nullspace_rows: int, K: np.ndarray, d: np.ndarray, box: list[Limit],
               box_arrays, barriers: list[Barrier], outputs: dict, oink=None,
-              all_barriers: list[Barrier] = ()) -> CompiledAssembly | None:
+              all_barriers: list[Barrier] = (), barrier_braking: np.ndarray | None = None) -> CompiledAssembly | None:
         tasks = [t for level in levels for t in level]
         for t in tasks:
             m = len(t.error)
@@ -208,11 +208,18 @@ class CompiledAssembly:
             if not isinstance(a, np.ndarray) or a.dtype != np.float64 or not a.flags.c_contiguous:
                 raise ValueError(f"kernel output {name} must be a C-contiguous float64 array")
         native = _NativeFrames(oink, tasks, all_barriers) if oink is not None else None
-        return cls(fn, n, levels, tasks, nullspace_rows, K, d, box, box_arrays, barriers, outputs, native)
+        return cls(fn, n, levels, tasks, nullspace_rows, K, d, box, box_arrays, barriers, outputs, native,
+                   barrier_braking)
 
     def __init__(self, fn, n, levels, tasks, nullspace_rows, K, d, box, box_arrays, barriers, outputs,
-                 native: _NativeFrames | None = None) -> None:
+                 native: _NativeFrames | None = None, barrier_braking: np.ndarray | None = None) -> None:
         self._fn = fn
+        # (1 + n): lag steps (< 0: off) and per-joint braking alpha of the barrier rows (Oink.barrier_braking)
+        if barrier_braking is None:
+            barrier_braking = np.concatenate([[-1.0], np.zeros(n)])
+        if not _usable(barrier_braking, (n + 1,)):
+            raise ValueError("barrier_braking must be a C-contiguous float64 array of 1 + n values")
+        self._barrier_braking = barrier_braking
         self.native = native
         native_ids = {id(o) for o in (native.tasks + native.barriers)} if native else set()
         self.tasks = tasks
@@ -274,6 +281,7 @@ class CompiledAssembly:
             n_frame_barriers=len(native.barriers) if native else 0,
             frame_barriers=ctypes.addressof(native.barrier_structs) if native else None,
             frame_J=native.frame_J.ctypes.data if native else None,
+            barrier_braking=barrier_braking.ctypes.data,
         )
         self._address = ctypes.addressof(self.problem)
 

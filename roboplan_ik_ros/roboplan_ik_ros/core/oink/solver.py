@@ -211,6 +211,8 @@ class Oink:
         self.c = np.zeros(n)
         self._H_diagonal = self.H.reshape(-1)[:: n + 1]  # writable view
         self._dq = np.zeros(n)
+        # Barrier braking (set_barrier_braking): [lag steps (< 0: off), per-joint alpha [per step^2]]
+        self.barrier_braking = np.concatenate([[-1.0], np.zeros(n)])
         self._layout: _Layout | None = None
         # OSQP: P is the dense upper triangle, A is stored dense (all m x n entries).
         rows, cols = np.tril_indices(n)  # (r, c) with r >= c, row-major == CSC order of the upper triangle
@@ -224,6 +226,16 @@ class Oink:
             self._slack: _SlackProblem | _DaqpSlackProblem = _DaqpSlackProblem(n, self.daqp_settings)
         else:
             self._slack = _SlackProblem(n, self.osqp_settings)
+
+    def set_barrier_braking(self, alpha, lag: float) -> None:
+        """Make every barrier row account for braking (see :class:`Barrier`): ``alpha`` [rad or m per
+        step^2] the per-joint deceleration a row may count on (a_max dt^2 times a share), ``lag`` the
+        steps before it is available (the jerk bound's ramp). ``alpha=None`` turns it off."""
+        if alpha is None:
+            self.barrier_braking[0] = -1.0
+            return
+        self.barrier_braking[1:] = np.asarray(alpha, dtype=float)
+        self.barrier_braking[0] = check_positive(lag, "barrier braking lag", allow_zero=True)
 
     # ----------------------------------------------------------------- helpers
     def scatter(self, dq: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
@@ -670,7 +682,7 @@ class _Layout:
                            negative_lower=self.negative_lower, Kdq=self.Kdq, dq=oink._dq)
             self.compiled = CompiledAssembly.build(
                 oink.kernel, n, grouped, n_above, self.K, self.d, self.box_limits, box_arrays,
-                [b for b in barriers if _assembled_by_kernel(b)], outputs, oink, barriers)
+                [b for b in barriers if _assembled_by_kernel(b)], outputs, oink, barriers, oink.barrier_braking)
 
     def osqp_bounds(self) -> tuple[np.ndarray, np.ndarray]:
         """The QP's bounds clipped to OSQP's +-1e30."""

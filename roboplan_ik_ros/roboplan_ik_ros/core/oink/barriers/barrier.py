@@ -1,7 +1,13 @@
 """Base class of control barrier functions (CBF): keep h(q) >= 0 forward invariant.
 
 Discrete-time condition per row: ``J_h dq / dt + gamma * h / (1 + |h|) >= 0``, written with the
-safety margin m as the QP row ``-J_h dq <= dt * gamma * h / (1 + |h|) - m``. Each barrier also adds
+safety margin m as the QP row ``-J_h dq <= dt * gamma * h / (1 + |h|) - m``.
+
+With acceleration bounds (:meth:`Oink.set_barrier_braking`) a row whose h >= 0 also bounds the
+approach per step s = -J_h dq by what can still be braked within h: decelerating at
+``a_h = sum_j |J_h,j| alpha_j`` per step^2 after ``lag`` steps, ``s <= b(h)`` with b the larger root of
+``(s + a_h/2)^2 + 2 a_h lag s = 2 a_h h`` (at least 0): the row's bound is the smaller of the two. A
+barrier with a high gain is then approached no faster than the arm can stop before it. Each barrier also adds
 the safe-displacement regularization ``r / (2 ||J_h||^2) ||dq - dq_safe||^2`` (Frobenius norm of
 the barrier's stacked Jacobian; dq_safe = 0 unless a subclass says otherwise).
 """
@@ -81,6 +87,9 @@ class Barrier(ABC):
         scratch += 1.0
         np.divide(h, scratch, out=up)  # h / (1 + |h|)
         up *= self.dt * self.gain
+        braking = self.oink.barrier_braking
+        if braking[0] >= 0.0:
+            np.minimum(up, _braking_bound(h, np.abs(self.jacobian) @ braking[1:], braking[0]), out=up)
         up -= self.safety_margin
         return self.G, up
 
@@ -92,3 +101,12 @@ class Barrier(ABC):
         """r / ||J_h||^2 (0 when the Jacobian vanishes)."""
         norm2 = float(np.vdot(self.jacobian, self.jacobian))
         return self.safe_displacement_gain / norm2 if norm2 > _MIN_JACOBIAN_NORM2 else 0.0
+
+
+def _braking_bound(h: np.ndarray, a_h: np.ndarray, lag: float) -> np.ndarray:
+    """Per row: the approach per step still braked within h (module docstring); +inf where h < 0
+    (recovery), h is infinite (unused row) or the row has no deceleration."""
+    k = 1.0 + 2.0 * lag
+    with np.errstate(invalid="ignore", over="ignore"):
+        b = 0.5 * (-a_h * k + np.sqrt(a_h * a_h * (k * k - 1.0) + 8.0 * a_h * h))
+    return np.where((h >= 0.0) & np.isfinite(h) & (a_h > 0.0), np.maximum(b, 0.0), np.inf)

@@ -107,6 +107,7 @@ typedef struct {
     int64_t n_frame_barriers;  /* barriers of exact type PositionBarrier: updated here */
     const frame_position_barrier *frame_barriers;
     double *frame_J;           /* (6 x n) scratch */
+    const double *barrier_braking; /* (1 + n) lag steps (< 0: off), per-joint braking alpha [per step^2] */
 } oink_problem;
 
 enum {
@@ -312,7 +313,18 @@ static int tasks(oink_problem *p, double *damping) {
     return 0;
 }
 
-/* G = -J_h, upper = dt gain h / (1 + |h|) - margin, weight = r / ||J_h||^2; returns the sum of the weights. */
+/* The approach per step a barrier row can still brake from within h, decelerating at a_h per step^2
+ * after `lag` steps (Barrier.constraint's braking term): the larger root s of
+ * (s + a_h/2)^2 + 2 a_h lag s = 2 a_h h, at least 0; +inf when the row has no deceleration. */
+static double braking_bound(double h, double a_h, double lag) {
+    if (!(a_h > 0.0) || !isfinite(h)) return INFINITY;
+    const double k = 1.0 + 2.0 * lag;
+    const double b = 0.5 * (-a_h * k + sqrt(a_h * a_h * (k * k - 1.0) + 8.0 * a_h * h));
+    return b > 0.0 ? b : 0.0;
+}
+
+/* G = -J_h, upper = min(dt gain h / (1 + |h|), braking bound where h >= 0) - margin, weight = r / ||J_h||^2;
+ * returns the sum of the weights. */
 static double barriers(oink_problem *p) {
     const int64_t n = p->n;
     double total = 0.0, least = INFINITY;
@@ -323,14 +335,23 @@ static double barriers(oink_problem *p) {
         const double scale = p->barrier_params[3 * k], margin = p->barrier_params[3 * k + 1];
         const double safe_gain = p->barrier_params[3 * k + 2];
         double norm2 = 0.0;
+        const double lag = p->barrier_braking[0];
+        const double *alpha = p->barrier_braking + 1;
         for (int64_t i = 0; i < m; ++i) {
+            double a_h = 0.0;
             for (int64_t j = 0; j < n; ++j) {
                 const double v = J[i * n + j];
                 G[i * n + j] = -v;
                 norm2 += v * v;
+                if (lag >= 0.0) a_h += fabs(v) * alpha[j];
             }
             const double a = fabs(h[i]);
-            up[i] = h[i] / (1.0 + (a < LARGE ? a : LARGE)) * scale - margin;
+            double bound = h[i] / (1.0 + (a < LARGE ? a : LARGE)) * scale;
+            if (lag >= 0.0 && h[i] >= 0.0) {
+                const double brake = braking_bound(h[i], a_h, lag);
+                if (brake < bound) bound = brake;
+            }
+            up[i] = bound - margin;
             if (up[i] < least) least = up[i];
         }
         const double w = norm2 > MIN_JACOBIAN_NORM2 ? safe_gain / norm2 : 0.0;

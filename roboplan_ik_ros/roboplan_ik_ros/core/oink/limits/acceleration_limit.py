@@ -102,9 +102,15 @@ class AccelerationLimit(Limit):
         self._upper = np.zeros(n)
         self.reach_lower = np.zeros(n)  # dq reachable this step under the acceleration and jerk bounds alone
         self.reach_upper = np.zeros(n)
+        self._rest = np.zeros(n)
         self._d_up = np.full(n, np.inf)  # distance of the previous command to the limits
         self._d_lo = np.full(n, np.inf)
         self.nonviable = 0  # steps whose state had already left the viable set (clamped; should stay 0)
+
+    def set_velocity_bound(self, v_max) -> None:
+        """The velocity bound the commands keep (viability under the jerk bound) [rad/s or m/s]."""
+        self.v_max = as_vector(v_max, self.nv, f"{self.name}.v_max", allow_inf=True)
+        self.V = self.v_max * self.dt
 
     # ----------------------------------------------------------------- history
     def reset(self) -> None:
@@ -122,6 +128,20 @@ class AccelerationLimit(Limit):
             self.offset.fill(0.0)
         else:
             self.offset[:] = offset
+        w_p = u1 - u2  # the reachable increments: u1 + [max(-alpha, w_p - delta), min(alpha, w_p + delta)]
+        np.maximum(w_p - self.delta, -self.alpha, out=self.reach_lower)
+        np.minimum(w_p + self.delta, self.alpha, out=self.reach_upper)
+        self.reach_lower += u1
+        self.reach_upper += u1
+        self.reach_lower += self.offset
+        self.reach_upper += self.offset
+
+    def nearest_to_rest(self) -> np.ndarray:
+        """The reachable dq closest to stopping this step (per joint; this limit's buffer): a limit
+        that wants the joint still (a following-error bound) must allow at least this much."""
+        # u = 0 (dq = offset: the previous command again), clipped into the reachable interval
+        np.minimum(np.maximum(self.offset, self.reach_lower, out=self._rest), self.reach_upper, out=self._rest)
+        return self._rest
 
     @property
     def at_rest(self) -> bool:
@@ -134,10 +154,6 @@ class AccelerationLimit(Limit):
         alpha, delta = self.alpha, self.delta
         w_hi = np.minimum(alpha, w_p + delta)
         w_lo = np.maximum(-alpha, w_p - delta)
-        np.add(u1, w_lo, out=self.reach_lower)
-        np.add(u1, w_hi, out=self.reach_upper)
-        self.reach_lower += self.offset
-        self.reach_upper += self.offset
         hi, lo = w_hi.copy(), w_lo.copy()
         if self.has_jerk:  # velocity viability: u + g(w) <= V (and its mirror)
             np.minimum(hi, _velocity_room(u1, self.V, delta), out=hi)

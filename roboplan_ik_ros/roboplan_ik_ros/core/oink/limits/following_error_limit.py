@@ -38,5 +38,11 @@ class FollowingErrorLimit(Limit):
         np.minimum(-self.max_error - e, 0.0, out=self._lower)
         np.maximum(self.max_error - e, 0.0, out=self._upper)
 
+    def include(self, dq: np.ndarray) -> None:
+        """Widen the bounds to contain ``dq`` (after :meth:`set_following_error`): with acceleration
+        bounds a moving joint cannot stop at once, and braking as hard as they allow must stay feasible."""
+        np.minimum(self._lower, dq, out=self._lower)
+        np.maximum(self._upper, dq, out=self._upper)
+
     def bounds(self, q: np.ndarray) -> Bounds:
         return Bounds(None, self._lower, self._upper)
