@@ -1,5 +1,7 @@
-"""The last line of the control tick: every command inside the joint limits and within
-``v_max * dt`` of the previous one.
+"""The last line of the control tick: every command inside the joint limits, within ``v_max * dt``
+of the previous one and, when acceleration (and jerk) bounds are set, within them too (the
+command increments ``u_k = q_k ⊖ q_k-1`` satisfy ``|u_k - u_k-1| <= a_max dt^2`` and
+``|u_k - 2 u_k-1 + u_k-2| <= j_max dt^3``).
 
 The QP's limits already guarantee both; the guard makes them hold whatever happens upstream
 (a bug, a numerical corner) and counts every step it had to cut (the count should stay 0). A
@@ -22,7 +24,8 @@ _STEP_TOLERANCE = 1e-9  # relative slack so that a step exactly at the limit is 
 class CommandGuard:
     """Args: ``v_max`` per joint of the group [rad/s or m/s] (finite, > 0), ``dt`` [s]."""
 
-    def __init__(self, scene: Scene, group: JointGroup, v_max: np.ndarray, dt: float) -> None:
+    def __init__(self, scene: Scene, group: JointGroup, v_max: np.ndarray, dt: float,
+                 a_max: np.ndarray | None = None, j_max: np.ndarray | None = None) -> None:
         v_max = np.asarray(v_max, dtype=float)
         if v_max.shape != (group.nv,) or not (np.isfinite(v_max) & (v_max > 0)).all():
             raise InvalidInputError(f"command guard: expected {group.nv} finite velocity limits > 0 for "
@@ -30,6 +33,12 @@ class CommandGuard:
         self.scene = scene
         self.group = group
         self.v_max = v_max
+        n = group.nv
+        self.a_max = np.full(n, np.inf) if a_max is None else np.asarray(a_max, dtype=float)
+        self.j_max = np.full(n, np.inf) if j_max is None else np.asarray(j_max, dtype=float)
+        self.u1 = np.zeros(n)  # the last command increment (group nv) [rad or m]
+        self.u2 = np.zeros(n)  # the one before
+        self._undo = (np.zeros(n), np.zeros(n))  # u1, u2 before the last apply (command_not_sent)
         self.set_dt(dt)
         self.last = scene.neutral()  # the previous command (full nq)
         self.started = False
@@ -43,13 +52,22 @@ class CommandGuard:
     def set_dt(self, dt: float) -> None:
         self.dt = check_positive(dt, "dt")
         self._max_step = self.v_max * self.dt * (1.0 + _STEP_TOLERANCE)
+        self._max_dstep = self.a_max * self.dt**2 * (1.0 + _STEP_TOLERANCE)  # inf without a bound
+        self._max_ddstep = self.j_max * self.dt**3 * (1.0 + _STEP_TOLERANCE)
+        self.bounded_acceleration = bool(np.isfinite(self.a_max).any() or np.isfinite(self.j_max).any())
 
     def reseed(self, q: np.ndarray) -> np.ndarray:
         """Start a new command stream at q (clipped into the limits); returns the command."""
         self.last[:] = q
         self._clip_to_limits(self.last)
         self.started = True
+        self.u1.fill(0.0)  # a new stream starts at rest
+        self.u2.fill(0.0)
         return self.last
+
+    def undo_increments(self) -> None:
+        """The last command never reached the robot: its increments are forgotten too."""
+        self.u1[:], self.u2[:] = self._undo
 
     def apply(self, q_next: np.ndarray) -> np.ndarray:
         """The command for q_next: cut to ``v_max * dt`` from the previous command and clipped into
@@ -58,6 +76,11 @@ class CommandGuard:
             raise RuntimeError("CommandGuard.apply before reseed")
         d = pin.difference(self.scene.model, self.last, q_next)[self.group.v_indices]
         cut = np.minimum(np.maximum(d, -self._max_step), self._max_step)
+        if self.bounded_acceleration:
+            u1, u2 = self.u1, self.u2
+            np.minimum(np.maximum(cut, u1 - self._max_dstep), u1 + self._max_dstep, out=cut)
+            center = 2.0 * u1 - u2
+            np.minimum(np.maximum(cut, center - self._max_ddstep), center + self._max_ddstep, out=cut)
         if not np.array_equal(cut, d) or not np.isfinite(d).all():
             self.cuts += 1
             cut[~np.isfinite(cut)] = 0.0
@@ -66,6 +89,9 @@ class CommandGuard:
         q[self._others_q] = q_next[self._others_q]  # joints outside the group are not commanded
         if self._clip_to_limits(q):
             self.cuts += 1
+        self._undo[0][:], self._undo[1][:] = self.u1, self.u2
+        self.u2[:] = self.u1
+        self.u1[:] = pin.difference(self.scene.model, self.last, q)[self.group.v_indices]
         self.last[:] = q
         return self.last
 

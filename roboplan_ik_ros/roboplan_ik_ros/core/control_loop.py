@@ -24,6 +24,10 @@ decodes messages into it and publishes what it returns.
 - **Outside a barrier**: the QP's recovery step moves back toward the safe set as fast as the
   limits allow (mode ``recovering``).
 - A refused step (QP failure, FK barrier check) holds the previous command (mode ``holding``).
+- **Acceleration and jerk** (an ``acceleration`` limit): every command stream stays within the bounds,
+  stops included. A hold, a refused step, an error in the step and :meth:`ControlLoop.stopping_tick`
+  (deactivate) brake along the path at the bounds (:meth:`AccelerationLimit.braking_step`) instead of
+  repeating the last command; only stale joint states (a lost robot) stop the stream at once.
 
 Times are seconds of a monotonic clock passed in by the caller.
 """
@@ -44,7 +48,7 @@ from .config import IKConfig
 from .controller import OinkController, StepOutcome
 from .errors import InvalidInputError
 from .goal_followers import GoalSmoother, GoalSmoothingConfig, JointGoalRamp
-from .oink import ConfigurationTask, FollowingErrorLimit, FrameTask, VelocityLimit
+from .oink import AccelerationLimit, ConfigurationTask, FollowingErrorLimit, FrameTask, VelocityLimit
 from .scene import Scene
 from .state_tracker import StateTracker
 
@@ -59,7 +63,10 @@ MOVING_MODES = (TRACKING, RECOVERING)
 
 STATE_FEEDBACK = ("commanded", "measured")
 STALE_BEHAVIORS = ("stop", "hold")
-SMOOTHING = ("none", "low_pass", "max_speed")
+SMOOTHING = ("none", "low_pass", "max_speed", "max_acceleration")
+# With an acceleration limit, a configuration task's target accelerates and brakes at this share of
+# each joint's bound (the arm follows it with the rest to spare).
+RAMP_ACCELERATION_SHARE = 0.5
 MAX_RATE_HZ = 2000.0
 GOAL_REACH_FACTOR = 2.0  # default max_goal_distance: this times the arm's reach from its first joint
 
@@ -106,6 +113,8 @@ def check_loop_config(cfg: LoopConfig, path: str = "node") -> None:
     check_positive_key(gs.time_constant, f"{path}.goal_smoothing.time_constant")
     check_positive_key(gs.max_linear_speed, f"{path}.goal_smoothing.max_linear_speed")
     check_positive_key(gs.max_angular_speed, f"{path}.goal_smoothing.max_angular_speed")
+    check_positive_key(gs.max_linear_acceleration, f"{path}.goal_smoothing.max_linear_acceleration")
+    check_positive_key(gs.max_angular_acceleration, f"{path}.goal_smoothing.max_angular_acceleration")
 
 
 @dataclass
@@ -161,16 +170,25 @@ class ControlLoop:
         self._others_q = np.setdiff1d(np.arange(scene.model.nq), self.group.q_indices)
         self._fk_data = scene.model.createData()  # goal checks (the caller's thread)
         self._diff = np.zeros(nv)
+        self._dq_brake = np.zeros(nv)
         self.dt = 1.0 / settings.control_rate_hz
         self._build(self.dt, scene.neutral())
         oink = self.ctrl.oink
         self.notes.append(f"OInK: {oink.assembly} assembly, qp_solver {oink.qp_solver}"
                           + (f" ({oink.assembly_note})" if oink.assembly_note else ""))
-        self.guard = CommandGuard(scene, self.group, self._guard_v_max(), self.dt)
+        accel = self._accel
+        self.guard = CommandGuard(scene, self.group, self._guard_v_max(), self.dt,
+                                  None if accel is None else accel.a_max, None if accel is None else accel.j_max)
         self._smoothers = {n: GoalSmoother(settings.goal_smoothing) for n, t in self.ctrl.tasks.items()
                            if isinstance(t, FrameTask)}
-        self._ramps = {n: JointGoalRamp(scene, self.group, self._task_config(n).max_target_speed)
+        ramp_accel = None if accel is None else RAMP_ACCELERATION_SHARE * accel.a_max
+        self._ramps = {n: JointGoalRamp(scene, self.group, self._task_config(n).max_target_speed, ramp_accel)
                        for n, t in self.ctrl.tasks.items() if isinstance(t, ConfigurationTask)}
+        if accel is not None and settings.goal_smoothing.type != "max_acceleration":
+            self.notes.append(
+                f"node.goal_smoothing.type {settings.goal_smoothing.type!r} with an acceleration limit: a pose goal "
+                "that jumps is reached at the acceleration bounds and overshot by the braking distance; "
+                "'max_acceleration' brakes the target into the goal instead")
         self._reach = {n: self._arm_reach(t.frame) for n, t in self.ctrl.tasks.items() if isinstance(t, FrameTask)}
 
     # ------------------------------------------------------------------ building
@@ -187,6 +205,13 @@ class ControlLoop:
             self.notes.append("limits: no velocity limit configured: using the URDF's (commands never "
                               "move faster than v_max)")
         self._velocity_limits = velocity
+        accel = [lim for lim in ctrl.limits if isinstance(lim, AccelerationLimit)]
+        if len(accel) > 1:
+            raise InvalidInputError("limits: more than one acceleration limit; expected at most one (it bounds the "
+                                    "command stream, whose history it keeps)")
+        self._accel = accel[0] if accel else None
+        if self._accel is not None:  # viability under the jerk bound uses the velocity bound the commands keep
+            self._accel.set_velocity_bound(np.min([lim.v_max for lim in velocity], axis=0))
         self._following = FollowingErrorLimit(ctrl.oink, self.settings.max_state_divergence)
         self._base_limits = list(ctrl.limits)
         self.ctrl = ctrl
@@ -258,6 +283,7 @@ class ControlLoop:
     def set_rate(self, hz: float) -> None:
         """New control rate: rebuild the solver objects (limits and barriers depend on dt), keep targets."""
         old = self.ctrl
+        ratio = (1.0 / hz) / self.dt
         self.dt = 1.0 / hz
         self.settings.control_rate_hz = float(hz)
         self._build(self.dt, self.guard.last)
@@ -265,6 +291,8 @@ class ControlLoop:
             if old.tasks[name].target is not None:
                 task.set_target(old.tasks[name].target)
         self.guard.set_dt(self.dt)
+        self.guard.u1 *= ratio  # the same velocities, in increments of the new period
+        self.guard.u2 *= ratio
 
     def set_state_feedback(self, mode: str) -> None:
         """Switch feedback without a jump: the command stream continues from the last command."""
@@ -338,7 +366,36 @@ class ControlLoop:
             self.log("error", f"the control step raised (holding the last command):\n{traceback.format_exc()}")
             self._hold(f"internal error in the control step: {type(exc).__name__}: {exc}")
             guard = self.guard
-            return TickResult(guard.started, guard.last, guard.last)
+            if not guard.started:
+                return TickResult(False, guard.last, guard.last)
+            self._previous[:] = guard.last
+            # the guard's own bounds turn "the last command again" into the hardest braking they allow
+            return TickResult(True, guard.apply(self._previous), self._previous)
+
+    def stopping_tick(self) -> TickResult:
+        """A controlled-stop step (deactivate): brake along the path within the bounds, whatever the
+        goals; call once per period until :attr:`at_rest`. Without an acceleration limit the robot
+        stops at once: the command repeats."""
+        guard = self.guard
+        if self.mode == INACTIVE or not guard.started:
+            return TickResult(False, guard.last, guard.last)
+        self._previous[:] = guard.last
+        if self._accel is None:
+            return TickResult(True, guard.last, guard.last)
+        self._accel.set_history(guard.u1, guard.u2)
+        q_next = self._braked(guard.last)
+        self.mode, self.hold_reason = HOLDING, "stopping (deactivate)"
+        return TickResult(True, guard.apply(q_next), self._previous)
+
+    @property
+    def at_rest(self) -> bool:
+        """The command stream is still (no increment in the last two commands)."""
+        return not (self.guard.u1.any() or self.guard.u2.any())
+
+    def _braked(self, q: np.ndarray) -> np.ndarray:
+        """q ⊕ the acceleration limit's braking step at q (its history set for this tick)."""
+        dq = self.ctrl.oink.scatter(self._accel.braking_step(q), out=self._dq_brake)
+        return self.scene.integrate(q, dq)
 
     def command_not_sent(self, result: TickResult) -> None:
         """``result`` (this loop's last tick) never reached the robot (its publish failed): the next
@@ -347,6 +404,7 @@ class ControlLoop:
         self.counts.undelivered += 1
         if result.previous is not result.command:
             self.guard.last[:] = result.previous
+            self.guard.undo_increments()
 
     def _tick(self, now: float) -> TickResult:
         s, guard = self.settings, self.guard
@@ -375,13 +433,13 @@ class ControlLoop:
         if not out.result.ok:
             self.counts.qp_failures += 1
             self._hold(out.result.status)
-            q_next = self._previous
+            q_next = self._stop_from(q)
         elif not out.barriers_ok:
             self.counts.barrier_refusals += 1
             self._hold("the barrier check refused the step (dq = 0)")
-            q_next = self._previous
+            q_next = self._stop_from(q)
         elif self._awaiting_goal:
-            q_next = self._previous
+            q_next = self._stop_from(q)
             self.hold_reason = "waiting for a goal (holding the current pose)"
             if out.result.recovering:
                 self.hold_reason += f"; {out.result.status}: a goal starts the recovery"
@@ -389,20 +447,32 @@ class ControlLoop:
             self._moving(out)
         return TickResult(True, guard.apply(q_next), self._previous)
 
+    def _stop_from(self, q: np.ndarray) -> np.ndarray:
+        """Where a hold goes from the step's start q: the previous command, or with an acceleration
+        limit the braking step (zero once at rest)."""
+        if self._accel is None:
+            return self._previous
+        return self._braked(q)
+
     def _start_state(self) -> np.ndarray:
         """The configuration this step linearizes at (full nq, a reused buffer)."""
-        q, measured, last = self._q_start, self.state.measured, self.guard.last
+        q, measured, last, accel = self._q_start, self.state.measured, self.guard.last, self._accel
         if self.settings.state_feedback == "commanded":
             q[:] = last
             q[self._others_q] = measured[self._others_q]  # e.g. gripper fingers: never commanded here
             self._diff[:] = pin.difference(self.scene.model, measured, last)
             self._following.set_following_error(self._diff[self._gv])  # commanded ⊖ measured
+            if accel is not None:
+                accel.set_history(self.guard.u1, self.guard.u2)
+                self._following.include(accel.nearest_to_rest())  # a moving joint brakes, never jumps
         else:
             q[:] = measured
             self._diff[:] = pin.difference(self.scene.model, measured, last)
             offset = self._diff[self._gv]  # previous command ⊖ measured
             for lim in self._velocity_limits:
                 lim.set_reference(offset)
+            if accel is not None:
+                accel.set_history(self.guard.u1, self.guard.u2, offset)
         return q
 
     def _advance_targets(self) -> None:

@@ -8,7 +8,9 @@ import numpy as np
 
 from .config import BarrierConfig, IKConfig, LimitConfig, RobotConfig, TaskConfig
 from .errors import InvalidInputError
+from .joint_limits_file import JointLimits, load_joint_limits
 from .oink import (
+    AccelerationLimit,
     Barrier,
     ConfigurationTask,
     FrameTask,
@@ -21,19 +23,55 @@ from .oink import (
     Task,
     VelocityLimit,
 )
+from .resources import resolve_path
 from .scene import Scene
 
 
 def scene_from_config(urdf_xml: str, srdf_xml: str, robot: RobotConfig, package_paths=()) -> Scene:
-    """A Scene with the robot section's overrides (package paths are joined with ``package_paths``)."""
-    return Scene(
+    """A Scene with the robot section's overrides (package paths are joined with ``package_paths``):
+    ``robot.joint_limits_file`` first, then the explicit ``position_limits``/``velocity_limits`` keys.
+    What the file says that the controller does not use is in the scene's notes."""
+    paths = [*robot.package_paths, *package_paths]
+    limits, urdf_joints = JointLimits(), set()
+    if robot.joint_limits_file:
+        urdf_joints = _joint_names(urdf_xml)
+        limits = load_joint_limits(resolve_path(robot.joint_limits_file, paths, "robot.joint_limits_file"))
+    scene = Scene(
         urdf_xml,
         srdf_xml,
-        [*robot.package_paths, *package_paths],
+        paths,
         convex_hulls=robot.convex_hulls,
-        position_limits=robot.position_limits,
-        velocity_limits=robot.velocity_limits,
+        position_limits={**limits.position, **robot.position_limits},
+        velocity_limits={**limits.velocity, **robot.velocity_limits},
+        acceleration_limits=_known_joints(limits.acceleration, urdf_joints, limits),
+        jerk_limits=_known_joints(limits.jerk, urdf_joints, limits),
     )
+    scene.notes.extend(limits.notes)
+    return scene
+
+
+def _joint_names(urdf_xml: str) -> set[str]:
+    import xml.etree.ElementTree as ET
+
+    try:
+        return {j.get("name") for j in ET.fromstring(urdf_xml).iter("joint")}
+    except ET.ParseError:
+        return set()  # Scene reports the parse error
+
+
+def _known_joints(bounds: dict, joints: set[str], limits: JointLimits) -> dict:
+    """The file's entries for joints of this robot; the others are noted (files often cover grippers
+    or other robots' joints), never silently dropped."""
+    unknown = sorted(set(bounds) - joints) if joints else []
+    note = f"{limits.source}: joints not in the robot model, not used: {unknown}"
+    if unknown and note not in limits.notes:
+        limits.notes.append(note)
+    return {k: v for k, v in bounds.items() if k in joints or not joints}
+
+
+# With an acceleration limit, a barrier row counts on this share of the deceleration its joints can
+# give together (sum_j |J_h,j| a_max,j): the rest stays for the joints' own braking and the tasks.
+BARRIER_BRAKING_SHARE = 0.5
 
 
 @dataclass
@@ -68,6 +106,13 @@ class OinkController:
             _prefixed(f"barriers[{k}] ({bc.name})", self._make_barrier, bc) for k, bc in enumerate(config.barriers)
         ]
         self._task_list = list(self.tasks.values())
+        self.acceleration_limit = next((lim for lim in self.limits if isinstance(lim, AccelerationLimit)), None)
+        accel = self.acceleration_limit
+        if accel is not None:  # barriers are approached no faster than the arm can stop before them
+            with np.errstate(divide="ignore", invalid="ignore"):
+                ramp = np.where(np.isfinite(accel.delta), np.ceil(2.0 * accel.alpha / accel.delta) - 1.0, 0.0)
+            self.oink.set_barrier_braking(BARRIER_BRAKING_SHARE * accel.alpha, float(max(ramp.max(), 0.0)))
+        self.acceleration_limit = next((lim for lim in self.limits if isinstance(lim, AccelerationLimit)), None)
         self._dq_full = np.zeros(scene.model.nv)
 
     # ----------------------------------------------------------------- building
@@ -96,7 +141,22 @@ class OinkController:
     def _make_limit(self, lc: LimitConfig) -> Limit:
         if lc.type == "position":
             return PositionLimit(self.oink, lc.gain)
+        if lc.type == "acceleration":
+            return self._make_acceleration_limit(lc)
         return VelocityLimit(self.oink, self.dt, lc.v_max)
+
+    def _make_acceleration_limit(self, lc: LimitConfig) -> AccelerationLimit:
+        """a_max / j_max from the keys, else from the scene (robot.joint_limits_file)."""
+        group = self.oink.group
+        a_max = lc.a_max
+        if a_max is None:
+            a_max = self.scene.a_max[group.v_indices]
+            missing = [group.joint_names[k] for k in np.flatnonzero(~np.isfinite(a_max))]
+            if missing:
+                raise InvalidInputError(f"a_max: no acceleration bound for {missing}: set a_max, or "
+                                        "robot.joint_limits_file with has_acceleration_limits for them")
+        j_max = self.scene.j_max[group.v_indices] if lc.j_max is None else lc.j_max
+        return AccelerationLimit(self.oink, self.dt, a_max, j_max)
 
     def _make_barrier(self, bc: BarrierConfig) -> Barrier:
         common = dict(gain=bc.gain, safe_displacement_gain=bc.safe_displacement_gain,

@@ -16,12 +16,33 @@ from .scene import Scene
 
 @dataclass
 class GoalSmoothingConfig:
-    """How the task target follows a new goal: at once, by a first-order low-pass, or at a bounded speed."""
+    """How the task target follows a new goal: at once, by a first-order low-pass, at a bounded speed,
+    or at a bounded speed and acceleration, braking to arrive at rest."""
 
-    type: str = "none"  # none | low_pass | max_speed
+    type: str = "none"  # none | low_pass | max_speed | max_acceleration
     time_constant: float = 0.1  # [s] low_pass
-    max_linear_speed: float = 0.5  # [m/s] max_speed
-    max_angular_speed: float = 1.5  # [rad/s] max_speed
+    max_linear_speed: float = 0.5  # [m/s] max_speed, max_acceleration
+    max_angular_speed: float = 1.5  # [rad/s] max_speed, max_acceleration
+    max_linear_acceleration: float = 2.0  # [m/s^2] max_acceleration
+    max_angular_acceleration: float = 6.0  # [rad/s^2] max_acceleration
+
+
+def braking_speed(distance, speed_max, accel, dt):
+    """The speed [units/s] that still stops within ``distance`` decelerating at ``accel``, at most
+    ``speed_max``: the discrete braking law ``(sqrt(2 a dt^2 d) - a dt^2 / 2) / dt``, and the whole
+    remaining distance in one step once it is shorter than ``a dt^2`` (numbers or arrays)."""
+    alpha = accel * dt * dt
+    brake = np.where(distance > alpha, np.sqrt(2.0 * alpha * distance) - 0.5 * alpha, distance) / dt
+    return np.minimum(brake, speed_max)
+
+
+def _limit_change(v: np.ndarray, v_des: np.ndarray, max_change: float) -> None:
+    """In place: v moves toward v_des by at most max_change (Euclidean)."""
+    dv = v_des - v
+    n = float(np.linalg.norm(dv))
+    if n > max_change:
+        dv *= max_change / n
+    v += dv
 
 
 class GoalSmoother:
@@ -30,6 +51,11 @@ class GoalSmoother:
     ``none``: the target jumps to the goal. ``low_pass``: first order with ``time_constant`` (the
     position and the rotation, separately). ``max_speed``: straight line at most
     ``max_linear_speed`` [m/s], rotation about a fixed axis at most ``max_angular_speed`` [rad/s].
+    ``max_acceleration``: as max_speed, and the target's linear and angular velocity [m/s, rad/s, world
+    frame] change by at most ``max_linear_acceleration`` / ``max_angular_acceleration`` per second:
+    it speeds up smoothly, brakes to arrive at the goal at rest (:func:`braking_speed`) and turns
+    smoothly when a goal stream changes direction. An acceleration-bounded arm follows such a
+    target without overshoot; a target that jumps, it overshoots by its braking distance.
     """
 
     _DONE = 1e-9  # [m] and [rad]: closer than this is "reached"
@@ -39,12 +65,16 @@ class GoalSmoother:
         self.target: pin.SE3 | None = None  # what the task tracks now
         self.goal: pin.SE3 | None = None
         self.moving = False
+        self.linear_velocity = np.zeros(3)  # [m/s] of the target (max_acceleration)
+        self.angular_velocity = np.zeros(3)  # [rad/s] of the target, world frame (max_acceleration)
 
     def reset(self, T: pin.SE3) -> None:
         """Target and goal := T (nothing to do until the next goal)."""
         self.target = T.copy()
         self.goal = T.copy()
         self.moving = False
+        self.linear_velocity.fill(0.0)
+        self.angular_velocity.fill(0.0)
 
     def set_goal(self, T: pin.SE3) -> None:
         self.goal = T.copy()
@@ -59,6 +89,8 @@ class GoalSmoother:
         if self.cfg.type == "none":
             self.moving = False
             return self.target
+        if self.cfg.type == "max_acceleration":
+            return self._step_accelerated(dt)
         T, G = self.target, self.goal
         dp = G.translation - T.translation
         w = pin.log3(T.rotation.T @ G.rotation)  # in the target's frame
@@ -77,17 +109,42 @@ class GoalSmoother:
         return self.target
 
 
+    def _step_accelerated(self, dt: float) -> pin.SE3:
+        cfg, T, G = self.cfg, self.target, self.goal
+        v, w = self.linear_velocity, self.angular_velocity
+        dp = G.translation - T.translation
+        r = T.rotation @ pin.log3(T.rotation.T @ G.rotation)  # rotation vector to the goal, world frame
+        dist, angle = float(np.linalg.norm(dp)), float(np.linalg.norm(r))
+        v_des = dp * (float(braking_speed(dist, cfg.max_linear_speed, cfg.max_linear_acceleration, dt)) / dist) \
+            if dist > 0.0 else np.zeros(3)
+        w_des = r * (float(braking_speed(angle, cfg.max_angular_speed, cfg.max_angular_acceleration, dt)) / angle) \
+            if angle > 0.0 else np.zeros(3)
+        _limit_change(v, v_des, cfg.max_linear_acceleration * dt)
+        _limit_change(w, w_des, cfg.max_angular_acceleration * dt)
+        if (dist < self._DONE and angle < self._DONE and float(v @ v) * dt * dt < self._DONE**2
+                and float(w @ w) * dt * dt < self._DONE**2):
+            self.reset(G)
+            return self.target
+        self.target = pin.SE3(pin.exp3(w * dt) @ T.rotation, T.translation + v * dt)
+        return self.target
+
+
 class JointGoalRamp:
     """Moves a configuration task's target toward its goal by at most ``max_speed * dt`` per joint
-    and tick (manifold-correct for continuous joints). Targets and goals are the group's q."""
+    and tick (manifold-correct for continuous joints). Targets and goals are the group's q.
 
-    def __init__(self, scene: Scene, group: JointGroup, max_speed: float) -> None:
+    With ``max_acceleration`` (per joint [rad/s^2 or m/s^2], finite) each joint's target velocity
+    changes by at most that per second and brakes to arrive at rest (:func:`braking_speed`)."""
+
+    def __init__(self, scene: Scene, group: JointGroup, max_speed: float, max_acceleration=None) -> None:
         self.scene = scene
         self.group = group
         self.max_speed = max_speed  # [rad/s or m/s]
+        self.max_acceleration = None if max_acceleration is None else np.asarray(max_acceleration, dtype=float)
         self._target = scene.neutral()  # full q; only the group's entries matter
         self._goal = self._target.copy()
         self._step_full = np.zeros(scene.model.nv)
+        self.velocity = np.zeros(group.nv)  # [rad/s or m/s] of the target (with max_acceleration)
         self.moving = False
 
     @property
@@ -103,6 +160,7 @@ class JointGoalRamp:
         self._target[self.group.q_indices] = q_group
         self._goal[self.group.q_indices] = q_group
         self.moving = False
+        self.velocity.fill(0.0)
 
     def set_goal(self, q_group: np.ndarray) -> None:
         self._goal[self.group.q_indices] = q_group
@@ -113,11 +171,26 @@ class JointGoalRamp:
         if not self.moving:
             return None
         d = pin.difference(self.scene.model, self._target, self._goal)[self.group.v_indices]
+        if self.max_acceleration is not None:
+            return self._step_accelerated(d, dt)
         limit = self.max_speed * dt
         if np.abs(d).max(initial=0.0) <= limit:
             self._target[self.group.q_indices] = self._goal[self.group.q_indices]
             self.moving = False
         else:
             self._step_full[self.group.v_indices] = np.minimum(np.maximum(d, -limit), limit)
+            self._target[:] = pin.integrate(self.scene.model, self._target, self._step_full)
+        return self.target
+
+    def _step_accelerated(self, d: np.ndarray, dt: float) -> np.ndarray:
+        v, a = self.velocity, self.max_acceleration
+        v_des = np.copysign(braking_speed(np.abs(d), self.max_speed, a, dt), d)
+        np.minimum(np.maximum(v_des, v - a * dt), v + a * dt, out=v)
+        if np.abs(d).max(initial=0.0) < 1e-9 and np.abs(v).max(initial=0.0) * dt < 1e-9:
+            self._target[self.group.q_indices] = self._goal[self.group.q_indices]
+            self.velocity.fill(0.0)
+            self.moving = False
+        else:
+            self._step_full[self.group.v_indices] = v * dt
             self._target[:] = pin.integrate(self.scene.model, self._target, self._step_full)
         return self.target
