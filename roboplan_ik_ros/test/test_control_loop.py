@@ -8,9 +8,10 @@ import pinocchio as pin
 import pytest
 import yaml
 
-from models import scene
+from models import robot
 from roboplan_ik_ros.core.command_guard import CommandGuard
 from roboplan_ik_ros.core.config import load_config
+from roboplan_ik_ros.core.controller import scene_from_config
 from roboplan_ik_ros.core.control_loop import (
     HOLDING, RECOVERING, STALE, TRACKING, WAITING_FOR_GOAL, ControlLoop, LoopConfig, TickResult,
 )
@@ -25,7 +26,10 @@ DT = 0.002
 
 @pytest.fixture(scope="module")
 def panda():
-    return scene("panda")
+    """The Panda as the node builds it from panda.yaml's robot section (joint_limits_file included)."""
+    r = robot("panda")
+    config = load_config(yaml.safe_load((CONFIG_DIR / "panda.yaml").read_text()))
+    return scene_from_config(r.urdf_xml, r.srdf_xml, config.robot, r.package_paths)
 
 
 def make_loop(panda, *, drop=("self_collision",), **settings) -> ControlLoop:
@@ -306,6 +310,20 @@ def test_goal_checks(panda):
     loop.set_pose_goal("ee", pin.SE3(np.eye(3), np.array([1.0, 0.0, 0.5])))  # out of reach but plausible: allowed
 
 
+def assert_braked_to_rest(loop: ControlLoop, commands) -> None:
+    """``commands`` (3 before the stop, then the stop) brake along the path within the acceleration
+    and jerk bounds: no increment grows or reverses, and the stream ends at rest (repeated)."""
+    c = np.array(commands)
+    u = np.diff(c, axis=0)
+    accel = loop._accel
+    assert (np.abs(np.diff(u, axis=0)) <= accel.alpha[:7] * (1 + 1e-9) + 1e-15).all()
+    assert (np.abs(np.diff(u, n=2, axis=0)) <= accel.delta[:7] * (1 + 1e-9) + 1e-15).all()
+    after = u[2:]
+    assert (np.abs(after[1:]) <= np.abs(after[:-1]) + 1e-15).all()  # slowing down only
+    assert (after * u[1] >= -1e-15).all()  # never backwards
+    assert np.abs(u[1]).max() > 0.0 and np.abs(after[-3:]).max() == 0.0  # moving before, at rest at the end
+
+
 def test_qp_failure_holds_the_last_command(panda, monkeypatch):
     loop = make_loop(panda)
     robot = SimRobot(loop, panda.named_configuration("default"))
@@ -315,10 +333,9 @@ def test_qp_failure_holds_the_last_command(panda, monkeypatch):
     robot.tick(50)
     fail = loop.ctrl.oink._fail
     monkeypatch.setattr(loop.ctrl.oink, "solve", lambda *a, **k: fail("QP failed: test"))
-    held = robot.commands[-1].copy()
     robot.tick(100)
     assert loop.mode == HOLDING and "QP failed" in loop.hold_reason and loop.counts.holds == 1
-    assert np.abs(np.array(robot.commands[-100:]) - held).max() == 0.0
+    assert_braked_to_rest(loop, robot.commands[-103:])
     monkeypatch.undo()
     robot.tick(10)
     assert loop.mode == TRACKING and loop.guard.cuts == 0
@@ -340,11 +357,10 @@ def test_an_exception_in_the_step_holds_and_the_loop_goes_on(panda, monkeypatch)
         raise ZeroDivisionError("a bug")
 
     monkeypatch.setattr(loop.ctrl.oink, "solve", broken)
-    held = robot.commands[-1].copy()
-    robot.tick(20)
+    robot.tick(80)
     assert loop.mode == HOLDING and "ZeroDivisionError: a bug" in loop.hold_reason
-    assert loop.counts.tick_errors == 20 and loop.counts.holds == 1
-    assert np.abs(np.array(robot.commands[-20:]) - held).max() == 0.0  # the last command, republished
+    assert loop.counts.tick_errors == 80 and loop.counts.holds == 1
+    assert_braked_to_rest(loop, robot.commands[-83:])  # a controlled stop, then the same command
     errors = [m for level, m in logged if level == "error"]
     assert errors and "Traceback" in errors[0] and "ZeroDivisionError" in errors[0]
     monkeypatch.undo()

@@ -69,9 +69,11 @@ class CommandGuard:
         """The last command never reached the robot: its increments are forgotten too."""
         self.u1[:], self.u2[:] = self._undo
 
-    def apply(self, q_next: np.ndarray) -> np.ndarray:
+    def apply(self, q_next: np.ndarray, counted: bool = True) -> np.ndarray:
         """The command for q_next: cut to ``v_max * dt`` from the previous command and clipped into
-        the limits (counted in :attr:`cuts` when anything changed). Returns the guard's buffer."""
+        the limits (counted in :attr:`cuts` when anything changed, unless ``counted`` is False: a
+        deliberate stop, "the last command again", that the acceleration bounds turn into the
+        hardest braking they allow). Returns the guard's buffer."""
         if not self.started:
             raise RuntimeError("CommandGuard.apply before reseed")
         d = pin.difference(self.scene.model, self.last, q_next)[self.group.v_indices]
@@ -82,13 +84,13 @@ class CommandGuard:
             center = 2.0 * u1 - u2
             np.minimum(np.maximum(cut, center - self._max_ddstep), center + self._max_ddstep, out=cut)
         if not np.array_equal(cut, d) or not np.isfinite(d).all():
-            self.cuts += 1
+            self.cuts += counted
             cut[~np.isfinite(cut)] = 0.0
         self._step[self.group.v_indices] = cut
         q = pin.integrate(self.scene.model, self.last, self._step)
         q[self._others_q] = q_next[self._others_q]  # joints outside the group are not commanded
         if self._clip_to_limits(q):
-            self.cuts += 1
+            self.cuts += counted
         self._undo[0][:], self._undo[1][:] = self.u1, self.u2
         self.u2[:] = self.u1
         self.u1[:] = pin.difference(self.scene.model, self.last, q)[self.group.v_indices]

@@ -171,6 +171,8 @@ class ControlLoop:
         self._fk_data = scene.model.createData()  # goal checks (the caller's thread)
         self._diff = np.zeros(nv)
         self._dq_brake = np.zeros(nv)
+        self._room_up = np.zeros(len(self._gv))  # travel left to the following-error leash [rad or m]
+        self._room_lo = np.zeros(len(self._gv))
         self.dt = 1.0 / settings.control_rate_hz
         self._build(self.dt, scene.neutral())
         oink = self.ctrl.oink
@@ -370,7 +372,7 @@ class ControlLoop:
                 return TickResult(False, guard.last, guard.last)
             self._previous[:] = guard.last
             # the guard's own bounds turn "the last command again" into the hardest braking they allow
-            return TickResult(True, guard.apply(self._previous), self._previous)
+            return TickResult(True, guard.apply(self._previous, counted=False), self._previous)
 
     def stopping_tick(self) -> TickResult:
         """A controlled-stop step (deactivate): brake along the path within the bounds, whatever the
@@ -463,6 +465,12 @@ class ControlLoop:
             self._diff[:] = pin.difference(self.scene.model, measured, last)
             self._following.set_following_error(self._diff[self._gv])  # commanded ⊖ measured
             if accel is not None:
+                # the leash is braked for like a position limit (it moves with the robot: conservative)
+                e, err = self._following.max_error, self._diff[self._gv]
+                if np.isfinite(e):
+                    np.subtract(e, err, out=self._room_up)
+                    np.add(e, err, out=self._room_lo)
+                    accel.set_following_room(self._room_up, self._room_lo)
                 accel.set_history(self.guard.u1, self.guard.u2)
                 self._following.include(accel.nearest_to_rest())  # a moving joint brakes, never jumps
         else:
@@ -472,6 +480,7 @@ class ControlLoop:
             for lim in self._velocity_limits:
                 lim.set_reference(offset)
             if accel is not None:
+                accel.set_following_room(None)
                 accel.set_history(self.guard.u1, self.guard.u2, offset)
         return q
 

@@ -105,12 +105,27 @@ class AccelerationLimit(Limit):
         self._rest = np.zeros(n)
         self._d_up = np.full(n, np.inf)  # distance of the previous command to the limits
         self._d_lo = np.full(n, np.inf)
+        self._room_up = np.full(n, np.inf)  # set_following_room: travel left before a moving window's edge
+        self._room_lo = np.full(n, np.inf)
+        self._d_up_all = np.zeros(n)
+        self._d_lo_all = np.zeros(n)
         self.nonviable = 0  # steps whose state had already left the viable set (clamped; should stay 0)
 
     def set_velocity_bound(self, v_max) -> None:
         """The velocity bound the commands keep (viability under the jerk bound) [rad/s or m/s]."""
         self.v_max = as_vector(v_max, self.nv, f"{self.name}.v_max", allow_inf=True)
         self.V = self.v_max * self.dt
+
+    def set_following_room(self, up: np.ndarray | None, lo: np.ndarray | None = None) -> None:
+        """Travel [rad or m] the previous command may still make up / down before the edge of a
+        window that moves with the robot (the following-error leash), braked for like a position
+        limit; None: no window."""
+        if up is None:
+            self._room_up.fill(np.inf)
+            self._room_lo.fill(np.inf)
+        else:
+            self._room_up[:] = up
+            self._room_lo[:] = lo
 
     # ----------------------------------------------------------------- history
     def reset(self) -> None:
@@ -162,8 +177,10 @@ class AccelerationLimit(Limit):
         x = q[self._bq_q] + self.offset[self._bq_v]
         self._d_up[self._bq_v] = self.q_max[self._bq_v] - x
         self._d_lo[self._bq_v] = x - self.q_min[self._bq_v]
-        np.minimum(hi, self._position_room(u1, w_p, w_lo, w_hi, self._d_up), out=hi)
-        np.maximum(lo, -self._position_room(-u1, -w_p, -w_hi, -w_lo, self._d_lo), out=lo)
+        d_up = np.minimum(self._d_up, self._room_up, out=self._d_up_all)
+        d_lo = np.minimum(self._d_lo, self._room_lo, out=self._d_lo_all)
+        np.minimum(hi, self._position_room(u1, w_p, w_lo, w_hi, d_up), out=hi)
+        np.maximum(lo, -self._position_room(-u1, -w_p, -w_hi, -w_lo, d_lo), out=lo)
         bad = lo > hi
         if bad.any():
             # round-off: pi's step sits exactly on the bound it met last step (equal to ~1e-18)
