@@ -13,6 +13,10 @@ Configs:
   (b) (a) + PositionBarrier on the tip: box c +- 0.5 m except z_max = c_z + r - --cut (cuts the top
       3 cm of the circle)
   (c) (b) + SelfCollisionBarrier (4 closest pairs, d_min 0.02, safe_displacement_gain --scb-safe-gain, 1e-4)
+  (e) (c) + AccelerationLimit (a_max per joint: the Panda's from config/panda_joint_limits.yaml, else
+      --a-max for every joint; no jerk bound: RoboPlan's has none). RoboPlan's AccelerationLimit is
+      fed the last velocity (setLastVelocity), ours the last two increments (set_history) and its
+      barrier rows brake within the bound (brake_barriers_for). pink is not run for (e).
 Barrier gains are the libraries' common defaults (gain 1, safe_displacement_gain 1); pink's class-K
 function is linear (h) where RoboPlan/ours use h/(1+|h|).
 Each step: set target, solve, enforce barriers (ours/RoboPlan, tolerance 1e-4), integrate.
@@ -26,12 +30,14 @@ integration excluded for every peer. Two timings, both by default (--hot / --pac
          trajectories are identical (checked; the table says so) and only the step times differ.
 Ours: with the core's solver.qp_solver key (daqp | osqp), one row per backend (--qp-solver picks one);
 before that key exists, one "ours" row (the solver's built-in QP).
-Targets (same run, median step ours / RoboPlan, hot and paced): (a) <= 1.5x, (b) <= 2x, (c) <= 0.3x.
+Targets (same run, median step ours / RoboPlan, hot and paced): (a) <= 1.5x, (b) <= 2x, (c) <= 0.3x,
+(e) <= 0.3x.
 Metrics (checker = own pinocchio FK + raw-mesh collision model, see common.py):
   track error = |p_tip(after step k) - target_k|; steady = median over the last 75 % of steps,
   max = max over the same window; q-lim = steps with a joint outside limits (1e-9);
   dq = steps with |dq| > dt v_max + 1e-9; box = steps with the tip outside the box by > 1e-4 m;
-  coll = steps with closest mesh distance < d_min - 1e-3; margins = smallest over all steps.
+  coll = steps with closest mesh distance < d_min - 1e-3; margins = smallest over all steps;
+  acc/a_max = peak |second difference of q| / (a_max dt^2) over all steps ((e) only).
 """
 
 from __future__ import annotations
@@ -48,7 +54,7 @@ from common import (Robot, add_common_args, core_qp_solvers, fmt, import_core, m
 from peers import OinkSetup, OursOink, PinkOink, RoboPlanOink, pink_solvers
 
 UR5_START = [0.0, -1.57, 1.57, -1.57, -1.57, 0.0]
-TARGETS = {"a": 1.5, "b": 2.0, "c": 0.3}  # median step ours / RoboPlan, same run, hot and paced
+TARGETS = {"a": 1.5, "b": 2.0, "c": 0.3, "e": 0.3}  # median step ours / RoboPlan, same run, hot and paced
 TIMINGS = ("hot", "paced")
 
 
@@ -58,7 +64,7 @@ def make_peers(robot, setup, q0, T0, core, core_err, pink_have, qp_solvers=(None
         for qs in qp_solvers:
             makers.append((f"ours+{qs}" if qs else "ours", lambda qs=qs: OursOink(robot, core, setup, q0, T0, qs)))
     makers.append(("roboplan", lambda: RoboPlanOink(robot, setup, q0, T0)))
-    for s in pink_have:
+    for s in ([] if setup.acceleration else pink_have):
         makers.append((f"pink+{s}", lambda s=s: PinkOink(robot, setup, q0, T0, s)))
     peers = []
     for name, make in makers:
@@ -138,14 +144,15 @@ def metrics(robot, setup, peer, q0, targets, traj, times, crash) -> dict:
         p = robot.tip_pose(v).translation
         err.append(np.linalg.norm(p - T.translation))
         box_m.append(min(np.min(p - setup.box_min), np.min(setup.box_max - p)))
-        if setup.config == "c" or not setup.skip_dist:
+        if setup.self_collision or not setup.skip_dist:
             dist.append(robot.min_distance(v))
     err, box_m, dist = np.array(err), np.array(box_m), np.array(dist)
     qs = np.array([q0] + traj)
     dq = np.abs(qs[1:] - qs[:-1])
     dq = np.where(robot.continuous, np.abs((dq + np.pi) % (2 * np.pi) - np.pi), dq)
     steady = err[start:] if n > start else err
-    barrier_box, barrier_col = setup.config in "bc", setup.config == "c"
+    barrier_box, barrier_col = setup.box, setup.self_collision
+    acc = np.abs(np.diff(qs, n=2, axis=0)).max(axis=0) / (setup.dt**2 * setup.a_max) if setup.a_max is not None and n > 1 else None
     return {"name": peer.name, "robot": robot.spec.name, "n": n, "config": setup.config,
             "success_rate": (n - peer.failures) / len(targets), **time_stats(times),
             "track_steady_mm": 1e3 * float(np.median(steady)) if n else None,
@@ -157,6 +164,7 @@ def metrics(robot, setup, peer, q0, targets, traj, times, crash) -> dict:
             "coll_violations": int(np.sum(dist < setup.d_min - 1e-3)) if barrier_col else None,
             "box_margin_mm": 1e3 * float(box_m.min()) if n else None,
             "coll_margin_mm": 1e3 * float(dist.min() - setup.d_min) if dist.size else None,
+            "acc_peak_ratio": None if acc is None else float(acc.max()),
             "solver_failures": peer.failures, "crash": crash}
 
 
@@ -177,13 +185,27 @@ def run_robot(spec, args, core, core_err, pink_have) -> list[dict]:
     print(f"\n== {spec.name}: start {np.round(q0, 4).tolist()}, tip {spec.tip_frame} at {np.round(c, 4).tolist()}; "
           f"circle r={r} m in y-z, period {args.period} s, {args.steps} steps x {args.dt} s; "
           f"box z_max = c_z + {r - args.cut:.3f} m")
+    a_max = acceleration_bounds(robot, core, args.a_max)
     rows = []
     for cfg in args.configs:
-        setup = OinkSetup(cfg, args.dt, box_min, box_max, scb_safe_gain=args.scb_safe_gain)
+        setup = OinkSetup(cfg, args.dt, box_min, box_max, scb_safe_gain=args.scb_safe_gain,
+                          a_max=a_max if cfg == "e" else None)
         setup.skip_dist = args.fast
         rows += run_config(robot, setup, q0, T0, targets, core, core_err, pink_have, args, args.qp_solvers)
     print_results(spec.name, rows, args)
     return rows
+
+
+def acceleration_bounds(robot, core, a_max_default: float) -> np.ndarray:
+    """a_max per group joint [rad/s^2]: the shipped joint_limits.yaml for the Panda, else the default."""
+    values = np.full(len(robot.joints), a_max_default)
+    if robot.spec.name == "panda" and core is not None:
+        from roboplan_ik_ros.core.joint_limits_file import load_joint_limits
+        from roboplan_ik_ros.core.resources import resolve_path
+
+        limits = load_joint_limits(resolve_path("package://roboplan_ik_ros/config/panda_joint_limits.yaml"))
+        values = np.array([limits.acceleration.get(j, a_max_default) for j in robot.joints])
+    return values
 
 
 def _row(rows, name, config, timing):
@@ -198,7 +220,7 @@ def print_results(robot_name: str, rows: list[dict], args) -> None:
         cols += [f"{t} med µs", f"{t} p99 µs"]
     if len(timings) == 2:
         cols.append("paced/hot")
-    cols += ["steady mm", "max mm", "q-lim", "dq", "box", "coll", "box mrg mm", "coll mrg mm", "QP fails"]
+    cols += ["steady mm", "max mm", "q-lim", "dq", "box", "coll", "box mrg mm", "coll mrg mm", "acc/a_max", "QP fails"]
     table = []
     for name in names:
         cfg = next(r["config"] for r in rows if r["name"] == name)
@@ -216,7 +238,7 @@ def print_results(robot_name: str, rows: list[dict], args) -> None:
         line += [fmt(q["track_steady_mm"], ".4f") + ("†" if diff else ""), fmt(q["track_max_mm"], ".4f"),
                  str(q["qlim_violations"]), str(q["dq_violations"]), fmt(q["box_violations"], "d"),
                  fmt(q["coll_violations"], "d"), fmt(q["box_margin_mm"], ".2f"), fmt(q["coll_margin_mm"], ".2f"),
-                 str(q["solver_failures"])]
+                 fmt(q.get("acc_peak_ratio"), ".2f"), str(q["solver_failures"])]
         table.append(line)
     pace = f"paced = 1 step / {args.pace_ms:g} ms, sleeping between steps" if "paced" in timings else ""
     print_table(f"OInK closed loop — {robot_name} (timed: solve + enforce; integrate excluded; "
@@ -281,7 +303,9 @@ def main() -> None:
     p.add_argument("--radius", type=float, default=0.1)
     p.add_argument("--period", type=float, default=4.0)
     p.add_argument("--cut", type=float, default=0.03, help="[m] box top below the circle's top")
-    p.add_argument("--configs", default="abc")
+    p.add_argument("--configs", default="abce")
+    p.add_argument("--a-max", type=float, default=10.0,
+                   help="[rad/s^2] (e): every joint's acceleration bound for robots without a shipped joint_limits.yaml")
     p.add_argument("--start", help="comma-separated start joint values (group order)")
     p.add_argument("--scb-safe-gain", type=float, default=1e-4,
                    help="SelfCollisionBarrier safe_displacement_gain for every peer (library default 1.0 makes the "

@@ -91,11 +91,16 @@ class OursSimpleIk:
 
 # ---------------------------------------------------------------------------------------- OInK
 class OinkSetup:
-    """What every closed-loop peer needs: config 'a' | 'b' | 'c', dt, box, posture weight, d_min."""
+    """What every closed-loop peer needs: config 'a' | 'b' | 'c' | 'e' (= c + an acceleration limit
+    ``a_max`` per group joint [rad/s^2]), dt, box, posture weight, d_min."""
 
     def __init__(self, config, dt, box_min, box_max, posture_weight=0.05, n_pairs=4, d_min=0.02, reg=1e-6,
-                 scb_safe_gain=1.0):
+                 scb_safe_gain=1.0, a_max=None):
         self.config, self.dt, self.box_min, self.box_max = config, dt, box_min, box_max
+        self.a_max = a_max
+        self.box = config in "bce"  # PositionBarrier on the tip
+        self.self_collision = config in "ce"  # SelfCollisionBarrier
+        self.acceleration = config == "e"  # AccelerationLimit
         self.scb_safe_gain = scb_safe_gain  # SelfCollisionBarrier safe_displacement_gain (all peers)
         self.posture_weight, self.n_pairs, self.d_min, self.reg = posture_weight, n_pairs, d_min, reg
 
@@ -119,11 +124,16 @@ class RoboPlanOink:
         self.tasks = [self.ee, posture]
         self.limits = [ro.PositionLimit(self.oink, 1.0),
                        ro.VelocityLimit(self.oink, dt, self.scene.getVelocityLimitVectors(g)[1])]
+        self.accel = None
+        if setup.acceleration:  # RoboPlan's (pink's) AccelerationLimit, centred on the last velocity
+            self.accel = ro.AccelerationLimit(self.oink, dt, np.asarray(setup.a_max, dtype=float))
+            self.limits.append(self.accel)
+        self.dt = dt
         self.barriers = []
-        if setup.config in "bc":
+        if setup.box:
             self.barriers.append(ro.PositionBarrier(self.oink, self.scene, robot.spec.tip_frame, setup.box_min,
                                                     setup.box_max, dt))
-        if setup.config == "c":
+        if setup.self_collision:
             self.barriers.append(ro.SelfCollisionBarrier(self.oink, self.scene, dt, ro.SelfCollisionBarrierOptions(
                 n_collision_pairs=setup.n_pairs, d_min=setup.d_min, safe_displacement_gain=setup.scb_safe_gain)))
         self.dq = np.zeros(nv)
@@ -135,6 +145,8 @@ class RoboPlanOink:
 
     def step(self) -> float:
         t0 = time.perf_counter()
+        if self.accel is not None:
+            self.accel.setLastVelocity(self.full[self.oink.v_indices] / self.dt)
         try:
             self.oink.solveIk(self.q, self.tasks, self.limits, self.barriers, self.dq, self.reg)
         except RuntimeError:
@@ -169,10 +181,16 @@ class OursOink:
                                          weights=setup.posture_weight, priority=2)
         self.tasks = [self.ee, posture]
         self.limits = [core.PositionLimit(self.oink, gain=1.0), core.VelocityLimit(self.oink, dt)]
+        self.accel = None
+        if setup.acceleration:  # centred on the last two increments; barrier rows brake within it too
+            self.accel = core.AccelerationLimit(self.oink, dt, setup.a_max)
+            self.limits.append(self.accel)
+            core.brake_barriers_for(self.oink, self.accel)
+            self._u1, self._u2 = np.zeros(self.oink.nv), np.zeros(self.oink.nv)
         self.barriers = []
-        if setup.config in "bc":
+        if setup.box:
             self.barriers.append(core.PositionBarrier(self.oink, tip, setup.box_min, setup.box_max, dt))
-        if setup.config == "c":
+        if setup.self_collision:
             self.barriers.append(core.SelfCollisionBarrier(self.oink, n_collision_pairs=setup.n_pairs, dt=dt,
                                                            d_min=setup.d_min,
                                                            safe_displacement_gain=setup.scb_safe_gain))
@@ -183,11 +201,16 @@ class OursOink:
 
     def step(self) -> float:
         t0 = time.perf_counter()
+        if self.accel is not None:
+            self.accel.set_history(self._u1, self._u2)
         res = self.oink.solve(self.q, self.tasks, self.limits, self.barriers)
         dq_full = self.oink.scatter(res.dq)
         if self.barriers:
             self.oink.enforce_barriers(self.q, dq_full, self.barriers, tolerance=1e-4)
         dt = time.perf_counter() - t0
+        if self.accel is not None:
+            self._u2[:] = self._u1
+            self._u1[:] = dq_full[self.oink.group.v_columns]  # the step applied (after enforce)
         self.failures += not res.ok
         self.q = self.scene.integrate(self.q, dq_full)
         return dt

@@ -15,6 +15,7 @@ from .oink import (
     SelfCollisionBarrier,
     Task,
     VelocityLimit,
+    brake_barriers_for,
 )
 from .scene import Scene
 from .simple_ik import FrameGoal, IKResult, SimpleIK, SimpleIKOptions
@@ -22,5 +23,5 @@ from .simple_ik import FrameGoal, IKResult, SimpleIK, SimpleIKOptions
 __all__ = [
     "AccelerationLimit", "Barrier", "ConfigurationTask", "FrameGoal", "FrameTask", "IKResult", "InvalidInputError", "JointGroup",
     "Limit", "Oink", "OinkResult", "PositionBarrier", "PositionLimit", "Scene", "SelfCollisionBarrier",
-    "SimpleIK", "SimpleIKOptions", "Task", "VelocityLimit",
+    "SimpleIK", "SimpleIKOptions", "Task", "VelocityLimit", "brake_barriers_for",
 ]

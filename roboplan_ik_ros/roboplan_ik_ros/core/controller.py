@@ -22,6 +22,7 @@ from .oink import (
     SelfCollisionBarrier,
     Task,
     VelocityLimit,
+    brake_barriers_for,
 )
 from .resources import resolve_path
 from .scene import Scene
@@ -69,11 +70,6 @@ def _known_joints(bounds: dict, joints: set[str], limits: JointLimits) -> dict:
     return {k: v for k, v in bounds.items() if k in joints or not joints}
 
 
-# With an acceleration limit, a barrier row counts on this share of the deceleration its joints can
-# give together (sum_j |J_h,j| a_max,j): the rest stays for the joints' own braking and the tasks.
-BARRIER_BRAKING_SHARE = 0.5
-
-
 @dataclass
 class StepOutcome:
     q_next: np.ndarray  # full nq, after integration (equal to q when the step was refused)
@@ -109,9 +105,7 @@ class OinkController:
         self.acceleration_limit = next((lim for lim in self.limits if isinstance(lim, AccelerationLimit)), None)
         accel = self.acceleration_limit
         if accel is not None:  # barriers are approached no faster than the arm can stop before them
-            with np.errstate(divide="ignore", invalid="ignore"):
-                ramp = np.where(np.isfinite(accel.delta), np.ceil(2.0 * accel.alpha / accel.delta) - 1.0, 0.0)
-            self.oink.set_barrier_braking(BARRIER_BRAKING_SHARE * accel.alpha, float(max(ramp.max(), 0.0)))
+            brake_barriers_for(self.oink, accel)
         self.acceleration_limit = next((lim for lim in self.limits if isinstance(lim, AccelerationLimit)), None)
         self._dq_full = np.zeros(scene.model.nv)
 

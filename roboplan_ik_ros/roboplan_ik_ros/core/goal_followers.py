@@ -23,7 +23,7 @@ class GoalSmoothingConfig:
     time_constant: float = 0.1  # [s] low_pass
     max_linear_speed: float = 0.5  # [m/s] max_speed, max_acceleration
     max_angular_speed: float = 1.5  # [rad/s] max_speed, max_acceleration
-    max_linear_acceleration: float = 2.0  # [m/s^2] max_acceleration
+    max_linear_acceleration: float = 1.0  # [m/s^2] max_acceleration
     max_angular_acceleration: float = 6.0  # [rad/s^2] max_acceleration
 
 

@@ -273,3 +273,17 @@ def _travel(u1, w, alpha, delta, E) -> np.ndarray:
     P = u1 + w + g
     Pp = np.maximum(P, 0.0)
     return np.where(P > 0.0, n_a * Pp + (Pp + alpha / 2.0) ** 2 / (2.0 * alpha), 0.0) + E
+
+
+# With an acceleration limit, a barrier row counts on this share of the deceleration its joints can
+# give together (sum_j |J_h,j| a_max,j): the rest stays for the joints' own braking and the tasks.
+BARRIER_BRAKING_SHARE = 0.5
+
+
+def brake_barriers_for(oink: Oink, accel: AccelerationLimit) -> None:
+    """Make ``oink``'s barrier rows account for braking under ``accel``: each row counts on
+    BARRIER_BRAKING_SHARE of a_max dt^2, available after the jerk bound's ramp (2 alpha / delta steps)."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        ramp = np.where(np.isfinite(accel.delta), np.ceil(2.0 * accel.alpha / accel.delta) - 1.0, 0.0)
+    oink.set_barrier_braking(BARRIER_BRAKING_SHARE * accel.alpha, float(max(ramp.max(), 0.0)))
+
