@@ -206,3 +206,40 @@ def test_the_bounds_cost_goal_time_and_remove_the_acceleration_peaks(panda):
     print(f"goal time ratio bounded / unbounded: {results[True][0] / results[False][0]:.2f}")
     assert results[True][1] <= 1.0 + 1e-6 and results[True][2] <= 1.0 + 1e-6
     assert results[False][1] > 1.0  # without the limit the stream breaks the drive's bounds
+
+
+def _box_approach(panda, braking: bool) -> tuple[float, int, float]:
+    """A goal 30 cm beyond the workspace box's y_max, no goal smoothing (full speed into the box
+    face), workspace barrier gain 100 (it lets the TCP come close fast): (deepest crossing of the
+    box [m], QP failures, peak acceleration ratio)."""
+    data, settings = panda_yaml()
+    for b in data["barriers"]:
+        if b["name"] == "workspace":
+            b["gain"], p_max = 100.0, np.array(b["p_max"])
+    settings = dataclasses.replace(settings, goal_smoothing=GoalSmoothingConfig(type="none"))
+    run = Run.__new__(Run)
+    run.loop = ControlLoop(panda, load_config(data), settings)
+    if not braking:
+        run.loop.ctrl.oink.set_barrier_braking(None, 0.0)
+    run.scene, run.dt, run.t = panda, run.loop.dt, 0.0
+    run.q, run.commands, run.tcp = panda.named_configuration("default"), [], []
+    run._measure()
+    run.loop.activate(run.t)
+    start = run.pose()
+    goal = start.translation.copy()
+    goal[1] = p_max[1] + 0.3
+    run.loop.set_pose_goal("ee", pin.SE3(start.rotation, goal))
+    run.tick(1500)
+    crossing = max(float((T.translation - p_max).max()) for T in run.tcp)
+    return crossing, run.loop.counts.qp_failures, float(run.ratios()[0].max())
+
+
+def test_a_full_speed_approach_to_a_stiff_barrier_brakes_in_time(panda):
+    """Viability of the barrier rows: with braking the approach never crosses the box face and
+    the QP never fails; without it (printed, the reason it exists) the arm arrives too fast."""
+    crossing, failures, acc = _box_approach(panda, braking=True)
+    crossing_off, failures_off, _ = _box_approach(panda, braking=False)
+    print(f"\nworkspace barrier gain 100, full-speed approach: with barrier braking: deepest crossing "
+          f"{crossing * 1e3:.2f} mm, {failures} QP failures, peak accel {acc:.2f}x; without: "
+          f"{crossing_off * 1e3:.2f} mm, {failures_off} QP failures")
+    assert -5e-3 < crossing <= 1e-4 and failures == 0 and acc <= 1.0 + 1e-6  # at the face, not through it
