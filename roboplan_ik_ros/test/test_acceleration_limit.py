@@ -167,3 +167,33 @@ def test_rejects_bad_bounds(oink):
         AccelerationLimit(oink, 0.002, 0.0)
     with pytest.raises(InvalidInputError, match="j_max"):
         AccelerationLimit(oink, 0.002, 1.0, -1.0)
+
+
+@pytest.mark.parametrize("jerk", [False, True], ids=["accel", "accel+jerk"])
+def test_the_kernel_box_equals_the_numpy_box(oink, jerk):
+    """The C kernel's box (oink_acceleration_box) against the numpy path: random histories, near and
+    far from the limits, inside and outside the viable set, with a following-error window."""
+    fast = AccelerationLimit(oink, 0.002, FRANKA_A, FRANKA_J if jerk else None)
+    slow = AccelerationLimit(oink, 0.002, FRANKA_A, FRANKA_J if jerk else None, compiled=False)
+    if fast._box is None:
+        pytest.skip("the OInK kernel is not built")
+    sc, g = oink.scene, oink.group
+    rng = np.random.default_rng(3)
+    worst, nonviable = 0.0, 0
+    for k in range(400):
+        q = sc.named_configuration("default")
+        j = rng.integers(7)
+        q[g.q_indices[j]] = (sc.q_max_v if k % 2 else sc.q_min_v)[g.v_indices[j]] - np.sign(k % 2 - 0.5) * rng.uniform(0, 0.05)
+        u1 = rng.uniform(-1.0, 1.0, 7) * fast.V
+        u2 = u1 - rng.uniform(-1.0, 1.0, 7) * fast.alpha
+        room = rng.uniform(-0.01, 0.2, 7) if k % 3 == 0 else None
+        offset = rng.uniform(-1e-3, 1e-3, 7) if k % 5 == 0 else None
+        for lim in (fast, slow):
+            lim.set_following_room(room, None if room is None else room[::-1].copy())
+            lim.set_history(u1, u2, offset)
+        a, b = fast.bounds(q), slow.bounds(q)
+        worst = max(worst, np.abs(a.lower - b.lower).max(), np.abs(a.upper - b.upper).max())
+        assert fast.nonviable == slow.nonviable
+    nonviable = slow.nonviable
+    print(f"jerk {jerk}: worst |kernel - numpy| {worst:.1e}; {nonviable} of 400 states not viable")
+    assert worst <= 1e-15 and 0 < nonviable < 400

@@ -176,6 +176,35 @@ def load_kernel():
     return _kernel, _kernel_error
 
 
+class AccelerationBox(ctypes.Structure):
+    """Mirror of ``accel_box`` in oink_kernel.c (AccelerationLimit's box, in command increments)."""
+
+    _fields_ = [("n", _i64), ("has_jerk", _i64), ("bisection_steps", _i64), ("round_off", _f64),
+                ("u1", _p), ("u2", _p), ("alpha", _p), ("delta", _p), ("V", _p), ("E", _p),
+                ("d_up", _p), ("d_lo", _p), ("lo", _p), ("hi", _p)]
+
+
+_acceleration_box = None
+
+
+def load_acceleration_box():
+    """The kernel's ``oink_acceleration_box`` (ctypes, one AccelerationBox pointer in, the number of
+    non-viable joints out), or None without the kernel (AccelerationLimit then uses numpy)."""
+    global _acceleration_box
+    if _acceleration_box is None:
+        path = _library_path()
+        fn = False
+        if path is not None:
+            try:
+                fn = ctypes.CDLL(str(path)).oink_acceleration_box
+                fn.argtypes = [ctypes.c_void_p]
+                fn.restype = ctypes.c_int64
+            except (OSError, AttributeError):
+                fn = False
+        _acceleration_box = fn
+    return _acceleration_box or None
+
+
 def _usable(a: np.ndarray, shape: tuple) -> bool:
     return isinstance(a, np.ndarray) and a.dtype == np.float64 and a.flags.c_contiguous and a.shape == shape
 

@@ -425,3 +425,80 @@ int oink_assemble(oink_problem *p) {
     if (not_pd) return OINK_H_NOT_PD;
     return feasible ? OINK_SHORTCUT_FEASIBLE : OINK_NEEDS_QP;
 }
+
+/* ------------------------------------------------------------------------------------------------
+ * AccelerationLimit's box (acceleration_limit.py: AccelerationLimit.bounds, its numpy path, whose
+ * arithmetic this mirrors joint by joint; test_acceleration_limit.py checks the two equal). In
+ * command increments: the caller adds u1 and the offset. Returns the number of joints whose state
+ * had left the viable set (their box is the hardest braking the bounds allow).
+ * ------------------------------------------------------------------------------------------------ */
+typedef struct {
+    int64_t n, has_jerk, bisection_steps;
+    double round_off; /* relative to alpha */
+    const double *u1, *u2, *alpha, *delta, *V, *E;
+    const double *d_up, *d_lo; /* distance of the previous command to the upper / lower bound (inf: none) */
+    double *lo, *hi;           /* out: the admissible w = u - u1 */
+} accel_box;
+
+static double accel_travel(double u1, double w, double alpha, double delta, double E) {
+    double g = 0.0, n_a = 0.0;
+    if (isfinite(delta)) {
+        const double wp = w > 0.0 ? w : 0.0;
+        g = wp * wp / (2.0 * delta);
+        n_a = ceil((w + alpha) / delta - 1e-12) - 1.0;
+        if (n_a < 0.0) n_a = 0.0;
+    }
+    const double P = u1 + w + g;
+    if (!(P > 0.0)) return E;
+    return n_a * P + (P + alpha / 2.0) * (P + alpha / 2.0) / (2.0 * alpha) + E;
+}
+
+static double accel_velocity_room(double u1, double V, double delta) {
+    const double slack = V - u1 > 0.0 ? V - u1 : 0.0;
+    if (!isfinite(delta)) return slack;
+    return sqrt(delta * delta + 2.0 * delta * slack) - delta;
+}
+
+static double accel_position_room(const accel_box *b, double u1, double w_lo, double w_hi, double d,
+                                  double alpha, double delta, double E) {
+    if (!isfinite(d)) return INFINITY;
+    if (!b->has_jerk) {
+        const double dn = d > 0.0 ? d : 0.0;
+        const double u_max = dn >= alpha / 8.0 ? sqrt(2.0 * alpha * dn) - alpha / 2.0 : 0.0;
+        return u_max - u1;
+    }
+    if (accel_travel(u1, w_hi, alpha, delta, E) <= d) return INFINITY;
+    const int ok_lo = accel_travel(u1, w_lo, alpha, delta, E) <= d + b->round_off * alpha;
+    double a = w_lo, c = w_hi;
+    for (int64_t k = 0; k < b->bisection_steps; ++k) {
+        const double m = 0.5 * (a + c);
+        if (accel_travel(u1, m, alpha, delta, E) <= d) a = m;
+        else c = m;
+    }
+    return ok_lo ? a : w_lo - 1.0;
+}
+
+int64_t oink_acceleration_box(const accel_box *b) {
+    int64_t nonviable = 0;
+    for (int64_t j = 0; j < b->n; ++j) {
+        const double u1 = b->u1[j], w_p = u1 - b->u2[j];
+        const double alpha = b->alpha[j], delta = b->delta[j], E = b->E[j];
+        const double w_hi = fmin(alpha, w_p + delta), w_lo = fmax(-alpha, w_p - delta);
+        double hi = w_hi, lo = w_lo;
+        if (b->has_jerk) {
+            hi = fmin(hi, accel_velocity_room(u1, b->V[j], delta));
+            lo = fmax(lo, -accel_velocity_room(-u1, b->V[j], delta));
+        }
+        hi = fmin(hi, accel_position_room(b, u1, w_lo, w_hi, b->d_up[j], alpha, delta, E));
+        lo = fmax(lo, -accel_position_room(b, -u1, -w_hi, -w_lo, b->d_lo[j], alpha, delta, E));
+        if (lo > hi && lo <= hi + b->round_off * alpha) hi = lo; /* round-off, not a conflict */
+        if (lo > hi) {
+            ++nonviable;
+            const double best = hi < w_lo ? w_lo : (lo > w_hi ? w_hi : 0.5 * (lo + hi));
+            lo = hi = best;
+        }
+        b->lo[j] = lo;
+        b->hi[j] = hi;
+    }
+    return nonviable;
+}

@@ -33,12 +33,14 @@ feedback the step linearizes at the measurement and the loop passes the offset
 
 from __future__ import annotations
 
+import ctypes
 import math
 from typing import TYPE_CHECKING
 
 import numpy as np
 
 from ...errors import InvalidInputError, as_vector, check_positive
+from ..compiled_assembly import AccelerationBox, load_acceleration_box
 from .limit import Bounds, Limit
 
 if TYPE_CHECKING:
@@ -60,7 +62,7 @@ class AccelerationLimit(Limit):
     """
 
     def __init__(self, oink: Oink, dt: float, a_max, j_max=None, v_max=None,
-                 name: str = "acceleration_limit") -> None:
+                 name: str = "acceleration_limit", compiled: bool = True) -> None:
         self.name = name
         n = oink.nv
         self.nv = n
@@ -110,11 +112,24 @@ class AccelerationLimit(Limit):
         self._d_up_all = np.zeros(n)
         self._d_lo_all = np.zeros(n)
         self.nonviable = 0  # steps whose state had already left the viable set (clamped; should stay 0)
+        self._w_lo = np.zeros(n)  # the box in increments w = u - u1 (the kernel's output)
+        self._w_hi = np.zeros(n)
+        self._box = None  # the C kernel's view of these arrays (None: the numpy path)
+        fn = load_acceleration_box() if compiled else None
+        if fn is not None:
+            self._box_fn = fn
+            self._box = AccelerationBox(
+                n=n, has_jerk=int(self.has_jerk), bisection_steps=_BISECTION_STEPS, round_off=_ROUND_OFF,
+                u1=self.u1.ctypes.data, u2=self.u2.ctypes.data, alpha=self.alpha.ctypes.data,
+                delta=self.delta.ctypes.data, V=self.V.ctypes.data, E=self.E.ctypes.data,
+                d_up=self._d_up_all.ctypes.data, d_lo=self._d_lo_all.ctypes.data,
+                lo=self._w_lo.ctypes.data, hi=self._w_hi.ctypes.data)
+            self._box_ref = ctypes.byref(self._box)
 
     def set_velocity_bound(self, v_max) -> None:
         """The velocity bound the commands keep (viability under the jerk bound) [rad/s or m/s]."""
         self.v_max = as_vector(v_max, self.nv, f"{self.name}.v_max", allow_inf=True)
-        self.V = self.v_max * self.dt
+        self.V[:] = self.v_max * self.dt  # in place: the kernel reads this array
 
     def set_following_room(self, up: np.ndarray | None, lo: np.ndarray | None = None) -> None:
         """Travel [rad or m] the previous command may still make up / down before the edge of a
@@ -165,6 +180,26 @@ class AccelerationLimit(Limit):
 
     # ------------------------------------------------------------------ bounds
     def bounds(self, q: np.ndarray) -> Bounds:
+        # position viability, from the previous command q ⊕ offset
+        x = q[self._bq_q] + self.offset[self._bq_v]
+        self._d_up[self._bq_v] = self.q_max[self._bq_v] - x
+        self._d_lo[self._bq_v] = x - self.q_min[self._bq_v]
+        np.minimum(self._d_up, self._room_up, out=self._d_up_all)
+        np.minimum(self._d_lo, self._room_lo, out=self._d_lo_all)
+        if self._box is not None:
+            if self._box_fn(self._box_ref) > 0:
+                self.nonviable += 1
+            lo, hi = self._w_lo, self._w_hi
+        else:
+            lo, hi = self._numpy_box()
+        np.add(self.u1, lo, out=self._lower)
+        np.add(self.u1, hi, out=self._upper)
+        self._lower += self.offset
+        self._upper += self.offset
+        return Bounds(None, self._lower, self._upper)
+
+    def _numpy_box(self) -> tuple[np.ndarray, np.ndarray]:
+        """The admissible w = u - u1 per joint (the kernel's oink_acceleration_box does the same)."""
         u1, w_p = self.u1, self.u1 - self.u2
         alpha, delta = self.alpha, self.delta
         w_hi = np.minimum(alpha, w_p + delta)
@@ -173,12 +208,7 @@ class AccelerationLimit(Limit):
         if self.has_jerk:  # velocity viability: u + g(w) <= V (and its mirror)
             np.minimum(hi, _velocity_room(u1, self.V, delta), out=hi)
             np.maximum(lo, -_velocity_room(-u1, self.V, delta), out=lo)
-        # position viability, from the previous command q ⊕ offset
-        x = q[self._bq_q] + self.offset[self._bq_v]
-        self._d_up[self._bq_v] = self.q_max[self._bq_v] - x
-        self._d_lo[self._bq_v] = x - self.q_min[self._bq_v]
-        d_up = np.minimum(self._d_up, self._room_up, out=self._d_up_all)
-        d_lo = np.minimum(self._d_lo, self._room_lo, out=self._d_lo_all)
+        d_up, d_lo = self._d_up_all, self._d_lo_all
         np.minimum(hi, self._position_room(u1, w_p, w_lo, w_hi, d_up), out=hi)
         np.maximum(lo, -self._position_room(-u1, -w_p, -w_hi, -w_lo, d_lo), out=lo)
         bad = lo > hi
@@ -190,11 +220,7 @@ class AccelerationLimit(Limit):
             self.nonviable += 1
             best = np.where(hi < w_lo, w_lo, np.where(lo > w_hi, w_hi, 0.5 * (lo + hi)))
             lo[bad] = hi[bad] = best[bad]
-        np.add(u1, lo, out=self._lower)
-        np.add(u1, hi, out=self._upper)
-        self._lower += self.offset
-        self._upper += self.offset
-        return Bounds(None, self._lower, self._upper)
+        return lo, hi
 
     def _position_room(self, u1, w_p, w_lo, w_hi, d) -> np.ndarray:
         """Largest w in [w_lo, w_hi] whose braking travel B(w) fits in d (upper side; the lower side
