@@ -252,6 +252,9 @@ def test_measured_feedback_and_diagnostics(rig):
         # OK, or WARN for late ticks on a loaded machine; never ERROR or holding
         assert status.level in (b"\x00", b"\x01") and "holding" not in status.message, status.message
         assert "rate_hz (achieved)" in values and values["guard_cuts"] == "0"
+        # panda.yaml's acceleration limit, with Franka's bounds from its joint_limits file
+        assert values["acceleration_bounds"].startswith("a_max [15.0, 7.5, 10.0, 12.5, 15.0, 20.0, 20.0], j_max [7500.0")
+        assert values["acceleration_nonviable"] == "0"
         # the shipped loop_priority 50: granted (root, CAP_SYS_NICE, rtprio limit) or refused and said so
         assert values["loop_scheduling"] in ("SCHED_FIFO priority 50", "normal (SCHED_FIFO 50 refused)"), values
     finally:

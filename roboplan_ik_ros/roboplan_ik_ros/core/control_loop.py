@@ -390,6 +390,11 @@ class ControlLoop:
         return TickResult(True, guard.apply(q_next), self._previous)
 
     @property
+    def acceleration_limit(self):
+        """The configured AccelerationLimit (None without one)."""
+        return self._accel
+
+    @property
     def at_rest(self) -> bool:
         """The command stream is still (no increment in the last two commands)."""
         return not (self.guard.u1.any() or self.guard.u2.any())

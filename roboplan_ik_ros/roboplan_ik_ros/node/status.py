@@ -23,6 +23,7 @@ class LoopSnapshot:
     tasks: list[tuple[str, float, float, float]]  # name, error norm, position [m], orientation [rad]
     barriers: list[tuple[str, list[str], np.ndarray, np.ndarray]]  # name, rows, h [m], binding in the QP
     counters: dict[str, int]
+    acceleration: str = "off"  # the acceleration/jerk bounds of the command stream
 
     @classmethod
     def take(cls, loop: ControlLoop) -> LoopSnapshot:
@@ -36,7 +37,7 @@ class LoopSnapshot:
                 with np.errstate(invalid="ignore"):
                     binding = b.G @ dq >= b.upper - 1e-6
             barriers.append((b.name, list(b.row_names), b.value.copy(), binding))
-        c = loop.counts
+        c, accel = loop.counts, loop.acceleration_limit
         return cls(
             mode=loop.mode, holding=loop.holding, hold_reason=loop.hold_reason,
             qp_status=out.result.status if out is not None else "",
@@ -46,7 +47,11 @@ class LoopSnapshot:
             counters={"guard_cuts": loop.guard.cuts, "joint_states_rejected": loop.state.rejected,
                       "goals_rejected": c.goals_rejected, "holds": c.holds, "reseeds": c.reseeds,
                       "qp_failures": c.qp_failures, "barrier_refusals": c.barrier_refusals,
-                      "tick_errors": c.tick_errors, "undelivered": c.undelivered},
+                      "tick_errors": c.tick_errors, "undelivered": c.undelivered,
+                      # steps whose state could no longer brake in time (braked as hard as allowed; stays 0)
+                      "acceleration_nonviable": accel.nonviable if accel is not None else 0},
+            acceleration=("off" if accel is None else
+                          f"a_max {np.round(accel.a_max, 3).tolist()}, j_max {np.round(accel.j_max, 1).tolist()}"),
         )
 
     def status_message(self, tick_us: float, solve_us: float) -> ControllerStatus:
@@ -84,6 +89,7 @@ def diagnostics_report(snap: LoopSnapshot, summary: dict[str, float], node_cfg, 
         ("loop_scheduling", loop_scheduling),
         ("state_feedback", node_cfg.state_feedback),
         ("stale_behavior", node_cfg.stale_behavior),
+        ("acceleration_bounds", snap.acceleration),
         ("qp_status", snap.qp_status),
         *((k, str(v)) for k, v in snap.counters.items()),
         ("solve_ik_calls", str(service.calls)),
