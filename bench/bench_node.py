@@ -105,7 +105,7 @@ VARIANT_ENV = "BENCH_NODE_VARIANT"
 
 
 def _variant_result(q_seed, n_goals: int):
-    from roboplan_ik_ros.core.simple_ik import IKResult
+    from roboplan_ik_ros.core.simple_ik.solver import IKResult
 
     return IKResult(True, np.array(q_seed, dtype=float), np.zeros(n_goals), np.zeros(n_goals), message="bench")
 
@@ -156,8 +156,8 @@ def run_child_server(config: str) -> None:
 
     from roboplan_ik_interfaces.srv import SolveIK
     from roboplan_ik_ros.core.config import load_config
-    from roboplan_ik_ros.core.scene import Scene
-    from roboplan_ik_ros.core.simple_ik import FrameGoal, SimpleIK
+    from roboplan_ik_ros.core.model.scene import Scene
+    from roboplan_ik_ros.core.simple_ik.solver import FrameGoal, SimpleIK
     from roboplan_ik_ros.node.ik_controller import make_executor, spin_until_shutdown
     from roboplan_ik_ros.node.mock_robot import load_robot
     from roboplan_ik_ros.node.rosbridge import se3_from_pose
@@ -474,7 +474,7 @@ def run_child_mock(rate: float, out: str, capacity: int) -> None:
 
 def start_pose():
     """Tip pose of the mock's start configuration (SRDF "default", as MockRobot's initial_state)."""
-    from roboplan_ik_ros.core.scene import Scene
+    from roboplan_ik_ros.core.model.scene import Scene
     from roboplan_ik_ros.node.mock_robot import load_robot
 
     urdf, srdf, pkgs, _ = load_robot("panda")

@@ -200,8 +200,8 @@ def acceleration_bounds(robot, core, a_max_default: float) -> np.ndarray:
     """a_max per group joint [rad/s^2]: the shipped joint_limits.yaml for the Panda, else the default."""
     values = np.full(len(robot.joints), a_max_default)
     if robot.spec.name == "panda" and core is not None:
-        from roboplan_ik_ros.core.joint_limits_file import load_joint_limits
-        from roboplan_ik_ros.core.resources import resolve_path
+        from roboplan_ik_ros.core.model.joint_limits_file import load_joint_limits
+        from roboplan_ik_ros.core.model.resources import resolve_path
 
         limits = load_joint_limits(resolve_path("package://roboplan_ik_ros/config/panda_joint_limits.yaml"))
         values = np.array([limits.acceleration.get(j, a_max_default) for j in robot.joints])

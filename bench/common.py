@@ -25,7 +25,7 @@ REPO = Path(__file__).resolve().parents[1]
 if str(REPO / "roboplan_ik_ros") not in sys.path:  # package not necessarily installed in the venv
     sys.path.insert(0, str(REPO / "roboplan_ik_ros"))
 
-from roboplan_ik_ros.core.robots import RobotDescription, example_robot_data_share, load_example_robot  # noqa: E402
+from roboplan_ik_ros.core.model.robots import RobotDescription, example_robot_data_share, load_example_robot  # noqa: E402
 
 
 RobotSpec = RobotDescription  # name, urdf_xml, srdf_xml, package_paths, group, tip_frame

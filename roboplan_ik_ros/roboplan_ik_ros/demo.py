@@ -116,8 +116,8 @@ def run(args) -> int:
     from roboplan_ik_interfaces.srv import SolveIK
 
     from .core.config import load_config
-    from .core.robots import load_example_robot
-    from .core.scene import Scene
+    from .core.model.robots import load_example_robot
+    from .core.model.scene import Scene
     from .node.ik_controller import make_executor, spin_until_shutdown
     from .node.rosbridge import pose_from_se3
 

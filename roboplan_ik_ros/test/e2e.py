@@ -67,7 +67,7 @@ class Panda:
     """The Panda of example-robot-data, straight from its URDF/SRDF (not through ``core``)."""
 
     def __init__(self) -> None:
-        from roboplan_ik_ros.core.robots import load_example_robot  # file lookup only
+        from roboplan_ik_ros.core.model.robots import load_example_robot  # file lookup only
 
         rd = load_example_robot("panda")
         self.model = pin.buildModelFromXML(rd.urdf_xml)

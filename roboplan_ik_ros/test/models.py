@@ -5,7 +5,7 @@ from __future__ import annotations
 import functools
 
 from roboplan_ik_ros.core import Scene
-from roboplan_ik_ros.core.robots import RobotDescription, load_example_robot
+from roboplan_ik_ros.core.model.robots import RobotDescription, load_example_robot
 
 
 @functools.lru_cache(maxsize=None)

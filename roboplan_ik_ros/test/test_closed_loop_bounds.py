@@ -14,9 +14,9 @@ import yaml
 
 from models import robot
 from roboplan_ik_ros.core.config import load_config
-from roboplan_ik_ros.core.control_loop import ControlLoop, LoopConfig
-from roboplan_ik_ros.core.controller import scene_from_config
-from roboplan_ik_ros.core.goal_followers import GoalSmoothingConfig
+from roboplan_ik_ros.core.control.control_loop import ControlLoop, LoopConfig
+from roboplan_ik_ros.core.oink.controller import scene_from_config
+from roboplan_ik_ros.core.control.goal_followers import GoalSmoothingConfig
 
 from conftest import CONFIG_DIR
 

@@ -8,7 +8,7 @@ import pytest
 from models import robot
 from roboplan_ik_ros.core import InvalidInputError
 from roboplan_ik_ros.core.config import load_config, parse_config
-from roboplan_ik_ros.core.controller import OinkController, scene_from_config
+from roboplan_ik_ros.core.oink.controller import OinkController, scene_from_config
 
 CONFIG_DIR = Path(__file__).resolve().parents[1] / "config"
 

@@ -9,14 +9,14 @@ import pytest
 import yaml
 
 from models import robot
-from roboplan_ik_ros.core.command_guard import CommandGuard
+from roboplan_ik_ros.core.control.command_guard import CommandGuard
 from roboplan_ik_ros.core.config import load_config
-from roboplan_ik_ros.core.controller import scene_from_config
-from roboplan_ik_ros.core.control_loop import (
+from roboplan_ik_ros.core.oink.controller import scene_from_config
+from roboplan_ik_ros.core.control.control_loop import (
     HOLDING, RECOVERING, STALE, TRACKING, WAITING_FOR_GOAL, ControlLoop, LoopConfig, TickResult,
 )
 from roboplan_ik_ros.core.errors import InvalidInputError
-from roboplan_ik_ros.core.state_tracker import StateTracker
+from roboplan_ik_ros.core.control.state_tracker import StateTracker
 
 from conftest import CONFIG_DIR
 

@@ -6,7 +6,7 @@ import numpy as np
 import pinocchio as pin
 
 from models import scene
-from roboplan_ik_ros.core.goal_followers import GoalSmoother, GoalSmoothingConfig, JointGoalRamp
+from roboplan_ik_ros.core.control.goal_followers import GoalSmoother, GoalSmoothingConfig, JointGoalRamp
 
 
 def _goal():

@@ -22,7 +22,7 @@ import pytest
 from conftest import wait_until
 from models import robot, scene
 from roboplan_ik_ros.core import FrameGoal, InvalidInputError, SimpleIK, SimpleIKOptions
-from roboplan_ik_ros.core.ik_worker import FAILED, READY, STOPPED, IKWorker, WorkerError, WorkerSpec
+from roboplan_ik_ros.core.simple_ik.worker import FAILED, READY, STOPPED, IKWorker, WorkerError, WorkerSpec
 
 TIP = "panda_hand_tcp"
 POS_TOL, ROT_TOL = 1e-3, 1e-3
@@ -296,9 +296,9 @@ def test_start_failure_is_reported():
 
 PARENT = """
 import sys, time
-from roboplan_ik_ros.core.robots import load_example_robot
-from roboplan_ik_ros.core.simple_ik import SimpleIKOptions
-from roboplan_ik_ros.core.ik_worker import IKWorker, WorkerSpec
+from roboplan_ik_ros.core.model.robots import load_example_robot
+from roboplan_ik_ros.core.simple_ik.solver import SimpleIKOptions
+from roboplan_ik_ros.core.simple_ik.worker import IKWorker, WorkerSpec
 r = load_example_robot("panda")
 w = IKWorker(WorkerSpec(r.urdf_xml, r.srdf_xml, r.package_paths, options=SimpleIKOptions(group_name="arm")))
 assert w.wait_ready(60.0), w.reason

@@ -9,7 +9,7 @@ import pinocchio as pin
 import pytest
 
 from models import scene
-from roboplan_ik_ros.core.closest_pairs import _unit_normal
+from roboplan_ik_ros.core.model.closest_pairs import _unit_normal
 from roboplan_ik_ros.core import ConfigurationTask, FrameTask, Oink, PositionBarrier, SelfCollisionBarrier
 
 STEP = 1e-6  # [rad]

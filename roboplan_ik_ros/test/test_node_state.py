@@ -49,7 +49,7 @@ def test_decoder_cache_follows_name_changes(panda):
 
 
 def test_joint_map_continuous_joint():
-    from roboplan_ik_ros.core.scene import Scene
+    from roboplan_ik_ros.core.model.scene import Scene
 
     urdf = """<robot name="r"><link name="base"/><link name="l1"/>
       <joint name="j" type="continuous"><parent link="base"/><child link="l1"/><axis xyz="0 0 1"/></joint></robot>"""

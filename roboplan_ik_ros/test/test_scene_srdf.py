@@ -9,8 +9,8 @@ import pytest
 
 from models import robot
 from roboplan_ik_ros.core import InvalidInputError, Scene
-from roboplan_ik_ros.core.robots import example_robot_data_share
-from roboplan_ik_ros.core.srdf import parse_srdf
+from roboplan_ik_ros.core.model.robots import example_robot_data_share
+from roboplan_ik_ros.core.model.srdf import parse_srdf
 
 # (urdf, srdf) in example-robot-data/robots
 XARM7 = ("xarm_description/urdf/xarm7.urdf", "xarm_description/srdf/xarm7.srdf")  # group lists fixed joints

@@ -16,7 +16,7 @@ import pytest
 
 from models import robot, scene
 from roboplan_ik_ros.core import FrameGoal, InvalidInputError, Scene, SimpleIK, SimpleIKOptions
-from roboplan_ik_ros.core.simple_ik import _CLAMP_ROUNDS
+from roboplan_ik_ros.core.simple_ik.solver import _CLAMP_ROUNDS
 
 MAX_TIME = 0.05  # [s] generous: the tests check correctness, not speed
 POS_TOL, ROT_TOL = 1e-3, 1e-3

@@ -1,7 +1,13 @@
-"""ROS-free IK core: scene, SimpleIK and OInK on pinocchio + OSQP + coal. Imports no ROS module."""
+"""ROS-free IK core: scene, SimpleIK and OInK on pinocchio + OSQP + coal. Imports no ROS module.
+
+Layout: ``model/`` (the robot: scene, SRDF, joint groups, limits files), ``oink/`` (the QP step:
+tasks, limits, barriers, solver, and ``controller`` that builds them from a config),
+``simple_ik/`` (one-shot IK and its worker process), ``control/`` (the per-tick loop around OInK),
+``config.py`` (the YAML schema) and ``errors.py``.
+"""
 
 from .errors import InvalidInputError
-from .joint_group import JointGroup
+from .model.joint_group import JointGroup
 from .oink import (
     AccelerationLimit,
     Barrier,
@@ -17,8 +23,8 @@ from .oink import (
     VelocityLimit,
     brake_barriers_for,
 )
-from .scene import Scene
-from .simple_ik import FrameGoal, IKResult, SimpleIK, SimpleIKOptions
+from .model.scene import Scene
+from .simple_ik.solver import FrameGoal, IKResult, SimpleIK, SimpleIKOptions
 
 __all__ = [
     "AccelerationLimit", "Barrier", "ConfigurationTask", "FrameGoal", "FrameTask", "IKResult", "InvalidInputError", "JointGroup",

@@ -18,7 +18,7 @@ from typing import Any, Union, get_args, get_origin, get_type_hints
 import yaml
 
 from .errors import InvalidInputError
-from .simple_ik import SimpleIKOptions
+from .simple_ik.solver import SimpleIKOptions
 
 Number = float
 

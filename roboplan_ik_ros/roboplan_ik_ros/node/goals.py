@@ -13,7 +13,7 @@ import numpy as np
 import pinocchio as pin
 
 from ..core.errors import InvalidInputError
-from ..core.scene import Scene
+from ..core.model.scene import Scene
 from .rosbridge import PoseError, se3_from_pose, se3_from_transform
 
 try:  # the real library where it is installed (every apt ROS 2 install); not on PyPI

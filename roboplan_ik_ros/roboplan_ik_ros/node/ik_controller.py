@@ -10,7 +10,7 @@ Lifecycle:
     deactivate  stop the loop, publish one hold command.
     cleanup     release everything (back to unconfigured); shutdown likewise.
 
-What a tick does, and every safety rule, is :class:`~roboplan_ik_ros.core.control_loop.ControlLoop`
+What a tick does, and every safety rule, is :class:`~roboplan_ik_ros.core.control.control_loop.ControlLoop`
 (ROS-free); this node decodes messages into it and publishes what it returns. The loop runs in
 its own thread (``trigger: timer``) or in the /joint_states callback (``trigger: joint_states``);
 goals, parameters, status and diagnostics run in the executor's thread, ``~/solve_ik`` in a thread
@@ -43,12 +43,12 @@ from visualization_msgs.msg import MarkerArray
 from roboplan_ik_interfaces.msg import ControllerStatus
 
 from ..core.config import IKConfig, load_config
-from ..core.control_loop import STALE, ControlLoop
-from ..core.controller import scene_from_config
+from ..core.control.control_loop import STALE, ControlLoop
+from ..core.oink.controller import scene_from_config
 from ..core.errors import InvalidInputError
-from ..core.ik_worker import WorkerSpec
+from ..core.simple_ik.worker import WorkerSpec
 from ..core.oink import FrameTask
-from ..core.simple_ik import SimpleIK
+from ..core.simple_ik.solver import SimpleIK
 from . import diagnostics as diag
 from .descriptions import LATCHED, LatchedDescriptions
 from .diagnostics import DiagnosticsReporter, TickStats
@@ -93,7 +93,7 @@ def description_package_paths() -> list[str]:
     and the example-robot-data share (the demo robots)."""
     paths = [str(Path(p) / "share") for p in os.environ.get("AMENT_PREFIX_PATH", "").split(os.pathsep) if p]
     try:
-        from ..core.robots import example_robot_data_share
+        from ..core.model.robots import example_robot_data_share
 
         paths.append(str(example_robot_data_share()))
     except (ImportError, FileNotFoundError):

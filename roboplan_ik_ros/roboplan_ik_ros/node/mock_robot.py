@@ -53,8 +53,8 @@ from std_msgs.msg import Float64MultiArray, String
 from trajectory_msgs.msg import JointTrajectory
 
 from ..core.errors import InvalidInputError
-from ..core.robots import EXAMPLE_ROBOTS, example_robot_data_share, load_example_robot
-from ..core.scene import Scene
+from ..core.model.robots import EXAMPLE_ROBOTS, example_robot_data_share, load_example_robot
+from ..core.model.scene import Scene
 from .rosbridge import JointMap
 
 LATCHED = QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.TRANSIENT_LOCAL)

@@ -1,6 +1,6 @@
 """The ``node:`` section of the YAML config: control loop, outputs, goals, status.
 
-The control-loop keys are the core's :class:`~roboplan_ik_ros.core.control_loop.LoopConfig`
+The control-loop keys are the core's :class:`~roboplan_ik_ros.core.control.control_loop.LoopConfig`
 (checked there); this adds the ROS-side keys. Parsed with
 :func:`roboplan_ik_ros.core.config.from_mapping` (unknown keys and wrong types are rejected naming
 the key path) plus range and choice checks. Every error is an :class:`InvalidInputError` whose
@@ -13,8 +13,8 @@ from dataclasses import dataclass, field
 from typing import Any, Mapping
 
 from ..core.config import from_mapping
-from ..core.control_loop import LoopConfig, check_choice, check_loop_config
-from ..core.control_loop import check_positive_key as _positive
+from ..core.control.control_loop import LoopConfig, check_choice, check_loop_config
+from ..core.control.control_loop import check_positive_key as _positive
 from ..core.errors import InvalidInputError
 
 OUTPUT_TYPES = ("forward_command", "joint_trajectory", "joint_state")

@@ -16,7 +16,7 @@ from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray, MultiArrayDimension
 from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 
-from ..core.scene import Scene
+from ..core.model.scene import Scene
 from .node_config import OutputConfig
 from .rosbridge import JointMap
 

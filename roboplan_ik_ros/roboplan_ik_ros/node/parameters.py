@@ -19,7 +19,7 @@ import numpy as np
 from rcl_interfaces.msg import FloatingPointRange, ParameterDescriptor, ParameterType
 
 from ..core.config import BarrierConfig, TaskConfig
-from ..core.control_loop import MAX_RATE_HZ, SMOOTHING, STALE_BEHAVIORS, STATE_FEEDBACK
+from ..core.control.control_loop import MAX_RATE_HZ, SMOOTHING, STALE_BEHAVIORS, STATE_FEEDBACK
 
 
 @dataclass

@@ -15,7 +15,7 @@ import pinocchio as pin
 from geometry_msgs.msg import Pose
 
 from ..core.errors import InvalidInputError
-from ..core.scene import Scene
+from ..core.model.scene import Scene
 
 
 class JointMap:

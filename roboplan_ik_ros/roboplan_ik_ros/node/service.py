@@ -8,7 +8,7 @@ synchronous callback: checked, its goals resolved (with a private copy of the fr
 kinematics data), solved, answered; requests are solved one at a time (a burst waits in the
 service's request queue, depth 100). The node's executor does no per-request work, so a long solve
 never delays goals, status or (``trigger: joint_states``) ticks. With a ``worker_spec``, the solve
-is shipped to an :class:`~roboplan_ik_ros.core.ik_worker.IKWorker` process and the thread waits on
+is shipped to an :class:`~roboplan_ik_ros.core.simple_ik.worker.IKWorker` process and the thread waits on
 its pipe (GIL released): SimpleIK's Python iterations do not compete with the control loop's thread
 for the GIL either.
 
@@ -71,9 +71,9 @@ from rclpy.qos import QoSProfile
 from roboplan_ik_interfaces.srv import SolveIK
 
 from ..core.errors import InvalidInputError
-from ..core.ik_worker import FAILED, STARTING, IKWorker, WorkerError, WorkerSpec
-from ..core.scene import Scene
-from ..core.simple_ik import FrameGoal, IKResult, SimpleIK, SimpleIKOptions
+from ..core.simple_ik.worker import FAILED, STARTING, IKWorker, WorkerError, WorkerSpec
+from ..core.model.scene import Scene
+from ..core.simple_ik.solver import FrameGoal, IKResult, SimpleIK, SimpleIKOptions
 from .goals import FrameResolver, GoalError
 from .loop_thread import _set_os_thread_name
 from .rosbridge import JointMap

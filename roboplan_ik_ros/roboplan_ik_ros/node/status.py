@@ -9,7 +9,7 @@ import numpy as np
 
 from roboplan_ik_interfaces.msg import BarrierStatus, ControllerStatus, TaskStatus
 
-from ..core.control_loop import TRACKING, WAITING_FOR_GOAL, ControlLoop
+from ..core.control.control_loop import TRACKING, WAITING_FOR_GOAL, ControlLoop
 from ..core.oink import FrameTask
 from . import diagnostics as diag
 

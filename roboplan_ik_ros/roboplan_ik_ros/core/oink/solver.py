@@ -80,7 +80,7 @@ import scipy.sparse as sp
 from scipy.linalg.lapack import dposv
 
 from ..errors import InvalidInputError, check_positive
-from ..scene import Scene
+from ..model.scene import Scene
 from . import compiled_assembly
 from .compiled_assembly import CompiledAssembly, load_kernel
 from .osqp_workspace import OsqpResult, OsqpWorkspace

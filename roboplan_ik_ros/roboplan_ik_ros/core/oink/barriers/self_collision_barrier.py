@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pinocchio as pin
 
-from ...closest_pairs import ClosestPairs
+from ...model.closest_pairs import ClosestPairs
 from ...errors import check_positive
 from .barrier import Barrier
 

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 import pinocchio as pin
 
-from .errors import InvalidInputError, check_positive
+from ..errors import InvalidInputError, check_positive
 from .scene import Scene
 
 

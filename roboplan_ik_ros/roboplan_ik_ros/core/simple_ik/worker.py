@@ -60,8 +60,8 @@ from multiprocessing.connection import wait as _wait_any
 
 import numpy as np
 
-from .errors import InvalidInputError
-from .simple_ik import FrameGoal, IKResult, SimpleIKOptions
+from ..errors import InvalidInputError
+from .solver import FrameGoal, IKResult, SimpleIKOptions
 
 STARTING, READY, RESTARTING, FAILED, STOPPED = "starting", "ready", "restarting", "failed", "stopped"
 
@@ -80,7 +80,7 @@ class WorkerSpec:
 
     The scene is ``Scene(urdf_xml, srdf_xml, package_paths, convex_hulls=..., position_limits=...,
     velocity_limits=...)``; :meth:`from_robot_config` gives the arguments with which
-    ``core.controller.scene_from_config`` builds the control loop's scene.
+    ``core.oink.controller.scene_from_config`` builds the control loop's scene.
     """
 
     urdf_xml: str
@@ -107,7 +107,7 @@ class WorkerSpec:
         )
 
     def build_scene(self):
-        from .scene import Scene
+        from ..model.scene import Scene
 
         return Scene(self.urdf_xml, self.srdf_xml, list(self.package_paths), convex_hulls=self.convex_hulls,
                      position_limits=self.position_limits, velocity_limits=self.velocity_limits)
@@ -137,7 +137,7 @@ def _worker_main(conn, spec: WorkerSpec, parent_pid: int, nice: int = 0, sched_i
     threading.Thread(target=_watch_parent, args=(parent_pid,), name="parent_watch", daemon=True).start()
     t0 = time.perf_counter()
     try:
-        from .simple_ik import SimpleIK
+        from .solver import SimpleIK
 
         solver = SimpleIK(spec.build_scene(), spec.options)
     except BaseException as exc:  # report why, then exit

@@ -10,8 +10,8 @@ from dataclasses import dataclass
 import numpy as np
 import pinocchio as pin
 
-from .joint_group import JointGroup
-from .scene import Scene
+from ..model.joint_group import JointGroup
+from ..model.scene import Scene
 
 
 @dataclass

@@ -6,7 +6,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from .errors import unknown_name
+from ..errors import unknown_name
 
 
 @dataclass(frozen=True)

@@ -14,7 +14,7 @@ import coal
 import numpy as np
 import pinocchio as pin
 
-from .errors import InvalidInputError, as_vector, check_positive, unknown_name
+from ..errors import InvalidInputError, as_vector, check_positive, unknown_name
 from .joint_group import JointGroup
 from .srdf import Srdf, SrdfGroup, parse_srdf
 

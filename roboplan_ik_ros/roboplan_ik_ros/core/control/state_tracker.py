@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from .errors import check_positive
-from .joint_group import JointGroup
-from .scene import Scene
+from ..errors import check_positive
+from ..model.joint_group import JointGroup
+from ..model.scene import Scene
 
 
 class StateTracker:

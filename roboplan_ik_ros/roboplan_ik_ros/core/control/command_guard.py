@@ -14,9 +14,9 @@ from __future__ import annotations
 import numpy as np
 import pinocchio as pin
 
-from .errors import InvalidInputError, check_positive
-from .joint_group import JointGroup
-from .scene import Scene
+from ..errors import InvalidInputError, check_positive
+from ..model.joint_group import JointGroup
+from ..model.scene import Scene
 
 _STEP_TOLERANCE = 1e-9  # relative slack so that a step exactly at the limit is not counted as cut
 

@@ -6,10 +6,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .config import BarrierConfig, IKConfig, LimitConfig, RobotConfig, TaskConfig
-from .errors import InvalidInputError
-from .joint_limits_file import JointLimits, load_joint_limits
-from .oink import (
+from ..config import BarrierConfig, IKConfig, LimitConfig, RobotConfig, TaskConfig
+from ..errors import InvalidInputError
+from ..model.joint_limits_file import JointLimits, load_joint_limits
+from . import (
     AccelerationLimit,
     Barrier,
     ConfigurationTask,
@@ -24,8 +24,8 @@ from .oink import (
     VelocityLimit,
     brake_barriers_for,
 )
-from .resources import resolve_path
-from .scene import Scene
+from ..model.resources import resolve_path
+from ..model.scene import Scene
 
 
 def scene_from_config(urdf_xml: str, srdf_xml: str, robot: RobotConfig, package_paths=()) -> Scene:

@@ -25,7 +25,7 @@ from pathlib import Path
 
 import yaml
 
-from .errors import InvalidInputError
+from ..errors import InvalidInputError
 
 _USED = {
     "has_position_limits": bool, "min_position": float, "max_position": float,

@@ -6,7 +6,7 @@ from __future__ import annotations
 import xml.etree.ElementTree as ET
 from dataclasses import dataclass, field
 
-from .errors import InvalidInputError
+from ..errors import InvalidInputError
 
 
 @dataclass

@@ -44,12 +44,12 @@ import numpy as np
 import pinocchio as pin
 
 from .command_guard import CommandGuard
-from .config import IKConfig
-from .controller import OinkController, StepOutcome
-from .errors import InvalidInputError
+from ..config import IKConfig
+from ..oink.controller import OinkController, StepOutcome
+from ..errors import InvalidInputError
 from .goal_followers import GoalSmoother, GoalSmoothingConfig, JointGoalRamp
-from .oink import AccelerationLimit, ConfigurationTask, FollowingErrorLimit, FrameTask, VelocityLimit
-from .scene import Scene
+from ..oink import AccelerationLimit, ConfigurationTask, FollowingErrorLimit, FrameTask, VelocityLimit
+from ..model.scene import Scene
 from .state_tracker import StateTracker
 
 # Modes (the strings of roboplan_ik_interfaces/msg/ControllerStatus MODE_*).

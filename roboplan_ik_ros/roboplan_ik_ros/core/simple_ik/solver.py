@@ -56,10 +56,10 @@ import pinocchio as pin
 from scipy.linalg.blas import daxpy, ddot, dgemv, dnrm2, dsyrk
 from scipy.linalg.lapack import dposv
 
-from .errors import InvalidInputError, check_positive
-from .joint_group import JointGroup
-from .oink.tasks.frame_task import as_se3
-from .scene import Scene
+from ..errors import InvalidInputError, check_positive
+from ..model.joint_group import JointGroup
+from ..oink.tasks.frame_task import as_se3
+from ..model.scene import Scene
 
 _LOCAL = pin.ReferenceFrame.LOCAL
 _STALL_FACTOR = 0.5  # stall_iters: the squared error must drop below this fraction of its reference

@@ -6,10 +6,10 @@ import os
 from collections.abc import Sequence
 from pathlib import Path
 
-from .errors import InvalidInputError
+from ..errors import InvalidInputError
 
 #: the roboplan_ik_ros package folder (holds config/), for package://roboplan_ik_ros/... without ROS
-_OWN_PACKAGE = Path(__file__).resolve().parents[2]
+_OWN_PACKAGE = Path(__file__).resolve().parents[3]
 
 
 def resolve_path(uri: str, package_paths: Sequence[str] = (), what: str = "file") -> Path:
