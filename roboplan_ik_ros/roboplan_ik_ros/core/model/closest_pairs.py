@@ -215,3 +215,42 @@ def _unit_normal(d: float, p1: np.ndarray, p2: np.ndarray, coal_normal: np.ndarr
     if d <= 0 and abs(cn - 1.0) < 1e-6:
         return coal_normal
     return np.zeros(3)
+
+
+class ClosestObstacle:
+    """The obstacle nearest to the robot at a configuration, for status reports (not the hot path:
+    it allocates its tables again after each change of the scene's obstacles)."""
+
+    def __init__(self, scene: Scene) -> None:
+        self.scene = scene
+        self._version = -1
+
+    def query(self, q: np.ndarray) -> tuple[str, str, float]:
+        """(obstacle, the robot link or attached object nearest to it, signed distance [m]);
+        ("", "", inf) without obstacles (or none that any link can reach)."""
+        scene = self.scene
+        if not scene.obstacles:
+            return "", "", math.inf
+        if self._version != scene.collision_version:
+            self._pairs = ClosestPairs(scene, 1, np.inf, "obstacles")
+            self._data, self._geom_data = scene.create_data()
+            gm = scene.collision_model
+            self._names = [scene.model.frames[gm.geometryObjects[g].parentFrame].name if g < scene.world.n_robot_geometries
+                           else scene.world.obstacle_name(g) for g in range(gm.ngeoms)]
+            self._version = scene.collision_version
+        pairs = self._pairs
+        if not len(pairs.first):
+            return "", "", math.inf
+        pin.forwardKinematics(scene.model, self._data, q)
+        pin.updateGeometryPlacements(scene.model, self._data, scene.collision_model, self._geom_data)
+        res = pairs.query(self._data, self._geom_data)
+        if not res.count:
+            return "", "", math.inf
+        k = int(res.pair_index[0])
+        a, b = int(pairs.first[k]), int(pairs.second[k])
+        world = scene.world
+        if world.is_obstacle(a) and world.is_obstacle(b):  # an attached object against a world obstacle
+            a, b = (a, b) if scene.obstacles[self._names[a]].attached else (b, a)
+            return self._names[b], f"{self._names[a]} (attached)", float(res.distance[0])
+        robot_geometry, obstacle = (a, b) if world.is_obstacle(b) else (b, a)
+        return self._names[obstacle], self._names[robot_geometry], float(res.distance[0])
