@@ -115,17 +115,27 @@ class ClosestPairs:
         self._center_joint = np.array(centers).reshape(-1, 3)  # (ngeom, 3)
         radii = np.array(radii)
         self._radius_sum = radii[self._slot1] + radii[self._slot2] if len(self.first) else np.zeros(0)
-        # pairs with one geometry fixed in the world (joint 0): sphere-to-box bound
+        # pairs with one geometry fixed in the world (joint 0): sphere-to-box bound; the others: spheres
         if len(self.first):
             fixed1, fixed2 = parents[self._slot1] == 0, parents[self._slot2] == 0
         else:
             fixed1 = fixed2 = np.zeros(0, dtype=bool)
-        self._box_pairs = np.flatnonzero(fixed1 | fixed2)
+        box = fixed1 | fixed2
+        self._box_pairs, self._sphere_pairs = np.flatnonzero(box), np.flatnonzero(~box)
+        self._sphere_slot1, self._sphere_slot2 = self._slot1[self._sphere_pairs], self._slot2[self._sphere_pairs]
+        self._sphere_radius_sum = self._radius_sum[self._sphere_pairs]
         fixed_slot = np.where(fixed2, self._slot2, self._slot1)[self._box_pairs]
-        self._box_moving = np.where(fixed2, self._slot1, self._slot2)[self._box_pairs]
-        self._box_radius = radii[self._box_moving] if len(self._box_pairs) else np.zeros(0)
-        self._box_R = np.array([placements[s].rotation for s in fixed_slot]).reshape(-1, 3, 3)
-        self._box_t = np.array([placements[s].translation for s in fixed_slot]).reshape(-1, 3)
+        moving_slot = np.where(fixed2, self._slot1, self._slot2)[self._box_pairs]
+        self._fixed_slots, fixed_index = np.unique(fixed_slot, return_inverse=True)
+        # local coordinates of every sphere centre in every fixed geometry's frame, (nfixed, ngeom, 3),
+        # computed at once per query; a box pair reads its entry [fixed, moving] of the flattened array
+        self._box_entry = moving_slot * len(self._fixed_slots) + fixed_index.reshape(-1)
+        self._box_radius = radii[moving_slot] if len(self._box_pairs) else np.zeros(0)
+        # [R_1 R_2 ...] (3, 3 nfixed): c^T R_f = (R_f^T c)^T for every fixed geometry f in one product
+        self._fixed_R = np.hstack([placements[s].rotation for s in self._fixed_slots]) if len(self._fixed_slots) \
+            else np.zeros((3, 0))
+        self._fixed_RTt = np.concatenate([placements[s].rotation.T @ placements[s].translation
+                                          for s in self._fixed_slots]) if len(self._fixed_slots) else np.zeros(0)
         self._box_lo = np.array([lows[s] for s in fixed_slot]).reshape(-1, 3)
         self._box_hi = np.array([highs[s] for s in fixed_slot]).reshape(-1, 3)
         self._data = None  # whose joint placements the views below follow
@@ -141,20 +151,21 @@ class ClosestPairs:
         slot = self._joint_slot  # one placement per joint carrying geometry, spread to its geometries
         cw = np.matmul(np.array(self._R_views)[slot], self._center_joint[:, :, None])[:, :, 0]
         cw += np.array(self._t_views)[slot]  # sphere centres in the world frame, (ngeom, 3)
-        gap = cw[self._slot1]
-        gap -= cw[self._slot2]
-        gap *= gap
-        bound = np.sqrt(gap.sum(axis=1))
-        bound -= self._radius_sum
+        bound = np.empty(len(self.first))
+        if len(self._sphere_pairs):
+            gap = cw[self._sphere_slot1]
+            gap -= cw[self._sphere_slot2]
+            gap *= gap
+            bound[self._sphere_pairs] = np.sqrt(gap.sum(axis=1)) - self._sphere_radius_sum
         if len(self._box_pairs):  # the moving sphere's centre in the fixed geometry's frame, to its box
-            p = cw[self._box_moving]
-            p -= self._box_t
-            local = np.matmul(p[:, None, :], self._box_R)[:, 0, :]  # R^T (c - t)
-            outside = local - np.clip(local, self._box_lo, self._box_hi)
+            local = cw @ self._fixed_R  # (ngeom, 3 nfixed): R_f^T c of every centre in every fixed frame
+            local -= self._fixed_RTt  # R_f^T (c - t_f)
+            local = local.reshape(-1, 3)[self._box_entry]  # one row per box pair
+            outside = self._box_lo - local  # per axis: how far outside the box, or <= 0 inside
+            np.maximum(outside, local - self._box_hi, out=outside)
+            np.maximum(outside, 0.0, out=outside)
             outside *= outside
-            box_bound = np.sqrt(outside.sum(axis=1))
-            box_bound -= self._box_radius
-            bound[self._box_pairs] = np.maximum(bound[self._box_pairs], box_bound)
+            bound[self._box_pairs] = np.sqrt(outside.sum(axis=1)) - self._box_radius
         return bound
 
     def distance(self, geom_data: pin.GeometryData, k: int):
@@ -165,7 +176,8 @@ class ClosestPairs:
         """Fill and return :attr:`result`; call after ``pin.updateGeometryPlacements`` with a geometry
         data of the current collision model (and after :meth:`refresh`)."""
         lb = self.lower_bounds(data)
-        order = np.argsort(lb)
+        near = np.flatnonzero(lb <= self.cutoff)  # only these can be evaluated: sort just them
+        order = near[np.argsort(lb[near])]
         found_d: list[float] = []
         found: list[tuple[int, float, np.ndarray, np.ndarray, np.ndarray]] = []
         calls = 0
