@@ -243,3 +243,33 @@ def test_a_full_speed_approach_to_a_stiff_barrier_brakes_in_time(panda):
           f"{crossing * 1e3:.2f} mm, {failures} QP failures, peak accel {acc:.2f}x; without: "
           f"{crossing_off * 1e3:.2f} mm, {failures_off} QP failures")
     assert -5e-3 < crossing <= 1e-4 and failures == 0 and acc <= 1.0 + 1e-6  # at the face, not through it
+
+
+def test_a_stop_while_moving_brakes_to_rest_within_the_bounds_and_nothing_is_braked_while_stale(panda):
+    """ControlLoop.stopping_tick (what deactivate and SIGINT publish): from full speed the stream
+    comes to rest within the bounds; while stale it publishes nothing (the robot is lost)."""
+    run = Run(panda)
+    start = run.pose()
+    run.loop.set_pose_goal("ee", pin.SE3(start.rotation, start.translation + np.array([0.0, 0.25, 0.0])))
+    run.tick(150)  # moving fast
+    assert not run.loop.at_rest
+    g = run.loop.group.q_indices
+    n = 0
+    while not run.loop.at_rest:
+        res = run.loop.stopping_tick()
+        assert res.publish
+        run.q[g] = res.command[g]
+        run.commands.append(run.q[g].copy())
+        n += 1
+        assert n < 1000
+    acc, jerk = assert_within_bounds(run)
+    print(f"\nstop from full speed: at rest after {n} commands ({n * run.dt:.3f} s), peak accel {acc.max():.3f}x, "
+          f"jerk {jerk.max():.3f}x")
+    assert n > 10  # it braked, it did not stop at once
+    # stale: a stop publishes nothing
+    run2 = Run(panda)
+    run2.loop.set_pose_goal("ee", pin.SE3(start.rotation, start.translation + np.array([0.0, 0.25, 0.0])))
+    run2.tick(150)
+    run2.t += 1.0  # no measurement for longer than state_timeout
+    assert not run2.loop.tick(run2.t).publish and run2.loop.mode == "stale"
+    assert not run2.loop.stopping_tick().publish

@@ -377,9 +377,10 @@ class ControlLoop:
     def stopping_tick(self) -> TickResult:
         """A controlled-stop step (deactivate): brake along the path within the bounds, whatever the
         goals; call once per period until :attr:`at_rest`. Without an acceleration limit the robot
-        stops at once: the command repeats."""
+        stops at once: the command repeats. Publishes nothing while stale (the stream has already
+        stopped: a driver that restarted elsewhere must not be driven from the old pose)."""
         guard = self.guard
-        if self.mode == INACTIVE or not guard.started:
+        if self.mode in (INACTIVE, STALE) or not guard.started:  # stale: the robot is lost, nothing to brake
             return TickResult(False, guard.last, guard.last)
         self._previous[:] = guard.last
         if self._accel is None:
