@@ -62,7 +62,7 @@ from .loop_thread import BorrowedThreadPriority, LoopThread, run_on_schedule
 from .markers import HAVE_INTERACTIVE_MARKERS, InteractiveTargets, box_marker, goal_markers
 from .node_config import NodeConfig, load_node_config
 from .outputs import CommandEncoder, output_joints
-from .parameters import ParamSpec, barrier_specs, loop_specs, task_specs
+from .parameters import ParamSpec, barrier_specs, loop_specs, task_specs, unknown_parameter_reason
 from .rosbridge import JointStateDecoder, root_frame_name
 from .service import SolveIKServer
 from .status import LoopSnapshot, diagnostics_report
@@ -537,6 +537,36 @@ class IKControllerNode(LifecycleNode):
         self._clear()
 
     # ================================================================== parameters
+    # Setting an undeclared name (``ros2 param set /ik_controller tasks.ee.positon_cost 1.0``): rclpy's
+    # parameter services call these two methods, which would raise ParameterNotDeclaredException with an
+    # empty name list ("Invalid access to undeclared parameter(s): []"). They answer instead with the name,
+    # the closest declared names and the valid ones. Not allow_undeclared_parameters: an on-set callback
+    # cannot tell a set from a declaration (diagnostic_updater declares its period at configure), and
+    # nothing undeclared is ever stored.
+    def set_parameters_atomically(self, parameter_list):
+        unknown = self._undeclared(parameter_list)
+        if unknown:
+            return SetParametersResult(successful=False, reason=unknown)
+        return super().set_parameters_atomically(parameter_list)
+
+    def set_parameters(self, parameter_list):
+        """Per parameter, as rclpy's: an undeclared one gets a failed result with the reason (the others
+        are set)."""
+        results = []
+        for p in parameter_list:
+            unknown = self._undeclared([p])
+            results.append(SetParametersResult(successful=False, reason=unknown) if unknown
+                           else super().set_parameters([p])[0])
+        return results
+
+    def _undeclared(self, parameter_list) -> str:
+        """The reason the first undeclared parameter of the list is refused, "" if all are declared."""
+        for p in parameter_list:
+            if not self.has_parameter(p.name):
+                return unknown_parameter_reason(p.name, self.list_parameters([], 0).names,
+                                                configured=self.loop is not None)
+        return ""
+
     def _validate_parameters(self, params) -> SetParametersResult:
         for p in params:
             spec = self._specs.get(p.name)
