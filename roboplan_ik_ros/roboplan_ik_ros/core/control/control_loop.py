@@ -116,6 +116,10 @@ def check_loop_config(cfg: LoopConfig, path: str = "node") -> None:
     check_positive_key(gs.max_angular_speed, f"{path}.goal_smoothing.max_angular_speed")
     check_positive_key(gs.max_linear_acceleration, f"{path}.goal_smoothing.max_linear_acceleration")
     check_positive_key(gs.max_angular_acceleration, f"{path}.goal_smoothing.max_angular_acceleration")
+    for key in ("leash_distance", "leash_angle"):  # .inf: no leash
+        value = getattr(gs, key)
+        if not (isinstance(value, (int, float)) and value > 0.0):  # NaN fails too
+            raise InvalidInputError(f"{path}.goal_smoothing.{key}: expected a number > 0 (.inf: no leash), got {value!r}")
 
 
 @dataclass
@@ -172,6 +176,7 @@ class ControlLoop:
         self._gv = self.group.v_indices
         self._others_q = np.setdiff1d(np.arange(scene.model.nq), self.group.q_indices)
         self._fk_data = scene.model.createData()  # goal checks (the caller's thread)
+        self._leash_data = scene.model.createData()  # the frames' poses for the goal smoothers' leash (the tick)
         self._diff = np.zeros(nv)
         self._dq_brake = np.zeros(nv)
         self._room_up = np.zeros(len(self._gv))  # travel left to the following-error leash [rad or m]
@@ -380,9 +385,10 @@ class ControlLoop:
     def stopping_tick(self) -> TickResult:
         """A controlled-stop step (deactivate): brake along the path within the bounds, whatever the
         goals; call once per period until :attr:`at_rest`. Without an acceleration limit the robot
-        stops at once: the command repeats."""
+        stops at once: the command repeats. Publishes nothing while stale (the stream has already
+        stopped: a driver that restarted elsewhere must not be driven from the old pose)."""
         guard = self.guard
-        if self.mode == INACTIVE or not guard.started:
+        if self.mode in (INACTIVE, STALE) or not guard.started:  # stale: the robot is lost, nothing to brake
             return TickResult(False, guard.last, guard.last)
         self._previous[:] = guard.last
         if self._accel is None:
@@ -442,7 +448,7 @@ class ControlLoop:
         self._previous[:] = guard.last
         q = self._start_state()
         if not self._awaiting_goal:
-            self._advance_targets()
+            self._advance_targets(q)
         out = self.ctrl.step(q)
         self.last_outcome = out
         q_next = out.q_next
@@ -498,10 +504,16 @@ class ControlLoop:
                 accel.set_history(self.guard.u1, self.guard.u2, offset)
         return q
 
-    def _advance_targets(self) -> None:
-        tasks, dt = self.ctrl.tasks, self.dt
+    def _advance_targets(self, q: np.ndarray) -> None:
+        tasks, dt, model, data = self.ctrl.tasks, self.dt, self.scene.model, self._leash_data
+        kinematics = False
         for name, smoother in self._smoothers.items():
-            target = smoother.step(dt)
+            if not smoother.moving:
+                continue
+            if not kinematics:  # the leash's anchor: where the frames are at this step's q
+                pin.forwardKinematics(model, data, q)
+                kinematics = True
+            target = smoother.step(dt, pin.updateFramePlacement(model, data, tasks[name].frame_id))
             if target is not None:
                 tasks[name].set_target(target)
         for name, ramp in self._ramps.items():
