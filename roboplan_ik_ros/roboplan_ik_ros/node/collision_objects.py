@@ -189,14 +189,21 @@ class CollisionObjectsEndpoint:
             for obstacle in obstacles:  # every shape checked (meshes read) before anything changes
                 check_and_build(obstacle, self.scene, f"shape {obstacle.name!r}")
             with self.lock, self.scene_lock:
+                old_shapes = self.objects.get(msg.id)
+                old = [self.scene.obstacles[n] for n in
+                       ([n for n, _ in old_shapes.shapes] if old_shapes else [msg.id]) if n in self.scene.obstacles]
                 self._remove(msg.id)
                 try:
                     for obstacle in obstacles:
                         self.scene.add_obstacle(obstacle, f"shape {obstacle.name!r}")
-                except InvalidInputError:
+                except InvalidInputError:  # checked above, so not expected: put the old object back
                     for obstacle in obstacles:
                         if obstacle.name in self.scene.obstacles:
                             self.scene.remove_obstacle(obstacle.name)
+                    for obstacle in old:
+                        self.scene.add_obstacle(obstacle)
+                    if old_shapes is not None:
+                        self.objects[msg.id] = old_shapes
                     raise
                 self.objects[msg.id] = shapes
                 self.config_names.discard(msg.id)
