@@ -103,18 +103,42 @@ def start(rig: Rig) -> Objects:
 
 
 def test_add_move_remove_list_clear_and_refusals(rig):
+    from diagnostic_msgs.msg import DiagnosticArray
+    from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
+    from visualization_msgs.msg import Marker, MarkerArray
+
     from roboplan_ik_interfaces.msg import CollisionObject
 
+    diagnostics, marker_arrays = [], []
+    rig.node.create_subscription(DiagnosticArray, "/diagnostics", diagnostics.append, 10)
     objects = start(rig)
+    rig.node.create_subscription(MarkerArray, f"/{rig.ik.name}/markers", marker_arrays.append, QoSProfile(
+        depth=10, reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.TRANSIENT_LOCAL))
+
+    def diagnostic(key: str, predicate) -> None:
+        def found():
+            values = [kv.value for d in list(diagnostics) for st in d.status if st.name.startswith(rig.ik.name)
+                      for kv in st.values if kv.key == key]
+            return values and predicate(values[-1])
+        rig.wait(found, WAIT, f"/diagnostics {key}")
+
+    def markers_of(name: str):
+        return [m for m in marker_arrays[-1].markers if m.ns == f"obstacle/{name}"] if marker_arrays else []
+
     listed = objects.list()
     assert set(listed) == {"table"} and listed["table"].source == "config" and listed["table"].shape == "box"
     status = rig.wait_status(lambda s: s.obstacles == 1 and s.closest_obstacle == "table", WAIT, "the table in ~/status")
     assert status.closest_obstacle_link and math.isfinite(status.closest_obstacle_distance)
 
+    diagnostic("closest_obstacle", lambda v: v.startswith("table <-> "))
     objects.send(box("block", (0.1, 0.1, 0.1), (0.5, 0.3, 0.05)))
     listed = objects.wait_listed(lambda o: "block" in o, "block listed")
     assert listed["block"].source == "topic" and listed["block"].frame == "world"
     assert listed["block"].pose.position.y == pytest.approx(0.3)
+    rig.wait(lambda: markers_of("block") and markers_of("table"), WAIT, "block and table markers on ~/markers")
+    cube = markers_of("block")[0]
+    assert cube.type == Marker.CUBE and cube.scale.x == pytest.approx(0.1) and cube.pose.position.y == pytest.approx(0.3)
+    diagnostic("obstacles", lambda v: v == "2")
 
     objects.send(box("block", (), (0.5, -0.3, 0.05), operation=CollisionObject.MOVE))
     objects.wait_listed(lambda o: "block" in o and abs(o["block"].pose.position.y + 0.3) < 1e-9, "block moved")
@@ -158,6 +182,9 @@ def test_add_move_remove_list_clear_and_refusals(rig):
     objects.wait_listed(lambda o: not o, "table removed")
     status = rig.wait_status(lambda s: s.obstacles == 0, WAIT, "no obstacle in ~/status")
     assert status.closest_obstacle == "" and math.isinf(status.closest_obstacle_distance)
+    diagnostic("last_rejection", lambda v: "collision_objects" in v)
+    rig.wait(lambda: marker_arrays and not any(m.ns.startswith("obstacle/") for m in marker_arrays[-1].markers),
+             WAIT, "no obstacle marker left")
     rig.check()
 
 
