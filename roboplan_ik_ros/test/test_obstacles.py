@@ -117,6 +117,8 @@ def test_pairs_of_world_and_attached_obstacles(panda):
     Obstacle("mesh", "mesh", mesh="package://example-robot-data/robots/panda_description/meshes/collision/link4.stl",
              position=(0.5, 0.3, 0.2)),
     Obstacle("tool", "box", (0.03, 0.03, 0.12), position=(0.0, 0.0, 0.16), frame="panda_hand"),
+    Obstacle("tetra", "mesh", vertices=np.array([[0, 0, 0], [0.2, 0, 0], [0, 0.2, 0], [0, 0, 0.2]], dtype=float),
+             triangles=np.array([[0, 1, 2], [0, 1, 3], [0, 2, 3], [1, 2, 3]]), position=(0.4, -0.3, 0.3)),
 ])
 def test_distances_match_coal(panda, obstacle):
     """Every obstacle pair's distance (through ClosestPairs and pinocchio) equals coal's own, at random

@@ -149,9 +149,12 @@ def obstacle_geometry(obstacle: Obstacle, package_paths: Sequence[str] = (), con
         return coal.Capsule(float(d[0]), float(d[1]))
     where = f"{where} ({o.name}).mesh"
     if o.vertices is not None:
+        vertices = np.asarray(o.vertices, dtype=float) * np.asarray(o.scale, dtype=float)
+        triangles = np.asarray(o.triangles, dtype=np.int64)
         bvh = coal.BVHModelOBBRSS()
-        bvh.beginModel(0, 0)
-        bvh.addSubModel(np.asarray(o.vertices, dtype=float) * np.asarray(o.scale), np.asarray(o.triangles, dtype=int))
+        bvh.beginModel(len(triangles), len(vertices))
+        bvh.addVertices(vertices)
+        bvh.addTriangles(triangles)
         bvh.endModel()
     else:
         path = resolve_path(o.mesh, package_paths, where)
