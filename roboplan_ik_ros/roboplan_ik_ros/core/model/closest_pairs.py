@@ -178,33 +178,34 @@ class ClosestPairs:
         lb = self.lower_bounds(data)
         near = np.flatnonzero(lb <= self.cutoff)  # only these can be evaluated: sort just them
         order = near[np.argsort(lb[near])]
-        found_d: list[float] = []
-        found: list[tuple[int, float, np.ndarray, np.ndarray, np.ndarray]] = []
+        n = self.n
+        found: list[tuple[float, int]] = []  # (distance, pair) of the n closest so far
+        worst = math.inf  # the largest distance in found once it holds n pairs
         calls = 0
-        for k in order:
-            bound = lb[k]
-            if bound > self.cutoff:
+        for k in order.tolist():
+            if lb[k] >= worst:  # neither this pair nor any later one can be closer than the n found
                 break
-            if len(found) >= self.n and bound >= max(found_d):
-                break
-            res = self.distance(geom_data, k)
+            d = self.distance(geom_data, k).min_distance
             calls += 1
-            d = res.min_distance
-            if len(found) >= self.n:  # replace the current farthest
-                worst = found_d.index(max(found_d))
-                if d >= found_d[worst]:
-                    continue
-                del found_d[worst], found[worst]
-            p1, p2 = np.array(res.getNearestPoint1()), np.array(res.getNearestPoint2())
-            found_d.append(d)
-            found.append((int(k), d, p1, p2, _unit_normal(d, p1, p2, np.array(res.normal))))
+            if len(found) < n:
+                found.append((d, k))
+                if len(found) == n:
+                    worst = max(found)[0]
+            elif d < worst:
+                found.remove(max(found))
+                found.append((d, k))
+                worst = max(found)[0]
         self.narrow_phase_calls = calls
         out = self.result
-        found.sort(key=lambda item: item[1])
+        found.sort()
         out.count = len(found)
-        for row, (k, d, p1, p2, nrm) in enumerate(found):
+        results = geom_data.distanceResults
+        for row, (d, k) in enumerate(found):  # witness points and normals of the n closest only
+            res = results[int(self.collision_pair[k])]  # the result of this query (pairs are not re-queried)
+            p1, p2 = np.array(res.getNearestPoint1()), np.array(res.getNearestPoint2())
             out.pair_index[row], out.distance[row] = k, d
-            out.point1[row], out.point2[row], out.normal[row] = p1, p2, nrm
+            out.point1[row], out.point2[row] = p1, p2
+            out.normal[row] = _unit_normal(d, p1, p2, np.array(res.normal))
         return out
 
     def pair_name(self, pair_index: int) -> str:
