@@ -351,8 +351,11 @@ def print_targets(targets: list[dict]) -> None:
                   *[fmt(t["peers_median_us"].get(n)) for n in peer_names],
                   fmt(t["ratio"], ".3f") + "x" if t["ratio"] is not None else "-", verdict(t["pass"])]
                  for t in targets])
-    n_pass = sum(bool(t["pass"]) for t in targets)
-    print(f"OInK targets: {n_pass} / {len(targets)} PASS")
+    judged = [t for t in targets if t["pass"] is not None]
+    n_pass = sum(bool(t["pass"]) for t in judged)
+    info = len(targets) - len(judged)
+    print(f"OInK targets: {n_pass} / {len(judged)} PASS" + (f" ({info} rows '-': not measured, or information "
+                                                           "only)" if info else ""))
 
 
 def main() -> None:
