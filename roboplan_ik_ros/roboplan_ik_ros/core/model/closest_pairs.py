@@ -75,8 +75,9 @@ class ClosestPairs:
         self.narrow_phase_calls = 0  # of the last query
 
     def refresh(self) -> bool:
-        """Rebuild the pair tables if the scene's obstacles changed; True if it did."""
-        if self._version == self.scene.collision_version:
+        """Rebuild the pair tables if the scene's obstacles changed; True if it did. The robot's own
+        pairs never change (the obstacles' pairs come after them): ``pairs="self"`` never rebuilds."""
+        if self._version == self.scene.collision_version or self.pair_set == "self":
             return False
         self._build()
         return True
@@ -88,11 +89,11 @@ class ClosestPairs:
         # geometryObjects[i] copies the object (meshes included) in pinocchio's Python API: read once.
         objects = [gm.geometryObjects[i] for i in range(gm.ngeoms)]
         robot = world.n_robot_geometries
-        ids = [k for k, p in enumerate(gm.collisionPairs)
-               if self.pair_set == "all" or (self.pair_set == "self") == (p.first < robot and p.second < robot)]
-        self.collision_pair = np.array(ids, dtype=int)  # local pair k -> index into collisionPairs
-        self.first = np.array([gm.collisionPairs[k].first for k in ids], dtype=int)
-        self.second = np.array([gm.collisionPairs[k].second for k in ids], dtype=int)
+        every = np.array([(p.first, p.second) for p in gm.collisionPairs], dtype=int).reshape(-1, 2)  # read once
+        is_self = (every < robot).all(axis=1)
+        keep = np.ones(len(every), dtype=bool) if self.pair_set == "all" else is_self == (self.pair_set == "self")
+        self.collision_pair = np.flatnonzero(keep)  # local pair k -> index into collisionPairs
+        self.first, self.second = every[keep, 0].copy(), every[keep, 1].copy()
         self.obstacle_pair = (self.first >= robot) | (self.second >= robot)
         self.geometries = np.unique(np.concatenate([self.first, self.second]))
         self._pair_names = [f"{objects[a].name} <-> {objects[b].name}" for a, b in zip(self.first, self.second)]
@@ -237,6 +238,7 @@ class ClosestObstacle:
     def __init__(self, scene: Scene) -> None:
         self.scene = scene
         self._version = -1
+        self._structure = -1
 
     def query(self, q: np.ndarray) -> tuple[str, str, float]:
         """(obstacle, the robot link or attached object nearest to it, signed distance [m]);
@@ -246,7 +248,9 @@ class ClosestObstacle:
             return "", "", math.inf
         if self._version != scene.collision_version:
             self._pairs = ClosestPairs(scene, 1, np.inf, "obstacles")
-            self._data, self._geom_data = scene.create_data()
+            if self._structure != scene.collision_structure_version:  # a move keeps the geometry data
+                self._data, self._geom_data = scene.create_data()
+                self._structure = scene.collision_structure_version
             gm = scene.collision_model
             self._names = [scene.model.frames[gm.geometryObjects[g].parentFrame].name if g < scene.world.n_robot_geometries
                            else scene.world.obstacle_name(g) for g in range(gm.ngeoms)]

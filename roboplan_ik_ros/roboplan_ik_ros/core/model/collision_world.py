@@ -12,8 +12,9 @@ attached to a link (its placement is the link's placement in that joint composed
 
 Obstacles never pair with each other otherwise (two world obstacles cannot move). Adding, moving
 and removing touch only the obstacle's geometry and pairs, never the robot's; :attr:`version`
-counts the changes so that the holders of a ``GeometryData`` or of pair tables (solvers, the broad
-phase) rebuild them before their next query. Not thread-safe: the caller serializes changes and
+counts the changes so that the holders of pair tables (the broad phase) rebuild them before their
+next query, and :attr:`structure_version` the adds and removes, after which a ``GeometryData``
+must be remade (a move changes only a placement of the model, which the geometry data reads). Not thread-safe: the caller serializes changes and
 queries.
 """
 
@@ -42,6 +43,7 @@ class CollisionWorld:
         self.n_robot_geometries = collision_model.ngeoms
         self.obstacles: dict[str, Obstacle] = {}
         self.version = 0  # incremented by every add, move and remove
+        self.structure_version = 0  # incremented by every add and remove (geometry data must be remade)
         # geometryObjects[i] copies meshes in pinocchio's Python API: read the robot's once
         objects = [collision_model.geometryObjects[i] for i in range(self.n_robot_geometries)]
         self._robot_joint = [g.parentJoint for g in objects]
@@ -69,6 +71,7 @@ class CollisionWorld:
                 gm.addCollisionPair(pin.CollisionPair(gm.getGeometryId(PREFIX + other_name), index))
         self.obstacles[obstacle.name] = obstacle
         self.version += 1
+        self.structure_version += 1
 
     def move(self, name: str, position, quaternion_xyzw, frame: str | None = None, where: str = "obstacle") -> None:
         """Place obstacle ``name`` at a new ``T_frame_obstacle`` (in ``frame``, default its own frame)."""
@@ -90,6 +93,7 @@ class CollisionWorld:
         self._remove_geometry(name)
         del self.obstacles[name]
         self.version += 1
+        self.structure_version += 1
 
     def clear(self) -> None:
         for name in list(self.obstacles):

@@ -88,7 +88,7 @@ class Scene:
         self._note_joints_without_dof_in_groups()
         self.data = self.model.createData()
         self.collision_data = pin.GeometryData(self.collision_model)
-        self._collision_data_version = self.world.version
+        self._collision_data_version = self.world.structure_version
         self._groups: dict[str, JointGroup] = {}
 
     @classmethod
@@ -262,8 +262,8 @@ class Scene:
 
     def create_data(self) -> tuple[pin.Data, pin.GeometryData]:
         """New (model data, geometry data) for a solver that must not share buffers. The geometry data
-        fits the collision model of now: after :attr:`collision_version` changes (an obstacle added,
-        moved or removed), make a new one with ``pin.GeometryData(scene.collision_model)``."""
+        fits the collision model of now: after :attr:`collision_structure_version` changes (an obstacle
+        added or removed), make a new one with ``pin.GeometryData(scene.collision_model)``."""
         return self.model.createData(), pin.GeometryData(self.collision_model)
 
     # --------------------------------------------------------------- obstacles
@@ -271,6 +271,11 @@ class Scene:
     def collision_version(self) -> int:
         """Changes whenever an obstacle is added, moved or removed."""
         return self.world.version
+
+    @property
+    def collision_structure_version(self) -> int:
+        """Changes whenever an obstacle is added or removed: a GeometryData made before is stale."""
+        return self.world.structure_version
 
     @property
     def obstacles(self) -> dict[str, Obstacle]:
@@ -525,7 +530,7 @@ class Scene:
         """True if any active collision pair intersects at q."""
         if not self.collision_model.collisionPairs:
             return False
-        if self._collision_data_version != self.world.version:
+        if self._collision_data_version != self.world.structure_version:
             self.collision_data = pin.GeometryData(self.collision_model)
-            self._collision_data_version = self.world.version
+            self._collision_data_version = self.world.structure_version
         return bool(pin.computeCollisions(self.model, self.data, self.collision_model, self.collision_data, q, True))

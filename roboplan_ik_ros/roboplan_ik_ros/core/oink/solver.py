@@ -203,7 +203,7 @@ class Oink:
         self.assembly = "compiled" if self.kernel is not None else "numpy"
         self.assembly_note = why  # why the numpy path is used ("" when compiled)
         self.data, self.geom_data = scene.create_data()
-        self._geometry_version = scene.collision_version  # geom_data is remade when the obstacles change
+        self._geometry_version = scene.collision_structure_version  # geom_data is remade when obstacles come or go
         n = self.nv
         self._q_shape = (scene.model.nq,)
         self._v_columns = self.group.v_columns
@@ -282,9 +282,9 @@ class Oink:
             pin.computeJointJacobians(model, data, q)  # also forward kinematics
             pin.updateFramePlacements(model, data)
             if lay.needs_geometry:
-                if self._geometry_version != self.scene.collision_version:  # obstacles added/moved/removed
+                if self._geometry_version != self.scene.collision_structure_version:  # obstacles added/removed
                     self.geom_data = pin.GeometryData(self.scene.collision_model)
-                    self._geometry_version = self.scene.collision_version
+                    self._geometry_version = self.scene.collision_structure_version
                 pin.updateGeometryPlacements(model, data, self.scene.collision_model, self.geom_data)
             if lay.compiled is not None:
                 return self._solve_compiled(q, lay, key, tasks, limits, barriers)

@@ -269,7 +269,8 @@ class SimpleIK:
         self.data, self.geom_data = scene.create_data()
         self._collision_manager = _collision_manager(scene, self.geom_data)
         self._has_collision_pairs = len(scene.collision_model.collisionPairs) > 0  # as geom_data
-        self._geometry_version = scene.collision_version  # both remade when the obstacles change
+        self._geometry_version = scene.collision_structure_version  # both remade when obstacles come or go
+        # (a moved obstacle is read from the model's placement by both: checked)
         self.rng = np.random.default_rng(self.options.seed)
         self._workspaces: dict[tuple[str, int], _Workspace] = {}
         self._frame_ids: dict[str, int] = {}
@@ -427,11 +428,11 @@ class SimpleIK:
 
     def _in_collision(self, q: np.ndarray) -> bool:
         """Self-collision or contact with an obstacle of the scene (its obstacles of now)."""
-        if self._geometry_version != self.scene.collision_version:
+        if self._geometry_version != self.scene.collision_structure_version:
             self.geom_data = pin.GeometryData(self.scene.collision_model)
             self._collision_manager = _collision_manager(self.scene, self.geom_data)
             self._has_collision_pairs = len(self.scene.collision_model.collisionPairs) > 0
-            self._geometry_version = self.scene.collision_version
+            self._geometry_version = self.scene.collision_structure_version
         if not self._has_collision_pairs:
             return False
         if self._collision_manager is not None:
