@@ -78,6 +78,10 @@ DESCRIPTION_TOPICS = ("robot_description", "robot_description_semantic")
 GOAL_QOS = QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE)
 _SUCCESS, _FAILURE = TransitionCallbackReturn.SUCCESS, TransitionCallbackReturn.FAILURE
 _SWITCH_INTERVAL = 0.0001  # [s] GIL hand-over while SimpleIK runs in its worker thread
+#: history of the command publishers: a reliable subscriber (a strict drive) that stalls for up to this
+#: many periods still gets every command (a KEEP_LAST writer drops the oldest unacknowledged ones; with
+#: 10, and then 100, stalls of the mock under load lost commands, which a drive sees as a jump)
+COMMAND_QUEUE_DEPTH = 1000
 _ACK_TIMEOUT = 1.0  # [s] a controlled stop waits this long for the subscribers to acknowledge its commands
 
 
@@ -469,7 +473,8 @@ class IKControllerNode(LifecycleNode):
         cfg = self.node_cfg
         for enc in self._encoders:
             self._cmd_pubs.append(self._keep("lifecycle_publisher",
-                                             self.create_lifecycle_publisher(enc.msg_type, enc.cfg.topic, 10)))
+                                             self.create_lifecycle_publisher(enc.msg_type, enc.cfg.topic,
+                                                                             COMMAND_QUEUE_DEPTH)))
         self._status_pub = self._keep("publisher", self.create_publisher(ControllerStatus, "~/status", 10))
         self._keep("subscription", self.create_subscription(
             JointState, cfg.joint_states_topic, self._on_joint_states, qos_profile_sensor_data))
