@@ -201,6 +201,7 @@ def run_child(config: str, stats_out: str, capacity: int, spawned_at: float) -> 
     """The node process: spins the node; the bench process configures and activates it over the
     lifecycle services, as a lifecycle manager does (see ``manage_startup``)."""
     t_main = time.time()
+    tracing = start_tracemalloc_from_env()
     import rclpy
     from rclpy.parameter import Parameter
 
@@ -213,6 +214,7 @@ def run_child(config: str, stats_out: str, capacity: int, spawned_at: float) -> 
     node = IKControllerNode(parameter_overrides=[Parameter("config_file", value=config)])
     t_created = time.time()
     node._stats = TickStats(size=capacity)  # keep every tick of the run (the default keeps 4096)
+    commit_pages(node._stats.starts, node._stats.durations)
     executor = make_executor()
     executor.add_node(node)
     timing = {"descriptions_s": 0.0}  # configure's time getting /robot_description(_semantic)
@@ -236,6 +238,7 @@ def run_child(config: str, stats_out: str, capacity: int, spawned_at: float) -> 
     # the loop thread's CPU time per tick (time.thread_time, ~1 us a call): a tick p99 above its CPU
     # p99 is time the tick waited (GIL, a lock, preemption), not computed
     cpu_t0, cpu_s, n_cpu = np.zeros(capacity), np.zeros(capacity), [0]
+    commit_pages(cpu_t0, cpu_s)
     tick = node._tick
 
     def timed_tick(t0: float) -> None:
@@ -250,6 +253,8 @@ def run_child(config: str, stats_out: str, capacity: int, spawned_at: float) -> 
     startup = {"interpreter_s": t_main - spawned_at, "imports_s": t_imported - t_main,
                "create_s": t_created - t_imported}
     spin_until_shutdown(executor)
+    node._stop_loop()  # no tick while the statistics are collected (the context is gone: they would fail)
+    tracemalloc_result = tracemalloc_report(tracing)
     startup.update(timing)
     n_ticked = n_cpu[0]  # the loop still ticks: one count for both arrays
     s = node._stats
@@ -266,6 +271,7 @@ def run_child(config: str, stats_out: str, capacity: int, spawned_at: float) -> 
                      "fallback_solves": getattr(service, "fallback_solves", 0),
                      "worker": getattr(service, "worker", None) is not None} if service is not None else {}),
         "startup": startup,
+        "tracemalloc": tracemalloc_result,
     }))
     node.destroy_node()
     executor.shutdown()
@@ -332,6 +338,167 @@ def rss_mb(pid: int) -> float:
         if line.startswith("VmRSS:"):
             return int(line.split()[1]) / 1024.0
     return float("nan")
+
+
+# ------------------------------------------------------------------------- memory over time
+RSS_FLAT_MB_PER_MIN = 0.1  # target: RSS slope after the settle time, [MB/min] (an hour: < 6 MB)
+RSS_SETTLE_S = 60.0  # the slope is fitted after this long into the window (allocator and DDS warm-up)
+TRACEMALLOC_ENV = "BENCH_NODE_TRACEMALLOC"  # "<first snapshot at s after start>[,<frames>]": off when unset
+
+
+class RssRecorder:
+    """Samples a process's resident set size (VmRSS of /proc/<pid>/status) every ``period`` s in a thread."""
+
+    def __init__(self, pid: int, period: float = 1.0) -> None:
+        self.pid, self.period = pid, period
+        self.times: list[float] = []  # perf_counter [s]
+        self.mb: list[float] = []
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="rss_recorder", daemon=True)
+
+    def start(self) -> "RssRecorder":
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join(2.0)
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            try:
+                value = rss_mb(self.pid)
+            except (FileNotFoundError, ProcessLookupError):
+                return
+            self.times.append(time.perf_counter())
+            self.mb.append(value)
+            self._stop.wait(self.period)
+
+    def summary(self, t_start: float, t_end: float, settle_s: float = RSS_SETTLE_S) -> dict:
+        """RSS over the window [t_start, t_end] (perf_counter): start, end, max, and the slope [MB/min]
+        of a least-squares line through the samples after ``settle_s`` (None when fewer than
+        ``settle_s`` seconds remain: too short to judge). Samples every ~10 s for the JSON."""
+        return rss_summary(np.array(self.times), np.array(self.mb), t_start, t_end, settle_s)
+
+
+def rss_summary(times: np.ndarray, mb: np.ndarray, t_start: float, t_end: float,
+                settle_s: float = RSS_SETTLE_S) -> dict:
+    """See :meth:`RssRecorder.summary` (``times`` [s], ``mb`` [MB], one sample each)."""
+    keep = (times >= t_start) & (times <= t_end)
+    t, m = times[keep] - t_start, mb[keep]
+    if len(t) == 0:
+        return {"rss_start_mb": float("nan"), "rss_end_mb": float("nan"), "rss_max_mb": float("nan"),
+                "rss_slope_mb_per_min": None, "rss_fit_s": 0.0, "rss_flat": None, "rss_samples": []}
+    late = t >= settle_s
+    fit_s = float(t[late][-1] - t[late][0]) if late.sum() >= 2 else 0.0
+    slope = None
+    if fit_s >= settle_s:  # at least as long a fit as the settle time
+        slope = float(np.polyfit(t[late] / 60.0, m[late], 1)[0])
+    step = max(1, int(round(10.0 / max(np.median(np.diff(t)) if len(t) > 1 else 10.0, 1e-3))))
+    return {"rss_start_mb": float(m[0]), "rss_end_mb": float(m[-1]), "rss_max_mb": float(m.max()),
+            "rss_slope_mb_per_min": slope, "rss_fit_s": fit_s,
+            "rss_flat": None if slope is None else slope < RSS_FLAT_MB_PER_MIN,
+            "rss_samples": [(round(float(a), 1), round(float(b), 2)) for a, b in zip(t[::step], m[::step])]}
+
+
+def commit_pages(*arrays: np.ndarray) -> None:
+    """Write every page of preallocated recording buffers now: np.zeros memory is mapped lazily, so
+    buffers that fill during the run (4 x 8 B per tick at 500 Hz: ~0.9 MB/min) would show as RSS growth
+    of the node's process that is the bench's own."""
+    for a in arrays:
+        a.fill(0.0)
+
+
+def start_tracemalloc_from_env() -> dict | None:
+    """In the node's process: with ``BENCH_NODE_TRACEMALLOC=<s>[,<frames>]``, trace Python allocations
+    and take a first snapshot ``s`` seconds after start (a thread); :func:`tracemalloc_report` takes the
+    last one and compares. Off by default (tracing slows every allocation)."""
+    spec = os.environ.get(TRACEMALLOC_ENV, "")
+    if not spec:
+        return None
+    import tracemalloc
+
+    first_s, _, frames = spec.partition(",")
+    tracemalloc.start(int(frames or 1))
+    holder: dict = {"first_s": float(first_s)}
+
+    def first() -> None:
+        time.sleep(float(first_s))
+        holder["first"] = tracemalloc.take_snapshot()
+        holder["first_at"] = time.perf_counter()
+
+    threading.Thread(target=first, name="tracemalloc_first", daemon=True).start()
+    return holder
+
+
+def tracemalloc_report(holder: dict | None, top: int = 15) -> dict | None:
+    """The allocation sites that grew most between the first snapshot and now (Python allocations,
+    numpy buffers included; not C/DDS memory: RSS growth without traced growth is native)."""
+    if holder is None or "first" not in holder:
+        return None
+    import tracemalloc
+
+    last = tracemalloc.take_snapshot()
+    elapsed = time.perf_counter() - holder["first_at"]
+    skip = [tracemalloc.Filter(False, tracemalloc.__file__), tracemalloc.Filter(False, "<frozen importlib._bootstrap>")]
+    first, last = holder["first"].filter_traces(skip), last.filter_traces(skip)
+    diffs = last.compare_to(first, "traceback")
+    traced_now, traced_peak = tracemalloc.get_traced_memory()
+    return {
+        "between_s": elapsed,
+        "traced_first_mb": sum(s.size for s in first.statistics("filename")) / 2**20,
+        "traced_last_mb": sum(s.size for s in last.statistics("filename")) / 2**20,
+        "traced_peak_mb": traced_peak / 2**20,
+        "top_growth": [{"site": " <- ".join(f"{Path(f.filename).name}:{f.lineno}" for f in d.traceback),
+                        "size_diff_kb": d.size_diff / 1024, "count_diff": d.count_diff, "size_kb": d.size / 1024}
+                       for d in diffs[:top]],
+    }
+
+
+def print_memory(rows: list[dict]) -> None:
+    """RSS over time per run and, with --tracemalloc, the top growing Python allocation sites."""
+    table = []
+    for r in rows:
+        slope = r.get("rss_slope_mb_per_min")
+        table.append([f"({r['config']}) {r['trigger']}, {r['load']}" + _suffix(r),
+                      f"{fmt(r['rss_start_mb'], '.1f')} / {fmt(r['rss_end_mb'], '.1f')} / {fmt(r['rss_max_mb'], '.1f')}",
+                      "-" if slope is None else f"{slope:+.3f}", f"{r.get('rss_fit_s', 0.0):.0f}",
+                      verdict(r.get("rss_flat")), str(r["counts"].get("undelivered", "-")),
+                      str(len(r.get("publish_errors", [])))])
+    print_table(f"Node memory (VmRSS every 1 s; slope = least squares after {RSS_SETTLE_S:g} s into the window; flat "
+                f"= slope < {RSS_FLAT_MB_PER_MIN:g} MB/min) and undelivered commands",
+                ["run", "RSS start/end/max MB", "slope MB/min", "fit s", "flat", "undelivered", "publish errors logged"],
+                table)
+    for r in rows:
+        for line in r.get("publish_errors", [])[:3]:
+            print(f"  publish error: {line}")
+        tm = r.get("tracemalloc")
+        if not tm:
+            continue
+        print(f"tracemalloc ({r['config']}) {r['trigger']}, {r['load']}: traced {tm['traced_first_mb']:.1f} -> "
+              f"{tm['traced_last_mb']:.1f} MB over {tm['between_s']:.0f} s (peak {tm['traced_peak_mb']:.1f} MB); "
+              "top growing sites:")
+        for d in tm["top_growth"]:
+            print(f"  {d['size_diff_kb']:+9.1f} kB {d['count_diff']:+7d} blocks (now {d['size_kb']:.1f} kB)  {d['site']}")
+
+
+def add_memory_targets(add, r: dict, run: str) -> None:
+    """RSS below the bound and flat: slope after the settle time (runs too short for a fit: not judged)."""
+    slope = r.get("rss_slope_mb_per_min")
+    add(f"RSS <= {TARGETS['rss_mb']:g} MB", run, f"{r['rss_max_mb']:.0f} MB", r["rss_max_mb"] <= TARGETS["rss_mb"],
+        f"start {r['rss_start_mb']:.1f}, end {r['rss_end_mb']:.1f} MB")
+    add(f"RSS flat: slope < {RSS_FLAT_MB_PER_MIN:g} MB/min", run,
+        "-" if slope is None else f"{slope:+.3f} MB/min", r.get("rss_flat"),
+        f"fit over {r.get('rss_fit_s', 0.0):.0f} s after {RSS_SETTLE_S:g} s" if slope is not None else
+        f"window shorter than 2 x {RSS_SETTLE_S:g} s: not judged")
+
+
+def publish_errors(node_log: Path) -> list[str]:
+    """The node's log lines about a command whose publish raised (each counts in ``undelivered``)."""
+    try:
+        return [ln.strip() for ln in node_log.read_text().splitlines() if "publishing the command failed" in ln]
+    except FileNotFoundError:
+        return []
 
 
 # ------------------------------------------------------------------------- configs
@@ -583,15 +750,18 @@ def bench_run(k: int, config: str, trigger: str, load: str, args, tmp: Path, svc
 
     node_log = tmp / f"node_{tag}.log"
     log = open(node_log, "w")
-    child = None
+    child = rss = None
     label = f"({config}) {trigger}, {load}" + (f", {variant}" if variant != "full" else "")
     try:
         _wait(lambda: seen["js"] > 10, 30.0, "mock robot /joint_states", [(mock, mock_log)])
         aux.destroy_subscription(js_sub)  # the mock is up; no need to decode 500 messages/s here
         spawned_at = time.time()
+        env = {**os.environ, VARIANT_ENV: variant}
+        if args.tracemalloc:  # first snapshot once the RSS slope is fitted (start-up ~5 s + warm-up + settle)
+            env[TRACEMALLOC_ENV] = f"{5.0 + args.warmup + min(RSS_SETTLE_S, args.duration / 3):.0f},{args.tracemalloc}"
         child = subprocess.Popen([sys.executable, __file__, "--child-node", str(cfg_path), str(stats_out),
-                                  str(capacity), repr(spawned_at)], stdout=log, stderr=subprocess.STDOUT,
-                                 env={**os.environ, VARIANT_ENV: variant})
+                                  str(capacity), repr(spawned_at)], stdout=log, stderr=subprocess.STDOUT, env=env)
+        rss = RssRecorder(child.pid).start()
         startup = manage_startup(aux, "ik_controller", spawned_at, [(child, node_log)])
         if not startup["ok"]:
             raise RuntimeError(f"configure/activate failed; the node's log ends with:\n{node_log.read_text()[-3000:]}")
@@ -601,7 +771,6 @@ def bench_run(k: int, config: str, trigger: str, load: str, args, tmp: Path, svc
         path = circle_path(T0.translation, box["p_max"][2] - 0.05, 0.15, 1.0, 6.0)  # top touches the box
         t0 = time.perf_counter()
         t_start = None
-        rss_samples = []
         next_goal = 0.0
         total = args.warmup + args.duration
         last_print = 0.0
@@ -617,7 +786,6 @@ def bench_run(k: int, config: str, trigger: str, load: str, args, tmp: Path, svc
             goal_pub.publish(ps)
             if t_start is not None and t - last_print >= 5.0:
                 last_print = t
-                rss_samples.append(rss_mb(child.pid))
                 print(f"  [{label}] {t - args.warmup:5.1f} / {args.duration:g} s", end="\r", flush=True)
             next_goal += 1.0 / 50.0
             time.sleep(max(0.0, next_goal - (time.perf_counter() - t0)))
@@ -629,6 +797,8 @@ def bench_run(k: int, config: str, trigger: str, load: str, args, tmp: Path, svc
             time.sleep(0.2)  # answers in flight
         print()
     finally:
+        if rss is not None:
+            rss.stop()
         for proc in (child, mock, server):  # the node first: it must not see the robot vanish
             if proc is not None and proc.poll() is None:
                 proc.send_signal(signal.SIGINT)
@@ -730,9 +900,9 @@ def bench_run(k: int, config: str, trigger: str, load: str, args, tmp: Path, svc
         "mock_cpu_pct": 100.0 * (mock1 - mock0) / window,
         "n_children": len(kids1),
         "top_threads": [(name, 100.0 * c / window) for name, c in top_threads],
-        "rss_start_mb": rss0,
-        "rss_end_mb": rss1,
-        "rss_max_mb": max([rss0, rss1, *rss_samples]),
+        **rss.summary(t_start, t_end),
+        "publish_errors": publish_errors(node_log),
+        "tracemalloc": stats.get("tracemalloc"),
         "moving_pct": 100.0 * (modes.get("tracking", 0) + modes.get("recovering", 0)) / n_status if n_status else 0.0,
         "modes": modes,
         "counts": stats["counts"],
@@ -828,9 +998,7 @@ def target_rows(rows: list[dict]) -> list[dict]:
                 f"{r['latency_p99_ms']:.2f} ms", r["latency_p99_ms"] <= TARGETS["latency_p99_ms"],
                 "joint_states -> command at the mock")
         if r["load"] == "idle":
-            flat = r["rss_end_mb"] - r["rss_start_mb"]
-            add(f"RSS <= {TARGETS['rss_mb']:g} MB, flat (earlier)", run,
-                f"{r['rss_max_mb']:.0f} MB, {flat:+.1f} MB", r["rss_max_mb"] <= TARGETS["rss_mb"] and flat <= 10.0)
+            add_memory_targets(add, r, run)
     lim = TARGETS["service_change"]
     for key, (service, idle) in _service_pairs(rows).items():
         run = f"({key[0]}) {key[1]} service vs idle" + (f", {key[2]}" if key[2] != "full" else "")
@@ -952,6 +1120,9 @@ def main() -> None:
     p.add_argument("--variants", default="full",
                    help="comma-separated ~/solve_ik handling variants (measurement only): " +
                         "; ".join(f"{k}: {v}" for k, v in VARIANTS.items()))
+    p.add_argument("--tracemalloc", type=int, nargs="?", const=1, default=0, metavar="FRAMES",
+                   help="trace the node's Python allocations (slows it: not for timing) and print the sites that "
+                        "grew most after the warm-up; FRAMES of traceback per site (default 1)")
     p.add_argument("--repeat", type=int, default=1, help="repetitions (interleaved: repetition > variant > load)")
     p.add_argument("--service-pairs", type=int, default=1,
                    help="repeat the idle and service runs until there are this many pairs per config, trigger and "
@@ -997,6 +1168,7 @@ def main() -> None:
     print(f"[end] {machine_note()}")
     targets = target_rows(rows)
     print_report(rows, targets, args)
+    print_memory(rows)
     if args.repeat > 1 or len(variants) > 1:
         print_variant_summary(rows, args)
     write_json(args.json, [{k: v for k, v in r.items() if not k.startswith("_")} for r in rows] + targets)

@@ -101,6 +101,10 @@ def description_package_paths() -> list[str]:
     return paths
 
 
+class ContextShutDown(Exception):
+    """A publish failed because the ROS context was shut down (Ctrl-C): the node is going away."""
+
+
 class ConfigureError(Exception):
     """A configure step failed; the message is the reason shown to the user."""
 
@@ -645,6 +649,9 @@ class IKControllerNode(LifecycleNode):
         self._last_tick_start = t0
         try:
             self._tick_locked(t0)
+        except ContextShutDown:  # Ctrl-C: rclpy's signal handler invalidated the context under this tick
+            self._active = False  # no later tick can publish either; destroy_node stops the thread
+            self.get_logger().info("the ROS context shut down (Ctrl-C or rclpy.shutdown): the control loop stops")
         except Exception as exc:  # noqa: BLE001 - e.g. a publisher torn down under us: never kill the loop
             self._log_loop_event("error", f"publishing the command failed (the next command steps from the last "
                                           f"one sent): {type(exc).__name__}: {exc}")
@@ -668,9 +675,12 @@ class IKControllerNode(LifecycleNode):
                     for enc, pub in zip(self._encoders, self._cmd_pubs):
                         pub.publish(enc.encode(res.command, res.previous, stamp))
                         sent += 1
-                finally:
+                except Exception as exc:
+                    if not self.context.ok():  # shutting down, not a command lost on a running node
+                        raise ContextShutDown() from exc
                     if sent == 0:  # the robot did not get it: the next step must not build on it
                         loop.command_not_sent(res)
+                    raise
                 self._snapshot(res.command)
             elif stale and not self._published_stale_stop and self._velocity_outputs:
                 self._publish_hold()  # a velocity controller would keep the last velocity: send zero once
