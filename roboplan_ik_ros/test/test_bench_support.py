@@ -65,3 +65,22 @@ def test_rss_verdict():
     assert settling["rss_start_mb"] == 200.0 and settling["rss_max_mb"] == pytest.approx(203.0)
     short = rss_summary(t[:100], np.full(100, 200.0), 0.0, 100.0)  # too short to judge
     assert short["rss_slope_mb_per_min"] is None and short["rss_flat"] is None
+
+
+def test_command_ratios_and_goal_time():
+    from bench_node import command_ratios, goal_time
+
+    dt, a_max, j_max = 0.002, np.array([10.0, 20.0]), np.array([5000.0, 1e4])
+    t = np.arange(200) * dt
+    q = np.stack([0.5 * 5.0 * t**2, 0.5 * 20.0 * t**2], axis=1)  # constant accelerations 5 and 20 rad/s^2
+    r = command_ratios(q, dt, a_max, j_max)
+    assert np.allclose(r["acc_ratio"], [0.5, 1.0]) and np.allclose(r["jerk_ratio"], [0.0, 0.0], atol=1e-6)
+    assert r["over_acc_pct"] == 0.0
+    q[100:, 0] += 1e-4  # a jump: second differences +-1e-4 (25 rad/s^2) on top of 5, third up to 2e-4
+    r = command_ratios(q, dt, a_max, j_max)
+    assert np.isclose(r["acc_ratio"][0], (1e-4 / dt**2 + 5.0) / 10.0) and np.isclose(r["jerk_ratio"][0], 2e-4 / dt**3 / 5000.0)
+    assert np.isclose(r["over_acc_pct"], 100.0 * 2 / 198)
+    tcp = np.zeros((10, 3))
+    tcp[:, 0] = [0.0, 0.05, 0.1, 0.1995, 0.2011, 0.1999, 0.2, 0.2, 0.2, 0.2]  # 1.1 mm past at index 4
+    assert goal_time(np.arange(10.0), tcp, np.array([0.2, 0.0, 0.0]), t_sent=0.0) == 5.0
+    assert np.isnan(goal_time(np.arange(4.0), tcp[:4] * 0, np.array([0.2, 0.0, 0.0]), t_sent=0.0))
