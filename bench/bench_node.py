@@ -353,7 +353,7 @@ def rss_mb(pid: int) -> float:
 
 # ------------------------------------------------------------------------- memory over time
 RSS_FLAT_MB_PER_MIN = 0.1  # target: RSS slope after the settle time, [MB/min] (an hour: < 6 MB)
-RSS_SETTLE_S = 60.0  # the slope is fitted after this long into the window (allocator and DDS warm-up)
+RSS_SETTLE_S = 120.0  # the slope is fitted after this long into the window (the node settles in ~2 min)
 TRACEMALLOC_ENV = "BENCH_NODE_TRACEMALLOC"  # "<first snapshot at s after start>[,<frames>]": off when unset
 
 
