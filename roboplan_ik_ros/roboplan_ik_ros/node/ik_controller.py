@@ -503,7 +503,7 @@ class IKControllerNode(LifecycleNode):
         for p in parameter_list:
             if not self.has_parameter(p.name):
                 return unknown_parameter_reason(p.name, self.list_parameters([], 0).names,
-                                                configured=self.loop is not None)
+                                                configured=getattr(self, "loop", None) is not None)
         return ""
 
     def _validate_parameters(self, params) -> SetParametersResult:
