@@ -10,7 +10,9 @@ Configs (the node section is the shipped one except for the trigger keys below a
 
 * ``c``: the shipped config/panda.yaml (FrameTask + posture + PositionLimit + VelocityLimit +
   PositionBarrier + SelfCollisionBarrier);
-* ``b``: the same without the self_collision barrier.
+* ``b``: the same without the collision barriers (self-collision and obstacles);
+* ``d``: ``c`` + two walls and 20 random primitives (seeded; ``common.cell_obstacles``, as
+  bench_oink's config (d)) beside the shipped table, as YAML ``obstacles:``.
 
 Triggers: ``timer`` (the shipped default: the loop runs in its own thread "control_loop" on an
 absolute schedule, commanded state feedback) and ``joint_states`` (``trigger: joint_states`` +
@@ -518,7 +520,9 @@ def node_config(config: str, trigger: str, rate: float, variant: str = "full") -
 
     data = yaml.safe_load(Path(default_config_file("panda")).read_text())
     if config == "b":
-        data["barriers"] = [b for b in data["barriers"] if b["type"] != "self_collision"]
+        data["barriers"] = [b for b in data["barriers"] if b["type"] not in ("self_collision", "collision")]
+    if config == "d":
+        data["obstacles"] = node_cell_obstacles(data)
     node_cfg = data.setdefault("node", {})
     node_cfg["control_rate_hz"] = float(rate)
     if trigger == "joint_states":
@@ -528,6 +532,35 @@ def node_config(config: str, trigger: str, rate: float, variant: str = "full") -
     if variant == "normal_priority":
         node_cfg["loop_priority"] = 0
     return data
+
+
+def node_cell_obstacles(data: dict, seed: int = 0) -> list[dict]:
+    """Config (d)'s cell as YAML obstacles: the shipped table, then common.cell_obstacles' walls and
+    20 primitives kept clear of this bench's goal circle (from the Panda's default pose)."""
+    import pinocchio as pin
+
+    from common import Robot, _example_robot, cell_obstacles
+    from roboplan_ik_ros import core
+    from roboplan_ik_ros.demo import circle_path
+
+    robot = Robot(_example_robot("panda"))
+    q0 = robot.values(robot.q_ref)
+    T0 = robot.tip_pose(q0)
+    box = next(b for b in data["barriers"] if b["name"] == "workspace")
+    path = circle_path(T0.translation, box["p_max"][2] - 0.05, 0.15, 1.0, 6.0)
+    targets = [pin.SE3(T0.rotation, path(t)) for t in np.arange(0.0, 7.0, 0.02)]
+    out = list(data.get("obstacles", []))
+    for o in cell_obstacles(core, seed, robot, q0, targets)[1:]:  # the table is the shipped one
+        item = {"name": o.name, "shape": o.shape, "position": [float(v) for v in o.position],
+                "orientation": [float(v) for v in o.quaternion_xyzw]}
+        if o.shape == "box":
+            item["size"] = [float(v) for v in o.dims]
+        else:
+            item["radius"] = float(o.dims[0])
+            if len(o.dims) > 1:
+                item["length"] = float(o.dims[1])
+        out.append(item)
+    return out
 
 
 def service_goals(n: int, seed: int):
@@ -1358,7 +1391,8 @@ def main() -> None:
     p.add_argument("--duration", type=float, default=20.0, help="measured seconds per run")
     p.add_argument("--warmup", type=float, default=3.0, help="seconds of tracking before measuring")
     p.add_argument("--rate", type=float, default=500.0, help="control rate [Hz]")
-    p.add_argument("--configs", default="bc", help="any of 'b' (no self-collision barrier) and 'c' (shipped)")
+    p.add_argument("--configs", default="bc", help="any of 'b' (no collision barrier), 'c' (shipped) and 'd' "
+                                                   "(c + walls and 20 primitives)")
     p.add_argument("--trigger", "--mode", dest="trigger", choices=("timer", "joint_states", "both"), default="both")
     p.add_argument("--load", action="store_true",
                    help="also run each config and trigger with one core busy and with a ~/solve_ik stream")
@@ -1385,8 +1419,8 @@ def main() -> None:
     variants = [v for v in args.variants.split(",") if v]
     if not variants or set(variants) - set(VARIANTS):
         raise SystemExit(f"--variants: any of {', '.join(VARIANTS)}")
-    if not args.configs or set(args.configs) - set("bc"):
-        raise SystemExit("--configs: any of 'b' and 'c'")
+    if not args.configs or set(args.configs) - set("bcd"):
+        raise SystemExit("--configs: any of 'b', 'c' and 'd'")
     os.environ.setdefault("ROS_AUTOMATIC_DISCOVERY_RANGE", "LOCALHOST")
     os.environ.setdefault("ROS_DOMAIN_ID", str(1 + os.getpid() % 100))
     os.environ.setdefault("RMW_IMPLEMENTATION", "rmw_fastrtps_cpp")

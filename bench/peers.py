@@ -61,6 +61,23 @@ def _roboplan_scene(robot: Robot):
     return scene, np.asarray(scene.getJointPositionIndices(robot.joints))
 
 
+def _roboplan_add_obstacle(scene, rc, o) -> None:
+    """A core Obstacle (world frame) into a RoboPlan Scene (no capsules there: a cylinder of the
+    same radius and length + 2 radius, which contains the capsule)."""
+    T = o.T_frame_obstacle.homogeneous
+    color = np.array([0.8, 0.5, 0.2, 1.0])
+    if o.shape == "box":
+        scene.addBoxGeometry(o.name, "universe", rc.Box(*o.dims), T, color)
+    elif o.shape == "sphere":
+        scene.addSphereGeometry(o.name, "universe", rc.Sphere(o.dims[0]), T, color)
+    elif o.shape == "cylinder":
+        scene.addCylinderGeometry(o.name, "universe", rc.Cylinder(o.dims[0], o.dims[1]), T, color)
+    elif o.shape == "capsule":
+        scene.addCylinderGeometry(o.name, "universe", rc.Cylinder(o.dims[0], o.dims[1] + 2 * o.dims[0]), T, color)
+    else:
+        raise ValueError(f"bench: obstacle shape {o.shape!r} not wired for RoboPlan")
+
+
 def _ours_scene(robot: Robot, core):
     s = robot.spec
     scene = core.Scene(s.urdf_xml, s.srdf_xml, s.package_paths)
@@ -151,8 +168,9 @@ class OinkSetup:
                  scb_safe_gain=1.0, a_max=None):
         self.config, self.dt, self.box_min, self.box_max = config, dt, box_min, box_max
         self.a_max = a_max
-        self.box = config in "bce"  # PositionBarrier on the tip
-        self.self_collision = config in "ce"  # SelfCollisionBarrier
+        self.box = config in "bcde"  # PositionBarrier on the tip
+        self.self_collision = config in "cde"  # SelfCollisionBarrier
+        self.obstacles: list = []  # (d): core Obstacles of the cell (world frame), set by the bench
         self.acceleration = config == "e"  # AccelerationLimit
         self.scb_safe_gain = scb_safe_gain  # SelfCollisionBarrier safe_displacement_gain (all peers)
         self.posture_weight, self.n_pairs, self.d_min, self.reg = posture_weight, n_pairs, d_min, reg
@@ -165,6 +183,8 @@ class RoboPlanOink:
 
         self.name = f"roboplan ({setup.config})"
         self.scene, _ = _roboplan_scene(robot)
+        for o in setup.obstacles:  # RoboPlan's Scene takes boxes, spheres, cylinders (and meshes)
+            _roboplan_add_obstacle(self.scene, rc, o)
         g, dt = robot.spec.group, setup.dt
         self.joints = RoboPlanGroupJoints(self.scene, robot)
         self.q = self.joints.to_full(q0_values)
@@ -246,6 +266,12 @@ class OursOink:
             self.barriers.append(core.SelfCollisionBarrier(self.oink, n_collision_pairs=setup.n_pairs, dt=dt,
                                                            d_min=setup.d_min,
                                                            safe_displacement_gain=setup.scb_safe_gain))
+        if setup.obstacles:  # the core's Scene and its obstacle barrier (as panda.yaml's 'obstacles')
+            for o in setup.obstacles:
+                self.scene.add_obstacle(o)
+            self.barriers.append(core.CollisionBarrier(self.oink, n_collision_pairs=setup.n_pairs, dt=dt,
+                                                       d_min=setup.d_min, safe_displacement_gain=setup.scb_safe_gain,
+                                                       pairs="obstacles", name="obstacles"))
         self.failures = 0
 
     def set_target(self, T: pin.SE3):

@@ -12,6 +12,13 @@ The oracle is independent of the code under test: joint limits, velocity limits 
 kinematics come from the example-robot-data URDF through pinocchio directly (the ``core`` package
 is what is being tested), the SRDF 'default' pose from the SRDF text.
 
+Every mock runs as a **strict drive** (``strict_drive: true``, Franka's acceleration and jerk bounds
+from ``config/panda_joint_limits.yaml`` at the 500 Hz command period): it checks every command it
+receives and holds on the first violation. The harness follows each mock's ``~/drive_status``: a
+fault fails the scenario at once (:meth:`Rig.wait`) and :meth:`Rig.check` requires every drive to
+be ok once it has seen the latest commands (a scenario that wants a fault sets
+``Rig.expect_drive_faults``).
+
 Synchronization is by events (DDS matching, messages, service responses, polled with generous
 timeouts), never by fixed sleeps; no check depends on a rate, a duration or a latency.
 """
@@ -226,6 +233,7 @@ class Recording:
     commands: list = field(default_factory=list)  # (t, np.ndarray[7])
     joint_states: list = field(default_factory=list)  # (t, np.ndarray[7] arm positions, valid)
     status: list = field(default_factory=list)  # (t, node_time, ControllerStatus)
+    drive_status: list = field(default_factory=list)  # (t, mock name, dict): each mock's ~/drive_status
     lost_commands: int = 0  # DDS "message lost" events on the command subscription
     lost_supported: bool = True
 
@@ -290,6 +298,7 @@ class Rig:
         self._arm_index: tuple | None = None
         self.events: dict[str, float] = {}
         self.rate_hz = 500.0
+        self.expect_drive_faults = False  # a scenario that provokes a strict-drive fault sets this
         self.spinner = Spinner(self.node)
 
     # -------------------------------------------------------------- recorder callbacks
@@ -351,7 +360,41 @@ class Rig:
             for p in self.procs:
                 if p in (self.mock, self.ik) and not p.killed and not p.alive:
                     raise AssertionError(f"{p.name} died while waiting for {what}\n{self.context()}")
+            if not self.expect_drive_faults:
+                self.require_drives_ok(f"while waiting for {what}")
             time.sleep(0.005)
+
+    # -------------------------------------------------------------- strict drives
+    def _on_drive_status(self, name: str, msg) -> None:
+        import json
+
+        self.rec.drive_status.append((time.perf_counter(), name, json.loads(msg.data)))
+
+    def drive_faults(self) -> list:
+        """(mock name, violation dict) of every strict-drive fault reported so far."""
+        return [(name, d.get("violation")) for _, name, d in list(self.rec.drive_status) if d.get("state") == "faulted"]
+
+    def drive_status(self, mock: Proc | None = None) -> dict | None:
+        """The latest ~/drive_status of ``mock`` (default: the current mock)."""
+        name = (mock or self.mock).name
+        return next((d for _, n, d in reversed(self.rec.drive_status) if n == name), None)
+
+    def require_drives_ok(self, when: str = "") -> None:
+        faults = self.drive_faults()
+        if faults:
+            name, v = faults[0]
+            raise AssertionError(f"the strict drive of {name} faulted {when}: {v and v.get('message')}\n"
+                                 f"{self.context()}")
+
+    def wait_drive_caught_up(self, timeout: float = 30.0) -> None:
+        """Wait for the second ~/drive_status (5 Hz) of the current alive mock received after now: the
+        commands recorded so far reached its drive before it (same writer, ~0.2 s later at least)."""
+        mock = self.mock
+        if mock is None or not mock.alive or mock.killed or not mock.params.get("strict_drive"):
+            return
+        t0 = time.perf_counter()
+        self.wait(lambda: sum(1 for t, n, _ in list(self.rec.drive_status) if t > t0 and n == mock.name) >= 2,
+                  timeout, f"two fresh ~/drive_status from {mock.name}")
 
     # -------------------------------------------------------------- graph helpers
     def _node_names(self, infos) -> set[str]:
@@ -373,9 +416,17 @@ class Rig:
         name = unique("e2e_mock")
         KNOWN_NODES.add(name)
         n0 = len(self.rec.joint_states)
-        self.mock = Proc(name, "roboplan_ik_ros.node.mock_robot", {"rate_hz": 100.0, **params}, self.log_dir,
+        self.mock = Proc(name, "roboplan_ik_ros.node.mock_robot",
+                         {"rate_hz": 100.0, "strict_drive": True, "command_period": 0.002, **params}, self.log_dir,
                          remaps)
         self.procs.append(self.mock)
+        from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
+        from std_msgs.msg import String
+
+        latched = QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE,
+                             durability=DurabilityPolicy.TRANSIENT_LOCAL)
+        self.mock.drive_sub = self.node.create_subscription(
+            String, f"/{name}/drive_status", lambda m, n=name: self._on_drive_status(n, m), latched)
         self.wait(lambda: name in self.publishers_of("/joint_states"), timeout, f"{name} on /joint_states")
         self.wait(lambda: len(self.rec.joint_states) > n0, timeout, f"joint_states from {name}")
         foreign = self.publishers_of("/joint_states") - KNOWN_NODES
@@ -591,9 +642,15 @@ class Rig:
         """:func:`check_commands` on everything recorded so far, with the processes' logs on failure."""
         kw.setdefault("rate_hz", self.rate_hz)
         try:
-            return check_commands(self.rec, self.panda, **kw)
+            figures = check_commands(self.rec, self.panda, **kw)
         except AssertionError as exc:
             raise AssertionError(f"{exc}\n{self.context()}") from None
+        if not self.expect_drive_faults:
+            self.wait_drive_caught_up()
+            self.require_drives_ok("(checked after the scenario)")
+            strict = [p for p in self.procs if p.params.get("strict_drive") and hasattr(p, "drive_sub")]
+            figures["strict_drives_ok"] = f"{len(strict)}/{len(strict)}"
+        return figures
 
 
 #: node names the harness started in this session (killed ones linger in the DDS graph for a while)

@@ -29,7 +29,7 @@ def panda_yaml(drop_acceleration: bool = False) -> tuple[dict, LoopConfig]:
     """panda.yaml as the node reads it (self-collision dropped: the sim has no obstacles and the
     scenarios stay far from self-contact), its node: section as the loop's settings."""
     data = yaml.safe_load((CONFIG_DIR / "panda.yaml").read_text())
-    data["barriers"] = [b for b in data["barriers"] if b["type"] != "self_collision"]
+    data["barriers"] = [b for b in data["barriers"] if b["name"] != "self_collision"]
     node = data.pop("node")
     smoothing = GoalSmoothingConfig(**node["goal_smoothing"])
     if drop_acceleration:  # today's velocity-only behaviour: the comparison for goal time
@@ -243,3 +243,60 @@ def test_a_full_speed_approach_to_a_stiff_barrier_brakes_in_time(panda):
           f"{crossing * 1e3:.2f} mm, {failures} QP failures, peak accel {acc:.2f}x; without: "
           f"{crossing_off * 1e3:.2f} mm, {failures_off} QP failures")
     assert -5e-3 < crossing <= 1e-4 and failures == 0 and acc <= 1.0 + 1e-6  # at the face, not through it
+
+
+def test_coming_back_from_an_unreachable_goal_does_not_overshoot(panda):
+    """A goal beyond the workspace box: the arm stops at the box face while the goal smoother's
+    target would run on to the goal; then a goal back to the start. The target is leashed to the
+    frame's actual pose, so the return starts from where the arm is, not from the far goal (which
+    made the arm chase a target at full speed and overshoot by its braking distance)."""
+    data, _ = panda_yaml()
+    p_max = np.array(next(b for b in data["barriers"] if b["name"] == "workspace")["p_max"])
+    run = Run(panda)
+    start = run.pose()
+    beyond = start.translation.copy()
+    beyond[1] = p_max[1] + 0.3
+    run.loop.set_pose_goal("ee", pin.SE3(start.rotation, beyond))
+    run.tick(1500)  # 3 s: the arm at the face, the goal 30 cm beyond it
+    at_face = run.pose().translation
+    assert at_face[1] <= p_max[1] + 1e-4
+    target_gap = float(np.linalg.norm(run.loop.ctrl.tasks["ee"].target.translation - at_face))
+    first = len(run.tcp)
+    run.loop.set_pose_goal("ee", start)
+    run.tick(2000)
+    past, rot = overshoot(run.tcp[first:], at_face, start)
+    acc, jerk = assert_within_bounds(run)
+    print(f"\nunreachable goal 30 cm beyond the box face: target {target_gap * 1e3:.1f} mm from the TCP; back "
+          f"to 1 mm in {time_to_goal(run, start, first):.2f} s, overshoot {past * 1e3:.3f} mm / {rot * 1e3:.3f} mrad")
+    assert np.linalg.norm(run.pose().translation - start.translation) < SETTLE
+    assert past <= OVERSHOOT_TOL and rot <= OVERSHOOT_TOL
+
+
+def test_a_stop_while_moving_brakes_to_rest_within_the_bounds_and_nothing_is_braked_while_stale(panda):
+    """ControlLoop.stopping_tick (what deactivate and SIGINT publish): from full speed the stream
+    comes to rest within the bounds; while stale it publishes nothing (the robot is lost)."""
+    run = Run(panda)
+    start = run.pose()
+    run.loop.set_pose_goal("ee", pin.SE3(start.rotation, start.translation + np.array([0.0, 0.25, 0.0])))
+    run.tick(150)  # moving fast
+    assert not run.loop.at_rest
+    g = run.loop.group.q_indices
+    n = 0
+    while not run.loop.at_rest:
+        res = run.loop.stopping_tick()
+        assert res.publish
+        run.q[g] = res.command[g]
+        run.commands.append(run.q[g].copy())
+        n += 1
+        assert n < 1000
+    acc, jerk = assert_within_bounds(run)
+    print(f"\nstop from full speed: at rest after {n} commands ({n * run.dt:.3f} s), peak accel {acc.max():.3f}x, "
+          f"jerk {jerk.max():.3f}x")
+    assert n > 10  # it braked, it did not stop at once
+    # stale: a stop publishes nothing
+    run2 = Run(panda)
+    run2.loop.set_pose_goal("ee", pin.SE3(start.rotation, start.translation + np.array([0.0, 0.25, 0.0])))
+    run2.tick(150)
+    run2.t += 1.0  # no measurement for longer than state_timeout
+    assert not run2.loop.tick(run2.t).publish and run2.loop.mode == "stale"
+    assert not run2.loop.stopping_tick().publish

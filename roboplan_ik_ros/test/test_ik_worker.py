@@ -215,9 +215,14 @@ def test_crash_is_detected_and_recovered():
             except WorkerError as exc:
                 outcome["error"] = str(exc)
 
+        sent_before = w._next_id
         t = threading.Thread(target=request)
         t.start()
-        time.sleep(0.2)  # let the request reach the child (either way the request must fail)
+        # kill only once the request has taken this child (on a loaded machine the thread may start
+        # late: killed earlier, the monitor could restart the worker and the request would go to the
+        # new child); from there the request must fail, whether the child died before or after it read it
+        wait_until(lambda: w._next_id > sent_before, timeout=10.0, what="the request to be sent")
+        time.sleep(0.05)
         os.kill(second, signal.SIGKILL)
         t.join(timeout=10.0)  # well before the request's max_time
         assert not t.is_alive()

@@ -84,3 +84,19 @@ def test_a_borrowed_thread_gets_the_priority_and_gets_its_own_back():
     t.join(5.0)
     assert result["after"] == (os.SCHED_OTHER, 0) and borrowed.applied_to is None
     borrowed.restore()  # idempotent
+
+
+def test_run_on_schedule_calls_at_the_period_until_done_or_the_deadline():
+    import time
+
+    calls = []
+
+    def step(t):
+        calls.append(t)
+        return len(calls) == 5
+
+    t0 = time.perf_counter()
+    assert loop_thread.run_on_schedule(0.01, step, t0, t0 + 10.0)
+    assert len(calls) == 5 and all(b > a for a, b in zip(calls, calls[1:]))
+    assert calls[-1] - calls[0] >= 4 * 0.01 * 0.99  # not a burst: each call waits for its slot
+    assert not loop_thread.run_on_schedule(0.01, lambda t: False, time.perf_counter(), time.perf_counter() + 0.05)

@@ -7,7 +7,9 @@ Lifecycle:
                 SimpleIK, publishers, subscriptions, ``~/solve_ik``, runtime parameters.
     activate    seed from a fresh /joint_states; every target at the current pose; the robot holds
                 still until a goal arrives; start the loop.
-    deactivate  stop the loop, publish one hold command.
+    deactivate  stop the loop, brake to rest within the acceleration/jerk bounds (commands at the
+                control period, bounded time), publish one hold command.
+    SIGINT/SIGTERM  the same controlled stop while the node is active, then exit.
     cleanup     release everything (back to unconfigured); shutdown likewise.
 
 What a tick does, and every safety rule, is :class:`~roboplan_ik_ros.core.control.control_loop.ControlLoop`
@@ -20,6 +22,7 @@ of its own (see ``service.py``). One lock serializes every access to the loop.
 from __future__ import annotations
 
 import os
+import signal
 import sys
 import threading
 import time
@@ -33,12 +36,13 @@ from rcl_interfaces.msg import ParameterDescriptor, SetParametersResult
 from rclpy.executors import ExternalShutdownException
 from rclpy.logging import get_logger
 from rclpy.lifecycle import LifecycleNode, LifecycleState, TransitionCallbackReturn
+from rclpy.duration import Duration
 from rclpy.qos import QoSProfile, ReliabilityPolicy, qos_profile_sensor_data
 from rclpy.wait_for_message import wait_for_message
 from sensor_msgs.msg import JointState
 from std_msgs.msg import String
 from std_srvs.srv import Trigger
-from visualization_msgs.msg import MarkerArray
+from visualization_msgs.msg import Marker, MarkerArray
 
 from roboplan_ik_interfaces.msg import ControllerStatus
 
@@ -54,8 +58,9 @@ from .descriptions import LATCHED, LatchedDescriptions
 from .diagnostics import DiagnosticsReporter, TickStats
 from .goals import HAVE_TF2, FrameResolver, joint_goal_configuration, tf2_ros
 from .log_throttle import LogThrottle
-from .loop_thread import BorrowedThreadPriority, LoopThread
-from .markers import HAVE_INTERACTIVE_MARKERS, InteractiveTargets, box_marker, goal_markers
+from .collision_objects import CollisionObjectReader, CollisionObjectsEndpoint
+from .loop_thread import BorrowedThreadPriority, LoopThread, run_on_schedule
+from .markers import HAVE_INTERACTIVE_MARKERS, InteractiveTargets, box_marker, goal_markers, obstacle_markers
 from .node_config import NodeConfig, load_node_config
 from .outputs import CommandEncoder, output_joints
 from .parameters import ParamSpec, barrier_specs, loop_specs, task_specs, unknown_parameter_reason
@@ -73,6 +78,7 @@ DESCRIPTION_TOPICS = ("robot_description", "robot_description_semantic")
 GOAL_QOS = QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE)
 _SUCCESS, _FAILURE = TransitionCallbackReturn.SUCCESS, TransitionCallbackReturn.FAILURE
 _SWITCH_INTERVAL = 0.0001  # [s] GIL hand-over while SimpleIK runs in its worker thread
+_ACK_TIMEOUT = 1.0  # [s] a controlled stop waits this long for the subscribers to acknowledge its commands
 
 
 def default_config_file(robot: str = "panda") -> str:
@@ -149,6 +155,7 @@ class IKControllerNode(LifecycleNode):
         self.simple_ik: SimpleIK | None = None
         self._ik_worker_spec: WorkerSpec | None = None
         self._service: SolveIKServer | None = None
+        self._collision_objects: CollisionObjectsEndpoint | None = None
         self._decoder: JointStateDecoder | None = None
         self._encoders: list[CommandEncoder] = []
         self._cmd_pubs = []
@@ -276,13 +283,74 @@ class IKControllerNode(LifecycleNode):
             self._watchdog.cancel()
 
     def on_deactivate(self, state: LifecycleState) -> TransitionCallbackReturn:
-        self._stop_loop()
-        self._publish_hold()
+        self._controlled_stop("deactivate")
         with self._lock:
             self.loop.deactivate()
         ret = super().on_deactivate(state)
-        self.get_logger().info("inactive: control loop stopped, hold command sent")
+        self.get_logger().info("inactive: control loop stopped, braked to rest, hold command sent")
         return ret
+
+    def _controlled_stop(self, why: str) -> None:
+        """Stop the loop and brake the command stream to rest within the acceleration/jerk bounds
+        (:meth:`_brake_to_rest`), then publish one hold command (zero velocity on velocity outputs)."""
+        self._stop_loop()
+        self._brake_to_rest(why)
+        self._publish_hold()
+        for pub in self._cmd_pubs:  # what was published reaches the robot before anything is torn down
+            try:
+                pub.wait_for_all_acked(Duration(seconds=_ACK_TIMEOUT))
+            except Exception:  # noqa: BLE001 - e.g. a context already shut down: nothing left to wait for
+                pass
+
+    def _braking_time_bound(self) -> float:
+        """[s] Generous bound on a stop from any velocity: twice the slowest joint's v/a + a/j, + 0.1 s."""
+        accel, v_max = self.loop.acceleration_limit, self.loop.guard.v_max
+        with np.errstate(divide="ignore", invalid="ignore"):
+            t = np.nan_to_num(v_max / accel.a_max, posinf=0.0) + np.nan_to_num(accel.a_max / accel.j_max, nan=0.0,
+                                                                                 posinf=0.0)
+        bound = 2.0 * float(t.max()) + 0.1
+        return bound if np.isfinite(bound) else 1.0
+
+    def _brake_to_rest(self, why: str) -> None:
+        """Publish :meth:`ControlLoop.stopping_tick` commands on the loop's schedule (the control period,
+        from the last tick) until the stream is at rest or the time bound passed (logged). Call after
+        :meth:`_stop_loop`. Nothing to do without an acceleration limit (the stream may stop at once),
+        while stale (the robot is lost) or at rest."""
+        loop = self.loop
+        if loop is None or loop.acceleration_limit is None or not self._cmd_pubs:
+            return
+        with self._lock:
+            if not loop.active or loop.mode == STALE or not loop.guard.started or loop.at_rest:
+                return
+        period, n = loop.dt, [0]
+
+        def step(t: float) -> bool:
+            with self._lock:
+                try:
+                    res = loop.stopping_tick()
+                except Exception as exc:  # noqa: BLE001 - a stop must end whatever happens
+                    self.get_logger().error(f"{why}: the braking step raised: {type(exc).__name__}: {exc}")
+                    return True
+                if not res.publish:
+                    return True
+                self._publish_result(res)
+                n[0] += 1
+                return loop.at_rest
+
+        start = max(time.perf_counter(), self._last_tick_start + period)
+        bound = self._braking_time_bound()
+        if run_on_schedule(period, step, start, start + bound):
+            self.get_logger().info(f"{why}: braked to rest within the acceleration/jerk bounds in {n[0]} commands "
+                                   f"({n[0] * period:.3f} s)")
+        else:
+            self.get_logger().error(f"{why}: the command stream was not at rest after {n[0]} braking commands "
+                                    f"({bound:.3f} s): stopping anyway")
+
+    def stop_for_exit(self, why: str) -> None:
+        """The process is ending (SIGINT/SIGTERM): a controlled stop if active."""
+        if self._active:
+            self.get_logger().info(f"{why}: stopping the robot before exiting")
+            self._controlled_stop(why)
 
     def on_cleanup(self, state: LifecycleState) -> TransitionCallbackReturn:
         self._release()
@@ -291,8 +359,7 @@ class IKControllerNode(LifecycleNode):
 
     def on_shutdown(self, state: LifecycleState) -> TransitionCallbackReturn:
         if self._active:
-            self._stop_loop()
-            self._publish_hold()
+            self._controlled_stop("shutdown")
         self._release()
         return _SUCCESS
 
@@ -329,7 +396,10 @@ class IKControllerNode(LifecycleNode):
         srdf = self._description("robot_description_semantic",
                                  self._param("description_timeout") if needs_srdf else 1.0, required=needs_srdf)
         package_paths = [*(p for p in self._param("package_paths") if p), *description_package_paths()]
-        scene = scene_from_config(urdf, srdf, config.robot, package_paths)
+        try:
+            scene = scene_from_config(urdf, srdf, config.robot, package_paths, config.obstacles)
+        except InvalidInputError as exc:
+            raise ConfigureError(f"config_file {path!r}: {exc}") from exc
         loop = ControlLoop(scene, config, node_cfg, self._log_loop_event)
         for note in [*getattr(scene, "notes", []), *loop.notes]:
             self.get_logger().info(note)
@@ -419,6 +489,12 @@ class IKControllerNode(LifecycleNode):
         self._service = SolveIKServer(self, self.scene, self.simple_ik, self._resolver, cfg.quaternion_tolerance,
                                       self._current_q, worker_spec=self._ik_worker_spec,
                                       wait_for_gap=self._wait_for_tick_gap)
+        reader = CollisionObjectReader(self._resolver, self.scene.link_names, self._root, cfg.quaternion_tolerance)
+        self._collision_objects = CollisionObjectsEndpoint(
+            self, self.loop, reader, self._lock, self._service.scene_lock, self._current_q,
+            self._on_obstacles_changed, self._on_collision_object_refused)
+        for kind, handle in self._collision_objects.handles:
+            self._keep(kind, handle)
         if cfg.trigger == "joint_states":  # ticks come from /joint_states; this timer only watches for staleness
             period = max(1.0 / cfg.control_rate_hz, min(0.05, cfg.state_timeout / 4.0))
             self._watchdog = self._keep("timer", self.create_timer(period, self._on_watchdog, autostart=False))
@@ -587,6 +663,20 @@ class IKControllerNode(LifecycleNode):
                                                                f"executor thread that runs the ticks)")
             self._tick(now)
 
+    def _on_obstacles_changed(self) -> None:
+        """After ~/collision_objects changed the scene: the IK worker's scene follows; markers again."""
+        with self._lock:
+            obstacles = list(self.scene.obstacles.values())
+        self._service.set_obstacles(obstacles)
+        self._markers_dirty = True
+
+    def _on_collision_object_refused(self, reason: str) -> None:
+        with self._lock:
+            if self.loop is not None:
+                self.loop.counts.collision_objects_refused += 1
+        self._last_rejection = reason
+        self.get_logger().warning(reason)
+
     def _reject_goal(self, topic: str, reason: str) -> None:
         with self._lock:
             if self.loop is not None:
@@ -669,22 +759,26 @@ class IKControllerNode(LifecycleNode):
             self._last_solve_us = (time.perf_counter() - t_solve) * 1e6
             stale = loop.mode == STALE
             if res.publish:
-                stamp = self.get_clock().now().to_msg() if self._stamp_needed else None
-                sent = 0
-                try:
-                    for enc, pub in zip(self._encoders, self._cmd_pubs):
-                        pub.publish(enc.encode(res.command, res.previous, stamp))
-                        sent += 1
-                except Exception as exc:
-                    if not self.context.ok():  # shutting down, not a command lost on a running node
-                        raise ContextShutDown() from exc
-                    if sent == 0:  # the robot did not get it: the next step must not build on it
-                        loop.command_not_sent(res)
-                    raise
-                self._snapshot(res.command)
+                self._publish_result(res)
             elif stale and not self._published_stale_stop and self._velocity_outputs:
                 self._publish_hold()  # a velocity controller would keep the last velocity: send zero once
             self._published_stale_stop = stale
+
+    def _publish_result(self, res) -> None:
+        """Publish a tick's command on every output (called with the lock held)."""
+        stamp = self.get_clock().now().to_msg() if self._stamp_needed else None
+        sent = 0
+        try:
+            for enc, pub in zip(self._encoders, self._cmd_pubs):
+                pub.publish(enc.encode(res.command, res.previous, stamp))
+                sent += 1
+        except Exception as exc:
+            if not self.context.ok():  # the context was shut down: the node is going away, no command lost
+                raise ContextShutDown() from exc
+            if sent == 0:  # the robot did not get it: the next step must not build on it
+                self.loop.command_not_sent(res)
+            raise
+        self._snapshot(res.command)
 
     def _wait_for_tick_gap(self) -> None:
         """Block until the next tick has ended (at most three periods; at once when not ticking): work
@@ -733,7 +827,7 @@ class IKControllerNode(LifecycleNode):
 
     def _publish_markers(self) -> None:
         self._markers_dirty = False
-        arr = MarkerArray()
+        arr = MarkerArray(markers=[Marker(action=Marker.DELETEALL)])  # removed obstacles disappear too
         scale = self.node_cfg.markers.scale
         with self._lock:
             goals = [(n, self.loop.goal(n)) for n in self._frame_tasks]
@@ -743,6 +837,10 @@ class IKControllerNode(LifecycleNode):
         for k, b in enumerate(self.loop.ctrl.barriers):
             if hasattr(b, "p_min"):
                 arr.markers.append(box_marker(b.name, b.p_min, b.p_max, self._root, k))
+        with self._lock:
+            obstacles = list(self.scene.obstacles.values())
+        for k, obstacle in enumerate(obstacles):
+            arr.markers.extend(obstacle_markers(obstacle, self._root, k))
         self._marker_pub.publish(arr)
 
     def _diagnostics_report(self):
@@ -789,15 +887,37 @@ def spin_until_shutdown(executor, stop=None) -> None:
                 get_logger("ik_controller").error(message)
 
 
+def _stop_on_signals(stop: threading.Event) -> list[str]:
+    """SIGINT and SIGTERM set ``stop`` (the node then brakes before rclpy shuts down: after that
+    nothing can be published); a second signal interrupts at once. Returns the list the names of
+    the received signals go to."""
+    received: list[str] = []
+
+    def handler(signum, frame):
+        if stop.is_set():
+            raise KeyboardInterrupt
+        received.append(signal.Signals(signum).name)
+        stop.set()
+
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, handler)
+    return received
+
+
 def main(args=None) -> None:
-    rclpy.init(args=args)
+    from rclpy.signals import SignalHandlerOptions
+
+    rclpy.init(args=args, signal_handler_options=SignalHandlerOptions.NO)
+    stop = threading.Event()
+    signals = _stop_on_signals(stop)
     node = IKControllerNode()
     executor = make_executor()
     executor.add_node(node)
     try:
         if node.get_parameter("autostart").value and not node.autostart():
             node.get_logger().error(f"autostart: {node.last_error}; waiting for lifecycle transitions")
-        spin_until_shutdown(executor)
+        spin_until_shutdown(executor, stop)
+        node.stop_for_exit(signals[0] if signals else "rclpy shut down")
     except (KeyboardInterrupt, ExternalShutdownException):
         pass
     finally:

@@ -142,3 +142,22 @@ class LoopThread:
             start = time.perf_counter()
             self._tick(start)
             next_start += self.period
+
+
+def run_on_schedule(period: float, step: Callable[[float], bool], first_start: float, deadline: float) -> bool:
+    """Call ``step(start_time)`` at ``first_start``, ``first_start + period``, ... (``time.perf_counter()``
+    times, sleeping in between; a late call re-bases the schedule, no burst) until it returns True:
+    True then, False when ``deadline`` passed first. For work that must keep the control period in
+    the calling thread (the braking commands of a controlled stop)."""
+    next_start = first_start
+    while True:
+        now = time.perf_counter()
+        if now > deadline:
+            return False
+        if next_start > now:
+            time.sleep(next_start - now)
+        elif now - next_start > period:
+            next_start = now
+        if step(time.perf_counter()):
+            return True
+        next_start += period

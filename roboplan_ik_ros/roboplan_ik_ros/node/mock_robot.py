@@ -32,12 +32,29 @@ Parameters (read-only unless marked runtime):
     ``glitch_joint`` at its true position + ``glitch_offset`` [rad or m]. Only the published
     message is wrong; the simulated robot is unaffected.
 
+``strict_drive`` (false, runtime), ``joint_limits_file``, ``command_period`` (0.002), ``max_command_gap_periods``
+(50), ``max_start_offset`` (0.001), ``drive_tolerance`` (1e-6)
+    A strict drive, as a Franka's: every received position command is checked against the
+    acceleration and jerk bounds of ``joint_limits_file`` (MoveIt's joint_limits.yaml; '' = the
+    shipped ``config/panda_joint_limits.yaml`` for the Panda), by finite differences of consecutive
+    commands at the nominal ``command_period`` [s] (the controller's period: commands carry no
+    stamp, and receive times would add DDS jitter). On the first violation the drive stops
+    following commands (the robot holds where it is) and says so: an ERROR log naming the command
+    index, the joint, the value and the bound, and the latched ``~/drive_status`` (std_msgs/String,
+    JSON: ``state`` ok | faulted, the ``violation``, peak acceleration and jerk ratios per joint,
+    published at once and at 5 Hz). ``~/reset_drive`` (std_srvs/Trigger) acknowledges the fault
+    (the next command starts a new stream), ``~/clear_drive_peaks`` resets the peak ratios. A gap
+    of more than ``max_command_gap_periods`` periods ends a stream; the next stream starts from rest
+    within ``max_start_offset`` [rad] of the robot. See :mod:`.strict_drive` for the rules and the
+    tolerance. Position commands only (``command_interface: position``).
+
 Killing the process (SIGKILL) simulates a crashed driver; a new mock started with other
 ``initial_positions`` simulates a driver that was restarted with the robot somewhere else.
 """
 
 from __future__ import annotations
 
+import json
 import math
 import time
 from pathlib import Path
@@ -50,15 +67,23 @@ from rclpy.node import Node
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray, String
+from std_srvs.srv import Trigger
 from trajectory_msgs.msg import JointTrajectory
 
 from ..core.errors import InvalidInputError
+from ..core.model.joint_limits_file import load_joint_limits
+from ..core.model.resources import resolve_path
 from ..core.model.robots import EXAMPLE_ROBOTS, example_robot_data_share, load_example_robot
 from ..core.model.scene import Scene
+from . import strict_drive as sd
 from .rosbridge import JointMap
 
 LATCHED = QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.TRANSIENT_LOCAL)
 COMMAND_TYPES = ("forward_command", "joint_trajectory", "joint_state")
+#: joint_limits_file '' means this file for these robots
+DEFAULT_JOINT_LIMITS = {"panda": "package://roboplan_ik_ros/config/panda_joint_limits.yaml"}
+DRIVE_STATUS_PERIOD = 0.2  # [s] ~/drive_status while the strict drive is on (and at once on a change)
+COMMAND_QUEUE_DEPTH = 100  # a stalled mock must not drop commands (the drive would see a jump)
 
 
 def load_robot(robot: str, srdf_path: str = "") -> tuple[str, str, list[str], str]:
@@ -109,6 +134,22 @@ class MockRobot(Node):
             description="joint whose published position is wrong in a glitched message")).value
         self.glitch_offset = self.declare_parameter("glitch_offset", 7.0, d(
             description="added to glitch_joint's true position in a glitched message [rad or m]")).value
+        strict = self.declare_parameter("strict_drive", False, d(
+            description="check every position command against the acceleration/jerk bounds; hold on the first "
+                        "violation (see ~/drive_status, ~/reset_drive)")).value
+        limits_file = self.declare_parameter("joint_limits_file", "", d(
+            description="MoveIt joint_limits.yaml of the strict drive's bounds; '' = the shipped file of the "
+                        "robot (panda)", read_only=True)).value
+        command_period = self.declare_parameter("command_period", 0.002, d(
+            description="the command stream's nominal period [s] (the controller's): finite differences use it",
+            read_only=True)).value
+        gap_periods = self.declare_parameter("max_command_gap_periods", float(sd.DEFAULT_MAX_GAP_PERIODS), d(
+            description="a longer gap without commands ends a stream [periods]", read_only=True,
+            dynamic_typing=True)).value
+        start_offset = self.declare_parameter("max_start_offset", sd.DEFAULT_MAX_START_OFFSET, d(
+            description="a new stream starts this close to the robot [rad or m]", read_only=True)).value
+        tolerance = self.declare_parameter("drive_tolerance", sd.DEFAULT_TOLERANCE, d(
+            description="relative slack on the bounds (rounding of the differences)", read_only=True)).value
         self.add_on_set_parameters_callback(self._on_set)
         if ctype not in COMMAND_TYPES or self.interface not in ("position", "velocity"):
             raise InvalidInputError(f"command_type {ctype!r} / command_interface {self.interface!r}: valid "
@@ -129,6 +170,16 @@ class MockRobot(Node):
             start = self._check_initial_positions(initial_positions, names)
             self.command_map.to_q(start, self.q)
         self.state_map = JointMap(self.scene, self.scene.joint_names)
+        self.drive: sd.StrictDrive | None = None  # the strict drive's checker (None: no bounds known)
+        self._drive_error = ""  # why there is none
+        try:
+            self.drive = self._make_drive(robot, limits_file, names, command_period, gap_periods, start_offset,
+                                          tolerance)
+        except (InvalidInputError, ValueError) as exc:
+            self._drive_error = str(exc)
+            if strict:
+                raise InvalidInputError(f"strict_drive: {exc}") from exc
+        self.strict_drive = bool(strict)
         # the default glitch joint exists on the Panda only: checked when glitches are switched on
         self._glitch_index = self.scene.joint_names.index(self.glitch_joint) \
             if self.glitch_joint in self.scene.joint_names else -1
@@ -152,13 +203,92 @@ class MockRobot(Node):
         self._js_values = np.empty(len(self.scene.joint_names))
         msg_type = {"forward_command": Float64MultiArray, "joint_trajectory": JointTrajectory,
                     "joint_state": JointState}[ctype]
-        self.create_subscription(msg_type, topic, getattr(self, f"_on_{ctype}"), 10)
+        self.lost_commands = 0
+        self.create_subscription(msg_type, topic, getattr(self, f"_on_{ctype}"), COMMAND_QUEUE_DEPTH,
+                                 **self._lost_events())
+        self._drive_pub = self.create_publisher(String, "~/drive_status", LATCHED)
+        self.create_service(Trigger, "~/reset_drive", self._on_reset_drive)
+        self.create_service(Trigger, "~/clear_drive_peaks", self._on_clear_drive_peaks)
+        self.create_timer(DRIVE_STATUS_PERIOD, lambda: self.strict_drive and self._publish_drive_status())
+        self._publish_drive_status()
         self._dt = 1.0 / rate
         self._last_step = time.perf_counter()
         self.create_timer(self._dt, self._on_timer)
         self.get_logger().info(f"mock {robot}: {n} commanded joints {names}, {ctype} ({self.interface}) on "
                                f"{topic}, /joint_states at {rate:g} Hz, lag {self.lag:g} s, "
                                f"start {np.round(self._pos, 4).tolist()}")
+        if self.strict_drive:
+            self.get_logger().info(f"strict drive: {self._drive_summary()}")
+
+    # ------------------------------------------------------------------ strict drive
+    def _make_drive(self, robot, limits_file, names, period, gap_periods, start_offset, tolerance) -> sd.StrictDrive:
+        if self.interface != "position":
+            raise InvalidInputError("the strict drive checks position commands; command_interface is "
+                                    f"{self.interface!r}")
+        uri = limits_file or DEFAULT_JOINT_LIMITS.get(robot, "")
+        if not uri:
+            raise InvalidInputError(f"no joint_limits_file given and none shipped for robot {robot!r}")
+        limits = load_joint_limits(resolve_path(uri, (), "joint_limits_file"), "joint_limits_file")
+        a_max = np.array([limits.acceleration.get(n, math.inf) for n in names])
+        j_max = np.array([limits.jerk.get(n, math.inf) for n in names])
+        if not (np.isfinite(a_max).any() or np.isfinite(j_max).any()):
+            raise InvalidInputError(f"joint_limits_file {uri!r} has no acceleration or jerk limit for any of {names}")
+        self._drive_limits_source = uri
+        return sd.StrictDrive(names, a_max, j_max, float(period), float(gap_periods), float(start_offset),
+                              float(tolerance))
+
+    def _drive_summary(self) -> str:
+        d = self.drive
+        unchecked = [n for n, a, j in zip(d.joint_names, d.a_max, d.j_max) if not (np.isfinite(a) and np.isfinite(j))]
+        return (f"bounds from {self._drive_limits_source} (a_max {d.a_max.tolist()}, j_max {d.j_max.tolist()}), "
+                f"command period {d.period:g} s, a stream ends after {d.max_gap:g} s without a command"
+                + (f"; acceleration or jerk unchecked for {unchecked}" if unchecked else ""))
+
+    def _lost_events(self) -> dict:
+        try:
+            from rclpy.event_handler import SubscriptionEventCallbacks
+        except ImportError:
+            return {}
+
+        def lost(info):
+            self.lost_commands += info.total_count_change
+            self.get_logger().warning(f"{info.total_count_change} command(s) lost in transport: the strict drive "
+                                      "compares commands that were not consecutive", throttle_duration_sec=2.0)
+
+        return {"event_callbacks": SubscriptionEventCallbacks(message_lost=lost)}
+
+    def _publish_drive_status(self) -> None:
+        status = {"strict_drive": self.strict_drive, "lost_commands": self.lost_commands,
+                  "last_command_age_s": round(time.perf_counter() - self._last_cmd_time, 4)
+                  if math.isfinite(self._last_cmd_time) else None}
+        if self.drive is not None:
+            status.update(self.drive.status())
+        else:
+            status.update(state="unavailable", reason=self._drive_error)
+        self._drive_pub.publish(String(data=json.dumps(status)))
+
+    def _on_reset_drive(self, request, response):
+        if self.drive is None:
+            response.success, response.message = False, f"no strict drive: {self._drive_error}"
+            return response
+        was = self.drive.violation
+        self.drive.reset()
+        self._publish_drive_status()
+        response.success = True
+        response.message = ("fault acknowledged: the next command starts a new stream (from rest, near the robot)"
+                            if was else "no fault")
+        if was:
+            self.get_logger().info(f"strict drive: fault acknowledged ({was.message()})")
+        return response
+
+    def _on_clear_drive_peaks(self, request, response):
+        if self.drive is None:
+            response.success, response.message = False, f"no strict drive: {self._drive_error}"
+            return response
+        self.drive.clear_peaks()
+        self._publish_drive_status()
+        response.success, response.message = True, "peak ratios cleared"
+        return response
 
     def _check_initial_positions(self, values, names) -> np.ndarray:
         try:
@@ -201,12 +331,23 @@ class MockRobot(Node):
                 except InvalidInputError as exc:
                     return SetParametersResult(successful=False, reason=str(exc))
                 updates["glitch_joint"] = p.value
+            elif p.name == "strict_drive":
+                if not isinstance(p.value, bool):
+                    return SetParametersResult(successful=False, reason="strict_drive: expected true or false")
+                if p.value and self.drive is None:
+                    return SetParametersResult(successful=False, reason=f"strict_drive: {self._drive_error}")
+                updates["strict_drive"] = p.value
             elif p.name == "glitch_offset":
                 if not (isinstance(p.value, float) and math.isfinite(p.value)):
                     return SetParametersResult(successful=False, reason="glitch_offset: expected a finite number")
                 updates["glitch_offset"] = p.value
+        if updates.get("strict_drive") and not self.strict_drive:
+            self.drive.reset()  # switched on: the next command starts a stream (near the robot, from rest)
+            self.get_logger().info(f"strict drive on: {self._drive_summary()}")
         for k, v in updates.items():
             setattr(self, k, v)
+        if "strict_drive" in updates:
+            self._publish_drive_status()
         return SetParametersResult(successful=True)
 
     # ------------------------------------------------------------------ commands
@@ -251,6 +392,17 @@ class MockRobot(Node):
             self._set_target(v)
 
     def _set_target(self, v: np.ndarray) -> None:
+        if self.strict_drive:
+            drive = self.drive
+            was_faulted = drive.faulted
+            if not drive.check(v, self._last_cmd_time, self._pos):
+                if not was_faulted:  # the first refused command: hold where the robot is, say so
+                    self._target[:] = self._pos
+                    self.get_logger().error(
+                        f"strict drive: {drive.violation.message()}; holding, no longer following commands "
+                        f"(call ~/reset_drive to acknowledge)")
+                    self._publish_drive_status()
+                return
         np.clip(v, self.lower, self.upper, out=self._target)
         if self.lag <= 0.0:
             self._pos[:] = self._target

@@ -49,6 +49,7 @@ from ..oink.controller import OinkController, StepOutcome
 from ..errors import InvalidInputError
 from .goal_followers import GoalSmoother, GoalSmoothingConfig, JointGoalRamp
 from ..oink import AccelerationLimit, ConfigurationTask, FollowingErrorLimit, FrameTask, VelocityLimit
+from ..model.closest_pairs import ClosestObstacle
 from ..model.scene import Scene
 from .state_tracker import StateTracker
 
@@ -115,6 +116,10 @@ def check_loop_config(cfg: LoopConfig, path: str = "node") -> None:
     check_positive_key(gs.max_angular_speed, f"{path}.goal_smoothing.max_angular_speed")
     check_positive_key(gs.max_linear_acceleration, f"{path}.goal_smoothing.max_linear_acceleration")
     check_positive_key(gs.max_angular_acceleration, f"{path}.goal_smoothing.max_angular_acceleration")
+    for key in ("leash_distance", "leash_angle"):  # .inf: no leash
+        value = getattr(gs, key)
+        if not (isinstance(value, (int, float)) and value > 0.0):  # NaN fails too
+            raise InvalidInputError(f"{path}.goal_smoothing.{key}: expected a number > 0 (.inf: no leash), got {value!r}")
 
 
 @dataclass
@@ -126,6 +131,7 @@ class LoopCounters:
     barrier_refusals: int = 0  # ticks
     tick_errors: int = 0  # ticks whose step raised (held; logged with the traceback)
     undelivered: int = 0  # commands the caller could not send (command_not_sent): the next step starts before them
+    collision_objects_refused: int = 0  # obstacles from the node's topic refused as malformed (reason logged)
 
 
 @dataclass
@@ -153,6 +159,7 @@ class ControlLoop:
         self.scene = scene
         self.config = config
         self.settings = settings
+        self._closest_obstacle = ClosestObstacle(scene)
         self.log: LogFn = log or (lambda level, message: None)
         self.group = scene.group(config.robot.group)
         self.state = StateTracker(scene, self.group, settings.joint_limit_tolerance)
@@ -169,6 +176,7 @@ class ControlLoop:
         self._gv = self.group.v_indices
         self._others_q = np.setdiff1d(np.arange(scene.model.nq), self.group.q_indices)
         self._fk_data = scene.model.createData()  # goal checks (the caller's thread)
+        self._leash_data = scene.model.createData()  # the frames' poses for the goal smoothers' leash (the tick)
         self._diff = np.zeros(nv)
         self._dq_brake = np.zeros(nv)
         self._room_up = np.zeros(len(self._gv))  # travel left to the following-error leash [rad or m]
@@ -377,9 +385,10 @@ class ControlLoop:
     def stopping_tick(self) -> TickResult:
         """A controlled-stop step (deactivate): brake along the path within the bounds, whatever the
         goals; call once per period until :attr:`at_rest`. Without an acceleration limit the robot
-        stops at once: the command repeats."""
+        stops at once: the command repeats. Publishes nothing while stale (the stream has already
+        stopped: a driver that restarted elsewhere must not be driven from the old pose)."""
         guard = self.guard
-        if self.mode == INACTIVE or not guard.started:
+        if self.mode in (INACTIVE, STALE) or not guard.started:  # stale: the robot is lost, nothing to brake
             return TickResult(False, guard.last, guard.last)
         self._previous[:] = guard.last
         if self._accel is None:
@@ -388,6 +397,12 @@ class ControlLoop:
         q_next = self._braked(guard.last)
         self.mode, self.hold_reason = HOLDING, "stopping (deactivate)"
         return TickResult(True, guard.apply(q_next), self._previous)
+
+    def closest_obstacle(self) -> tuple[str, str, float]:
+        """(obstacle, robot link, signed distance [m]) nearest at the last command (the measured state
+        before the first): ("", "", inf) without obstacles. For status reports, not the tick."""
+        q = self.guard.last if self.active else self.state.measured
+        return self._closest_obstacle.query(q)
 
     @property
     def acceleration_limit(self):
@@ -433,7 +448,7 @@ class ControlLoop:
         self._previous[:] = guard.last
         q = self._start_state()
         if not self._awaiting_goal:
-            self._advance_targets()
+            self._advance_targets(q)
         out = self.ctrl.step(q)
         self.last_outcome = out
         q_next = out.q_next
@@ -489,10 +504,16 @@ class ControlLoop:
                 accel.set_history(self.guard.u1, self.guard.u2, offset)
         return q
 
-    def _advance_targets(self) -> None:
-        tasks, dt = self.ctrl.tasks, self.dt
+    def _advance_targets(self, q: np.ndarray) -> None:
+        tasks, dt, model, data = self.ctrl.tasks, self.dt, self.scene.model, self._leash_data
+        kinematics = False
         for name, smoother in self._smoothers.items():
-            target = smoother.step(dt)
+            if not smoother.moving:
+                continue
+            if not kinematics:  # the leash's anchor: where the frames are at this step's q
+                pin.forwardKinematics(model, data, q)
+                kinematics = True
+            target = smoother.step(dt, pin.updateFramePlacement(model, data, tasks[name].frame_id))
             if target is not None:
                 tasks[name].set_target(target)
         for name, ramp in self._ramps.items():

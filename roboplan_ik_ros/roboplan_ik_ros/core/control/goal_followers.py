@@ -25,6 +25,10 @@ class GoalSmoothingConfig:
     max_angular_speed: float = 1.5  # [rad/s] max_speed, max_acceleration
     max_linear_acceleration: float = 1.0  # [m/s^2] max_acceleration
     max_angular_acceleration: float = 6.0  # [rad/s^2] max_acceleration
+    # the target stays within this of the frame's actual pose (low_pass, max_speed, max_acceleration):
+    # a goal the arm cannot reach (a barrier, a limit, out of reach) does not wind the target up
+    leash_distance: float = 0.05  # [m]
+    leash_angle: float = 0.35  # [rad]
 
 
 def braking_speed(distance, speed_max, accel, dt):
@@ -34,6 +38,13 @@ def braking_speed(distance, speed_max, accel, dt):
     alpha = accel * dt * dt
     brake = np.where(distance > alpha, np.sqrt(2.0 * alpha * distance) - 0.5 * alpha, distance) / dt
     return np.minimum(brake, speed_max)
+
+
+def _drop_outward(v: np.ndarray, u: np.ndarray) -> None:
+    """In place: remove v's component along the unit vector u when it points along u."""
+    along = float(v @ u)
+    if along > 0.0:
+        v -= along * u
 
 
 def _limit_change(v: np.ndarray, v_des: np.ndarray, max_change: float) -> None:
@@ -82,15 +93,45 @@ class GoalSmoother:
             self.target = T.copy()
         self.moving = True
 
-    def step(self, dt: float) -> pin.SE3 | None:
-        """Advance by ``dt`` [s]; returns the new target, or None when nothing changed."""
+    def step(self, dt: float, T_world_frame: pin.SE3 | None = None) -> pin.SE3 | None:
+        """Advance by ``dt`` [s]; returns the new target, or None when nothing changed.
+        ``T_world_frame``: where the task's frame is now (the leash's anchor; None = no leash)."""
         if not self.moving:
             return None
         if self.cfg.type == "none":
             self.moving = False
             return self.target
         if self.cfg.type == "max_acceleration":
-            return self._step_accelerated(dt)
+            self._step_accelerated(dt)
+        else:
+            self._step_first_order(dt)
+        if T_world_frame is not None and self.moving:
+            self._leash(T_world_frame)
+        return self.target
+
+    def _leash(self, T_world_frame: pin.SE3) -> None:
+        """Pull the target back to within ``leash_distance`` / ``leash_angle`` of the frame, and drop
+        the target velocity that points further away (it would wind up again next tick)."""
+        cfg, T = self.cfg, self.target
+        p, R = T_world_frame.translation, T_world_frame.rotation
+        d = T.translation - p  # [m] world frame, frame -> target
+        dist = float(np.linalg.norm(d))
+        r = R @ pin.log3(R.T @ T.rotation)  # [rad] rotation vector frame -> target, world frame
+        angle = float(np.linalg.norm(r))
+        if dist <= cfg.leash_distance and angle <= cfg.leash_angle:
+            return
+        translation, rotation = T.translation, T.rotation
+        if dist > cfg.leash_distance:
+            u = d / dist
+            translation = p + cfg.leash_distance * u
+            _drop_outward(self.linear_velocity, u)
+        if angle > cfg.leash_angle:
+            u = r / angle
+            rotation = pin.exp3(cfg.leash_angle * u) @ R
+            _drop_outward(self.angular_velocity, u)
+        self.target = pin.SE3(rotation, translation)
+
+    def _step_first_order(self, dt: float) -> None:
         T, G = self.target, self.goal
         dp = G.translation - T.translation
         w = pin.log3(T.rotation.T @ G.rotation)  # in the target's frame
@@ -98,7 +139,7 @@ class GoalSmoother:
         if dist < self._DONE and angle < self._DONE:
             self.target = G.copy()
             self.moving = False
-            return self.target
+            return
         if self.cfg.type == "low_pass":
             a = 1.0 - math.exp(-dt / self.cfg.time_constant)
             sp = sr = a
@@ -106,10 +147,8 @@ class GoalSmoother:
             sp = min(1.0, self.cfg.max_linear_speed * dt / dist) if dist > 0 else 1.0
             sr = min(1.0, self.cfg.max_angular_speed * dt / angle) if angle > 0 else 1.0
         self.target = pin.SE3(T.rotation @ pin.exp3(sr * w), T.translation + sp * dp)
-        return self.target
 
-
-    def _step_accelerated(self, dt: float) -> pin.SE3:
+    def _step_accelerated(self, dt: float) -> None:
         cfg, T, G = self.cfg, self.target, self.goal
         v, w = self.linear_velocity, self.angular_velocity
         dp = G.translation - T.translation
@@ -124,9 +163,8 @@ class GoalSmoother:
         if (dist < self._DONE and angle < self._DONE and float(v @ v) * dt * dt < self._DONE**2
                 and float(w @ w) * dt * dt < self._DONE**2):
             self.reset(G)
-            return self.target
+            return
         self.target = pin.SE3(pin.exp3(w * dt) @ T.rotation, T.translation + v * dt)
-        return self.target
 
 
 class JointGoalRamp:
