@@ -111,6 +111,10 @@ def description_package_paths() -> list[str]:
     return paths
 
 
+class ContextShutDown(Exception):
+    """A publish failed because the ROS context was shut down (Ctrl-C): the node is going away."""
+
+
 class ConfigureError(Exception):
     """A configure step failed; the message is the reason shown to the user."""
 
@@ -580,7 +584,7 @@ class IKControllerNode(LifecycleNode):
         for p in parameter_list:
             if not self.has_parameter(p.name):
                 return unknown_parameter_reason(p.name, self.list_parameters([], 0).names,
-                                                configured=self.loop is not None)
+                                                configured=getattr(self, "loop", None) is not None)
         return ""
 
     def _validate_parameters(self, params) -> SetParametersResult:
@@ -740,6 +744,9 @@ class IKControllerNode(LifecycleNode):
         self._last_tick_start = t0
         try:
             self._tick_locked(t0)
+        except ContextShutDown:  # Ctrl-C: rclpy's signal handler invalidated the context under this tick
+            self._active = False  # no later tick can publish either; destroy_node stops the thread
+            self.get_logger().info("the ROS context shut down (Ctrl-C or rclpy.shutdown): the control loop stops")
         except Exception as exc:  # noqa: BLE001 - e.g. a publisher torn down under us: never kill the loop
             self._log_loop_event("error", f"publishing the command failed (the next command steps from the last "
                                           f"one sent): {type(exc).__name__}: {exc}")
@@ -770,9 +777,12 @@ class IKControllerNode(LifecycleNode):
             for enc, pub in zip(self._encoders, self._cmd_pubs):
                 pub.publish(enc.encode(res.command, res.previous, stamp))
                 sent += 1
-        finally:
+        except Exception as exc:
+            if not self.context.ok():  # the context was shut down: the node is going away, no command lost
+                raise ContextShutDown() from exc
             if sent == 0:  # the robot did not get it: the next step must not build on it
                 self.loop.command_not_sent(res)
+            raise
         self._snapshot(res.command)
 
     def _wait_for_tick_gap(self) -> None:
