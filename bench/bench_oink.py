@@ -57,7 +57,7 @@ import pinocchio as pin
 
 from common import (Robot, add_common_args, cell_obstacles, obstacle_checker, core_qp_solvers, fmt, import_core, machine_note, print_ratios, print_table,
                     robot_specs, time_stats, verdict, write_json)
-from peers import OinkSetup, OursOink, PinkOink, RoboPlanOink, pink_solvers
+from peers import OinkSetup, OursOink, PinkOink, RoboPlanOink, collision_pairs_line, pink_solvers
 
 UR5_START = [0.0, -1.57, 1.57, -1.57, -1.57, 0.0]
 TARGETS = {"a": 1.5, "b": 2.0, "c": 0.3, "d": 0.3, "e": 0.3}
@@ -195,6 +195,7 @@ def run_robot(spec, args, core, core_err, pink_have) -> list[dict]:
     print(f"\n== {spec.name}: start {np.round(q0, 4).tolist()}, tip {spec.tip_frame} at {np.round(c, 4).tolist()}; "
           f"circle r={r} m in y-z, period {args.period} s, {args.steps} steps x {args.dt} s; "
           f"box z_max = c_z + {r - args.cut:.3f} m")
+    print(collision_pairs_line(robot))
     a_max = acceleration_bounds(robot, core, args.a_max)
     rows = []
     for cfg in args.configs:

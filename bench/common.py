@@ -1,10 +1,12 @@
 """Shared code for the benchmark scripts: robot loading, the independent checker, goals, stats, output.
 
-The checker (:class:`Robot`) is deliberately independent of every solver under test: its own
-pinocchio model (``buildModelFromXML``, no mimic joints) and its own collision model built from the
-URDF's *raw* collision meshes (exact geometry, no convex hulls) with the SRDF's disabled pairs
-removed. Solvers exchange joint values with it by joint name (one scalar per joint, in the order of
-the benchmarked group), never by raw configuration vectors.
+The checker (:class:`Robot`) checks every solver's answers on its own instance of the core's robot
+model (``core.model.scene.Scene`` with ``convex_hulls=False``): the URDF's *raw* collision meshes
+(exact geometry, while the solvers' default is convex hulls) and the collision pairs the node itself
+checks: the SRDF's disabled pairs removed or, for an SRDF that disables none (the Kinova Jaco of
+example-robot-data), adjacent and always-colliding pairs disabled as MoveIt's setup assistant does.
+So every robot the node takes also benchmarks. Solvers exchange joint values with it by joint name
+(one scalar per joint, in the order of the benchmarked group), never by raw configuration vectors.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ if str(REPO / "roboplan_ik_ros") not in sys.path:  # package not necessarily ins
     sys.path.insert(0, str(REPO / "roboplan_ik_ros"))
 
 from roboplan_ik_ros.core.model.robots import RobotDescription, example_robot_data_share, load_example_robot  # noqa: E402
+from roboplan_ik_ros.core.model.scene import Scene  # noqa: E402
 
 
 RobotSpec = RobotDescription  # name, urdf_xml, srdf_xml, package_paths, group, tip_frame
@@ -36,7 +39,10 @@ def _example_robot(name: str) -> RobotSpec:
     return rd
 
 
-def add_common_args(p: argparse.ArgumentParser, robots=("panda", "ur5", "all"), default_robot="all") -> None:
+ALL_ROBOTS = ("panda", "ur5", "kinova")  # --robot all
+
+
+def add_common_args(p: argparse.ArgumentParser, robots=(*ALL_ROBOTS, "all"), default_robot="all") -> None:
     p.add_argument("--robot", choices=robots, default=default_robot)
     p.add_argument("--urdf", help="URDF path (any robot; overrides --robot)")
     p.add_argument("--srdf", default="", help="SRDF path (with --urdf)")
@@ -55,7 +61,7 @@ def robot_specs(args) -> list[RobotSpec]:
         pkg = tuple(args.package_path or [str(example_robot_data_share())])
         srdf = Path(args.srdf).read_text() if args.srdf else ""
         return [RobotSpec(Path(args.urdf).stem, Path(args.urdf).read_text(), srdf, pkg, args.group, args.tip)]
-    names = ["panda", "ur5"] if args.robot == "all" else [args.robot]
+    names = list(ALL_ROBOTS) if args.robot == "all" else [args.robot]
     return [_example_robot(n) for n in names]
 
 
@@ -81,16 +87,16 @@ def _srdf_group_joints(model: pin.Model, srdf: str, group: str) -> list[str]:
 
 
 class Robot:
-    """Independent checker: FK, limits, collisions and distances on the raw-mesh collision model."""
+    """Checker: FK, limits, collisions and distances on the raw-mesh collision model, with the collision
+    pairs of the core's Scene (``notes``: the decisions it made about the SRDF)."""
 
     def __init__(self, spec: RobotSpec, seed: int = 12345):
         self.spec = spec
-        m = self.model = pin.buildModelFromXML(spec.urdf_xml)
+        scene = Scene(spec.urdf_xml, spec.srdf_xml, spec.package_paths, convex_hulls=False)
+        self.notes = list(scene.notes)
+        m = self.model = scene.model
         self.data = m.createData()
-        gm = pin.buildGeomFromUrdfString(m, spec.urdf_xml, pin.COLLISION, package_dirs=list(spec.package_paths))
-        gm.addAllCollisionPairs()
-        if spec.srdf_xml.strip():
-            pin.removeCollisionPairsFromXML(m, gm, spec.srdf_xml, False)
+        gm = scene.collision_model
         self.geom, self.gdata = gm, pin.GeometryData(gm)
         self._hull = None
         actuated = [m.names[j] for j in range(1, m.njoints) if m.joints[j].nv > 0]

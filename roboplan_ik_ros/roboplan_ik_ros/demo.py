@@ -3,19 +3,24 @@ then reaching over a block put on the table at run time.
 
     python -m roboplan_ik_ros.demo            (what `make demo` runs; about 30 s)
 
-Starts ``mock_robot`` and ``ik_controller`` (autostart) as child processes with this interpreter,
-streams a pose goal around a vertical circle whose top crosses the upper face of the workspace
-barrier box, calls ``~/solve_ik`` a few times meanwhile, then prints a table (achieved rate,
-tick time, tracking error, smallest barrier margin, service success and latency) and saves a
-plot (target vs achieved TCP path; joints vs limits). Then (unless --no-obstacle-segment) it adds a
-block on the table over ``~/collision_objects`` (an RViz marker on ``~/markers``) and streams a goal
-over it and back that dips into it: a second table and plot give the smallest obstacle distance
-(from /joint_states, raw meshes) against d_min. Exit status 0 when everything checked out.
+Starts ``mock_robot`` (as a strict drive: it refuses any command beyond the acceleration and jerk
+bounds of the config's joint_limits_file, as a Franka would) and ``ik_controller`` (autostart) as
+child processes with this interpreter, streams a pose goal around a vertical circle whose top
+crosses the upper face of the workspace barrier box, calls ``~/solve_ik`` a few times meanwhile,
+stops the controller with SIGINT while the arm moves (it brakes to rest), then prints a table
+(achieved rate, tick time, tracking error, smallest barrier margin, service success and latency),
+the peak acceleration and jerk per joint and segment as ratios of the bounds, and saves a plot
+(target vs achieved TCP path; joints vs limits). Before the stop (unless --no-obstacle-segment)
+it adds a block on the table over ``~/collision_objects`` (an RViz marker on ``~/markers``) and
+streams a goal over it and back that dips into it: a second table and plot give the smallest
+obstacle distance (from /joint_states, raw meshes) against d_min. A strict-drive fault fails the
+demo loudly. Exit status 0 when everything checked out.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import random
 import signal
@@ -88,6 +93,11 @@ class Recording:
     status: list = field(default_factory=list)  # (t, mode, hold_reason, min barrier value)
     diagnostics: dict = field(default_factory=dict)
     service: list = field(default_factory=list)  # (latency s, success, code, message)
+    cmd_t: list = field(default_factory=list)  # command receipt times [s since the origin]
+    cmd_q: list = field(default_factory=list)  # commands (arm joints)
+    drive: dict = field(default_factory=dict)  # the mock's latest ~/drive_status
+    drive_faults: list = field(default_factory=list)  # every faulted ~/drive_status
+    segments: list = field(default_factory=list)  # (name, t_from, t_to) [s since the origin]
     obstacle_window: tuple = ()  # (t0, t1) of the reach over the block (demo time)
     block: object = None  # the block's core Obstacle
     obstacle_status: list = field(default_factory=list)  # (t, closest obstacle, link, distance) from ~/status
@@ -117,12 +127,16 @@ def run(args) -> int:
     from geometry_msgs.msg import PoseStamped
     from rich.console import Console
     from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+    from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
     from sensor_msgs.msg import JointState
+    from std_msgs.msg import Float64MultiArray, String
 
     from roboplan_ik_interfaces.msg import ControllerStatus, PoseGoal
     from roboplan_ik_interfaces.srv import SolveIK
 
     from .core.config import load_config
+    from .core.model.joint_limits_file import load_joint_limits
+    from .core.model.resources import resolve_path
     from .core.model.robots import load_example_robot
     from .core.model.scene import Scene
     from .node.ik_controller import make_executor, spin_until_shutdown
@@ -132,6 +146,10 @@ def run(args) -> int:
     out_dir = Path(args.out).resolve().parent
     out_dir.mkdir(parents=True, exist_ok=True)
     config = load_config(args.config)
+    limits_uri = config.robot.joint_limits_file or "package://roboplan_ik_ros/config/panda_joint_limits.yaml"
+    limits = load_joint_limits(resolve_path(limits_uri, (), "robot.joint_limits_file"))
+    bounds = (np.array([limits.acceleration.get(f"panda_joint{i}", np.inf) for i in range(1, 8)]),
+              np.array([limits.jerk.get(f"panda_joint{i}", np.inf) for i in range(1, 8)]))
     box = next((b for b in config.barriers if b.type == "position"), None)
     if box is None:
         console.print("[red]the config has no position barrier: nothing to cross[/red]")
@@ -171,6 +189,21 @@ def run(args) -> int:
             if st.name.startswith(f"{ns}:"):
                 rec.diagnostics = {kv.key: kv.value for kv in st.values}
 
+    def on_command(msg: Float64MultiArray):
+        rec.cmd_t.append(time.perf_counter() - t_origin)
+        rec.cmd_q.append(list(msg.data))
+
+    def on_drive(msg: String):
+        rec.drive = json.loads(msg.data)
+        if rec.drive.get("state") == "faulted":
+            rec.drive_faults.append(rec.drive)
+
+    command_topic = (config.node.get("outputs") or [{}])[0].get("topic", "/forward_position_controller/commands")
+    node.create_subscription(Float64MultiArray, command_topic, on_command,
+                             QoSProfile(depth=1000, reliability=ReliabilityPolicy.RELIABLE))
+    node.create_subscription(String, "/mock_robot/drive_status", on_drive,
+                             QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE,
+                                        durability=DurabilityPolicy.TRANSIENT_LOCAL))
     node.create_subscription(JointState, "/joint_states", on_js, 50)
     node.create_subscription(ControllerStatus, f"/{ns}/status", on_status, 10)
     node.create_subscription(DiagnosticArray, "/diagnostics", on_diag, 10)
@@ -178,8 +211,11 @@ def run(args) -> int:
     srv = node.create_client(SolveIK, f"/{ns}/solve_ik")
     threading.Thread(target=spin, daemon=True).start()
 
+    control_rate = float(config.node.get("control_rate_hz", 500.0))
     children = [
-        Child("roboplan_ik_ros.node.mock_robot", {"rate_hz": 250.0}, out_dir / "mock_robot.log"),
+        Child("roboplan_ik_ros.node.mock_robot", {"rate_hz": 250.0, "strict_drive": True,
+                                                  "joint_limits_file": limits_uri,
+                                                  "command_period": 1.0 / control_rate}, out_dir / "mock_robot.log"),
         Child("roboplan_ik_ros.node.ik_controller", {"autostart": True, "config_file": args.config},
               out_dir / "ik_controller.log"),
     ]
@@ -208,7 +244,14 @@ def run(args) -> int:
             pending = []
             t_start = time.perf_counter()
             next_goal = 0.0
+            t0_rel = t_start - t_origin
+            rec.segments.append(("lead-in", t0_rel, t0_rel + lead_in))
+            for k in range(args.loops):
+                rec.segments.append((f"lap {k + 1}", t0_rel + lead_in + k * period,
+                                     t0_rel + lead_in + (k + 1) * period))
             while (t := time.perf_counter() - t_start) < total:
+                if rec.drive_faults:
+                    raise RuntimeError(f"the strict drive FAULTED: {rec.drive_faults[0]['violation']['message']}")
                 p = path(t)
                 ps = PoseStamped()
                 ps.header.frame_id = ""
@@ -223,12 +266,27 @@ def run(args) -> int:
                 next_goal += 1.0 / args.goal_rate
                 time.sleep(max(0.0, next_goal - (time.perf_counter() - t_start)))
             progress.update(task, completed=total, description="done")
-            if args.obstacle_segment:
-                reach_over_block(node, ns, goal_pub, T0, rec, progress, t_origin)
             deadline = time.monotonic() + 5.0
             while any(not f.done() for f in pending) and time.monotonic() < deadline:
                 time.sleep(0.01)
             time.sleep(0.6)  # one more /diagnostics message
+            if args.obstacle_segment:
+                reach_over_block(node, ns, goal_pub, T0, rec, progress, t_origin)
+                rec.segments.append(("reach over block", *rec.obstacle_window))
+                if rec.drive_faults:
+                    raise RuntimeError(f"the strict drive FAULTED: {rec.drive_faults[0]['violation']['message']}")
+            # a stop while moving: the goal runs on, the controller gets SIGINT (as Ctrl-C) and brakes
+            p_far = path(total - 0.2 * period)
+            ps = PoseStamped()
+            pose_from_se3(pin.SE3(T0.rotation, p_far), ps.pose)
+            goal_pub.publish(ps)
+            time.sleep(0.3)
+            t_sig = time.perf_counter() - t_origin
+            children[1].stop()
+            rec.segments.append(("SIGINT stop", t_sig, time.perf_counter() - t_origin + 0.5))
+            time.sleep(0.5)  # the drive's next status has seen the braking commands
+            if rec.drive_faults:
+                raise RuntimeError(f"the strict drive FAULTED: {rec.drive_faults[0]['violation']['message']}")
     except Exception as exc:  # noqa: BLE001 - report whatever broke the run
         console.print("demo failed:", style="red")
         console.print(str(exc), markup=False, highlight=False)
@@ -241,12 +299,56 @@ def run(args) -> int:
         executor.shutdown()
         node.destroy_node()
         rclpy.try_shutdown()
+    if rec.drive_faults:
+        v = rec.drive_faults[0]["violation"]
+        console.print(f"STRICT DRIVE FAULT: the mock refused a command beyond the bounds: {v['message']}",
+                      style="bold red", markup=False, highlight=False)
+        return 1
     if not ok or not rec.js_q:
         return 1
-    status = report(rec, scene, arm, tip, box, args, console)
+    a_max, j_max = bounds
+    good = motion_table(rec, a_max, j_max, 1.0 / control_rate, arm, console)
+    status = report(rec, scene, arm, tip, box, args, console) if good else 1
     if args.obstacle_segment:
         status |= obstacle_report(rec, config, arm, tip, args, console)
     return status
+
+
+def motion_table(rec: Recording, a_max: np.ndarray, j_max: np.ndarray, dt: float, arm, console) -> bool:
+    """Per segment, the peak |acceleration| / a_max and |jerk| / j_max per joint from consecutive
+    commands at the control period (as the drive computes them); True when all are <= 1."""
+    from rich import box
+    from rich.table import Table
+
+    t = np.array(rec.cmd_t)
+    q = np.array(rec.cmd_q)
+    table = Table(title="peak acceleration / a_max and jerk / j_max per joint, from consecutive commands "
+                        "(laps cross the barrier; the last segment brakes after SIGINT)", title_justify="left",
+                  box=box.SIMPLE_HEAD, padding=(0, 1), pad_edge=False)
+    table.add_column("segment", no_wrap=True)
+    table.add_column("", no_wrap=True)
+    for k in range(len(arm)):
+        table.add_column(f"j{k + 1}", justify="right", no_wrap=True, min_width=5)
+    ok = True
+    for name, t0, t1 in rec.segments:
+        first, last = int(np.searchsorted(t, t0)), int(np.searchsorted(t, t1))
+        c = q[max(0, first - 3):last]
+        if len(c) < 4:
+            continue
+        acc = (np.abs(np.diff(c, n=2, axis=0)) / dt**2 / a_max).max(axis=0)
+        jerk = (np.abs(np.diff(c, n=3, axis=0)) / dt**3 / j_max).max(axis=0)
+        ok &= bool(acc.max() <= 1.0 + 1e-6 and jerk.max() <= 1.0 + 1e-6)
+        table.add_row(name, "acc", *(f"{x:.3f}" for x in acc))
+        table.add_row("", "jerk", *(f"{x:.3f}" for x in jerk), end_section=True)
+    console.print(table)
+    d = rec.drive
+    console.print(f"strict drive (mock_robot): state {d.get('state', '?')}, {d.get('commands', 0)} commands checked in "
+                  f"{d.get('streams', 0)} stream(s), last stream {'still moving' if d.get('moving') else 'at rest'}, "
+                  f"peak ratios acc {max(d.get('peak_acceleration_ratio', {0: 0}).values()):.3f} / jerk "
+                  f"{max(d.get('peak_jerk_ratio', {0: 0}).values()):.3f}")
+    if not ok:
+        console.print("a segment exceeds the bounds", style="bold red")
+    return ok and d.get("state") == "ok" and not d.get("moving")
 
 
 def _call_service(srv, scene, arm, tip, rng, rec, PoseGoal, SolveIK, pose_from_se3):

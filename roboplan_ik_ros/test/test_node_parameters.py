@@ -26,3 +26,23 @@ def test_before_configure_says_when_runtime_parameters_exist():
     reason = unknown_parameter_reason("tasks.ee.task_gain", ["config_file", "use_sim_time"], configured=False)
     assert "exist once the node is configured" in reason
     assert "exist once" not in unknown_parameter_reason("tasks.ee.task_gain", DECLARED[:2], configured=True)
+
+
+def test_unconfigured_node_says_the_runtime_parameters_come_with_configure(ros):
+    """Over the parameter service of a node that is not configured yet."""
+    from conftest import LifecycleClient, Spinner, unique_name
+    from roboplan_ik_ros.node.ik_controller import IKControllerNode
+
+    name = unique_name("ik")
+    node = IKControllerNode(name)
+    spinner = Spinner(node)
+    client = LifecycleClient(name)
+    try:
+        bad = client.set_parameter("tasks.ee.task_gain", 0.5)
+        assert not bad.successful and "exist once the node is configured" in bad.reason, bad.reason
+        assert "config_file" in bad.reason  # the names valid now
+        assert client.set_parameter("description_timeout", 5.0).successful
+    finally:
+        client.close()
+        spinner.stop()
+        node.destroy_node()

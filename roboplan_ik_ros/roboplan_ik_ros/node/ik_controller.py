@@ -78,6 +78,10 @@ DESCRIPTION_TOPICS = ("robot_description", "robot_description_semantic")
 GOAL_QOS = QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE)
 _SUCCESS, _FAILURE = TransitionCallbackReturn.SUCCESS, TransitionCallbackReturn.FAILURE
 _SWITCH_INTERVAL = 0.0001  # [s] GIL hand-over while SimpleIK runs in its worker thread
+#: history of the command publishers: a reliable subscriber (a strict drive) that stalls for up to this
+#: many periods still gets every command (a KEEP_LAST writer drops the oldest unacknowledged ones; with
+#: 10, and then 100, stalls of the mock under load lost commands, which a drive sees as a jump)
+COMMAND_QUEUE_DEPTH = 1000
 _ACK_TIMEOUT = 1.0  # [s] a controlled stop waits this long for the subscribers to acknowledge its commands
 
 
@@ -105,6 +109,10 @@ def description_package_paths() -> list[str]:
     except (ImportError, FileNotFoundError):
         pass
     return paths
+
+
+class ContextShutDown(Exception):
+    """A publish failed because the ROS context was shut down (Ctrl-C): the node is going away."""
 
 
 class ConfigureError(Exception):
@@ -469,7 +477,8 @@ class IKControllerNode(LifecycleNode):
         cfg = self.node_cfg
         for enc in self._encoders:
             self._cmd_pubs.append(self._keep("lifecycle_publisher",
-                                             self.create_lifecycle_publisher(enc.msg_type, enc.cfg.topic, 10)))
+                                             self.create_lifecycle_publisher(enc.msg_type, enc.cfg.topic,
+                                                                             COMMAND_QUEUE_DEPTH)))
         self._status_pub = self._keep("publisher", self.create_publisher(ControllerStatus, "~/status", 10))
         self._keep("subscription", self.create_subscription(
             JointState, cfg.joint_states_topic, self._on_joint_states, qos_profile_sensor_data))
@@ -575,7 +584,7 @@ class IKControllerNode(LifecycleNode):
         for p in parameter_list:
             if not self.has_parameter(p.name):
                 return unknown_parameter_reason(p.name, self.list_parameters([], 0).names,
-                                                configured=self.loop is not None)
+                                                configured=getattr(self, "loop", None) is not None)
         return ""
 
     def _validate_parameters(self, params) -> SetParametersResult:
@@ -735,6 +744,9 @@ class IKControllerNode(LifecycleNode):
         self._last_tick_start = t0
         try:
             self._tick_locked(t0)
+        except ContextShutDown:  # Ctrl-C: rclpy's signal handler invalidated the context under this tick
+            self._active = False  # no later tick can publish either; destroy_node stops the thread
+            self.get_logger().info("the ROS context shut down (Ctrl-C or rclpy.shutdown): the control loop stops")
         except Exception as exc:  # noqa: BLE001 - e.g. a publisher torn down under us: never kill the loop
             self._log_loop_event("error", f"publishing the command failed (the next command steps from the last "
                                           f"one sent): {type(exc).__name__}: {exc}")
@@ -765,9 +777,12 @@ class IKControllerNode(LifecycleNode):
             for enc, pub in zip(self._encoders, self._cmd_pubs):
                 pub.publish(enc.encode(res.command, res.previous, stamp))
                 sent += 1
-        finally:
+        except Exception as exc:
+            if not self.context.ok():  # the context was shut down: the node is going away, no command lost
+                raise ContextShutDown() from exc
             if sent == 0:  # the robot did not get it: the next step must not build on it
                 self.loop.command_not_sent(res)
+            raise
         self._snapshot(res.command)
 
     def _wait_for_tick_gap(self) -> None:

@@ -83,7 +83,7 @@ COMMAND_TYPES = ("forward_command", "joint_trajectory", "joint_state")
 #: joint_limits_file '' means this file for these robots
 DEFAULT_JOINT_LIMITS = {"panda": "package://roboplan_ik_ros/config/panda_joint_limits.yaml"}
 DRIVE_STATUS_PERIOD = 0.2  # [s] ~/drive_status while the strict drive is on (and at once on a change)
-COMMAND_QUEUE_DEPTH = 100  # a stalled mock must not drop commands (the drive would see a jump)
+COMMAND_QUEUE_DEPTH = 1000  # a mock stalled for up to 2 s at 500 Hz drops no command (the drive would see a jump)
 
 
 def load_robot(robot: str, srdf_path: str = "") -> tuple[str, str, list[str], str]:
@@ -398,9 +398,11 @@ class MockRobot(Node):
             if not drive.check(v, self._last_cmd_time, self._pos):
                 if not was_faulted:  # the first refused command: hold where the robot is, say so
                     self._target[:] = self._pos
+                    lost = (f" ({self.lost_commands} command(s) were lost in transport so far: the drive may have "
+                            f"compared commands that were not consecutive)" if self.lost_commands else "")
                     self.get_logger().error(
                         f"strict drive: {drive.violation.message()}; holding, no longer following commands "
-                        f"(call ~/reset_drive to acknowledge)")
+                        f"(call ~/reset_drive to acknowledge){lost}")
                     self._publish_drive_status()
                 return
         np.clip(v, self.lower, self.upper, out=self._target)

@@ -50,6 +50,7 @@ class DriveViolation:
     kind: str  # "acceleration" | "jerk" | "start" (a new stream too far from the robot)
     value: float  # |a| [rad/s^2], |j| [rad/s^3] or the offset [rad]
     bound: float  # a_max, j_max or max_start_offset
+    gap_s: float = 0.0  # "start": the time without a command before it [s] (inf: the first command)
 
     @property
     def ratio(self) -> float:
@@ -58,8 +59,9 @@ class DriveViolation:
     def message(self) -> str:
         unit = _UNITS[self.kind]
         if self.kind == "start":
-            what = (f"starts a new stream {self.value:.6g} {unit} away from the robot's position at {self.joint} "
-                    f"(max_start_offset {self.bound:.6g} {unit})")
+            after = "as the first command" if math.isinf(self.gap_s) else f"after {self.gap_s:.3g} s without a command"
+            what = (f"starts a new stream ({after}) {self.value:.6g} {unit} away from the robot's position at "
+                    f"{self.joint} (max_start_offset {self.bound:.6g} {unit}; commands lost in a stall look like this)")
         else:
             what = (f"{self.joint} {self.kind} {self.value:.6g} {unit} exceeds max_{self.kind} {self.bound:.6g} {unit} "
                     f"(ratio {self.ratio:.4g})")
@@ -68,7 +70,7 @@ class DriveViolation:
     def as_dict(self) -> dict:
         return {"command_index": self.command_index, "stream_command_index": self.stream_command_index,
                 "joint": self.joint, "kind": self.kind, "value": self.value, "bound": self.bound,
-                "ratio": self.ratio}
+                "ratio": self.ratio, "gap_s": None if math.isinf(self.gap_s) else self.gap_s}
 
 
 class StrictDrive:
@@ -136,7 +138,8 @@ class StrictDrive:
         if self.faulted:
             return False
         q = np.asarray(q_cmd, dtype=float)
-        gap = t - self._t_last > self.max_gap
+        gap_s = t - self._t_last if self._has_stream else math.inf
+        gap = gap_s > self.max_gap
         self._t_last = t
         if self._has_stream:
             violation = self._continuation(q, index)
@@ -151,7 +154,7 @@ class StrictDrive:
         j = int(offset.argmax())
         if offset[j] > self.max_start_offset:
             return self._fault(DriveViolation(index, 0, self.joint_names[j], "start", float(offset[j]),
-                                              self.max_start_offset))
+                                              self.max_start_offset, gap_s))
         self._h[:] = q  # a new stream, at rest at its first command
         self._has_stream = True
         self.streams += 1
