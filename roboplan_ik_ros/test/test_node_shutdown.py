@@ -25,12 +25,16 @@ from roboplan_ik_ros.node.mock_robot import MockRobot
 rclpy.init()
 mock = MockRobot("sigint_mock", parameter_overrides=[Parameter("rate_hz", value=250.0)])
 node = IKControllerNode("sigint_ik", parameter_overrides=[Parameter("config_file", value=sys.argv[1])])
-executor = make_executor()
-executor.add_node(mock)
-executor.add_node(node)
-spinner = threading.Thread(target=spin_until_shutdown, args=(executor,), daemon=True)
-spinner.start()
-assert node.autostart(), node.last_error
+def spin(node):
+    executor = make_executor()
+    executor.add_node(node)
+    thread = threading.Thread(target=spin_until_shutdown, args=(executor,), daemon=True)
+    thread.start()
+    return thread
+
+spin(mock)  # /joint_states
+assert node.autostart(), node.last_error  # as ik_controller's main: configure and activate, then spin
+spinner = spin(node)
 deadline = time.monotonic() + 60.0
 while node._stats.count < 100 and time.monotonic() < deadline:
     time.sleep(0.01)
