@@ -290,10 +290,13 @@ class IKControllerNode(LifecycleNode):
 
     def _controlled_stop(self, why: str) -> None:
         """Stop the loop and brake the command stream to rest within the acceleration/jerk bounds
-        (:meth:`_brake_to_rest`), then publish one hold command (zero velocity on velocity outputs)."""
+        (:meth:`_brake_to_rest`), then publish one hold command (zero velocity on velocity outputs; while
+        stale only that: the robot is lost, and with ``stale_behavior: stop`` nothing else is sent)."""
         self._stop_loop()
         self._brake_to_rest(why)
-        self._publish_hold()
+        stale = self.loop is not None and self.loop.mode == STALE
+        if not stale or self._velocity_outputs:  # stale: a position hold could drive a restarted driver back
+            self._publish_hold()
         for pub in self._cmd_pubs:  # what was published reaches the robot before anything is torn down
             try:
                 pub.wait_for_all_acked(Duration(seconds=_ACK_TIMEOUT))
