@@ -10,7 +10,9 @@ Configs (the node section is the shipped one except for the trigger keys below a
 
 * ``c``: the shipped config/panda.yaml (FrameTask + posture + PositionLimit + VelocityLimit +
   PositionBarrier + SelfCollisionBarrier);
-* ``b``: the same without the self_collision barrier.
+* ``b``: the same without the collision barriers (self-collision and obstacles);
+* ``d``: ``c`` + two walls and 20 random primitives (seeded; ``common.cell_obstacles``, as
+  bench_oink's config (d)) beside the shipped table, as YAML ``obstacles:``.
 
 Triggers: ``timer`` (the shipped default: the loop runs in its own thread "control_loop" on an
 absolute schedule, commanded state feedback) and ``joint_states`` (``trigger: joint_states`` +
@@ -42,6 +44,17 @@ Measured over --duration seconds after --warmup seconds of tracking:
   sent -> activate's response (includes the node's wait, if any, for /robot_description over DDS
   and for a fresh /joint_states); also process start -> active (adds the interpreter, imports and
   DDS discovery of the node).
+
+Motion (on by default; ``--no-motion`` skips it, ``--motion-only`` runs only it): config (c) as shipped
+("bounded") and without its acceleration limit, goal smoothing ``max_speed`` ("unbounded"), each in a
+fresh node + mock pair, from rest: a 20 cm step (its goal time: the commanded TCP within 1 mm from
+then on), three step goals 10-30 cm apart, a 20 cm goal reversed after 0.3 s, and 7 s of the 50 Hz
+circle stream. Every command is recorded over DDS; peak |acceleration| and |jerk| per joint from
+consecutive commands at the nominal period, as ratios of config/panda_joint_limits.yaml's bounds
+(Franka's), and the share of command steps over an acceleration bound.
+
+Memory: the node's RSS every second (slope after 60 s, "flat" below 0.1 MB/min); ``--tracemalloc``
+reports the node's top growing Python allocation sites.
 
 Variants (``--variants``, measurement only): how the node handles ~/solve_ik, patched in the node's
 process (and the IK worker's) to find out what disturbs the loop: ``full`` (as shipped), ``reject``,
@@ -201,6 +214,7 @@ def run_child(config: str, stats_out: str, capacity: int, spawned_at: float) -> 
     """The node process: spins the node; the bench process configures and activates it over the
     lifecycle services, as a lifecycle manager does (see ``manage_startup``)."""
     t_main = time.time()
+    tracing = start_tracemalloc_from_env()
     import rclpy
     from rclpy.parameter import Parameter
 
@@ -213,6 +227,7 @@ def run_child(config: str, stats_out: str, capacity: int, spawned_at: float) -> 
     node = IKControllerNode(parameter_overrides=[Parameter("config_file", value=config)])
     t_created = time.time()
     node._stats = TickStats(size=capacity)  # keep every tick of the run (the default keeps 4096)
+    commit_pages(node._stats.starts, node._stats.durations)
     executor = make_executor()
     executor.add_node(node)
     timing = {"descriptions_s": 0.0}  # configure's time getting /robot_description(_semantic)
@@ -236,6 +251,7 @@ def run_child(config: str, stats_out: str, capacity: int, spawned_at: float) -> 
     # the loop thread's CPU time per tick (time.thread_time, ~1 us a call): a tick p99 above its CPU
     # p99 is time the tick waited (GIL, a lock, preemption), not computed
     cpu_t0, cpu_s, n_cpu = np.zeros(capacity), np.zeros(capacity), [0]
+    commit_pages(cpu_t0, cpu_s)
     tick = node._tick
 
     def timed_tick(t0: float) -> None:
@@ -250,6 +266,8 @@ def run_child(config: str, stats_out: str, capacity: int, spawned_at: float) -> 
     startup = {"interpreter_s": t_main - spawned_at, "imports_s": t_imported - t_main,
                "create_s": t_created - t_imported}
     spin_until_shutdown(executor)
+    node._stop_loop()  # no tick while the statistics are collected (the context is gone: they would fail)
+    tracemalloc_result = tracemalloc_report(tracing)
     startup.update(timing)
     n_ticked = n_cpu[0]  # the loop still ticks: one count for both arrays
     s = node._stats
@@ -266,6 +284,7 @@ def run_child(config: str, stats_out: str, capacity: int, spawned_at: float) -> 
                      "fallback_solves": getattr(service, "fallback_solves", 0),
                      "worker": getattr(service, "worker", None) is not None} if service is not None else {}),
         "startup": startup,
+        "tracemalloc": tracemalloc_result,
     }))
     node.destroy_node()
     executor.shutdown()
@@ -334,13 +353,176 @@ def rss_mb(pid: int) -> float:
     return float("nan")
 
 
+# ------------------------------------------------------------------------- memory over time
+RSS_FLAT_MB_PER_MIN = 0.1  # target: RSS slope after the settle time, [MB/min] (an hour: < 6 MB)
+RSS_SETTLE_S = 120.0  # the slope is fitted after this long into the window (the node settles in ~2 min)
+TRACEMALLOC_ENV = "BENCH_NODE_TRACEMALLOC"  # "<first snapshot at s after start>[,<frames>]": off when unset
+
+
+class RssRecorder:
+    """Samples a process's resident set size (VmRSS of /proc/<pid>/status) every ``period`` s in a thread."""
+
+    def __init__(self, pid: int, period: float = 1.0) -> None:
+        self.pid, self.period = pid, period
+        self.times: list[float] = []  # perf_counter [s]
+        self.mb: list[float] = []
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="rss_recorder", daemon=True)
+
+    def start(self) -> "RssRecorder":
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join(2.0)
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            try:
+                value = rss_mb(self.pid)
+            except (FileNotFoundError, ProcessLookupError):
+                return
+            self.times.append(time.perf_counter())
+            self.mb.append(value)
+            self._stop.wait(self.period)
+
+    def summary(self, t_start: float, t_end: float, settle_s: float = RSS_SETTLE_S) -> dict:
+        """RSS over the window [t_start, t_end] (perf_counter): start, end, max, and the slope [MB/min]
+        of a least-squares line through the samples after ``settle_s`` (None when fewer than
+        ``settle_s`` seconds remain: too short to judge). Samples every ~10 s for the JSON."""
+        return rss_summary(np.array(self.times), np.array(self.mb), t_start, t_end, settle_s)
+
+
+def rss_summary(times: np.ndarray, mb: np.ndarray, t_start: float, t_end: float,
+                settle_s: float = RSS_SETTLE_S) -> dict:
+    """See :meth:`RssRecorder.summary` (``times`` [s], ``mb`` [MB], one sample each)."""
+    keep = (times >= t_start) & (times <= t_end)
+    t, m = times[keep] - t_start, mb[keep]
+    if len(t) == 0:
+        return {"rss_start_mb": float("nan"), "rss_end_mb": float("nan"), "rss_max_mb": float("nan"),
+                "rss_slope_mb_per_min": None, "rss_fit_s": 0.0, "rss_flat": None, "rss_samples": []}
+    late = t >= settle_s
+    fit_s = float(t[late][-1] - t[late][0]) if late.sum() >= 2 else 0.0
+    slope = None
+    if fit_s >= settle_s:  # at least as long a fit as the settle time
+        slope = float(np.polyfit(t[late] / 60.0, m[late], 1)[0])
+    step = max(1, int(round(10.0 / max(np.median(np.diff(t)) if len(t) > 1 else 10.0, 1e-3))))
+    return {"rss_start_mb": float(m[0]), "rss_end_mb": float(m[-1]), "rss_max_mb": float(m.max()),
+            "rss_slope_mb_per_min": slope, "rss_fit_s": fit_s,
+            "rss_flat": None if slope is None else slope < RSS_FLAT_MB_PER_MIN,
+            "rss_samples": [(round(float(a), 1), round(float(b), 2)) for a, b in zip(t[::step], m[::step])]}
+
+
+def commit_pages(*arrays: np.ndarray) -> None:
+    """Write every page of preallocated recording buffers now: np.zeros memory is mapped lazily, so
+    buffers that fill during the run (4 x 8 B per tick at 500 Hz: ~0.9 MB/min) would show as RSS growth
+    of the node's process that is the bench's own."""
+    for a in arrays:
+        a.fill(0.0)
+
+
+def start_tracemalloc_from_env() -> dict | None:
+    """In the node's process: with ``BENCH_NODE_TRACEMALLOC=<s>[,<frames>]``, trace Python allocations
+    and take a first snapshot ``s`` seconds after start (a thread); :func:`tracemalloc_report` takes the
+    last one and compares. Off by default (tracing slows every allocation)."""
+    spec = os.environ.get(TRACEMALLOC_ENV, "")
+    if not spec:
+        return None
+    import tracemalloc
+
+    first_s, _, frames = spec.partition(",")
+    tracemalloc.start(int(frames or 1))
+    holder: dict = {"first_s": float(first_s)}
+
+    def first() -> None:
+        time.sleep(float(first_s))
+        holder["first"] = tracemalloc.take_snapshot()
+        holder["first_at"] = time.perf_counter()
+
+    threading.Thread(target=first, name="tracemalloc_first", daemon=True).start()
+    return holder
+
+
+def tracemalloc_report(holder: dict | None, top: int = 15) -> dict | None:
+    """The allocation sites that grew most between the first snapshot and now (Python allocations,
+    numpy buffers included; not C/DDS memory: RSS growth without traced growth is native)."""
+    if holder is None or "first" not in holder:
+        return None
+    import tracemalloc
+
+    last = tracemalloc.take_snapshot()
+    elapsed = time.perf_counter() - holder["first_at"]
+    skip = [tracemalloc.Filter(False, tracemalloc.__file__), tracemalloc.Filter(False, "<frozen importlib._bootstrap>")]
+    first, last = holder["first"].filter_traces(skip), last.filter_traces(skip)
+    diffs = last.compare_to(first, "traceback")
+    traced_now, traced_peak = tracemalloc.get_traced_memory()
+    return {
+        "between_s": elapsed,
+        "traced_first_mb": sum(s.size for s in first.statistics("filename")) / 2**20,
+        "traced_last_mb": sum(s.size for s in last.statistics("filename")) / 2**20,
+        "traced_peak_mb": traced_peak / 2**20,
+        "top_growth": [{"site": " <- ".join(f"{Path(f.filename).name}:{f.lineno}" for f in d.traceback),
+                        "size_diff_kb": d.size_diff / 1024, "count_diff": d.count_diff, "size_kb": d.size / 1024}
+                       for d in diffs[:top]],
+    }
+
+
+def print_memory(rows: list[dict]) -> None:
+    """RSS over time per run and, with --tracemalloc, the top growing Python allocation sites."""
+    table = []
+    for r in rows:
+        slope = r.get("rss_slope_mb_per_min")
+        table.append([f"({r['config']}) {r['trigger']}, {r['load']}" + _suffix(r),
+                      f"{fmt(r['rss_start_mb'], '.1f')} / {fmt(r['rss_end_mb'], '.1f')} / {fmt(r['rss_max_mb'], '.1f')}",
+                      "-" if slope is None else f"{slope:+.3f}", f"{r.get('rss_fit_s', 0.0):.0f}",
+                      verdict(r.get("rss_flat")), str(r["counts"].get("undelivered", "-")),
+                      str(len(r.get("publish_errors", [])))])
+    print_table(f"Node memory (VmRSS every 1 s; slope = least squares after {RSS_SETTLE_S:g} s into the window; flat "
+                f"= slope < {RSS_FLAT_MB_PER_MIN:g} MB/min) and undelivered commands",
+                ["run", "RSS start/end/max MB", "slope MB/min", "fit s", "flat", "undelivered", "publish errors logged"],
+                table)
+    for r in rows:
+        for line in r.get("publish_errors", [])[:3]:
+            print(f"  publish error: {line}")
+        tm = r.get("tracemalloc")
+        if not tm:
+            continue
+        print(f"tracemalloc ({r['config']}) {r['trigger']}, {r['load']}: traced {tm['traced_first_mb']:.1f} -> "
+              f"{tm['traced_last_mb']:.1f} MB over {tm['between_s']:.0f} s (peak {tm['traced_peak_mb']:.1f} MB); "
+              "top growing sites:")
+        for d in tm["top_growth"]:
+            print(f"  {d['size_diff_kb']:+9.1f} kB {d['count_diff']:+7d} blocks (now {d['size_kb']:.1f} kB)  {d['site']}")
+
+
+def add_memory_targets(add, r: dict, run: str) -> None:
+    """RSS below the bound and flat: slope after the settle time (runs too short for a fit: not judged)."""
+    slope = r.get("rss_slope_mb_per_min")
+    add(f"RSS <= {TARGETS['rss_mb']:g} MB", run, f"{r['rss_max_mb']:.0f} MB", r["rss_max_mb"] <= TARGETS["rss_mb"],
+        f"start {r['rss_start_mb']:.1f}, end {r['rss_end_mb']:.1f} MB")
+    add(f"RSS flat: slope < {RSS_FLAT_MB_PER_MIN:g} MB/min", run,
+        "-" if slope is None else f"{slope:+.3f} MB/min", r.get("rss_flat"),
+        f"fit over {r.get('rss_fit_s', 0.0):.0f} s after {RSS_SETTLE_S:g} s" if slope is not None else
+        f"window shorter than 2 x {RSS_SETTLE_S:g} s: not judged")
+
+
+def publish_errors(node_log: Path) -> list[str]:
+    """The node's log lines about a command whose publish raised (each counts in ``undelivered``)."""
+    try:
+        return [ln.strip() for ln in node_log.read_text().splitlines() if "publishing the command failed" in ln]
+    except FileNotFoundError:
+        return []
+
+
 # ------------------------------------------------------------------------- configs
 def node_config(config: str, trigger: str, rate: float, variant: str = "full") -> dict:
     from roboplan_ik_ros.node.ik_controller import default_config_file
 
     data = yaml.safe_load(Path(default_config_file("panda")).read_text())
     if config == "b":
-        data["barriers"] = [b for b in data["barriers"] if b["type"] != "self_collision"]
+        data["barriers"] = [b for b in data["barriers"] if b["type"] not in ("self_collision", "collision")]
+    if config == "d":
+        data["obstacles"] = node_cell_obstacles(data)
     node_cfg = data.setdefault("node", {})
     node_cfg["control_rate_hz"] = float(rate)
     if trigger == "joint_states":
@@ -350,6 +532,35 @@ def node_config(config: str, trigger: str, rate: float, variant: str = "full") -
     if variant == "normal_priority":
         node_cfg["loop_priority"] = 0
     return data
+
+
+def node_cell_obstacles(data: dict, seed: int = 0) -> list[dict]:
+    """Config (d)'s cell as YAML obstacles: the shipped table, then common.cell_obstacles' walls and
+    20 primitives kept clear of this bench's goal circle (from the Panda's default pose)."""
+    import pinocchio as pin
+
+    from common import Robot, _example_robot, cell_obstacles
+    from roboplan_ik_ros import core
+    from roboplan_ik_ros.demo import circle_path
+
+    robot = Robot(_example_robot("panda"))
+    q0 = robot.values(robot.q_ref)
+    T0 = robot.tip_pose(q0)
+    box = next(b for b in data["barriers"] if b["name"] == "workspace")
+    path = circle_path(T0.translation, box["p_max"][2] - 0.05, 0.15, 1.0, 6.0)
+    targets = [pin.SE3(T0.rotation, path(t)) for t in np.arange(0.0, 7.0, 0.02)]
+    out = list(data.get("obstacles", []))
+    for o in cell_obstacles(core, seed, robot, q0, targets)[1:]:  # the table is the shipped one
+        item = {"name": o.name, "shape": o.shape, "position": [float(v) for v in o.position],
+                "orientation": [float(v) for v in o.quaternion_xyzw]}
+        if o.shape == "box":
+            item["size"] = [float(v) for v in o.dims]
+        else:
+            item["radius"] = float(o.dims[0])
+            if len(o.dims) > 1:
+                item["length"] = float(o.dims[1])
+        out.append(item)
+    return out
 
 
 def service_goals(n: int, seed: int):
@@ -583,15 +794,18 @@ def bench_run(k: int, config: str, trigger: str, load: str, args, tmp: Path, svc
 
     node_log = tmp / f"node_{tag}.log"
     log = open(node_log, "w")
-    child = None
+    child = rss = None
     label = f"({config}) {trigger}, {load}" + (f", {variant}" if variant != "full" else "")
     try:
         _wait(lambda: seen["js"] > 10, 30.0, "mock robot /joint_states", [(mock, mock_log)])
         aux.destroy_subscription(js_sub)  # the mock is up; no need to decode 500 messages/s here
         spawned_at = time.time()
+        env = {**os.environ, VARIANT_ENV: variant}
+        if args.tracemalloc:  # first snapshot once the RSS slope is fitted (start-up ~5 s + warm-up + settle)
+            env[TRACEMALLOC_ENV] = f"{5.0 + args.warmup + min(RSS_SETTLE_S, args.duration / 3):.0f},{args.tracemalloc}"
         child = subprocess.Popen([sys.executable, __file__, "--child-node", str(cfg_path), str(stats_out),
-                                  str(capacity), repr(spawned_at)], stdout=log, stderr=subprocess.STDOUT,
-                                 env={**os.environ, VARIANT_ENV: variant})
+                                  str(capacity), repr(spawned_at)], stdout=log, stderr=subprocess.STDOUT, env=env)
+        rss = RssRecorder(child.pid).start()
         startup = manage_startup(aux, "ik_controller", spawned_at, [(child, node_log)])
         if not startup["ok"]:
             raise RuntimeError(f"configure/activate failed; the node's log ends with:\n{node_log.read_text()[-3000:]}")
@@ -601,7 +815,6 @@ def bench_run(k: int, config: str, trigger: str, load: str, args, tmp: Path, svc
         path = circle_path(T0.translation, box["p_max"][2] - 0.05, 0.15, 1.0, 6.0)  # top touches the box
         t0 = time.perf_counter()
         t_start = None
-        rss_samples = []
         next_goal = 0.0
         total = args.warmup + args.duration
         last_print = 0.0
@@ -617,7 +830,6 @@ def bench_run(k: int, config: str, trigger: str, load: str, args, tmp: Path, svc
             goal_pub.publish(ps)
             if t_start is not None and t - last_print >= 5.0:
                 last_print = t
-                rss_samples.append(rss_mb(child.pid))
                 print(f"  [{label}] {t - args.warmup:5.1f} / {args.duration:g} s", end="\r", flush=True)
             next_goal += 1.0 / 50.0
             time.sleep(max(0.0, next_goal - (time.perf_counter() - t0)))
@@ -629,6 +841,8 @@ def bench_run(k: int, config: str, trigger: str, load: str, args, tmp: Path, svc
             time.sleep(0.2)  # answers in flight
         print()
     finally:
+        if rss is not None:
+            rss.stop()
         for proc in (child, mock, server):  # the node first: it must not see the robot vanish
             if proc is not None and proc.poll() is None:
                 proc.send_signal(signal.SIGINT)
@@ -730,9 +944,9 @@ def bench_run(k: int, config: str, trigger: str, load: str, args, tmp: Path, svc
         "mock_cpu_pct": 100.0 * (mock1 - mock0) / window,
         "n_children": len(kids1),
         "top_threads": [(name, 100.0 * c / window) for name, c in top_threads],
-        "rss_start_mb": rss0,
-        "rss_end_mb": rss1,
-        "rss_max_mb": max([rss0, rss1, *rss_samples]),
+        **rss.summary(t_start, t_end),
+        "publish_errors": publish_errors(node_log),
+        "tracemalloc": stats.get("tracemalloc"),
         "moving_pct": 100.0 * (modes.get("tracking", 0) + modes.get("recovering", 0)) / n_status if n_status else 0.0,
         "modes": modes,
         "counts": stats["counts"],
@@ -740,6 +954,245 @@ def bench_run(k: int, config: str, trigger: str, load: str, args, tmp: Path, svc
                     "own_s": startup["configure_to_active_s"] - stats["startup"]["descriptions_s"]},
         "service": svc,
     }
+
+
+# ------------------------------------------------------------------------- motion: acceleration and jerk
+#: --motion variants of config (c): "bounded" as shipped; "unbounded": no acceleration limit and goal
+#: smoothing max_speed instead of max_acceleration (the velocity-only behaviour before the bounds)
+MOTION_VARIANTS = ("bounded", "unbounded")
+STEP_OFFSETS = ([0.0, 0.2, 0.0], [0.1, 0.05, -0.1], [0.0, -0.1, 0.05], [0.0, 0.0, 0.0])  # [m] from the start TCP
+REVERSE_AFTER_S = 0.3
+SETTLE_M = 1e-3  # [m] goal time: the commanded TCP within this of the goal from then on
+
+
+def drive_bounds(joints) -> tuple[np.ndarray, np.ndarray]:
+    """(a_max, j_max) per joint [rad/s^2, rad/s^3] from config/panda_joint_limits.yaml, what the node's
+    acceleration limit is configured with (Franka's documented bounds)."""
+    from roboplan_ik_ros.core.model.joint_limits_file import load_joint_limits
+    from roboplan_ik_ros.node.ik_controller import default_config_file
+
+    limits = load_joint_limits(Path(default_config_file("panda")).parent / "panda_joint_limits.yaml")
+    return (np.array([limits.acceleration[j] for j in joints]), np.array([limits.jerk[j] for j in joints]))
+
+
+def command_ratios(commands: np.ndarray, dt: float, a_max: np.ndarray, j_max: np.ndarray) -> dict:
+    """Peak |acceleration| and |jerk| per joint as ratios of the bounds, from consecutive commands
+    (rows) at the nominal period ``dt`` (what a drive computes), and the share of command steps where
+    some joint is over its acceleration bound."""
+    q = np.asarray(commands, dtype=float)
+    if len(q) < 4:
+        return {"n": len(q), "acc_ratio": [float("nan")] * q.shape[1], "jerk_ratio": [float("nan")] * q.shape[1],
+                "over_acc_pct": float("nan")}
+    acc = np.abs(np.diff(q, 2, axis=0)) / dt**2 / a_max
+    jerk = np.abs(np.diff(q, 3, axis=0)) / dt**3 / j_max
+    return {"n": len(q), "acc_ratio": acc.max(axis=0).tolist(), "jerk_ratio": jerk.max(axis=0).tolist(),
+            "over_acc_pct": 100.0 * float(np.mean(np.any(acc > 1.0 + 1e-9, axis=1)))}
+
+
+def goal_time(times: np.ndarray, tcp: np.ndarray, goal: np.ndarray, t_sent: float, tol: float = SETTLE_M) -> float:
+    """Seconds from ``t_sent`` until the commanded TCP positions (rows, at ``times``) stay within ``tol``
+    of ``goal`` (nan if they never settle)."""
+    far = np.linalg.norm(tcp - goal, axis=1) >= tol
+    if far[-1]:
+        return float("nan")
+    last_far = np.flatnonzero(far)
+    return float(times[last_far[-1] + 1] - t_sent) if last_far.size else 0.0
+
+
+class CommandRecorder:
+    """Keeps every command on the forward_command topic with its receive time (reliable, deep queue)."""
+
+    def __init__(self, node, topic: str = "/forward_position_controller/commands") -> None:
+        from rclpy.qos import QoSProfile, ReliabilityPolicy
+        from std_msgs.msg import Float64MultiArray
+
+        self.times: list[float] = []
+        self.values: list[np.ndarray] = []
+        self.sub = node.create_subscription(Float64MultiArray, topic, self._on, QoSProfile(
+            depth=1000, reliability=ReliabilityPolicy.RELIABLE))
+
+    def _on(self, msg) -> None:
+        self.times.append(time.perf_counter())
+        self.values.append(np.array(msg.data))
+
+    def since(self, t0: float, t1: float = np.inf) -> tuple[np.ndarray, np.ndarray]:
+        n = len(self.times)
+        idx = [k for k in range(n) if t0 <= self.times[k] <= t1]
+        return np.array([self.times[k] for k in idx]), np.array([self.values[k] for k in idx])
+
+    def wait_rest(self, since: float, timeout: float = 8.0, still_s: float = 0.25, tol: float = 1e-6) -> float:
+        """Block until the commands after ``since`` stopped moving (every joint within ``tol`` rad per
+        command for ``still_s``); returns that time (or ``since + timeout``)."""
+        deadline = since + timeout
+        while time.perf_counter() < deadline:
+            time.sleep(0.05)
+            t, q = self.since(since)
+            if len(q) < 10 or t[-1] - t[0] < still_s:
+                continue
+            moving = np.flatnonzero(np.abs(np.diff(q, axis=0)).max(axis=1) > tol)
+            last_move = t[moving[-1] + 1] if moving.size else t[0]
+            if t[-1] - last_move >= still_s:
+                return float(t[-1])
+        return deadline
+
+
+def motion_config(variant: str, rate: float) -> dict:
+    data = node_config("c", "timer", rate)
+    if variant == "unbounded":
+        data["limits"] = [lim for lim in data["limits"] if lim["type"] != "acceleration"]
+        data["node"].setdefault("goal_smoothing", {})["type"] = "max_speed"
+    return data
+
+
+def run_motion(k: int, variant: str, args, tmp: Path, T0) -> list[dict]:
+    """One node + mock pair with config (c) ``variant``: the motion scenarios in sequence, each from rest.
+    Returns one row per scenario (peak acceleration/jerk ratios per joint; goal time for the step)."""
+    import pinocchio as pin
+    import rclpy
+    from geometry_msgs.msg import PoseStamped
+
+    from roboplan_ik_ros.core.model.scene import Scene
+    from roboplan_ik_ros.demo import circle_path
+    from roboplan_ik_ros.node.ik_controller import make_executor, spin_until_shutdown
+    from roboplan_ik_ros.node.mock_robot import load_robot
+    from roboplan_ik_ros.node.rosbridge import pose_from_se3
+
+    tag = f"motion_{variant}"
+    data = motion_config(variant, args.rate)
+    box = next(b for b in data["barriers"] if b["type"] == "position")
+    cfg_path = tmp / f"bench_{tag}.yaml"
+    cfg_path.write_text(yaml.safe_dump(data))
+    capacity = int(120 * args.rate)
+    urdf, srdf, pkgs, _ = load_robot("panda")
+    scene = Scene(urdf, srdf, pkgs)
+    group = scene.group("arm")
+    a_max, j_max = drive_bounds(group.joint_names)
+    dt = 1.0 / args.rate
+    mock_log, node_log = open(tmp / f"mock_{tag}.log", "w"), open(tmp / f"node_{tag}.log", "w")
+    mock = subprocess.Popen([sys.executable, __file__, "--child-mock", repr(float(args.rate)),
+                             str(tmp / f"mock_{tag}.npz"), str(capacity)], stdout=mock_log, stderr=subprocess.STDOUT)
+    executor = make_executor()
+    aux = rclpy.create_node(f"bench_motion_{k}")
+    executor.add_node(aux)
+    goal_pub = aux.create_publisher(PoseStamped, "/ik_controller/ee/target_pose", 10)
+    rec = CommandRecorder(aux)
+    stop = threading.Event()
+    spinner = threading.Thread(target=spin_until_shutdown, args=(executor, stop), daemon=True)
+    spinner.start()
+    child = None
+    rows: list[dict] = []
+
+    def send(p) -> float:
+        ps = PoseStamped()
+        ps.header.frame_id = "panda_link0"
+        pose_from_se3(pin.SE3(T0.rotation, np.asarray(p, dtype=float)), ps.pose)
+        goal_pub.publish(ps)
+        return time.perf_counter()
+
+    def tcp_of(q_cmd: np.ndarray) -> np.ndarray:
+        q = scene.neutral()
+        out = np.empty((len(q_cmd), 3))
+        for i, row in enumerate(q_cmd):
+            q[group.q_indices] = row
+            out[i] = scene.frame_pose(q, "panda_hand_tcp").translation
+        return out
+
+    def add(scenario: str, t0: float, t1: float, **extra) -> None:
+        _, q = rec.since(t0, t1)
+        rows.append({"kind": "motion", "variant": variant, "scenario": scenario, "duration_s": t1 - t0,
+                     **command_ratios(q, dt, a_max, j_max), **extra})
+
+    try:
+        spawned_at = time.time()
+        child = subprocess.Popen([sys.executable, __file__, "--child-node", str(cfg_path), str(tmp / f"stats_{tag}.json"),
+                                  str(capacity), repr(spawned_at)], stdout=node_log, stderr=subprocess.STDOUT)
+        startup = manage_startup(aux, "ik_controller", spawned_at, [(child, tmp / f"node_{tag}.log")])
+        if not startup["ok"]:
+            raise RuntimeError(f"configure/activate failed: {(tmp / f'node_{tag}.log').read_text()[-2000:]}")
+        _wait(lambda: goal_pub.get_subscription_count() > 0 and len(rec.times) > 50, 30.0, "goal subscription, commands",
+              [(child, tmp / f"node_{tag}.log")])
+        c = T0.translation
+        # 1. a 20 cm step from rest: goal time and peaks
+        goal = c + np.array(STEP_OFFSETS[0])
+        t0 = send(goal)
+        t1 = rec.wait_rest(t0)
+        t, q = rec.since(t0, t1)
+        add("step 20 cm (goal time)", t0, t1, goal_time_s=goal_time(t, tcp_of(q), goal, t0))
+        # 2. step goals 10-30 cm apart, each from rest
+        t_first = None
+        for off in STEP_OFFSETS[1:]:
+            t0 = send(c + np.array(off))
+            t_first = t_first if t_first is not None else t0
+            t1 = rec.wait_rest(t0)
+        add(f"steps 10-30 cm ({len(STEP_OFFSETS) - 1})", t_first, t1)
+        # 3. a goal reversed after 0.3 s (back to the start pose)
+        t0 = send(c + np.array(STEP_OFFSETS[0]))
+        time.sleep(REVERSE_AFTER_S)
+        send(c)
+        t1 = rec.wait_rest(t0 + REVERSE_AFTER_S)
+        add(f"reversed after {REVERSE_AFTER_S:g} s", t0, t1)
+        # 4. a 50 Hz goal stream along the bench's circle (top 5 cm above the workspace box)
+        path = circle_path(c, box["p_max"][2] - 0.05, 0.15, 1.0, 6.0)
+        t0 = time.perf_counter()
+        while (t := time.perf_counter() - t0) < 1.0 + 6.0:
+            send(path(t))
+            time.sleep(max(0.0, 0.02 - (time.perf_counter() - t0 - t)))
+        t1 = time.perf_counter()
+        add("50 Hz goal stream (circle)", t0, t1)
+        send(c)
+        rec.wait_rest(t1)
+    finally:
+        for proc in (child, mock):
+            if proc is not None and proc.poll() is None:
+                proc.send_signal(signal.SIGINT)
+                try:
+                    proc.wait(20.0)
+                except subprocess.TimeoutExpired:
+                    proc.kill()
+                    proc.wait()
+        mock_log.close()
+        node_log.close()
+        stop.set()
+        spinner.join(2.0)
+        executor.shutdown()
+        aux.destroy_node()
+    stats = tmp / f"stats_{tag}.json"
+    counts = json.loads(stats.read_text())["counts"] if stats.exists() else {}
+    for r in rows:
+        r["counts"] = counts
+    return rows
+
+
+def motion_targets(rows: list[dict]) -> list[dict]:
+    """Bounded: every scenario's peak acceleration and jerk <= 1.0x of the bounds; goal time ratio shown."""
+    out = []
+    for r in rows:
+        if r["variant"] != "bounded":
+            continue
+        peak = max(max(r["acc_ratio"]), max(r["jerk_ratio"]))
+        out.append({"target": "peak acceleration and jerk <= 1.0x of the bounds", "run": f"motion: {r['scenario']}",
+                    "measured": f"{max(r['acc_ratio']):.3f}x / {max(r['jerk_ratio']):.3f}x", "pass": bool(peak <= 1.0 + 1e-6),
+                    "detail": f"guard_cuts {r['counts'].get('guard_cuts', '-')}, qp_failures "
+                              f"{r['counts'].get('qp_failures', '-')}"})
+    return out
+
+
+def print_motion(rows: list[dict], args) -> None:
+    if not rows:
+        return
+    fmt_j = lambda xs: " ".join(f"{x:.2f}" for x in xs)  # noqa: E731
+    print_table(f"Command streams at {args.rate:g} Hz vs the drive's bounds (config/panda_joint_limits.yaml: Franka's "
+                "a_max 15/7.5/10/12.5/15/20/20 rad/s^2, j_max 500 a_max rad/s^3), from consecutive commands over "
+                "DDS; bounded = config (c) as shipped, unbounded = no acceleration limit and goal smoothing max_speed",
+                ["scenario", "config", "commands", "peak accel / a_max, joints 1-7", "max", "peak jerk / j_max, joints 1-7",
+                 "max", "steps over a_max %", "goal time s"],
+                [[r["scenario"], r["variant"], str(r["n"]), fmt_j(r["acc_ratio"]), f"{max(r['acc_ratio']):.2f}",
+                  fmt_j(r["jerk_ratio"]), f"{max(r['jerk_ratio']):.2f}", f"{r['over_acc_pct']:.1f}",
+                  fmt(r.get("goal_time_s"), ".2f")] for r in rows])
+    times = {r["variant"]: r.get("goal_time_s") for r in rows if "goal_time_s" in r}
+    if times.get("bounded") and times.get("unbounded"):
+        print(f"20 cm step to {SETTLE_M * 1e3:g} mm (commanded TCP): {times['bounded']:.2f} s with the bounds, "
+              f"{times['unbounded']:.2f} s without: x{times['bounded'] / times['unbounded']:.2f}")
 
 
 # ------------------------------------------------------------------------- report
@@ -828,9 +1281,7 @@ def target_rows(rows: list[dict]) -> list[dict]:
                 f"{r['latency_p99_ms']:.2f} ms", r["latency_p99_ms"] <= TARGETS["latency_p99_ms"],
                 "joint_states -> command at the mock")
         if r["load"] == "idle":
-            flat = r["rss_end_mb"] - r["rss_start_mb"]
-            add(f"RSS <= {TARGETS['rss_mb']:g} MB, flat (earlier)", run,
-                f"{r['rss_max_mb']:.0f} MB, {flat:+.1f} MB", r["rss_max_mb"] <= TARGETS["rss_mb"] and flat <= 10.0)
+            add_memory_targets(add, r, run)
     lim = TARGETS["service_change"]
     for key, (service, idle) in _service_pairs(rows).items():
         run = f"({key[0]}) {key[1]} service vs idle" + (f", {key[2]}" if key[2] != "full" else "")
@@ -940,7 +1391,8 @@ def main() -> None:
     p.add_argument("--duration", type=float, default=20.0, help="measured seconds per run")
     p.add_argument("--warmup", type=float, default=3.0, help="seconds of tracking before measuring")
     p.add_argument("--rate", type=float, default=500.0, help="control rate [Hz]")
-    p.add_argument("--configs", default="bc", help="any of 'b' (no self-collision barrier) and 'c' (shipped)")
+    p.add_argument("--configs", default="bc", help="any of 'b' (no collision barrier), 'c' (shipped) and 'd' "
+                                                   "(c + walls and 20 primitives)")
     p.add_argument("--trigger", "--mode", dest="trigger", choices=("timer", "joint_states", "both"), default="both")
     p.add_argument("--load", action="store_true",
                    help="also run each config and trigger with one core busy and with a ~/solve_ik stream")
@@ -952,6 +1404,13 @@ def main() -> None:
     p.add_argument("--variants", default="full",
                    help="comma-separated ~/solve_ik handling variants (measurement only): " +
                         "; ".join(f"{k}: {v}" for k, v in VARIANTS.items()))
+    p.add_argument("--tracemalloc", type=int, nargs="?", const=1, default=0, metavar="FRAMES",
+                   help="trace the node's Python allocations (slows it: not for timing) and print the sites that "
+                        "grew most after the warm-up; FRAMES of traceback per site (default 1)")
+    p.add_argument("--no-motion", dest="motion", action="store_false",
+                   help="skip the motion scenarios (step goals, a reversed goal, a 50 Hz stream, the goal time of a "
+                        "20 cm step: peak acceleration and jerk against the drive's bounds, with and without them)")
+    p.add_argument("--motion-only", action="store_true", help="only the motion scenarios")
     p.add_argument("--repeat", type=int, default=1, help="repetitions (interleaved: repetition > variant > load)")
     p.add_argument("--service-pairs", type=int, default=1,
                    help="repeat the idle and service runs until there are this many pairs per config, trigger and "
@@ -960,8 +1419,8 @@ def main() -> None:
     variants = [v for v in args.variants.split(",") if v]
     if not variants or set(variants) - set(VARIANTS):
         raise SystemExit(f"--variants: any of {', '.join(VARIANTS)}")
-    if not args.configs or set(args.configs) - set("bc"):
-        raise SystemExit("--configs: any of 'b' and 'c'")
+    if not args.configs or set(args.configs) - set("bcd"):
+        raise SystemExit("--configs: any of 'b', 'c' and 'd'")
     os.environ.setdefault("ROS_AUTOMATIC_DISCOVERY_RANGE", "LOCALHOST")
     os.environ.setdefault("ROS_DOMAIN_ID", str(1 + os.getpid() % 100))
     os.environ.setdefault("RMW_IMPLEMENTATION", "rmw_fastrtps_cpp")
@@ -983,7 +1442,18 @@ def main() -> None:
     print(f"[start] {machine_note()}")
     rclpy.init()
     rows = []
+    motion_rows = []
+    if args.motion_only:
+        runs = []
     with tempfile.TemporaryDirectory(prefix="bench_node.") as tmp:
+        if args.motion or args.motion_only:
+            for k, variant in enumerate(MOTION_VARIANTS):
+                print(f"[bench_node motion {k + 1}/{len(MOTION_VARIANTS)}] config (c) {variant}: step goals, a reversed "
+                      f"goal, a 50 Hz stream")
+                try:
+                    motion_rows += run_motion(1000 + k, variant, args, Path(tmp), T0)
+                except Exception as exc:  # report, keep the other runs
+                    print(f"  [motion run failed: {type(exc).__name__}: {exc}]")
         for k, (config, trigger, load, variant, i) in enumerate(runs):
             print(f"[bench_node {k + 1}/{len(runs)}] config ({config}), trigger {trigger}, load {load}, variant "
                   f"{variant}, repetition {i + 1}: node + mock Panda at {args.rate:g} Hz, {args.warmup:g} + "
@@ -995,11 +1465,17 @@ def main() -> None:
                 print(f"  [run failed: {type(exc).__name__}: {exc}]")
     rclpy.try_shutdown()
     print(f"[end] {machine_note()}")
-    targets = target_rows(rows)
-    print_report(rows, targets, args)
+    targets = target_rows(rows) + motion_targets(motion_rows)
+    if rows:
+        print_report(rows, targets, args)
+        print_memory(rows)
+    print_motion(motion_rows, args)
+    if not rows:
+        print_table("motion targets", ["target", "run", "measured", "verdict", "detail"],
+                    [[t["target"], t["run"], t["measured"], verdict(t["pass"]), t["detail"]] for t in targets])
     if args.repeat > 1 or len(variants) > 1:
         print_variant_summary(rows, args)
-    write_json(args.json, [{k: v for k, v in r.items() if not k.startswith("_")} for r in rows] + targets)
+    write_json(args.json, [{k: v for k, v in r.items() if not k.startswith("_")} for r in rows] + motion_rows + targets)
 
 
 if __name__ == "__main__":

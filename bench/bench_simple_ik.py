@@ -28,7 +28,7 @@ import numpy as np
 
 from common import (Robot, add_common_args, fmt, import_core, make_goals, print_ratios, print_table, robot_specs,
                     time_stats, write_json)
-from peers import OursSimpleIk, RoboPlanSimpleIk
+from peers import OursSimpleIk, RoboPlanSimpleIk, collision_pairs_line
 
 POS_TOL, ROT_TOL = 1e-3, 1e-3
 TARGET_MEDIAN_RATIO = 1.0  # median solve time ours / RoboPlan (matched), same run
@@ -76,6 +76,7 @@ def run_robot(spec, args, core, core_err) -> list[dict]:
     print(f"\n== {spec.name}: group {spec.group or '(all)'} = {len(robot.joints)} joints, tip {spec.tip_frame}; "
           f"{args.n} collision-free goals ({drawn - args.n} colliding draws discarded), seed {args.seed}; "
           f"start = {robot.ref_source}")
+    print(collision_pairs_line(robot))
     solvers = build_solvers(robot, args, core, core_err)
     for s in solvers:
         for _, T in warm:

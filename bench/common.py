@@ -1,10 +1,12 @@
 """Shared code for the benchmark scripts: robot loading, the independent checker, goals, stats, output.
 
-The checker (:class:`Robot`) is deliberately independent of every solver under test: its own
-pinocchio model (``buildModelFromXML``, no mimic joints) and its own collision model built from the
-URDF's *raw* collision meshes (exact geometry, no convex hulls) with the SRDF's disabled pairs
-removed. Solvers exchange joint values with it by joint name (one scalar per joint, in the order of
-the benchmarked group), never by raw configuration vectors.
+The checker (:class:`Robot`) checks every solver's answers on its own instance of the core's robot
+model (``core.model.scene.Scene`` with ``convex_hulls=False``): the URDF's *raw* collision meshes
+(exact geometry, while the solvers' default is convex hulls) and the collision pairs the node itself
+checks: the SRDF's disabled pairs removed or, for an SRDF that disables none (the Kinova Jaco of
+example-robot-data), adjacent and always-colliding pairs disabled as MoveIt's setup assistant does.
+So every robot the node takes also benchmarks. Solvers exchange joint values with it by joint name
+(one scalar per joint, in the order of the benchmarked group), never by raw configuration vectors.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ if str(REPO / "roboplan_ik_ros") not in sys.path:  # package not necessarily ins
     sys.path.insert(0, str(REPO / "roboplan_ik_ros"))
 
 from roboplan_ik_ros.core.model.robots import RobotDescription, example_robot_data_share, load_example_robot  # noqa: E402
+from roboplan_ik_ros.core.model.scene import Scene  # noqa: E402
 
 
 RobotSpec = RobotDescription  # name, urdf_xml, srdf_xml, package_paths, group, tip_frame
@@ -36,7 +39,10 @@ def _example_robot(name: str) -> RobotSpec:
     return rd
 
 
-def add_common_args(p: argparse.ArgumentParser, robots=("panda", "ur5", "all"), default_robot="all") -> None:
+ALL_ROBOTS = ("panda", "ur5", "kinova")  # --robot all
+
+
+def add_common_args(p: argparse.ArgumentParser, robots=(*ALL_ROBOTS, "all"), default_robot="all") -> None:
     p.add_argument("--robot", choices=robots, default=default_robot)
     p.add_argument("--urdf", help="URDF path (any robot; overrides --robot)")
     p.add_argument("--srdf", default="", help="SRDF path (with --urdf)")
@@ -55,7 +61,7 @@ def robot_specs(args) -> list[RobotSpec]:
         pkg = tuple(args.package_path or [str(example_robot_data_share())])
         srdf = Path(args.srdf).read_text() if args.srdf else ""
         return [RobotSpec(Path(args.urdf).stem, Path(args.urdf).read_text(), srdf, pkg, args.group, args.tip)]
-    names = ["panda", "ur5"] if args.robot == "all" else [args.robot]
+    names = list(ALL_ROBOTS) if args.robot == "all" else [args.robot]
     return [_example_robot(n) for n in names]
 
 
@@ -81,16 +87,16 @@ def _srdf_group_joints(model: pin.Model, srdf: str, group: str) -> list[str]:
 
 
 class Robot:
-    """Independent checker: FK, limits, collisions and distances on the raw-mesh collision model."""
+    """Checker: FK, limits, collisions and distances on the raw-mesh collision model, with the collision
+    pairs of the core's Scene (``notes``: the decisions it made about the SRDF)."""
 
     def __init__(self, spec: RobotSpec, seed: int = 12345):
         self.spec = spec
-        m = self.model = pin.buildModelFromXML(spec.urdf_xml)
+        scene = Scene(spec.urdf_xml, spec.srdf_xml, spec.package_paths, convex_hulls=False)
+        self.notes = list(scene.notes)
+        m = self.model = scene.model
         self.data = m.createData()
-        gm = pin.buildGeomFromUrdfString(m, spec.urdf_xml, pin.COLLISION, package_dirs=list(spec.package_paths))
-        gm.addAllCollisionPairs()
-        if spec.srdf_xml.strip():
-            pin.removeCollisionPairsFromXML(m, gm, spec.srdf_xml, False)
+        gm = scene.collision_model
         self.geom, self.gdata = gm, pin.GeometryData(gm)
         self._hull = None
         actuated = [m.names[j] for j in range(1, m.njoints) if m.joints[j].nv > 0]
@@ -309,3 +315,74 @@ def import_core():
         return core, ""
     except Exception as exc:  # not written yet / mid-edit
         return None, f"{type(exc).__name__}: {exc}"
+
+
+# ------------------------------------------------------------------------------- config (d): the cell
+def cell_obstacles(core, seed: int, robot, q0, targets) -> list:
+    """A table (top 1 cm under the base plane), a back wall, a side wall and 20 random primitives
+    (boxes, spheres, cylinders, capsules; ``seed``) around the arm, as core Obstacles in the world
+    frame. A primitive that would come within 5 cm of the robot along the scenario (the start and
+    every 50th target's reference pose is not known before the run: the start pose and the tip's
+    circle, swept by a 10 cm sphere) is drawn again, so the scene is the same on every run and
+    starts collision-free."""
+    from roboplan_ik_ros.core.model.obstacles import Obstacle
+
+    rng = np.random.default_rng(seed)
+    out = [Obstacle("table", "box", (1.2, 1.2, 0.04), position=(0.35, 0.0, -0.03)),
+           Obstacle("wall_back", "box", (0.04, 1.4, 1.2), position=(-0.5, 0.0, 0.55)),
+           Obstacle("wall_side", "box", (1.2, 0.04, 1.2), position=(0.35, 0.8, 0.55))]
+    check = _ObstacleChecker(robot.spec, out)  # the scene so far (raw meshes)
+    tips = np.array([T.translation for T in targets[::50]])
+    k = 0
+    while k < 20:
+        shape = ("box", "sphere", "cylinder", "capsule")[k % 4]
+        dims = {"box": tuple(rng.uniform(0.03, 0.1, 3)), "sphere": (float(rng.uniform(0.02, 0.06)),)}.get(
+            shape, (float(rng.uniform(0.02, 0.05)), float(rng.uniform(0.05, 0.15))))
+        angle, radius = rng.uniform(-np.pi, np.pi), rng.uniform(0.35, 0.85)
+        position = np.array([radius * np.cos(angle), radius * np.sin(angle), rng.uniform(0.05, 0.9)])
+        o = Obstacle(f"clutter_{k}", shape, tuple(float(d) for d in dims), position=tuple(position))
+        if np.min(np.linalg.norm(tips - position, axis=1)) < 0.15 or check.min_distance(q0, robot, [o]) < 0.05:
+            continue
+        out.append(o)
+        k += 1
+    return out
+
+
+class _ObstacleChecker:
+    """Distances robot x obstacles with a core Scene built on the raw meshes (no convex hulls) and
+    pinocchio/coal queries over every pair (no broad phase): the bench's own check."""
+
+    def __init__(self, spec, obstacles) -> None:
+        from roboplan_ik_ros.core.model.scene import Scene
+
+        self.scene = Scene(spec.urdf_xml, spec.srdf_xml, list(spec.package_paths), convex_hulls=False)
+        for o in obstacles:
+            self.scene.add_obstacle(o)
+        self.data = self.scene.model.createData()
+
+    def min_distance(self, values, robot, extra=()) -> float:
+        import pinocchio as pin
+
+        scene = self.scene
+        for o in extra:
+            scene.add_obstacle(o)
+        try:
+            names = [n for n in robot.joints]
+            q = scene.q_from_joint_positions(names, list(values), scene.neutral())
+            gd = pin.GeometryData(scene.collision_model)
+            pin.updateGeometryPlacements(scene.model, self.data, scene.collision_model, gd, q)
+            robot_geoms = scene.world.n_robot_geometries
+            pairs = [k for k, p in enumerate(scene.collision_model.collisionPairs) if p.second >= robot_geoms
+                     and (not extra or scene.world.obstacle_name(p.second) in {o.name for o in extra})]
+            return min((pin.computeDistance(scene.collision_model, gd, k).min_distance for k in pairs), default=np.inf)
+        finally:
+            for o in extra:
+                scene.remove_obstacle(o.name)
+
+
+def obstacle_checker(setup, robot) -> _ObstacleChecker:
+    """The checker of a setup's obstacles (built once per setup)."""
+    checker = getattr(setup, "_obstacle_checker", None)
+    if checker is None:
+        checker = setup._obstacle_checker = _ObstacleChecker(robot.spec, setup.obstacles)
+    return checker

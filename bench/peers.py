@@ -25,13 +25,33 @@ SIMPLE_KEYS = ("max_iters", "max_time", "max_restarts", "step_size", "damping", 
                "max_angular_error_norm", "check_collisions", "fast_return")
 
 
+def roboplan_collision_pairs(robot: Robot) -> str:
+    """What RoboPlan's Scene checks for this robot (see :func:`_roboplan_scene`)."""
+    if "<disable_collisions" in robot.spec.srdf_xml:
+        return "SRDF disable_collisions"
+    return "all pairs minus parent-child links (its allowAdjacentLinkCollisions; the SRDF disables none)"
+
+
+def collision_pairs_line(robot: Robot) -> str:
+    """One line: which collision pairs each solver checks for this robot."""
+    how = "; ".join(n.split(":")[0] + ":" + n.split(":")[1] for n in robot.notes if "disabled" in n) or \
+        "SRDF disable_collisions"
+    return (f"collision pairs: checker, ours and pink: the core Scene's, {len(robot.geom.collisionPairs)} pairs "
+            f"({how}); roboplan: its own Scene's, {roboplan_collision_pairs(robot)}")
+
+
 def _roboplan_scene(robot: Robot):
+    """RoboPlan's Scene of the robot, with its own collision pairs: the SRDF's disabled pairs or, when the
+    SRDF disables none (Kinova), its own ``allowAdjacentLinkCollisions`` (every configuration of such a
+    robot collides otherwise); the checker uses the core's pairs (adjacent + always colliding disabled)."""
     import roboplan.core as rc
 
     s = robot.spec
     scene = rc.Scene(s.name, rc.loadUrdfSceneDescriptionFromXml(s.urdf_xml, list(s.package_paths)))
     if s.srdf_xml.strip():
         scene.importSrdf(s.srdf_xml)
+    if "<disable_collisions" not in s.srdf_xml:
+        scene.allowAdjacentLinkCollisions()
     names, ref = scene.getJointNames(), robot.ref_joint_values()
     q = scene.getCurrentJointPositions()
     for n in names:  # reference configuration for the joints outside the group (e.g. fingers)
@@ -39,6 +59,23 @@ def _roboplan_scene(robot: Robot):
             q[scene.getJointPositionIndices([n])[0]] = ref[n]
     scene.setJointPositions(q)
     return scene, np.asarray(scene.getJointPositionIndices(robot.joints))
+
+
+def _roboplan_add_obstacle(scene, rc, o) -> None:
+    """A core Obstacle (world frame) into a RoboPlan Scene (no capsules there: a cylinder of the
+    same radius and length + 2 radius, which contains the capsule)."""
+    T = o.T_frame_obstacle.homogeneous
+    color = np.array([0.8, 0.5, 0.2, 1.0])
+    if o.shape == "box":
+        scene.addBoxGeometry(o.name, "universe", rc.Box(*o.dims), T, color)
+    elif o.shape == "sphere":
+        scene.addSphereGeometry(o.name, "universe", rc.Sphere(o.dims[0]), T, color)
+    elif o.shape == "cylinder":
+        scene.addCylinderGeometry(o.name, "universe", rc.Cylinder(o.dims[0], o.dims[1]), T, color)
+    elif o.shape == "capsule":
+        scene.addCylinderGeometry(o.name, "universe", rc.Cylinder(o.dims[0], o.dims[1] + 2 * o.dims[0]), T, color)
+    else:
+        raise ValueError(f"bench: obstacle shape {o.shape!r} not wired for RoboPlan")
 
 
 def _ours_scene(robot: Robot, core):
@@ -50,6 +87,38 @@ def _ours_scene(robot: Robot, core):
     return scene, q_ref
 
 
+class RoboPlanGroupJoints:
+    """Group joint values (one scalar per joint, ``Robot.joints`` order) <-> RoboPlan's group positions
+    (its group's q: continuous joints as (cos, sin))."""
+
+    def __init__(self, scene, robot: Robot):
+        self.scene, self.robot = scene, robot
+        self.q_full = np.array(scene.getCurrentJointPositions(), dtype=float)
+        self.q_group = np.asarray(scene.getJointGroupInfo(robot.spec.group).q_indices)
+        # first q index of each joint (getJointPositionIndices of a list expands continuous joints to two)
+        self.q_joint = np.array([scene.getJointPositionIndices([n])[0] for n in robot.joints])
+
+    def to_full(self, values) -> np.ndarray:
+        q = self.q_full.copy()
+        for i, c, x in zip(self.q_joint, self.robot.continuous, values):
+            if c:
+                q[i], q[i + 1] = np.cos(x), np.sin(x)
+            else:
+                q[i] = x
+        return q
+
+    def of_full(self, q) -> np.ndarray:
+        return np.array([np.arctan2(q[i + 1], q[i]) if c else q[i] for i, c in zip(self.q_joint, self.robot.continuous)])
+
+    def to_group(self, values) -> np.ndarray:
+        return self.to_full(values)[self.q_group]
+
+    def from_group(self, q_group) -> np.ndarray:
+        q = self.q_full.copy()
+        q[self.q_group] = q_group
+        return self.of_full(q)
+
+
 # ------------------------------------------------------------------------------------ SimpleIK
 class RoboPlanSimpleIk:
     def __init__(self, robot: Robot, name: str, seed: int, **options):
@@ -58,6 +127,7 @@ class RoboPlanSimpleIk:
 
         self.name, self.rc = name, rc
         self.scene, self.qi = _roboplan_scene(robot)
+        self.joints = RoboPlanGroupJoints(self.scene, robot)
         self.ik = rs.SimpleIk(self.scene, rs.SimpleIkOptions(group_name=robot.spec.group, **options))
         self.ik.setRngSeed(seed)
         self.tip = robot.spec.tip_frame
@@ -65,11 +135,11 @@ class RoboPlanSimpleIk:
     def solve(self, T: pin.SE3, seed_values):
         goal = self.rc.CartesianConfiguration("", self.tip, T.homogeneous)
         start, sol = self.rc.JointConfiguration(), self.rc.JointConfiguration()
-        start.positions = np.asarray(seed_values, dtype=float)  # group positions
+        start.positions = self.joints.to_group(seed_values)  # group positions
         t0 = time.perf_counter()
         ok = self.ik.solveIk(goal, start, sol)
         dt = time.perf_counter() - t0
-        return (np.array(sol.positions) if len(sol.positions) else None), bool(ok), None, dt
+        return (self.joints.from_group(np.array(sol.positions)) if len(sol.positions) else None), bool(ok), None, dt
 
 
 class OursSimpleIk:
@@ -98,8 +168,9 @@ class OinkSetup:
                  scb_safe_gain=1.0, a_max=None):
         self.config, self.dt, self.box_min, self.box_max = config, dt, box_min, box_max
         self.a_max = a_max
-        self.box = config in "bce"  # PositionBarrier on the tip
-        self.self_collision = config in "ce"  # SelfCollisionBarrier
+        self.box = config in "bcde"  # PositionBarrier on the tip
+        self.self_collision = config in "cde"  # SelfCollisionBarrier
+        self.obstacles: list = []  # (d): core Obstacles of the cell (world frame), set by the bench
         self.acceleration = config == "e"  # AccelerationLimit
         self.scb_safe_gain = scb_safe_gain  # SelfCollisionBarrier safe_displacement_gain (all peers)
         self.posture_weight, self.n_pairs, self.d_min, self.reg = posture_weight, n_pairs, d_min, reg
@@ -111,11 +182,12 @@ class RoboPlanOink:
         import roboplan.optimal_ik as ro
 
         self.name = f"roboplan ({setup.config})"
-        self.scene, qi = _roboplan_scene(robot)
+        self.scene, _ = _roboplan_scene(robot)
+        for o in setup.obstacles:  # RoboPlan's Scene takes boxes, spheres, cylinders (and meshes)
+            _roboplan_add_obstacle(self.scene, rc, o)
         g, dt = robot.spec.group, setup.dt
-        self.q = self.scene.getCurrentJointPositions()
-        self.q[qi] = q0_values
-        self.qi = qi
+        self.joints = RoboPlanGroupJoints(self.scene, robot)
+        self.q = self.joints.to_full(q0_values)
         self.oink = ro.Oink(self.scene, g) if g else ro.Oink(self.scene)
         self.ee = ro.FrameTask(self.oink, self.scene, rc.CartesianConfiguration("", robot.spec.tip_frame, T0.homogeneous))
         nv = self.oink.num_variables
@@ -161,7 +233,7 @@ class RoboPlanOink:
         return dt
 
     def values(self):
-        return self.q[self.qi]
+        return self.joints.of_full(self.q)
 
 
 class OursOink:
@@ -194,6 +266,12 @@ class OursOink:
             self.barriers.append(core.SelfCollisionBarrier(self.oink, n_collision_pairs=setup.n_pairs, dt=dt,
                                                            d_min=setup.d_min,
                                                            safe_displacement_gain=setup.scb_safe_gain))
+        if setup.obstacles:  # the core's Scene and its obstacle barrier (as panda.yaml's 'obstacles')
+            for o in setup.obstacles:
+                self.scene.add_obstacle(o)
+            self.barriers.append(core.CollisionBarrier(self.oink, n_collision_pairs=setup.n_pairs, dt=dt,
+                                                       d_min=setup.d_min, safe_displacement_gain=setup.scb_safe_gain,
+                                                       pairs="obstacles", name="obstacles"))
         self.failures = 0
 
     def set_target(self, T: pin.SE3):
@@ -245,9 +323,12 @@ class PinkOink:
         locked = [m.getJointId(n) for n in robot.all_joints if n not in robot.joints]
         self.model, gm = pin.buildReducedModel(m, gm, locked, robot.q_ref) if locked else (m, gm)
         jids = [self.model.getJointId(n) for n in robot.joints]
-        self.idx_q = [self.model.joints[j].idx_q for j in jids]
+        self.idx_q = np.array([self.model.joints[j].idx_q for j in jids])
+        self.continuous = np.array([self.model.joints[j].nq == 2 for j in jids])
         self.q = pin.neutral(self.model)
-        self.q[self.idx_q] = q0_values  # revolute/prismatic group joints
+        values = np.asarray(q0_values, dtype=float)
+        self.q[self.idx_q] = np.where(self.continuous, np.cos(values), values)  # continuous: (cos, sin)
+        self.q[self.idx_q[self.continuous] + 1] = np.sin(values[self.continuous])
         cfg = setup.config
         self.conf = pink.Configuration(self.model, self.model.createData(), self.q,
                                        collision_model=gm if cfg == "c" else None,
@@ -285,7 +366,8 @@ class PinkOink:
         return dt
 
     def values(self):
-        return self.q[self.idx_q]
+        c, i = self.continuous, self.idx_q
+        return np.where(c, np.arctan2(self.q[np.where(c, i + 1, i)], self.q[i]), self.q[i])
 
 
 def pink_solvers() -> tuple[list[str], str]:

@@ -1,4 +1,5 @@
-"""Demo: the ik_controller node driving the mock Panda along a path that leaves the workspace box.
+"""Demo: the ik_controller node driving the mock Panda along a path that leaves the workspace box,
+then reaching over a block put on the table at run time.
 
     python -m roboplan_ik_ros.demo            (what `make demo` runs; about 30 s)
 
@@ -9,8 +10,11 @@ crosses the upper face of the workspace barrier box, calls ``~/solve_ik`` a few 
 stops the controller with SIGINT while the arm moves (it brakes to rest), then prints a table
 (achieved rate, tick time, tracking error, smallest barrier margin, service success and latency),
 the peak acceleration and jerk per joint and segment as ratios of the bounds, and saves a plot
-(target vs achieved TCP path; joints vs limits). A strict-drive fault fails the demo loudly.
-Exit status 0 when everything checked out.
+(target vs achieved TCP path; joints vs limits). Before the stop (unless --no-obstacle-segment)
+it adds a block on the table over ``~/collision_objects`` (an RViz marker on ``~/markers``) and
+streams a goal over it and back that dips into it: a second table and plot give the smallest
+obstacle distance (from /joint_states, raw meshes) against d_min. A strict-drive fault fails the
+demo loudly. Exit status 0 when everything checked out.
 """
 
 from __future__ import annotations
@@ -94,6 +98,9 @@ class Recording:
     drive: dict = field(default_factory=dict)  # the mock's latest ~/drive_status
     drive_faults: list = field(default_factory=list)  # every faulted ~/drive_status
     segments: list = field(default_factory=list)  # (name, t_from, t_to) [s since the origin]
+    obstacle_window: tuple = ()  # (t0, t1) of the reach over the block (demo time)
+    block: object = None  # the block's core Obstacle
+    obstacle_status: list = field(default_factory=list)  # (t, closest obstacle, link, distance) from ~/status
 
 
 def circle_path(start: np.ndarray, p_max_z: float, radius: float, lead_in: float, period: float):
@@ -174,6 +181,8 @@ def run(args) -> int:
     def on_status(msg: ControllerStatus):
         margin = min((b.value for b in msg.barriers if b.name == box.name), default=np.nan)
         rec.status.append((time.perf_counter() - t_origin, msg.mode, msg.hold_reason, margin))
+        rec.obstacle_status.append((time.perf_counter() - t_origin, msg.closest_obstacle, msg.closest_obstacle_link,
+                                    msg.closest_obstacle_distance))
 
     def on_diag(msg: DiagnosticArray):
         for st in msg.status:
@@ -261,6 +270,11 @@ def run(args) -> int:
             while any(not f.done() for f in pending) and time.monotonic() < deadline:
                 time.sleep(0.01)
             time.sleep(0.6)  # one more /diagnostics message
+            if args.obstacle_segment:
+                reach_over_block(node, ns, goal_pub, T0, rec, progress, t_origin)
+                rec.segments.append(("reach over block", *rec.obstacle_window))
+                if rec.drive_faults:
+                    raise RuntimeError(f"the strict drive FAULTED: {rec.drive_faults[0]['violation']['message']}")
             # a stop while moving: the goal runs on, the controller gets SIGINT (as Ctrl-C) and brakes
             p_far = path(total - 0.2 * period)
             ps = PoseStamped()
@@ -294,7 +308,10 @@ def run(args) -> int:
         return 1
     a_max, j_max = bounds
     good = motion_table(rec, a_max, j_max, 1.0 / control_rate, arm, console)
-    return report(rec, scene, arm, tip, box, args, console) if good else 1
+    status = report(rec, scene, arm, tip, box, args, console) if good else 1
+    if args.obstacle_segment:
+        status |= obstacle_report(rec, config, arm, tip, args, console)
+    return status
 
 
 def motion_table(rec: Recording, a_max: np.ndarray, j_max: np.ndarray, dt: float, arm, console) -> bool:
@@ -431,6 +448,137 @@ def report(rec: Recording, scene, arm, tip, box, args, console) -> int:
     return 0 if good else 1
 
 
+# ------------------------------------------------------------------ reach over an obstacle
+#: the block put on the table for the reach (world frame, centred on its pose) [m]
+BLOCK_SIZE = (0.12, 0.12, 0.31)
+BLOCK_TOP = 0.30
+
+
+def block_obstacle(T0):
+    """The block (a core Obstacle) under the TCP's start x, on the table (top face at BLOCK_TOP)."""
+    from .core.model.obstacles import Obstacle
+
+    return Obstacle("block", "box", BLOCK_SIZE, position=(float(T0.translation[0]), 0.0, BLOCK_TOP - BLOCK_SIZE[2] / 2))
+
+
+def reach_over_block(node, ns, goal_pub, T0, rec, progress, t_origin, duration: float = 5.0) -> None:
+    """Add a block on the table (CollisionObject on ~/collision_objects, shown on ~/markers), then
+    stream a goal from one side of it to the other along an arc that dips 1 cm under the block's
+    top (the obstacle barrier keeps the hand d_min above it), and back."""
+    import pinocchio as pin
+    from geometry_msgs.msg import PoseStamped
+    from shape_msgs.msg import SolidPrimitive
+
+    from roboplan_ik_interfaces.msg import CollisionObject
+
+    from .node.rosbridge import pose_from_se3
+
+    pub = node.create_publisher(CollisionObject, f"/{ns}/collision_objects", 10)
+    deadline = time.monotonic() + 10.0
+    while pub.get_subscription_count() == 0 and time.monotonic() < deadline:
+        time.sleep(0.01)
+    block = rec.block = block_obstacle(T0)
+    msg = CollisionObject(id=block.name, operation=CollisionObject.ADD)
+    msg.header.frame_id = ""
+    pose_from_se3(block.T_frame_obstacle, msg.pose)
+    msg.primitives = [SolidPrimitive(type=SolidPrimitive.BOX, dimensions=list(BLOCK_SIZE))]
+    msg.primitive_poses = [pose_from_se3(pin.SE3.Identity())]
+    pub.publish(msg)
+    x = float(T0.translation[0])
+    side, z_side, z_dip = 0.25, BLOCK_TOP + 0.06, BLOCK_TOP - 0.01  # the goal dips 1 cm into the block
+
+    def at(s: float) -> np.ndarray:  # s in [0, 1]: +side -> -side over the block -> +side
+        u = 1.0 - abs(2.0 * s - 1.0)  # 0 -> 1 -> 0: there and back
+        y = side * np.cos(np.pi * u)
+        z = z_side + (z_dip - z_side) * np.sin(np.pi * u) ** 2
+        return np.array([x, y, z])
+
+    task = progress.add_task("reaching over a block on the table", total=duration + 2.0)
+    t_start = time.perf_counter()
+    rec.obstacle_window = (t_start - t_origin,)
+    while (t := time.perf_counter() - t_start) < duration + 2.0:
+        s = min(max(t - 1.0, 0.0) / duration, 1.0)  # 1 s at the start side, the reach, 1 s back at it
+        ps = PoseStamped()
+        pose_from_se3(pin.SE3(T0.rotation, at(s)), ps.pose)
+        goal_pub.publish(ps)
+        rec.goal_t.append(time.perf_counter() - t_origin)
+        rec.goal_p.append(at(s))
+        progress.update(task, completed=t)
+        time.sleep(0.02)
+    rec.obstacle_window = (rec.obstacle_window[0], time.perf_counter() - t_origin)
+    node.destroy_publisher(pub)
+
+
+def obstacle_report(rec: Recording, config, arm, tip, args, console) -> int:
+    """The reach's smallest obstacle distance: from /joint_states with the demo's own scene (table +
+    block; every pair, raw meshes) and from ~/status; a plot of the TCP path over the block."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    import pinocchio as pin
+    from matplotlib.patches import Rectangle
+    from rich.table import Table
+
+    from .core.model.robots import load_example_robot
+    from .core.model.scene import Scene
+
+    if len(rec.obstacle_window) != 2:
+        console.print("[red]the reach over the block did not run[/red]")
+        return 1
+    rd = load_example_robot("panda")
+    checker = Scene(rd.urdf_xml, rd.srdf_xml, rd.package_paths, convex_hulls=False)
+    q_ref = checker.named_configuration("default")
+    js_t, js_q = np.array(rec.js_t), np.array(rec.js_q)
+    t0, t1 = rec.obstacle_window
+    window = (js_t >= t0) & (js_t <= t1)
+    for o in [*config.obstacles, rec.block]:
+        checker.add_obstacle(o)
+    gm = checker.collision_model
+    pairs = [k for k, p in enumerate(gm.collisionPairs) if p.second >= checker.world.n_robot_geometries]
+    data, gd = checker.model.createData(), pin.GeometryData(gm)
+    distances, tcp = [], []
+    for v in js_q[window]:
+        q = checker.q_from_joint_positions(arm, v, q_ref)
+        pin.updateGeometryPlacements(checker.model, data, gm, gd, q)
+        distances.append(min(pin.computeDistance(gm, gd, k).min_distance for k in pairs))
+        tcp.append(checker.frame_pose(q, tip).translation)
+    distances, tcp = np.array(distances), np.array(tcp)
+    d_min = next((b.d_min for b in config.barriers if b.type == "collision" and b.pairs in ("obstacles", "all")), 0.0)
+    seen = [s for s in rec.obstacle_status if t0 <= s[0] <= t1 and s[1]]
+    nearest = min(seen, key=lambda s: s[3]) if seen else None
+    t = Table(title="reach over a block on the table (~/collision_objects)", title_justify="left")
+    t.add_column("metric")
+    t.add_column("value", justify="right")
+    t.add_column("note")
+    t.add_row("min obstacle distance (joint_states)", f"{distances.min() * 1e3:.1f} mm",
+              f"d_min {d_min * 1e3:.0f} mm; {len(distances)} samples, raw meshes, every robot x obstacle pair")
+    if nearest is not None:
+        t.add_row("min in ~/status", f"{nearest[3] * 1e3:.1f} mm", f"{nearest[1]} <-> {nearest[2]}")
+    t.add_row("TCP lowest over the block", f"z = {tcp[np.abs(tcp[:, 1]) < BLOCK_SIZE[1] / 2, 2].min():.3f} m"
+              if (np.abs(tcp[:, 1]) < BLOCK_SIZE[1] / 2).any() else "-",
+              f"block top z = {BLOCK_TOP:.2f} m; the goal dipped to {BLOCK_TOP - 0.01:.2f} m")
+    console.print(t)
+    fig, ax = plt.subplots(figsize=(7, 4.5))
+    goal_t, goal_p = np.array(rec.goal_t), np.array(rec.goal_p)
+    in_goal = (goal_t >= t0) & (goal_t <= t1)
+    ax.plot(goal_p[in_goal, 1], goal_p[in_goal, 2], "--", color="tab:gray", label="goal")
+    ax.plot(tcp[:, 1], tcp[:, 2], color="tab:blue", label="achieved TCP")
+    ax.add_patch(Rectangle((-BLOCK_SIZE[1] / 2, BLOCK_TOP - BLOCK_SIZE[2]), BLOCK_SIZE[1], BLOCK_SIZE[2],
+                           color="tab:orange", alpha=0.5, label="block"))
+    ax.set_ylim(BLOCK_TOP - 0.1, BLOCK_TOP + 0.15)
+    ax.set_xlabel("y [m]")
+    ax.set_ylabel("z [m]")
+    ax.set_aspect("equal")
+    ax.legend(loc="upper right")
+    ax.set_title(f"reach over a block: min distance {distances.min() * 1e3:.1f} mm (d_min {d_min * 1e3:.0f} mm)")
+    out = Path(args.out).with_name(Path(args.out).stem + "_obstacle.png")
+    fig.tight_layout()
+    fig.savefig(out, dpi=110)
+    console.print(f"plot: {out}")
+    return 0 if distances.min() >= d_min - 2e-3 else 1
+
+
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--config", default=None, help="YAML config (default: the packaged panda.yaml)")
@@ -440,6 +588,8 @@ def main(argv=None) -> int:
     p.add_argument("--goal-rate", type=float, default=50.0, help="goal stream rate [Hz]")
     p.add_argument("--service-calls", type=int, default=5)
     p.add_argument("--out", default="build/demo/roboplan_ik_demo.png", help="plot file (PNG)")
+    p.add_argument("--no-obstacle-segment", dest="obstacle_segment", action="store_false",
+                   help="skip the reach over a block on the table (added on ~/collision_objects)")
     args = p.parse_args(argv)
     args.config = args.config or default_config()
     return run(args)

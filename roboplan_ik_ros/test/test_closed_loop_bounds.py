@@ -29,7 +29,7 @@ def panda_yaml(drop_acceleration: bool = False) -> tuple[dict, LoopConfig]:
     """panda.yaml as the node reads it (self-collision dropped: the sim has no obstacles and the
     scenarios stay far from self-contact), its node: section as the loop's settings."""
     data = yaml.safe_load((CONFIG_DIR / "panda.yaml").read_text())
-    data["barriers"] = [b for b in data["barriers"] if b["type"] != "self_collision"]
+    data["barriers"] = [b for b in data["barriers"] if b["name"] != "self_collision"]
     node = data.pop("node")
     smoothing = GoalSmoothingConfig(**node["goal_smoothing"])
     if drop_acceleration:  # today's velocity-only behaviour: the comparison for goal time

@@ -406,3 +406,31 @@ def test_service_with_worker_answers_and_reports_a_crash(server):
     worker_pid = srv.worker.pid
     srv.destroy()
     assert srv.worker.state == STOPPED and not alive(worker_pid)
+
+
+def test_worker_checks_the_obstacles_it_was_given():
+    """set_obstacles reaches the child with the next request: a goal seeded through a table is
+    answered with a configuration clear of it (or no solution), never one through it; after the
+    table is taken away again, the same request returns the seed's configuration."""
+    from roboplan_ik_ros.core import Obstacle, Scene
+
+    table = Obstacle("table", "box", (0.6, 1.2, 0.04), position=(0.6, 0.0, 0.18))
+    probe = Scene(robot("panda").urdf_xml, robot("panda").srdf_xml, robot("panda").package_paths)
+    bare = scene("panda")
+    rng = np.random.default_rng(4)
+    while True:  # a configuration whose elbow goes through the table, TCP above it
+        q = bare.random_configuration(rng)
+        probe.clear_obstacles()
+        free = not probe.in_collision(q)
+        probe.add_obstacle(table)
+        if free and probe.in_collision(q) and bare.frame_pose(q, TIP).translation[2] > 0.28:
+            break
+    goal = [FrameGoal(TIP, bare.frame_pose(q, TIP))]
+    with IKWorker(panda_spec(max_time=MAX_TIME)) as worker:
+        assert worker.wait_ready(READY_TIMEOUT), worker.reason
+        worker.set_obstacles([table])
+        result = worker.solve(goal, q)
+        assert not (result.success and probe.in_collision(result.q)), "the worker ignored the table"
+        worker.set_obstacles([])
+        result = worker.solve(goal, q)
+        assert result.success and probe.in_collision(result.q)  # without obstacles: the seed itself

@@ -258,6 +258,27 @@ def test_runtime_parameters(rig):
         assert c.set_parameter(name, value).successful
 
 
+def test_unknown_parameter_is_refused_with_the_valid_names(rig):
+    """`ros2 param set /ik_controller tasks.ee.positon_cost 1.0` (a typo) over the parameter service: the
+    answer names the parameter, the closest valid name and the valid ones under its prefix; nothing is
+    declared and the real parameter keeps its value."""
+    c = rig.client
+    before = rig.node.get_parameter("tasks.ee.position_cost").value
+    bad = c.set_parameter("tasks.ee.positon_cost", 1.0)
+    assert not bad.successful
+    assert bad.reason.startswith("tasks.ee.positon_cost: no such parameter"), bad.reason
+    assert "did you mean 'tasks.ee.position_cost'" in bad.reason, bad.reason
+    assert "valid under 'tasks.ee.': " in bad.reason and "orientation_cost" in bad.reason, bad.reason
+    assert "weights" not in bad.reason, bad.reason  # the posture task's field: another prefix
+    assert not rig.node.has_parameter("tasks.ee.positon_cost")
+    assert rig.node.get_parameter("tasks.ee.position_cost").value == before
+    bad = c.set_parameter("tasks.elbow.task_gain", 0.5)  # no such task: the tasks are listed
+    assert not bad.successful and "valid under 'tasks.': " in bad.reason and "ee.task_gain" in bad.reason, bad.reason
+    bad = c.set_parameter("controll_rate_hz", 100.0)
+    assert not bad.successful and "did you mean 'control_rate_hz'" in bad.reason, bad.reason
+    assert c.set_parameter("tasks.ee.task_gain", 1.0).successful  # declared names still work
+
+
 def test_measured_feedback_and_diagnostics(rig):
     got = []
     sub = rig.client.node.create_subscription(DiagnosticArray, "/diagnostics", got.append, 10)

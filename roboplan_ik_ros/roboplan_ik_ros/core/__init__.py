@@ -18,16 +18,18 @@ from .oink import (
     OinkResult,
     PositionBarrier,
     PositionLimit,
+    CollisionBarrier,
     SelfCollisionBarrier,
     Task,
     VelocityLimit,
     brake_barriers_for,
 )
+from .model.obstacles import Obstacle
 from .model.scene import Scene
 from .simple_ik.solver import FrameGoal, IKResult, SimpleIK, SimpleIKOptions
 
 __all__ = [
     "AccelerationLimit", "Barrier", "ConfigurationTask", "FrameGoal", "FrameTask", "IKResult", "InvalidInputError", "JointGroup",
-    "Limit", "Oink", "OinkResult", "PositionBarrier", "PositionLimit", "Scene", "SelfCollisionBarrier",
+    "Limit", "Oink", "OinkResult", "Obstacle", "PositionBarrier", "PositionLimit", "Scene", "SelfCollisionBarrier", "CollisionBarrier",
     "SimpleIK", "SimpleIKOptions", "Task", "VelocityLimit", "brake_barriers_for",
 ]

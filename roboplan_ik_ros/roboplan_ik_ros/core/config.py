@@ -166,7 +166,7 @@ class LimitConfig:
 @dataclass
 class BarrierConfig:
     name: str
-    type: str  # "position" | "self_collision"
+    type: str  # "position" | "collision" ("self_collision": a collision barrier with pairs: self)
     gain: float = 1.0
     safe_displacement_gain: float = 1.0
     safety_margin: float = 0.0
@@ -175,7 +175,8 @@ class BarrierConfig:
     p_min: list[float] = field(default_factory=list)
     p_max: list[float] = field(default_factory=list)
     axis_selection: list[bool] = field(default_factory=lambda: [True, True, True])
-    # self_collision
+    # collision
+    pairs: str = "self"  # "self" (robot x robot) | "obstacles" (robot x obstacles) | "all"
     n_collision_pairs: int = 0
     d_min: float = 0.02
     broad_phase_cutoff: float = 0.2
@@ -189,6 +190,8 @@ class IKConfig:
     tasks: list[TaskConfig] = field(default_factory=list)
     limits: list[LimitConfig] = field(default_factory=list)
     barriers: list[BarrierConfig] = field(default_factory=list)
+    # world obstacles and objects attached to links (core.model.obstacles.Obstacle after parsing)
+    obstacles: list[Any] = field(default_factory=list)
     simple_ik: Any = None  # SimpleIKOptions after parsing; group_name defaults to robot.group
     node: dict[str, Any] = field(default_factory=dict)  # validated by the ROS layer
 
@@ -232,14 +235,41 @@ class IKConfig:
                 raise InvalidInputError(
                     f"barriers[{k}].type: unknown type {b.type!r}; valid: {', '.join(BARRIER_TYPES)}"
                 )
+            if b.type == "self_collision":  # the name before obstacles: a collision barrier on the robot's pairs
+                if "pairs" in b.given_keys and b.pairs != "self":
+                    raise InvalidInputError(f"barriers[{k}].pairs: type 'self_collision' covers pairs 'self' only; "
+                                            f"use type 'collision' for pairs {b.pairs!r}")
+                b.type = "collision"
             _check_keys_apply(b.given_keys, b.type, _BARRIER_KEYS, f"barriers[{k}]")
+            if b.type == "collision" and b.pairs not in COLLISION_PAIRS:
+                raise InvalidInputError(f"barriers[{k}].pairs: unknown pair set {b.pairs!r}; valid: "
+                                        f"{', '.join(COLLISION_PAIRS)}")
         if not self.tasks:
             raise InvalidInputError("tasks: expected at least one task")
+        self.obstacles = _parse_obstacles(self.obstacles)
+
+
+def _parse_obstacles(items: list) -> list:
+    """The ``obstacles`` list as Obstacle objects (shape and key checks; frames and meshes are checked
+    against the robot when the scene takes them)."""
+    from .model.obstacles import Obstacle, obstacle_from_mapping
+
+    out, seen = [], set()
+    for k, item in enumerate(items):
+        obstacle = item if isinstance(item, Obstacle) else obstacle_from_mapping(item, f"obstacles[{k}]")
+        if not obstacle.name:
+            raise InvalidInputError(f"obstacles[{k}].name: required (a unique name)")
+        if obstacle.name in seen:
+            raise InvalidInputError(f"obstacles[{k}].name: duplicate name {obstacle.name!r}; names must be unique")
+        seen.add(obstacle.name)
+        out.append(obstacle)
+    return out
 
 
 TASK_TYPES = ("frame", "configuration")
 LIMIT_TYPES = ("position", "velocity", "acceleration")
-BARRIER_TYPES = ("position", "self_collision")
+BARRIER_TYPES = ("position", "collision", "self_collision")
+COLLISION_PAIRS = ("self", "obstacles", "all")
 # Keys that only one type uses: setting them on another type is an error, never silently ignored.
 _TASK_KEYS = {
     "frame": ("frame", "position_cost", "orientation_cost", "max_position_error", "max_rotation_error"),
@@ -248,7 +278,7 @@ _TASK_KEYS = {
 _LIMIT_KEYS = {"position": ("gain",), "velocity": ("v_max",), "acceleration": ("a_max", "j_max")}
 _BARRIER_KEYS = {
     "position": ("frame", "p_min", "p_max", "axis_selection"),
-    "self_collision": ("n_collision_pairs", "d_min", "broad_phase_cutoff"),
+    "collision": ("pairs", "n_collision_pairs", "d_min", "broad_phase_cutoff"),
 }
 
 

@@ -42,7 +42,7 @@ from rclpy.wait_for_message import wait_for_message
 from sensor_msgs.msg import JointState
 from std_msgs.msg import String
 from std_srvs.srv import Trigger
-from visualization_msgs.msg import MarkerArray
+from visualization_msgs.msg import Marker, MarkerArray
 
 from roboplan_ik_interfaces.msg import ControllerStatus
 
@@ -58,11 +58,12 @@ from .descriptions import LATCHED, LatchedDescriptions
 from .diagnostics import DiagnosticsReporter, TickStats
 from .goals import HAVE_TF2, FrameResolver, joint_goal_configuration, tf2_ros
 from .log_throttle import LogThrottle
+from .collision_objects import CollisionObjectReader, CollisionObjectsEndpoint
 from .loop_thread import BorrowedThreadPriority, LoopThread, run_on_schedule
-from .markers import HAVE_INTERACTIVE_MARKERS, InteractiveTargets, box_marker, goal_markers
+from .markers import HAVE_INTERACTIVE_MARKERS, InteractiveTargets, box_marker, goal_markers, obstacle_markers
 from .node_config import NodeConfig, load_node_config
 from .outputs import CommandEncoder, output_joints
-from .parameters import ParamSpec, barrier_specs, loop_specs, task_specs
+from .parameters import ParamSpec, barrier_specs, loop_specs, task_specs, unknown_parameter_reason
 from .rosbridge import JointStateDecoder, root_frame_name
 from .service import SolveIKServer
 from .status import LoopSnapshot, diagnostics_report
@@ -110,6 +111,10 @@ def description_package_paths() -> list[str]:
     return paths
 
 
+class ContextShutDown(Exception):
+    """A publish failed because the ROS context was shut down (Ctrl-C): the node is going away."""
+
+
 class ConfigureError(Exception):
     """A configure step failed; the message is the reason shown to the user."""
 
@@ -154,6 +159,7 @@ class IKControllerNode(LifecycleNode):
         self.simple_ik: SimpleIK | None = None
         self._ik_worker_spec: WorkerSpec | None = None
         self._service: SolveIKServer | None = None
+        self._collision_objects: CollisionObjectsEndpoint | None = None
         self._decoder: JointStateDecoder | None = None
         self._encoders: list[CommandEncoder] = []
         self._cmd_pubs = []
@@ -397,7 +403,10 @@ class IKControllerNode(LifecycleNode):
         srdf = self._description("robot_description_semantic",
                                  self._param("description_timeout") if needs_srdf else 1.0, required=needs_srdf)
         package_paths = [*(p for p in self._param("package_paths") if p), *description_package_paths()]
-        scene = scene_from_config(urdf, srdf, config.robot, package_paths)
+        try:
+            scene = scene_from_config(urdf, srdf, config.robot, package_paths, config.obstacles)
+        except InvalidInputError as exc:
+            raise ConfigureError(f"config_file {path!r}: {exc}") from exc
         loop = ControlLoop(scene, config, node_cfg, self._log_loop_event)
         for note in [*getattr(scene, "notes", []), *loop.notes]:
             self.get_logger().info(note)
@@ -488,6 +497,12 @@ class IKControllerNode(LifecycleNode):
         self._service = SolveIKServer(self, self.scene, self.simple_ik, self._resolver, cfg.quaternion_tolerance,
                                       self._current_q, worker_spec=self._ik_worker_spec,
                                       wait_for_gap=self._wait_for_tick_gap)
+        reader = CollisionObjectReader(self._resolver, self.scene.link_names, self._root, cfg.quaternion_tolerance)
+        self._collision_objects = CollisionObjectsEndpoint(
+            self, self.loop, reader, self._lock, self._service.scene_lock, self._current_q,
+            self._on_obstacles_changed, self._on_collision_object_refused)
+        for kind, handle in self._collision_objects.handles:
+            self._keep(kind, handle)
         if cfg.trigger == "joint_states":  # ticks come from /joint_states; this timer only watches for staleness
             period = max(1.0 / cfg.control_rate_hz, min(0.05, cfg.state_timeout / 4.0))
             self._watchdog = self._keep("timer", self.create_timer(period, self._on_watchdog, autostart=False))
@@ -545,6 +560,36 @@ class IKControllerNode(LifecycleNode):
         self._clear()
 
     # ================================================================== parameters
+    # Setting an undeclared name (``ros2 param set /ik_controller tasks.ee.positon_cost 1.0``): rclpy's
+    # parameter services call these two methods, which would raise ParameterNotDeclaredException with an
+    # empty name list ("Invalid access to undeclared parameter(s): []"). They answer instead with the name,
+    # the closest declared names and the valid ones. Not allow_undeclared_parameters: an on-set callback
+    # cannot tell a set from a declaration (diagnostic_updater declares its period at configure), and
+    # nothing undeclared is ever stored.
+    def set_parameters_atomically(self, parameter_list):
+        unknown = self._undeclared(parameter_list)
+        if unknown:
+            return SetParametersResult(successful=False, reason=unknown)
+        return super().set_parameters_atomically(parameter_list)
+
+    def set_parameters(self, parameter_list):
+        """Per parameter, as rclpy's: an undeclared one gets a failed result with the reason (the others
+        are set)."""
+        results = []
+        for p in parameter_list:
+            unknown = self._undeclared([p])
+            results.append(SetParametersResult(successful=False, reason=unknown) if unknown
+                           else super().set_parameters([p])[0])
+        return results
+
+    def _undeclared(self, parameter_list) -> str:
+        """The reason the first undeclared parameter of the list is refused, "" if all are declared."""
+        for p in parameter_list:
+            if not self.has_parameter(p.name):
+                return unknown_parameter_reason(p.name, self.list_parameters([], 0).names,
+                                                configured=getattr(self, "loop", None) is not None)
+        return ""
+
     def _validate_parameters(self, params) -> SetParametersResult:
         for p in params:
             spec = self._specs.get(p.name)
@@ -626,6 +671,20 @@ class IKControllerNode(LifecycleNode):
                                                                f"executor thread that runs the ticks)")
             self._tick(now)
 
+    def _on_obstacles_changed(self) -> None:
+        """After ~/collision_objects changed the scene: the IK worker's scene follows; markers again."""
+        with self._lock:
+            obstacles = list(self.scene.obstacles.values())
+        self._service.set_obstacles(obstacles)
+        self._markers_dirty = True
+
+    def _on_collision_object_refused(self, reason: str) -> None:
+        with self._lock:
+            if self.loop is not None:
+                self.loop.counts.collision_objects_refused += 1
+        self._last_rejection = reason
+        self.get_logger().warning(reason)
+
     def _reject_goal(self, topic: str, reason: str) -> None:
         with self._lock:
             if self.loop is not None:
@@ -688,6 +747,9 @@ class IKControllerNode(LifecycleNode):
         self._last_tick_start = t0
         try:
             self._tick_locked(t0)
+        except ContextShutDown:  # Ctrl-C: rclpy's signal handler invalidated the context under this tick
+            self._active = False  # no later tick can publish either; destroy_node stops the thread
+            self.get_logger().info("the ROS context shut down (Ctrl-C or rclpy.shutdown): the control loop stops")
         except Exception as exc:  # noqa: BLE001 - e.g. a publisher torn down under us: never kill the loop
             self._log_loop_event("error", f"publishing the command failed (the next command steps from the last "
                                           f"one sent): {type(exc).__name__}: {exc}")
@@ -718,9 +780,12 @@ class IKControllerNode(LifecycleNode):
             for enc, pub in zip(self._encoders, self._cmd_pubs):
                 pub.publish(enc.encode(res.command, res.previous, stamp))
                 sent += 1
-        finally:
+        except Exception as exc:
+            if not self.context.ok():  # the context was shut down: the node is going away, no command lost
+                raise ContextShutDown() from exc
             if sent == 0:  # the robot did not get it: the next step must not build on it
                 self.loop.command_not_sent(res)
+            raise
         self._snapshot(res.command)
 
     def _wait_for_tick_gap(self) -> None:
@@ -770,7 +835,7 @@ class IKControllerNode(LifecycleNode):
 
     def _publish_markers(self) -> None:
         self._markers_dirty = False
-        arr = MarkerArray()
+        arr = MarkerArray(markers=[Marker(action=Marker.DELETEALL)])  # removed obstacles disappear too
         scale = self.node_cfg.markers.scale
         with self._lock:
             goals = [(n, self.loop.goal(n)) for n in self._frame_tasks]
@@ -780,6 +845,10 @@ class IKControllerNode(LifecycleNode):
         for k, b in enumerate(self.loop.ctrl.barriers):
             if hasattr(b, "p_min"):
                 arr.markers.append(box_marker(b.name, b.p_min, b.p_max, self._root, k))
+        with self._lock:
+            obstacles = list(self.scene.obstacles.values())
+        for k, obstacle in enumerate(obstacles):
+            arr.markers.extend(obstacle_markers(obstacle, self._root, k))
         self._marker_pub.publish(arr)
 
     def _diagnostics_report(self):

@@ -61,6 +61,53 @@ def box_marker(name: str, p_min: np.ndarray, p_max: np.ndarray, frame: str, mark
     return m
 
 
+def obstacle_markers(obstacle, root: str, marker_id: int) -> list[Marker]:
+    """An obstacle (core.model.obstacles.Obstacle) as RViz markers in its frame (the root frame for
+    a world obstacle, the link for an attached one): CUBE, SPHERE, CYLINDER, a capsule as a
+    cylinder with two spheres, a mesh file as MESH_RESOURCE, an in-memory mesh as TRIANGLE_LIST."""
+    frame = root if obstacle.frame == "world" else obstacle.frame
+    T = obstacle.T_frame_obstacle
+    color = ColorRGBA(r=0.8, g=0.5, b=0.2, a=0.6) if obstacle.frame == "world" else ColorRGBA(r=0.3, g=0.8, b=0.3, a=0.7)
+
+    def marker(kind: int, k: int, offset=(0.0, 0.0, 0.0)) -> Marker:
+        m = Marker(ns=f"obstacle/{obstacle.name}", id=marker_id * 3 + k, type=kind, action=Marker.ADD)
+        m.header.frame_id = frame
+        pose_from_se3(T * pin.SE3(np.eye(3), np.array(offset, dtype=float)), m.pose)
+        m.color = color
+        return m
+
+    d = [float(v) for v in obstacle.dims]
+    if obstacle.shape == "box":
+        m = marker(Marker.CUBE, 0)
+        m.scale.x, m.scale.y, m.scale.z = d
+        return [m]
+    if obstacle.shape == "sphere":
+        m = marker(Marker.SPHERE, 0)
+        m.scale.x = m.scale.y = m.scale.z = 2.0 * d[0]
+        return [m]
+    if obstacle.shape in ("cylinder", "capsule"):
+        m = marker(Marker.CYLINDER, 0)
+        m.scale.x = m.scale.y = 2.0 * d[0]
+        m.scale.z = d[1]
+        out = [m]
+        if obstacle.shape == "capsule":
+            for k, z in ((1, 0.5 * d[1]), (2, -0.5 * d[1])):
+                cap = marker(Marker.SPHERE, k, (0.0, 0.0, z))
+                cap.scale.x = cap.scale.y = cap.scale.z = 2.0 * d[0]
+                out.append(cap)
+        return out
+    if obstacle.vertices is None:  # a mesh file: RViz loads it (file path or package:// URI)
+        m = marker(Marker.MESH_RESOURCE, 0)
+        m.mesh_resource = obstacle.mesh if "://" in obstacle.mesh else f"file://{obstacle.mesh}"
+        m.scale.x, m.scale.y, m.scale.z = (float(s) for s in obstacle.scale)
+        return [m]
+    m = marker(Marker.TRIANGLE_LIST, 0)
+    m.scale.x, m.scale.y, m.scale.z = (float(s) for s in obstacle.scale)
+    v = np.asarray(obstacle.vertices, dtype=float)
+    m.points = [Point(x=float(p[0]), y=float(p[1]), z=float(p[2])) for p in v[np.asarray(obstacle.triangles).reshape(-1)]]
+    return [m]
+
+
 class InteractiveTargets:
     """One 6-DOF interactive marker per frame task; dragging it calls ``on_goal(task, PoseStamped)``."""
 

@@ -5,13 +5,15 @@ Each parameter is a :class:`ParamSpec`: its initial value (from the YAML config)
 an ``apply`` that changes the live controller. The node validates in its on-set callback and
 applies in its post-set callback, so ``ros2 param set`` either takes effect or is refused with
 the reason. Names: ``control_rate_hz``, ``state_feedback``, ``tasks.<task>.<field>``,
-``barriers.<barrier>.<field>``, ``goal_smoothing.<field>``.
+``barriers.<barrier>.<field>``, ``goal_smoothing.<field>``. :func:`unknown_parameter_reason` says why a
+set of an undeclared name is refused (the closest names, the valid ones under its prefix).
 """
 
 from __future__ import annotations
 
+import difflib
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -199,3 +201,36 @@ def loop_specs(node_cfg, apply_rate: Callable[[float], None], apply_feedback: Ca
                   _descriptor("max_speed: target angular speed [rad/s]", dbl, 0.0, 100.0),
                   number_check(0.0, 100.0, lo_open=True), set_attr(gs, "max_angular_speed")),
     ]
+
+
+# ------------------------------------------------------------------------------------ unknown names
+#: Prefixes of the parameters that exist only while the node is configured (declared from the YAML).
+RUNTIME_PREFIXES = ("control_rate_hz", "state_feedback", "max_state_divergence", "state_timeout", "stale_behavior",
+                    "tasks.", "barriers.", "goal_smoothing.")
+_LISTED = 30  # names listed before "(and N more)"
+
+
+def unknown_parameter_reason(name: str, declared: Iterable[str], configured: bool) -> str:
+    """Why setting the undeclared parameter ``name`` is refused: its name, the closest declared names
+    and the declared names under the longest prefix it shares with them (every name if none), as a
+    configure error names a YAML key. ``configured``: whether the runtime parameters exist now."""
+    declared = sorted(declared)
+    parts = name.split(".")
+    prefix, under = "", declared
+    for k in range(len(parts) - 1, 0, -1):  # longest dotted prefix that some declared name has
+        candidate = ".".join(parts[:k]) + "."
+        matching = [d for d in declared if d.startswith(candidate)]
+        if matching:
+            prefix, under = candidate, matching
+            break
+    reason = f"{name}: no such parameter"
+    close = difflib.get_close_matches(name, declared, n=3, cutoff=0.6)
+    if close:
+        reason += f"; did you mean {' or '.join(repr(c) for c in close)}?"
+    if not configured and any(name == p or name.startswith(p) for p in RUNTIME_PREFIXES):
+        reason += ("; the runtime parameters (tasks.<task>.*, barriers.<barrier>.*, goal_smoothing.*, control_rate_hz, "
+                   "...) exist once the node is configured")
+    shown = ", ".join(d[len(prefix):] for d in under[:_LISTED])
+    more = f" (and {len(under) - _LISTED} more)" if len(under) > _LISTED else ""
+    reason += f"; valid {'under ' + repr(prefix) if prefix else 'names'}: {shown}{more}"
+    return reason

@@ -133,6 +133,7 @@ class SolveIKServer:
         self._closing = False
         self._destroyed = False
         self.worker: IKWorker | None = None
+        self.scene_lock = threading.Lock()  # the in-process solve against changes of the scene's obstacles
         self.service_name = node.resolve_service_name("~/solve_ik")  # the node's namespace and remappings
         self.host = rclpy.create_node(f"{node.get_name()}_solve_ik", namespace=node.get_namespace(),
                                       context=node.context, use_global_arguments=False, enable_rosout=False,
@@ -145,6 +146,12 @@ class SolveIKServer:
         self._thread.start()
         if worker_spec is not None:  # returns at once: the process starts in the background
             self.worker = IKWorker(worker_spec, on_event=self._on_worker_event)
+            self.set_obstacles(list(scene.obstacles.values()))
+
+    def set_obstacles(self, obstacles) -> None:
+        """The worker's scene gets these obstacles (the control loop's) with its next request."""
+        if self.worker is not None:
+            self.worker.set_obstacles(obstacles)
 
     def _spin(self) -> None:
         from .ik_controller import spin_until_shutdown
@@ -187,7 +194,8 @@ class SolveIKServer:
         if worker is None or worker.state in (STARTING, FAILED):  # not ready for the first time (or never)
             if worker is not None:
                 self.fallback_solves += 1
-            return self.solver.solve(goals, q_seed, options)
+            with self.scene_lock:  # the obstacles of the shared scene do not change during the solve
+                return self.solver.solve(goals, q_seed, options)
         return worker.solve(goals, q_seed, options)
 
     # ------------------------------------------------------------------ callback (service thread)

@@ -24,6 +24,8 @@ class LoopSnapshot:
     barriers: list[tuple[str, list[str], np.ndarray, np.ndarray]]  # name, rows, h [m], binding in the QP
     counters: dict[str, int]
     acceleration: str = "off"  # the acceleration/jerk bounds of the command stream
+    closest_obstacle: tuple[str, str, float] = ("", "", float("inf"))  # obstacle, robot link, distance [m]
+    obstacles: int = 0  # in the collision world
 
     @classmethod
     def take(cls, loop: ControlLoop) -> LoopSnapshot:
@@ -48,17 +50,22 @@ class LoopSnapshot:
                       "goals_rejected": c.goals_rejected, "holds": c.holds, "reseeds": c.reseeds,
                       "qp_failures": c.qp_failures, "barrier_refusals": c.barrier_refusals,
                       "tick_errors": c.tick_errors, "undelivered": c.undelivered,
+                      "collision_objects_refused": c.collision_objects_refused,
                       # steps whose state could no longer brake in time (braked as hard as allowed; stays 0)
                       "acceleration_nonviable": accel.nonviable if accel is not None else 0},
             acceleration=("off" if accel is None else
                           f"a_max {np.round(accel.a_max, 3).tolist()}, j_max {np.round(accel.j_max, 1).tolist()}"),
+            closest_obstacle=loop.closest_obstacle(), obstacles=len(loop.scene.obstacles),
         )
 
     def status_message(self, tick_us: float, solve_us: float) -> ControllerStatus:
         msg = ControllerStatus(mode=self.mode, holding=self.holding, hold_reason=self.hold_reason,
                                tick_time_us=float(tick_us), solve_time_us=float(solve_us), qp_status=self.qp_status)
-        for key in ("guard_cuts", "joint_states_rejected", "goals_rejected", "holds", "reseeds"):
+        for key in ("guard_cuts", "joint_states_rejected", "goals_rejected", "holds", "reseeds",
+                    "collision_objects_refused"):
             setattr(msg, key, self.counters[key])
+        msg.closest_obstacle, msg.closest_obstacle_link, msg.closest_obstacle_distance = self.closest_obstacle
+        msg.obstacles = self.obstacles
         msg.tasks = [TaskStatus(name=n, error_norm=e, position_error=p, orientation_error=o)
                      for n, e, p, o in self.tasks]
         for name, rows, value, binding in self.barriers:
@@ -90,6 +97,8 @@ def diagnostics_report(snap: LoopSnapshot, summary: dict[str, float], node_cfg, 
         ("state_feedback", node_cfg.state_feedback),
         ("stale_behavior", node_cfg.stale_behavior),
         ("acceleration_bounds", snap.acceleration),
+        ("obstacles", str(snap.obstacles)),
+        ("closest_obstacle", _closest_text(snap.closest_obstacle)),
         ("qp_status", snap.qp_status),
         *((k, str(v)) for k, v in snap.counters.items()),
         ("solve_ik_calls", str(service.calls)),
@@ -97,3 +106,8 @@ def diagnostics_report(snap: LoopSnapshot, summary: dict[str, float], node_cfg, 
         ("last_rejection", last_rejection),
     ]
     return level, message, values
+
+
+def _closest_text(closest: tuple[str, str, float]) -> str:
+    obstacle, link, distance = closest
+    return "none" if not obstacle else f"{obstacle} <-> {link}: {distance * 1e3:.1f} mm"

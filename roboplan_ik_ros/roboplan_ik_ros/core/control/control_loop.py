@@ -49,6 +49,7 @@ from ..oink.controller import OinkController, StepOutcome
 from ..errors import InvalidInputError
 from .goal_followers import GoalSmoother, GoalSmoothingConfig, JointGoalRamp
 from ..oink import AccelerationLimit, ConfigurationTask, FollowingErrorLimit, FrameTask, VelocityLimit
+from ..model.closest_pairs import ClosestObstacle
 from ..model.scene import Scene
 from .state_tracker import StateTracker
 
@@ -130,6 +131,7 @@ class LoopCounters:
     barrier_refusals: int = 0  # ticks
     tick_errors: int = 0  # ticks whose step raised (held; logged with the traceback)
     undelivered: int = 0  # commands the caller could not send (command_not_sent): the next step starts before them
+    collision_objects_refused: int = 0  # obstacles from the node's topic refused as malformed (reason logged)
 
 
 @dataclass
@@ -157,6 +159,7 @@ class ControlLoop:
         self.scene = scene
         self.config = config
         self.settings = settings
+        self._closest_obstacle = ClosestObstacle(scene)
         self.log: LogFn = log or (lambda level, message: None)
         self.group = scene.group(config.robot.group)
         self.state = StateTracker(scene, self.group, settings.joint_limit_tolerance)
@@ -394,6 +397,12 @@ class ControlLoop:
         q_next = self._braked(guard.last)
         self.mode, self.hold_reason = HOLDING, "stopping (deactivate)"
         return TickResult(True, guard.apply(q_next), self._previous)
+
+    def closest_obstacle(self) -> tuple[str, str, float]:
+        """(obstacle, robot link, signed distance [m]) nearest at the last command (the measured state
+        before the first): ("", "", inf) without obstacles. For status reports, not the tick."""
+        q = self.guard.last if self.active else self.state.measured
+        return self._closest_obstacle.query(q)
 
     @property
     def acceleration_limit(self):

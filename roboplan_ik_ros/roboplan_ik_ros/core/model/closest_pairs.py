@@ -23,7 +23,7 @@ from .scene import Scene
 class PairDistances:
     """Result buffers, reused between queries. Rows ``[:count]`` are valid, sorted by distance."""
 
-    pair_index: np.ndarray  # (n,) index into collision_model.collisionPairs
+    pair_index: np.ndarray  # (n,) local pair index (ClosestPairs.collision_pair maps it to collisionPairs)
     distance: np.ndarray  # (n,) signed distance [m]
     point1: np.ndarray  # (n, 3) witness point on the first geometry, world frame [m]
     point2: np.ndarray  # (n, 3) witness point on the second geometry, world frame [m]
@@ -31,56 +31,119 @@ class PairDistances:
     count: int = 0
 
 
+PAIR_SETS = ("all", "self", "obstacles")
+
+
 class ClosestPairs:
     """Query the ``n`` closest active collision pairs of ``scene``.
 
     Args:
         scene: the scene whose collision model is queried.
-        n: number of pairs wanted (<= number of collision pairs).
+        n: number of pairs wanted (for ``pairs="self"``: <= the robot's collision pairs; with
+            obstacles the pairs come and go, and a query finds at most as many as exist).
         cutoff: pairs whose lower-bound distance exceeds this [m] are never evaluated (inf: all may be).
+        pairs: ``"self"`` (robot x robot), ``"obstacles"`` (robot or attached object x obstacle) or
+            ``"all"``.
+
+    Broad phase: a bounding sphere per geometry (centre and radius of its local AABB); for a pair
+    with a geometry fixed in the world (the robot's base, a table, a wall), the distance from the
+    other's sphere to the fixed geometry's box (its local AABB, placed in the world) instead, which
+    is much tighter for large flat obstacles. The pair tables are rebuilt after the scene's
+    obstacles change (:attr:`Scene.collision_version`).
     """
 
-    def __init__(self, scene: Scene, n: int, cutoff: float = np.inf) -> None:
-        gm = scene.collision_model
-        npairs = len(gm.collisionPairs)
-        if not isinstance(n, (int, np.integer)) or not 1 <= n <= npairs:
+    def __init__(self, scene: Scene, n: int, cutoff: float = np.inf, pairs: str = "self") -> None:
+        if pairs not in PAIR_SETS:
+            raise InvalidInputError(f"pairs: unknown pair set {pairs!r}; valid: {', '.join(PAIR_SETS)}")
+        self.scene = scene
+        self.pair_set = pairs
+        self.cutoff = check_positive(cutoff, "broad_phase_cutoff", allow_inf=True)
+        self._version = -1
+        self._build()
+        npairs = len(self.first)
+        static = pairs == "self"
+        if not isinstance(n, (int, np.integer)) or n < 1 or (static and n > npairs):
             raise InvalidInputError(
                 f"n_collision_pairs: expected an integer in [1, {npairs}] (the collision pairs left "
-                f"after the SRDF's disabled pairs), got {n!r}"
+                f"after the SRDF's disabled pairs), got {n!r}" if static else
+                f"n_collision_pairs: expected an integer >= 1, got {n!r}"
             )
-        self.cutoff = check_positive(cutoff, "broad_phase_cutoff", allow_inf=True)
-        self.scene = scene
         self.n = int(n)
+        self.result = PairDistances(
+            np.zeros(n, dtype=int), np.zeros(n), np.zeros((n, 3)), np.zeros((n, 3)), np.zeros((n, 3))
+        )
+        self.narrow_phase_calls = 0  # of the last query
+
+    def refresh(self) -> bool:
+        """Rebuild the pair tables if the scene's obstacles changed; True if it did."""
+        if self._version == self.scene.collision_version:
+            return False
+        self._build()
+        return True
+
+    def _build(self) -> None:
+        scene = self.scene
+        gm, world = scene.collision_model, scene.world
+        self._version = scene.collision_version
         # geometryObjects[i] copies the object (meshes included) in pinocchio's Python API: read once.
-        geometry_names = [g.name for g in gm.geometryObjects]
-        self.first = np.array([p.first for p in gm.collisionPairs], dtype=int)
-        self.second = np.array([p.second for p in gm.collisionPairs], dtype=int)
+        objects = [gm.geometryObjects[i] for i in range(gm.ngeoms)]
+        robot = world.n_robot_geometries
+        ids = [k for k, p in enumerate(gm.collisionPairs)
+               if self.pair_set == "all" or (self.pair_set == "self") == (p.first < robot and p.second < robot)]
+        self.collision_pair = np.array(ids, dtype=int)  # local pair k -> index into collisionPairs
+        self.first = np.array([gm.collisionPairs[k].first for k in ids], dtype=int)
+        self.second = np.array([gm.collisionPairs[k].second for k in ids], dtype=int)
+        self.obstacle_pair = (self.first >= robot) | (self.second >= robot)
         self.geometries = np.unique(np.concatenate([self.first, self.second]))
-        self._pair_names = [f"{geometry_names[a]} <-> {geometry_names[b]}" for a, b in zip(self.first, self.second)]
-        slot = {g: k for k, g in enumerate(self.geometries)}
-        self._slot1 = np.array([slot[g] for g in self.first])
-        self._slot2 = np.array([slot[g] for g in self.second])
-        centers, radii, parents = [], [], []
+        self._pair_names = [f"{objects[a].name} <-> {objects[b].name}" for a, b in zip(self.first, self.second)]
+        slot = {int(g): k for k, g in enumerate(self.geometries)}
+        self._slot1 = np.array([slot[g] for g in self.first], dtype=int)
+        self._slot2 = np.array([slot[g] for g in self.second], dtype=int)
+        centers, radii, parents, lows, highs, placements = [], [], [], [], [], []
         for g in self.geometries:
-            obj = gm.geometryObjects[int(g)]
+            obj = objects[int(g)]
             obj.geometry.computeLocalAABB()
             box = obj.geometry.aabb_local
             lo, hi = np.array(box.min_), np.array(box.max_)
             centers.append(obj.placement.act((lo + hi) / 2))  # sphere centre in the parent joint frame
             radii.append(np.linalg.norm(hi - lo) / 2)
             parents.append(obj.parentJoint)
+            lows.append(lo), highs.append(hi), placements.append(obj.placement)
+        parents = np.array(parents, dtype=int)
         self._joints = np.unique(parents)  # joints that carry geometry
         self._joint_slot = np.searchsorted(self._joints, parents)
-        self._center_joint = np.array(centers)  # (ngeom, 3)
-        self._radius_sum = np.array(radii)[self._slot1] + np.array(radii)[self._slot2]
-        self._data: pin.Data | None = None  # whose joint placements the views below follow
-        self.result = PairDistances(
-            np.zeros(n, dtype=int), np.zeros(n), np.zeros((n, 3)), np.zeros((n, 3)), np.zeros((n, 3))
-        )
-        self.narrow_phase_calls = 0  # of the last query
+        self._center_joint = np.array(centers).reshape(-1, 3)  # (ngeom, 3)
+        radii = np.array(radii)
+        self._radius_sum = radii[self._slot1] + radii[self._slot2] if len(self.first) else np.zeros(0)
+        # pairs with one geometry fixed in the world (joint 0): sphere-to-box bound; the others: spheres
+        if len(self.first):
+            fixed1, fixed2 = parents[self._slot1] == 0, parents[self._slot2] == 0
+        else:
+            fixed1 = fixed2 = np.zeros(0, dtype=bool)
+        box = fixed1 | fixed2
+        self._box_pairs, self._sphere_pairs = np.flatnonzero(box), np.flatnonzero(~box)
+        self._sphere_slot1, self._sphere_slot2 = self._slot1[self._sphere_pairs], self._slot2[self._sphere_pairs]
+        self._sphere_radius_sum = self._radius_sum[self._sphere_pairs]
+        fixed_slot = np.where(fixed2, self._slot2, self._slot1)[self._box_pairs]
+        moving_slot = np.where(fixed2, self._slot1, self._slot2)[self._box_pairs]
+        self._fixed_slots, fixed_index = np.unique(fixed_slot, return_inverse=True)
+        # local coordinates of every sphere centre in every fixed geometry's frame, (nfixed, ngeom, 3),
+        # computed at once per query; a box pair reads its entry [fixed, moving] of the flattened array
+        self._box_entry = moving_slot * len(self._fixed_slots) + fixed_index.reshape(-1)
+        self._box_radius = radii[moving_slot] if len(self._box_pairs) else np.zeros(0)
+        # [R_1 R_2 ...] (3, 3 nfixed): c^T R_f = (R_f^T c)^T for every fixed geometry f in one product
+        self._fixed_R = np.hstack([placements[s].rotation for s in self._fixed_slots]) if len(self._fixed_slots) \
+            else np.zeros((3, 0))
+        self._fixed_RTt = np.concatenate([placements[s].rotation.T @ placements[s].translation
+                                          for s in self._fixed_slots]) if len(self._fixed_slots) else np.zeros(0)
+        self._box_lo = np.array([lows[s] for s in fixed_slot]).reshape(-1, 3)
+        self._box_hi = np.array([highs[s] for s in fixed_slot]).reshape(-1, 3)
+        self._data = None  # whose joint placements the views below follow
 
     def lower_bounds(self, data: pin.Data) -> np.ndarray:
         """Per-pair lower bound of the distance [m]; needs forward kinematics in ``data``."""
+        if not len(self.first):
+            return np.zeros(0)
         if data is not self._data:  # views of data.oMi[j]: they follow every later kinematics call
             self._R_views = [data.oMi[int(j)].rotation for j in self._joints]
             self._t_views = [data.oMi[int(j)].translation for j in self._joints]
@@ -88,18 +151,33 @@ class ClosestPairs:
         slot = self._joint_slot  # one placement per joint carrying geometry, spread to its geometries
         cw = np.matmul(np.array(self._R_views)[slot], self._center_joint[:, :, None])[:, :, 0]
         cw += np.array(self._t_views)[slot]  # sphere centres in the world frame, (ngeom, 3)
-        gap = cw[self._slot1]
-        gap -= cw[self._slot2]
-        gap *= gap
-        bound = np.sqrt(gap.sum(axis=1))
-        bound -= self._radius_sum
+        bound = np.empty(len(self.first))
+        if len(self._sphere_pairs):
+            gap = cw[self._sphere_slot1]
+            gap -= cw[self._sphere_slot2]
+            gap *= gap
+            bound[self._sphere_pairs] = np.sqrt(gap.sum(axis=1)) - self._sphere_radius_sum
+        if len(self._box_pairs):  # the moving sphere's centre in the fixed geometry's frame, to its box
+            local = cw @ self._fixed_R  # (ngeom, 3 nfixed): R_f^T c of every centre in every fixed frame
+            local -= self._fixed_RTt  # R_f^T (c - t_f)
+            local = local.reshape(-1, 3)[self._box_entry]  # one row per box pair
+            outside = self._box_lo - local  # per axis: how far outside the box, or <= 0 inside
+            np.maximum(outside, local - self._box_hi, out=outside)
+            np.maximum(outside, 0.0, out=outside)
+            outside *= outside
+            bound[self._box_pairs] = np.sqrt(outside.sum(axis=1)) - self._box_radius
         return bound
 
+    def distance(self, geom_data: pin.GeometryData, k: int):
+        """coal's distance result of local pair ``k`` (geometry placements must be up to date)."""
+        return pin.computeDistance(self.scene.collision_model, geom_data, int(self.collision_pair[k]))
+
     def query(self, data: pin.Data, geom_data: pin.GeometryData) -> PairDistances:
-        """Fill and return :attr:`result`; call after ``pin.updateGeometryPlacements``."""
-        gm = self.scene.collision_model
+        """Fill and return :attr:`result`; call after ``pin.updateGeometryPlacements`` with a geometry
+        data of the current collision model (and after :meth:`refresh`)."""
         lb = self.lower_bounds(data)
-        order = np.argsort(lb)
+        near = np.flatnonzero(lb <= self.cutoff)  # only these can be evaluated: sort just them
+        order = near[np.argsort(lb[near])]
         found_d: list[float] = []
         found: list[tuple[int, float, np.ndarray, np.ndarray, np.ndarray]] = []
         calls = 0
@@ -109,7 +187,7 @@ class ClosestPairs:
                 break
             if len(found) >= self.n and bound >= max(found_d):
                 break
-            res = pin.computeDistance(gm, geom_data, int(k))
+            res = self.distance(geom_data, k)
             calls += 1
             d = res.min_distance
             if len(found) >= self.n:  # replace the current farthest
@@ -149,3 +227,42 @@ def _unit_normal(d: float, p1: np.ndarray, p2: np.ndarray, coal_normal: np.ndarr
     if d <= 0 and abs(cn - 1.0) < 1e-6:
         return coal_normal
     return np.zeros(3)
+
+
+class ClosestObstacle:
+    """The obstacle nearest to the robot at a configuration, for status reports (not the hot path:
+    it allocates its tables again after each change of the scene's obstacles)."""
+
+    def __init__(self, scene: Scene) -> None:
+        self.scene = scene
+        self._version = -1
+
+    def query(self, q: np.ndarray) -> tuple[str, str, float]:
+        """(obstacle, the robot link or attached object nearest to it, signed distance [m]);
+        ("", "", inf) without obstacles (or none that any link can reach)."""
+        scene = self.scene
+        if not scene.obstacles:
+            return "", "", math.inf
+        if self._version != scene.collision_version:
+            self._pairs = ClosestPairs(scene, 1, np.inf, "obstacles")
+            self._data, self._geom_data = scene.create_data()
+            gm = scene.collision_model
+            self._names = [scene.model.frames[gm.geometryObjects[g].parentFrame].name if g < scene.world.n_robot_geometries
+                           else scene.world.obstacle_name(g) for g in range(gm.ngeoms)]
+            self._version = scene.collision_version
+        pairs = self._pairs
+        if not len(pairs.first):
+            return "", "", math.inf
+        pin.forwardKinematics(scene.model, self._data, q)
+        pin.updateGeometryPlacements(scene.model, self._data, scene.collision_model, self._geom_data)
+        res = pairs.query(self._data, self._geom_data)
+        if not res.count:
+            return "", "", math.inf
+        k = int(res.pair_index[0])
+        a, b = int(pairs.first[k]), int(pairs.second[k])
+        world = scene.world
+        if world.is_obstacle(a) and world.is_obstacle(b):  # an attached object against a world obstacle
+            a, b = (a, b) if scene.obstacles[self._names[a]].attached else (b, a)
+            return self._names[b], f"{self._names[a]} (attached)", float(res.distance[0])
+        robot_geometry, obstacle = (a, b) if world.is_obstacle(b) else (b, a)
+        return self._names[obstacle], self._names[robot_geometry], float(res.distance[0])

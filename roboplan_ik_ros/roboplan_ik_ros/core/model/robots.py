@@ -25,6 +25,9 @@ class RobotDescription:
 EXAMPLE_ROBOTS = {
     "panda": ("panda_description/urdf/panda.urdf", "panda_description/srdf/panda.srdf", "arm", "panda_hand_tcp"),
     "ur5": ("ur_description/urdf/ur5_robot.urdf", "ur_description/srdf/ur5.srdf", "", "tool0"),
+    # Kinova Jaco 2 (6 DoF, three continuous joints); its SRDF disables no collision pair
+    "kinova": ("kinova_description/robots/kinova.urdf", "kinova_description/srdf/kinova.srdf", "",
+               "j2s6s200_end_effector"),
 }
 
 

@@ -15,7 +15,9 @@ import numpy as np
 import pinocchio as pin
 
 from ..errors import InvalidInputError, as_vector, check_positive, unknown_name
+from .collision_world import CollisionWorld
 from .joint_group import JointGroup
+from .obstacles import Obstacle
 from .srdf import Srdf, SrdfGroup, parse_srdf
 
 _UNBOUNDED = 1e10  # |limit| above this counts as "no position limit"
@@ -81,9 +83,12 @@ class Scene:
         self.a_max = self._per_velocity_index(acceleration_limits or {}, "acceleration_limits")
         self.j_max = self._per_velocity_index(jerk_limits or {}, "jerk_limits")
         self._init_collisions(urdf_xml, srdf_xml or "", convex_hulls)
+        # obstacles (world or attached to links) after the robot's geometries: see CollisionWorld
+        self.world = CollisionWorld(self.model, self.collision_model, self.package_paths, convex_hulls)
         self._note_joints_without_dof_in_groups()
         self.data = self.model.createData()
         self.collision_data = pin.GeometryData(self.collision_model)
+        self._collision_data_version = self.world.version
         self._groups: dict[str, JointGroup] = {}
 
     @classmethod
@@ -256,8 +261,33 @@ class Scene:
         return list(dict.fromkeys(names))
 
     def create_data(self) -> tuple[pin.Data, pin.GeometryData]:
-        """New (model data, geometry data) for a solver that must not share buffers."""
+        """New (model data, geometry data) for a solver that must not share buffers. The geometry data
+        fits the collision model of now: after :attr:`collision_version` changes (an obstacle added,
+        moved or removed), make a new one with ``pin.GeometryData(scene.collision_model)``."""
         return self.model.createData(), pin.GeometryData(self.collision_model)
+
+    # --------------------------------------------------------------- obstacles
+    @property
+    def collision_version(self) -> int:
+        """Changes whenever an obstacle is added, moved or removed."""
+        return self.world.version
+
+    @property
+    def obstacles(self) -> dict[str, Obstacle]:
+        return self.world.obstacles
+
+    def add_obstacle(self, obstacle: Obstacle, where: str = "obstacle") -> None:
+        """Add (or replace) an obstacle; raises naming the field at fault (see :class:`CollisionWorld`)."""
+        self.world.add(obstacle, where)
+
+    def move_obstacle(self, name: str, position, quaternion_xyzw, frame: str | None = None) -> None:
+        self.world.move(name, position, quaternion_xyzw, frame)
+
+    def remove_obstacle(self, name: str) -> None:
+        self.world.remove(name)
+
+    def clear_obstacles(self) -> None:
+        self.world.clear()
 
     # ------------------------------------------------------------------- names
     def _joint_id(self, name: str) -> int:
@@ -495,4 +525,7 @@ class Scene:
         """True if any active collision pair intersects at q."""
         if not self.collision_model.collisionPairs:
             return False
+        if self._collision_data_version != self.world.version:
+            self.collision_data = pin.GeometryData(self.collision_model)
+            self._collision_data_version = self.world.version
         return bool(pin.computeCollisions(self.model, self.data, self.collision_model, self.collision_data, q, True))

@@ -19,7 +19,7 @@ from . import (
     OinkResult,
     PositionBarrier,
     PositionLimit,
-    SelfCollisionBarrier,
+    CollisionBarrier,
     Task,
     VelocityLimit,
     brake_barriers_for,
@@ -28,10 +28,11 @@ from ..model.resources import resolve_path
 from ..model.scene import Scene
 
 
-def scene_from_config(urdf_xml: str, srdf_xml: str, robot: RobotConfig, package_paths=()) -> Scene:
+def scene_from_config(urdf_xml: str, srdf_xml: str, robot: RobotConfig, package_paths=(), obstacles=()) -> Scene:
     """A Scene with the robot section's overrides (package paths are joined with ``package_paths``):
     ``robot.joint_limits_file`` first, then the explicit ``position_limits``/``velocity_limits`` keys.
-    What the file says that the controller does not use is in the scene's notes."""
+    What the file says that the controller does not use is in the scene's notes. ``obstacles``
+    (``IKConfig.obstacles``) are added to its collision world; an invalid one raises naming it."""
     paths = [*robot.package_paths, *package_paths]
     limits, urdf_joints = JointLimits(), set()
     if robot.joint_limits_file:
@@ -48,6 +49,8 @@ def scene_from_config(urdf_xml: str, srdf_xml: str, robot: RobotConfig, package_
         jerk_limits=_known_joints(limits.jerk, urdf_joints, limits),
     )
     scene.notes.extend(limits.notes)
+    for k, obstacle in enumerate(obstacles):
+        scene.add_obstacle(obstacle, f"obstacles[{k}]")
     return scene
 
 
@@ -158,8 +161,8 @@ class OinkController:
         if bc.type == "position":
             return PositionBarrier(self.oink, bc.frame, bc.p_min, bc.p_max, self.dt,
                                    axis_selection=bc.axis_selection, **common)
-        return SelfCollisionBarrier(self.oink, bc.n_collision_pairs, self.dt, bc.d_min,
-                                    broad_phase_cutoff=bc.broad_phase_cutoff, **common)
+        return CollisionBarrier(self.oink, bc.n_collision_pairs, self.dt, bc.d_min,
+                                broad_phase_cutoff=bc.broad_phase_cutoff, pairs=bc.pairs, **common)
 
     # ------------------------------------------------------------------ running
     def hold_at(self, q: np.ndarray) -> None:

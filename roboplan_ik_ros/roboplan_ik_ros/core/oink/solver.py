@@ -86,7 +86,7 @@ from .compiled_assembly import CompiledAssembly, load_kernel
 from .osqp_workspace import OsqpResult, OsqpWorkspace
 from .barriers.barrier import Barrier
 from .barriers.position_barrier import PositionBarrier
-from .barriers.self_collision_barrier import SelfCollisionBarrier
+from .barriers.collision_barrier import CollisionBarrier
 from .limits.limit import Limit
 from .tasks.task import Task
 
@@ -203,6 +203,7 @@ class Oink:
         self.assembly = "compiled" if self.kernel is not None else "numpy"
         self.assembly_note = why  # why the numpy path is used ("" when compiled)
         self.data, self.geom_data = scene.create_data()
+        self._geometry_version = scene.collision_version  # geom_data is remade when the obstacles change
         n = self.nv
         self._q_shape = (scene.model.nq,)
         self._v_columns = self.group.v_columns
@@ -281,6 +282,9 @@ class Oink:
             pin.computeJointJacobians(model, data, q)  # also forward kinematics
             pin.updateFramePlacements(model, data)
             if lay.needs_geometry:
+                if self._geometry_version != self.scene.collision_version:  # obstacles added/moved/removed
+                    self.geom_data = pin.GeometryData(self.scene.collision_model)
+                    self._geometry_version = self.scene.collision_version
                 pin.updateGeometryPlacements(model, data, self.scene.collision_model, self.geom_data)
             if lay.compiled is not None:
                 return self._solve_compiled(q, lay, key, tasks, limits, barriers)
@@ -879,6 +883,6 @@ def _barrier_row_hint(b: Barrier, row: int) -> str:
             f"step within the joint limits moves it inward: the box may be too small or not reachable within the "
             f"joint limits (check p_min/p_max)"
         )
-    if isinstance(b, SelfCollisionBarrier):
-        return "lower its d_min/safety_margin, or disable that pair in the SRDF"
+    if isinstance(b, CollisionBarrier):
+        return "lower its d_min/safety_margin, or disable that pair in the SRDF (or move the obstacle)"
     return "relax the barrier or the joint limits"

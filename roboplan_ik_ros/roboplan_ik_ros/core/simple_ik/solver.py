@@ -268,7 +268,8 @@ class SimpleIK:
         self.group = scene.group(self.options.group_name)
         self.data, self.geom_data = scene.create_data()
         self._collision_manager = _collision_manager(scene, self.geom_data)
-        self._has_collision_pairs = len(scene.collision_model.collisionPairs) > 0  # as geom_data, fixed here
+        self._has_collision_pairs = len(scene.collision_model.collisionPairs) > 0  # as geom_data
+        self._geometry_version = scene.collision_version  # both remade when the obstacles change
         self.rng = np.random.default_rng(self.options.seed)
         self._workspaces: dict[tuple[str, int], _Workspace] = {}
         self._frame_ids: dict[str, int] = {}
@@ -425,6 +426,12 @@ class SimpleIK:
         return pos, rot
 
     def _in_collision(self, q: np.ndarray) -> bool:
+        """Self-collision or contact with an obstacle of the scene (its obstacles of now)."""
+        if self._geometry_version != self.scene.collision_version:
+            self.geom_data = pin.GeometryData(self.scene.collision_model)
+            self._collision_manager = _collision_manager(self.scene, self.geom_data)
+            self._has_collision_pairs = len(self.scene.collision_model.collisionPairs) > 0
+            self._geometry_version = self.scene.collision_version
         if not self._has_collision_pairs:
             return False
         if self._collision_manager is not None:

@@ -158,8 +158,10 @@ def _worker_main(conn, spec: WorkerSpec, parent_pid: int, nice: int = 0, sched_i
             return  # the parent closed its end or died
         if msg[0] != "solve":
             return  # "stop"
-        _, rid, deadline, goals, q_seed, options = msg
+        _, rid, deadline, goals, q_seed, options, obstacles = msg
         try:
+            if obstacles is not None:  # the parent's obstacles changed since this child last heard
+                _set_obstacles(solver.scene, obstacles)
             budget = max(deadline - time.monotonic(), _MIN_BUDGET)  # what is left of max_time
             opt = replace(options, max_time=min(options.max_time, budget))
             result = solver.solve([FrameGoal(name, T) for name, T in goals], q_seed, opt)
@@ -177,6 +179,13 @@ def _worker_main(conn, spec: WorkerSpec, parent_pid: int, nice: int = 0, sched_i
             return
 
 
+def _set_obstacles(scene, obstacles) -> None:
+    """Make ``scene``'s obstacles exactly ``obstacles`` (already checked by the parent)."""
+    scene.clear_obstacles()
+    for obstacle in obstacles:
+        scene.add_obstacle(obstacle)
+
+
 # ----------------------------------------------------------------------------------------- parent
 class _Child:
     """One started child process (a generation) and the parent's end of its pipe."""
@@ -186,6 +195,7 @@ class _Child:
         self.conn = conn
         self.started = started  # time.monotonic() at spawn
         self.ready = False
+        self.obstacles_version = -1  # of IKWorker's obstacles last sent to this child
         self.death = ""  # why the parent killed it (else it crashed)
         self.exit = ""  # how it ended, set by the monitor thread (the only one that reaps a ready child)
         self.exited = threading.Event()
@@ -279,6 +289,8 @@ class IKWorker:
         self.crashes = 0  # ready children that died without being stopped
         self.start_seconds = math.nan  # [s] spawn -> ready of the last ready child (parent's clock)
         self.build_seconds = math.nan  # [s] of that, the child's own scene + SimpleIK build
+        self._obstacles: tuple = ()  # the collision world's obstacles, sent with the next request
+        self._obstacles_version = 0
         if start:
             self.start()
 
@@ -464,6 +476,14 @@ class IKWorker:
         return "stopped"
 
     # ------------------------------------------------------------------ requests
+    def set_obstacles(self, obstacles: Sequence) -> None:
+        """The obstacles (``core.model.obstacles.Obstacle``, already checked against the robot) of the
+        child's scene from the next request on: sent with it to each child that has not had them
+        (a restarted child included), so that its collision check matches the caller's."""
+        with self._cond:
+            self._obstacles = tuple(obstacles)
+            self._obstacles_version += 1
+
     def solve(self, goals: Sequence, q_seed: np.ndarray, options: SimpleIKOptions | None = None) -> IKResult:
         """SimpleIK.solve in the child: ``goals`` are FrameGoals or (frame name, pin.SE3 or 4x4)
         pairs. Blocks for at most ``max_time`` + ``answer_grace``. Raises InvalidInputError for bad
@@ -482,9 +502,12 @@ class IKWorker:
                     raise WorkerError(self._reason or "the IK worker is not ready")
                 self._next_id += 1
                 rid = self._next_id
+                obstacles = None
+                if child.obstacles_version != self._obstacles_version:
+                    obstacles, child.obstacles_version = self._obstacles, self._obstacles_version
             deadline = time.monotonic() + opt.max_time
             try:
-                child.conn.send(("solve", rid, deadline, request_goals, q, opt))
+                child.conn.send(("solve", rid, deadline, request_goals, q, opt, obstacles))
             except (OSError, ValueError) as exc:  # the child died, or stop() closed the pipe
                 raise self._lost(child, f"while sending the request ({type(exc).__name__})") from None
             give_up = deadline + self.answer_grace

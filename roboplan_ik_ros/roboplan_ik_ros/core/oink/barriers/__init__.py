@@ -2,6 +2,6 @@
 
 from .barrier import Barrier
 from .position_barrier import PositionBarrier
-from .self_collision_barrier import SelfCollisionBarrier
+from .collision_barrier import CollisionBarrier, SelfCollisionBarrier
 
-__all__ = ["Barrier", "PositionBarrier", "SelfCollisionBarrier"]
+__all__ = ["Barrier", "CollisionBarrier", "PositionBarrier", "SelfCollisionBarrier"]

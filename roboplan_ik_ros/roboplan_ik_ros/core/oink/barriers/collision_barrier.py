@@ -1,4 +1,4 @@
-"""SelfCollisionBarrier: keep the closest collision pairs at least d_min apart."""
+"""CollisionBarrier: keep the closest collision pairs (robot x robot, robot x obstacles) at least d_min apart."""
 
 from __future__ import annotations
 
@@ -15,8 +15,14 @@ if TYPE_CHECKING:
     from ..solver import Oink
 
 
-class SelfCollisionBarrier(Barrier):
+class CollisionBarrier(Barrier):
     """One row per tracked pair: ``h_i = d_i - d_min`` with d_i the signed distance of the pair.
+
+    ``pairs`` chooses the pairs: ``"self"`` (the robot's own, after the SRDF), ``"obstacles"`` (robot
+    links and attached objects against the scene's obstacles, see :class:`CollisionWorld`) or
+    ``"all"``. An obstacle fixed in the world has no Jacobian of its own (joint 0 moves with no
+    velocity); one attached to a link moves with that link's joint, like the link's own geometry.
+    Obstacles added, moved or removed at run time are picked up at the next update.
 
     The ``n_collision_pairs`` closest pairs are re-selected at every update (exactly, with a
     bounding-sphere broad phase; pairs farther than ``broad_phase_cutoff`` are not evaluated and
@@ -27,7 +33,7 @@ class SelfCollisionBarrier(Barrier):
     whose witness points coincide (normal undefined) is zeroed.
 
     Args:
-        n_collision_pairs: pairs constrained per step (<= collision pairs after the SRDF).
+        n_collision_pairs: pairs constrained per step (``pairs="self"``: <= collision pairs after the SRDF).
         d_min: minimum distance [m].
         broad_phase_cutoff: pairs whose lower-bound distance exceeds this [m] are skipped; it must
             exceed d_min plus the largest approach of two bodies in one step.
@@ -46,13 +52,13 @@ class SelfCollisionBarrier(Barrier):
         safety_margin: float = 0.0,
         broad_phase_cutoff: float = 0.2,
         name: str = "self_collision",
+        pairs: str = "self",
     ) -> None:
-        self.pairs = ClosestPairs(oink.scene, n_collision_pairs, broad_phase_cutoff)
+        self.pairs = ClosestPairs(oink.scene, n_collision_pairs, broad_phase_cutoff, pairs)
         super().__init__(oink, n_collision_pairs, dt, gain, safe_displacement_gain, safety_margin, name)
         self.d_min = check_positive(d_min, f"{name}.d_min", allow_zero=True)
-        model, gm = oink.scene.model, oink.scene.collision_model
-        self._joint1 = np.array([gm.geometryObjects[int(g)].parentJoint for g in self.pairs.first])
-        self._joint2 = np.array([gm.geometryObjects[int(g)].parentJoint for g in self.pairs.second])
+        model = oink.scene.model
+        self._pair_joints()
         self._active_pairs = np.zeros(0, dtype=int)
         # support[j, v] = 1 where velocity v moves joint j (the universe, j = 0, has none); group columns
         support = np.array([oink.scene.support_mask(j) for j in range(model.njoints)])
@@ -60,7 +66,16 @@ class SelfCollisionBarrier(Barrier):
         self._support = support[:, self._columns]
         self._data: pin.Data | None = None  # whose world-frame joint Jacobians (data.J) self._J views
 
+    def _pair_joints(self) -> None:
+        """Parent joint of each pair's geometries (after the pairs' tables were (re)built)."""
+        gm = self.oink.scene.collision_model
+        joint_of = {int(g): gm.geometryObjects[int(g)].parentJoint for g in self.pairs.geometries}
+        self._joint1 = np.array([joint_of[int(g)] for g in self.pairs.first], dtype=int)
+        self._joint2 = np.array([joint_of[int(g)] for g in self.pairs.second], dtype=int)
+
     def update(self, q: np.ndarray, data: pin.Data, geom_data: pin.GeometryData) -> None:
+        if self.pairs.refresh():  # obstacles changed (the solver's geom_data already follows)
+            self._pair_joints()
         res = self.pairs.query(data, geom_data)
         k = res.count
         self.value[:k] = res.distance[:k]
@@ -91,11 +106,13 @@ class SelfCollisionBarrier(Barrier):
         np.subtract(row2, row1, out=self.jacobian[: len(pairs)])
 
     def evaluate(self, data: pin.Data, geom_data: pin.GeometryData) -> np.ndarray:
-        gm = self.oink.scene.collision_model
         h = np.full(self.size, np.inf)
         for row, k in enumerate(self._active_pairs):
-            h[row] = pin.computeDistance(gm, geom_data, int(k)).min_distance - self.d_min
+            h[row] = self.pairs.distance(geom_data, int(k)).min_distance - self.d_min
         return h
+
+
+SelfCollisionBarrier = CollisionBarrier  # the name of the pairs="self" barrier before obstacles existed
 
 
 def _cross(a: np.ndarray, b: np.ndarray) -> np.ndarray:

@@ -1,0 +1,86 @@
+"""The benchmarks' support code (bench/common.py, bench/peers.py, bench/bench_node.py): the checker uses
+the core's collision pairs (so every robot the node takes also benchmarks), joint values convert to and
+from RoboPlan's positions, and the RSS verdict fits what it says."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
+
+import common  # noqa: E402
+from roboplan_ik_ros.core.model.scene import Scene  # noqa: E402
+
+
+def _pair_links(geom, model) -> set[tuple[str, str]]:
+    frames, objs = model.frames, geom.geometryObjects
+    return {tuple(sorted((frames[objs[p.first].parentFrame].name, frames[objs[p.second].parentFrame].name)))
+            for p in geom.collisionPairs}
+
+
+@pytest.fixture(scope="module")
+def kinova():
+    return common.Robot(common.load_example_robot("kinova"))
+
+
+def test_kinova_benchmarks_with_the_cores_collision_pairs(kinova):
+    """Its SRDF disables no pair: the old checker found every random configuration in collision."""
+    spec = kinova.spec
+    scene = Scene(spec.urdf_xml, spec.srdf_xml, spec.package_paths)  # as the node builds it
+    assert _pair_links(kinova.geom, kinova.model) == _pair_links(scene.collision_model, scene.model)
+    assert any("adjacent" in n for n in kinova.notes)
+    goals, drawn = common.make_goals(kinova, 20, seed=0)
+    assert len(goals) == 20 and drawn < 40
+    for values, T in goals:
+        assert kinova.within_limits(values) and not kinova.in_collision(values)
+        assert max(kinova.pose_errors(values, T)) < 1e-12
+
+
+def test_roboplan_joint_values_round_trip(kinova):
+    pytest.importorskip("roboplan")
+    from peers import RoboPlanGroupJoints, _roboplan_scene
+
+    scene, _ = _roboplan_scene(kinova)
+    joints = RoboPlanGroupJoints(scene, kinova)
+    values = kinova.random_values(np.random.default_rng(3))
+    q_group = joints.to_group(values)
+    assert len(q_group) == 9  # three continuous joints as (cos, sin)
+    assert np.allclose(joints.from_group(q_group), values)
+    full = joints.to_full(values)
+    assert np.allclose(joints.of_full(full), values)
+
+
+def test_rss_verdict():
+    from bench_node import RSS_FLAT_MB_PER_MIN, rss_summary
+
+    t = np.arange(0.0, 300.0, 1.0)
+    growing = rss_summary(t, 200.0 + t / 60.0, 0.0, 300.0)  # 1 MB/min
+    assert growing["rss_slope_mb_per_min"] == pytest.approx(1.0) and growing["rss_flat"] is False
+    settling = rss_summary(t, 200.0 + 3.0 * np.minimum(t, 50.0) / 50.0, 0.0, 300.0)  # +3 MB then flat
+    assert abs(settling["rss_slope_mb_per_min"]) < RSS_FLAT_MB_PER_MIN and settling["rss_flat"] is True
+    assert settling["rss_start_mb"] == 200.0 and settling["rss_max_mb"] == pytest.approx(203.0)
+    short = rss_summary(t[:100], np.full(100, 200.0), 0.0, 100.0)  # too short to judge
+    assert short["rss_slope_mb_per_min"] is None and short["rss_flat"] is None
+
+
+def test_command_ratios_and_goal_time():
+    from bench_node import command_ratios, goal_time
+
+    dt, a_max, j_max = 0.002, np.array([10.0, 20.0]), np.array([5000.0, 1e4])
+    t = np.arange(200) * dt
+    q = np.stack([0.5 * 5.0 * t**2, 0.5 * 20.0 * t**2], axis=1)  # constant accelerations 5 and 20 rad/s^2
+    r = command_ratios(q, dt, a_max, j_max)
+    assert np.allclose(r["acc_ratio"], [0.5, 1.0]) and np.allclose(r["jerk_ratio"], [0.0, 0.0], atol=1e-6)
+    assert r["over_acc_pct"] == 0.0
+    q[100:, 0] += 1e-4  # a jump: second differences +-1e-4 (25 rad/s^2) on top of 5, third up to 2e-4
+    r = command_ratios(q, dt, a_max, j_max)
+    assert np.isclose(r["acc_ratio"][0], (1e-4 / dt**2 + 5.0) / 10.0) and np.isclose(r["jerk_ratio"][0], 2e-4 / dt**3 / 5000.0)
+    assert np.isclose(r["over_acc_pct"], 100.0 * 2 / 198)
+    tcp = np.zeros((10, 3))
+    tcp[:, 0] = [0.0, 0.05, 0.1, 0.1995, 0.2011, 0.1999, 0.2, 0.2, 0.2, 0.2]  # 1.1 mm past at index 4
+    assert goal_time(np.arange(10.0), tcp, np.array([0.2, 0.0, 0.0]), t_sent=0.0) == 5.0
+    assert np.isnan(goal_time(np.arange(4.0), tcp[:4] * 0, np.array([0.2, 0.0, 0.0]), t_sent=0.0))

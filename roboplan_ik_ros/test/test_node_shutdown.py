@@ -1,0 +1,60 @@
+"""Ctrl-C on a running node: rclpy's SIGINT handler shuts the ROS context down while the control loop
+still ticks. The publishes that fail then are the node going away, not commands lost by a running node:
+they do not count in ``undelivered`` and the loop stops ticking.
+
+The node runs in a process of its own that sends itself SIGINT (the real signal handler) and then
+waits 0.2 s before destroying the node, as a slow shutdown path does (the benchmark writes its
+statistics first): without the check, every tick of those 0.2 s counted as an undelivered command.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+from conftest import write_config
+
+SCRIPT = r"""
+import json, os, signal, sys, threading, time
+import rclpy
+from rclpy.parameter import Parameter
+from roboplan_ik_ros.node.ik_controller import IKControllerNode, make_executor, spin_until_shutdown
+from roboplan_ik_ros.node.mock_robot import MockRobot
+
+rclpy.init()
+mock = MockRobot("sigint_mock", parameter_overrides=[Parameter("rate_hz", value=250.0)])
+node = IKControllerNode("sigint_ik", parameter_overrides=[Parameter("config_file", value=sys.argv[1])])
+executor = make_executor()
+executor.add_node(mock)
+executor.add_node(node)
+spinner = threading.Thread(target=spin_until_shutdown, args=(executor,), daemon=True)
+spinner.start()
+assert node.autostart(), node.last_error
+deadline = time.monotonic() + 60.0
+while node._stats.count < 100 and time.monotonic() < deadline:
+    time.sleep(0.01)
+ticks_before = node._stats.count
+try:
+    os.kill(os.getpid(), signal.SIGINT)
+    spinner.join(10.0)
+    time.sleep(0.2)
+except KeyboardInterrupt:
+    time.sleep(0.2)
+print(json.dumps({"ticks_before": ticks_before, "undelivered": node.loop.counts.undelivered,
+                  "active": node._active, "context_ok": rclpy.ok()}), flush=True)
+node.destroy_node()
+mock.destroy_node()
+"""
+
+
+def test_ctrl_c_while_ticking_is_not_an_undelivered_command(tmp_path):
+    config = write_config(tmp_path, node={"activation_timeout": 20.0})
+    out = subprocess.run([sys.executable, "-c", SCRIPT, config], capture_output=True, text=True, timeout=120)
+    lines = [ln for ln in out.stdout.splitlines() if ln.startswith("{")]
+    assert lines, f"no result (exit {out.returncode}):\n{out.stdout[-3000:]}\n{out.stderr[-3000:]}"
+    result = json.loads(lines[-1])
+    assert result["ticks_before"] >= 100 and not result["context_ok"], result
+    assert result["undelivered"] == 0, result
+    assert not result["active"], result  # the loop stopped ticking
+    assert "publishing the command failed" not in out.stdout + out.stderr
