@@ -301,8 +301,11 @@ class IKControllerNode(LifecycleNode):
         self._stop_loop()
         self._brake_to_rest(why)
         stale = self.loop is not None and self.loop.mode == STALE
-        if not stale or self._velocity_outputs:  # stale: a position hold could drive a restarted driver back
-            self._publish_hold()
+        if (not stale or self._velocity_outputs) and self.context.ok():  # stale: a position hold could drive
+            try:                                                             # a restarted driver back
+                self._publish_hold()
+            except Exception as exc:  # noqa: BLE001 - e.g. the context shut down meanwhile
+                self.get_logger().error(f"{why}: the hold command failed: {type(exc).__name__}: {exc}")
         for pub in self._cmd_pubs:  # what was published reaches the robot before anything is torn down
             try:
                 pub.wait_for_all_acked(Duration(seconds=_ACK_TIMEOUT))
@@ -335,12 +338,14 @@ class IKControllerNode(LifecycleNode):
             with self._lock:
                 try:
                     res = loop.stopping_tick()
+                    if not res.publish:
+                        return True
+                    self._publish_result(res)
+                except ContextShutDown:  # the process is going away without our signal handler: nothing to send
+                    return True
                 except Exception as exc:  # noqa: BLE001 - a stop must end whatever happens
-                    self.get_logger().error(f"{why}: the braking step raised: {type(exc).__name__}: {exc}")
+                    self.get_logger().error(f"{why}: braking failed: {type(exc).__name__}: {exc}")
                     return True
-                if not res.publish:
-                    return True
-                self._publish_result(res)
                 n[0] += 1
                 return loop.at_rest
 
