@@ -213,7 +213,7 @@ def run(args) -> int:
 
     control_rate = float(config.node.get("control_rate_hz", 500.0))
     children = [
-        Child("roboplan_ik_ros.node.mock_robot", {"rate_hz": 250.0, "strict_drive": True,
+        Child("roboplan_ik_ros.node.mock_robot", {"rate_hz": 250.0, "strict_drive": True, "rt_priority": 40,
                                                   "joint_limits_file": limits_uri,
                                                   "command_period": 1.0 / control_rate}, out_dir / "mock_robot.log"),
         Child("roboplan_ik_ros.node.ik_controller", {"autostart": True, "config_file": args.config},

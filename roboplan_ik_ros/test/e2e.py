@@ -17,7 +17,9 @@ from ``config/panda_joint_limits.yaml`` at the 500 Hz command period): it checks
 receives and holds on the first violation. The harness follows each mock's ``~/drive_status``: a
 fault fails the scenario at once (:meth:`Rig.wait`) and :meth:`Rig.check` requires every drive to
 be ok once it has seen the latest commands (a scenario that wants a fault sets
-``Rig.expect_drive_faults``).
+``Rig.expect_drive_faults``). The mock runs at SCHED_FIFO 40 (``rt_priority``, below the node's
+loop), as a drive does: starved under load it received commands in bursts after stalls of over
+0.5 s, which hide the node's gaps from it (a stale stop then looked like an abrupt stop).
 
 Synchronization is by events (DDS matching, messages, service responses, polled with generous
 timeouts), never by fixed sleeps; no check depends on a rate, a duration or a latency.
@@ -417,7 +419,8 @@ class Rig:
         KNOWN_NODES.add(name)
         n0 = len(self.rec.joint_states)
         self.mock = Proc(name, "roboplan_ik_ros.node.mock_robot",
-                         {"rate_hz": 100.0, "strict_drive": True, "command_period": 0.002, **params}, self.log_dir,
+                         {"rate_hz": 100.0, "strict_drive": True, "command_period": 0.002, "rt_priority": 40, **params},
+                         self.log_dir,
                          remaps)
         self.procs.append(self.mock)
         from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy

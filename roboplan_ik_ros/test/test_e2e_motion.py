@@ -145,7 +145,9 @@ def test_without_the_acceleration_limit_a_step_is_faster_and_the_strict_drive_re
         r.expect_drive_faults = True
         res = r.set_param("strict_drive", True, r.mock)
         assert res.successful, res.reason
-        r.wait(lambda: (r.drive_status() or {}).get("strict_drive"), WAIT, "the drive status saying strict_drive")
+        # the drive has checked a few commands: its history is the stream's, as the recorder's is
+        r.wait(lambda: (r.drive_status() or {}).get("strict_drive") and r.drive_status().get("commands", 0) >= 20,
+               WAIT, "the strict drive checking commands")
         back = pin.SE3(goal.rotation, goal.translation - STEPS[0])
         t_back = r.send_pose(back)
         r.wait(lambda: r.drive_faults(), WAIT, "the strict drive faulting")

@@ -296,10 +296,16 @@ class IKControllerNode(LifecycleNode):
 
     def _controlled_stop(self, why: str) -> None:
         """Stop the loop and brake the command stream to rest within the acceleration/jerk bounds
-        (:meth:`_brake_to_rest`), then publish one hold command (zero velocity on velocity outputs)."""
+        (:meth:`_brake_to_rest`), then publish one hold command (zero velocity on velocity outputs; while
+        stale only that: the robot is lost, and with ``stale_behavior: stop`` nothing else is sent)."""
         self._stop_loop()
         self._brake_to_rest(why)
-        self._publish_hold()
+        stale = self.loop is not None and self.loop.mode == STALE
+        if (not stale or self._velocity_outputs) and self.context.ok():  # stale: a position hold could drive
+            try:                                                             # a restarted driver back
+                self._publish_hold()
+            except Exception as exc:  # noqa: BLE001 - e.g. the context shut down meanwhile
+                self.get_logger().error(f"{why}: the hold command failed: {type(exc).__name__}: {exc}")
         for pub in self._cmd_pubs:  # what was published reaches the robot before anything is torn down
             try:
                 pub.wait_for_all_acked(Duration(seconds=_ACK_TIMEOUT))
@@ -332,12 +338,14 @@ class IKControllerNode(LifecycleNode):
             with self._lock:
                 try:
                     res = loop.stopping_tick()
+                    if not res.publish:
+                        return True
+                    self._publish_result(res)
+                except ContextShutDown:  # the process is going away without our signal handler: nothing to send
+                    return True
                 except Exception as exc:  # noqa: BLE001 - a stop must end whatever happens
-                    self.get_logger().error(f"{why}: the braking step raised: {type(exc).__name__}: {exc}")
+                    self.get_logger().error(f"{why}: braking failed: {type(exc).__name__}: {exc}")
                     return True
-                if not res.publish:
-                    return True
-                self._publish_result(res)
                 n[0] += 1
                 return loop.at_rest
 

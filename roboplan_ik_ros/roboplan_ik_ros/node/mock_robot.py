@@ -23,6 +23,9 @@ Parameters (read-only unless marked runtime):
 ``initial_positions`` ([] = use ``initial_state``)
     Start pose: one value per commanded joint, in command order [rad or m]. Must be inside the
     joint limits (the mock refuses to start otherwise).
+``rt_priority`` (0)
+    SCHED_FIFO priority of the thread that runs the mock, as a drive's is (0 = normal). A starved
+    mock receives commands in bursts, and a strict drive then cannot see gaps in the stream.
 ``lag_time_constant`` (0.0, runtime)
     First-order lag of the joints behind the command [s]; 0 = the joints jump to the command.
 ``paused`` (false, runtime)
@@ -76,6 +79,7 @@ from ..core.model.resources import resolve_path
 from ..core.model.robots import EXAMPLE_ROBOTS, example_robot_data_share, load_example_robot
 from ..core.model.scene import Scene
 from . import strict_drive as sd
+from .loop_thread import set_fifo_priority
 from .rosbridge import JointMap
 
 LATCHED = QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.TRANSIENT_LOCAL)
@@ -148,6 +152,10 @@ class MockRobot(Node):
             dynamic_typing=True)).value
         start_offset = self.declare_parameter("max_start_offset", sd.DEFAULT_MAX_START_OFFSET, d(
             description="a new stream starts this close to the robot [rad or m]", read_only=True)).value
+        self.rt_priority = self.declare_parameter("rt_priority", 0, d(
+            description="SCHED_FIFO priority of the thread that runs the mock (a drive is real-time: a starved "
+                        "mock receives commands in bursts, which hides gaps in the stream); 0 = normal",
+            read_only=True)).value
         tolerance = self.declare_parameter("drive_tolerance", sd.DEFAULT_TOLERANCE, d(
             description="relative slack on the bounds (rounding of the differences)", read_only=True)).value
         self.add_on_set_parameters_callback(self._on_set)
@@ -191,6 +199,7 @@ class MockRobot(Node):
         self._vel = np.zeros(n)
         self._vel_cmd = np.zeros(n)
         self._last_cmd_time = -math.inf
+        self._idle_before_command = 0.0
         self._last_js_time = -math.inf
         self.commands = 0
         self.latencies = np.zeros(1 << 16)  # [s] command receipt - latest joint_states publication
@@ -357,6 +366,7 @@ class MockRobot(Node):
             self.latencies[self.n_latencies] = now - self._last_js_time
             self.n_latencies += 1
         self.commands += 1
+        self._idle_before_command = now - max(self._last_step, self._last_cmd_time)  # [s] a stall of the mock
         v = np.asarray(values, dtype=float)
         if names is not None and list(names) != self.command_map.names:
             index = {n: k for k, n in enumerate(names)}
@@ -400,6 +410,10 @@ class MockRobot(Node):
                     self._target[:] = self._pos
                     lost = (f" ({self.lost_commands} command(s) were lost in transport so far: the drive may have "
                             f"compared commands that were not consecutive)" if self.lost_commands else "")
+                    if self._idle_before_command > drive.max_gap:
+                        lost += (f" (this mock had not run for {self._idle_before_command:.3f} s before this command: "
+                                 f"commands received in a burst after a stall hide any gap in the stream; see "
+                                 f"rt_priority)")
                     self.get_logger().error(
                         f"strict drive: {drive.violation.message()}; holding, no longer following commands "
                         f"(call ~/reset_drive to acknowledge){lost}")
@@ -468,6 +482,12 @@ def main(args=None) -> None:
         rclpy.logging.get_logger("mock_robot").error(str(exc))
         rclpy.try_shutdown()
         raise SystemExit(1) from exc
+    if node.rt_priority > 0:  # this (main) thread runs the executor
+        why_not = set_fifo_priority(node.rt_priority)
+        if why_not:
+            node.get_logger().warning(f"rt_priority {node.rt_priority}: {why_not}")
+        else:
+            node.get_logger().info(f"SCHED_FIFO priority {node.rt_priority}")
     executor = _make_executor()
     executor.add_node(node)
     try:
