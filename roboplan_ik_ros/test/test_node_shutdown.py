@@ -21,10 +21,16 @@ import rclpy
 from rclpy.parameter import Parameter
 from roboplan_ik_ros.node.ik_controller import IKControllerNode, make_executor, spin_until_shutdown
 from roboplan_ik_ros.node.mock_robot import MockRobot
+from roboplan_ik_ros.core.model.robots import load_example_robot
 
 rclpy.init()
 mock = MockRobot("sigint_mock", parameter_overrides=[Parameter("rate_hz", value=250.0)])
-node = IKControllerNode("sigint_ik", parameter_overrides=[Parameter("config_file", value=sys.argv[1])])
+# the descriptions as parameters: this test is about Ctrl-C, not about discovering the mock's latched
+# topics (two participants in one loaded process sometimes took longer than description_timeout)
+robot = load_example_robot("panda")
+node = IKControllerNode("sigint_ik", parameter_overrides=[
+    Parameter("config_file", value=sys.argv[1]), Parameter("robot_description", value=robot.urdf_xml),
+    Parameter("robot_description_semantic", value=robot.srdf_xml)])
 def spin(node):
     executor = make_executor()
     executor.add_node(node)
