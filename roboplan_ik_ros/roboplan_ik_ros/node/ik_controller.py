@@ -599,7 +599,8 @@ class IKControllerNode(LifecycleNode):
         for p in params:
             spec = self._specs.get(p.name)
             if spec is not None:
-                reason = spec.validate(p.value)
+                reason = spec.validate(p.value) or (self._rate_change_refusal(p.value) if p.name == "control_rate_hz"
+                                                    else "")
                 if reason:
                     return SetParametersResult(successful=False, reason=f"{p.name}: {reason}")
             elif p.name == "description_timeout" and not (
@@ -614,6 +615,18 @@ class IKControllerNode(LifecycleNode):
                 with self._lock:
                     spec.apply(p.value)
                 spec.value = p.value
+
+    def _rate_change_refusal(self, hz) -> str:
+        """Why a new control rate cannot be taken now ("" when it can). A drive runs at one command
+        period: with acceleration bounds configured, a new period under a moving command stream is a
+        step in the velocity it sees (the same increment per command, at another rate), so the rate
+        changes only at rest or while inactive."""
+        loop = getattr(self, "loop", None)
+        if (loop is None or float(hz) == self.node_cfg.control_rate_hz or loop.acceleration_limit is None
+                or not self._active or loop.at_rest):
+            return ""
+        return ("refused while the arm moves: with acceleration bounds the drive's command period must not change "
+                "under a moving command stream (a velocity step); set it with the arm at rest or the node inactive")
 
     def _apply_rate(self, hz) -> None:
         """New control rate: the loop rebuilds its solver objects (dt-dependent) and keeps its targets."""
