@@ -68,3 +68,39 @@ def test_ctrl_c_while_ticking_is_not_an_undelivered_command(tmp_path):
     assert result["undelivered"] == 0, result
     assert not result["active"], result  # the loop stopped ticking
     assert "publishing the command failed" not in out.stdout + out.stderr
+
+
+SHUTDOWN_FIRST = r"""
+import sys, threading, time
+import rclpy
+from rclpy.parameter import Parameter
+from roboplan_ik_ros.core.model.robots import load_example_robot
+from roboplan_ik_ros.node.ik_controller import IKControllerNode, make_executor, spin_until_shutdown
+
+rclpy.init()
+robot = load_example_robot("panda")
+node = IKControllerNode("shutdown_first_ik", parameter_overrides=[
+    Parameter("config_file", value=sys.argv[1]), Parameter("robot_description", value=robot.urdf_xml),
+    Parameter("robot_description_semantic", value=robot.srdf_xml)])
+from lifecycle_msgs.msg import State
+node.trigger_configure()  # configured: the SolveIK service and its thread run (no robot needed)
+assert node._state_machine.current_state[0] == State.PRIMARY_STATE_INACTIVE, node._state_machine.current_state
+executor = make_executor()
+executor.add_node(node)
+threading.Thread(target=spin_until_shutdown, args=(executor,), daemon=True).start()
+time.sleep(0.5)
+rclpy.shutdown()  # before destroy_node: rclpy destroys the node itself, holding the context's lock
+print("shut down", flush=True)
+"""
+
+
+def test_rclpy_shutdown_before_destroy_node_does_not_hang(tmp_path):
+    """A program that embeds the node and calls rclpy.shutdown() first must still exit (the SolveIK
+    service thread used to wait forever for a lock rclpy's shutdown held)."""
+    config = write_config(tmp_path, node={"activation_timeout": 20.0})
+    try:
+        out = subprocess.run([sys.executable, "-c", SHUTDOWN_FIRST, config], capture_output=True, text=True,
+                             timeout=60)
+    except subprocess.TimeoutExpired as exc:
+        raise AssertionError(f"the process hung after rclpy.shutdown():\n{exc.stdout}\n{exc.stderr}") from None
+    assert "shut down" in out.stdout, f"exit {out.returncode}:\n{out.stdout[-3000:]}\n{out.stderr[-3000:]}"

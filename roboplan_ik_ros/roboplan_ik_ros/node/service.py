@@ -174,7 +174,15 @@ class SolveIKServer:
         self.stop_worker()
         self._stop.set()
         if self._thread is not threading.current_thread():
-            self._thread.join()  # an in-process request in flight ends within its max_time
+            # an in-process request in flight ends within its max_time. Bounded: when rclpy.shutdown()
+            # destroys the node it holds the context's lock, which the service thread's executor may be
+            # waiting for; the (daemon) thread then ends with the process
+            timeout = 5.0 if self.node.context.ok() else 0.5
+            self._thread.join(timeout)
+            if self._thread.is_alive():
+                self.node.get_logger().warning(
+                    f"solve_ik: the service thread did not end within {timeout:g} s (ROS context "
+                    f"{'up' if self.node.context.ok() else 'shut down'}); it ends with the process")
         try:
             self._executor.shutdown()
             self.host.destroy_service(self.service)
