@@ -383,6 +383,11 @@ def report(rec: Recording, scene, arm, tip, box, args, console) -> int:
     q_ref = scene.named_configuration("default")
     tcp = np.array([scene.frame_pose(scene.q_from_joint_positions(arm, v, q_ref), tip).translation for v in js_q])
     goal_t, goal_p = np.array(rec.goal_t), np.array(rec.goal_p)
+    # the circle only (lead-in and laps): the reach over the block and the SIGINT stop have their own tables
+    laps = [(t0, t1) for name, t0, t1 in rec.segments if name == "lead-in" or name.startswith("lap ")]
+    t_from, t_to = (laps[0][0], laps[-1][1]) if laps else (goal_t[0], goal_t[-1])
+    in_circle = (goal_t >= t_from) & (goal_t <= t_to)
+    goal_t, goal_p = goal_t[in_circle], goal_p[in_circle]
     in_run = (js_t >= goal_t[0]) & (js_t <= goal_t[-1])
     k = np.clip(np.searchsorted(goal_t, js_t[in_run], side="right") - 1, 0, len(goal_t) - 1)
     target = goal_p[k]
