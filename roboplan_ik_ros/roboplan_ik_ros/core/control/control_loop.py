@@ -396,6 +396,10 @@ class ControlLoop:
         self._check_goal_allowed()
         if task_name not in self._twists:
             raise InvalidInputError(f"task {task_name!r} is not a frame task; frame tasks: {list(self._twists)}")
+        timeout = self.settings.streaming.command_timeout
+        if age > timeout:
+            raise InvalidInputError(f"the twist is {age:.3f} s old on arrival (header.stamp), more than "
+                                    f"command_timeout {timeout:g} s: ignored")
         v, w = scale_twist(self.settings.streaming, linear, angular)
         if R_world_command is not None:
             v, w = R_world_command @ v, R_world_command @ w
@@ -426,6 +430,11 @@ class ControlLoop:
                                f"{self.settings.streaming.leash_distance:g} m / {self.settings.streaming.leash_angle:g} "
                                "rad from it: a barrier, a limit or a velocity bound)")
         return "", ""
+
+    @property
+    def streaming(self) -> bool:
+        """A twist stream drives some task's target."""
+        return any(t.streaming for t in self._twists.values())
 
     def _timeout_text(self, name: str, age: float, what: str) -> str:
         return (f"task {name!r}: command timeout: the latest twist is {age:.3f} s old (command_timeout "

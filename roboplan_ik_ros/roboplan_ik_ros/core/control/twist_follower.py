@@ -42,7 +42,6 @@ class StreamingConfig:
     stamp_tolerance: float = 0.5  # [s] header.stamp is trusted when it agrees with the node's clock within this
     leash_distance: float = 0.02  # [m] the target stays within this of the frame's actual position
     leash_angle: float = 0.1  # [rad]
-    max_joint_jog_speed: float = 0.5  # [rad/s or m/s] unitless jog 1.0; speed_units are clipped to it
 
 
 def _positive(value, path: str, *, allow_zero: bool = False, upper: float = math.inf) -> None:
@@ -58,7 +57,7 @@ def check_streaming_config(cfg: StreamingConfig, path: str = "node.streaming") -
         raise InvalidInputError(f"{path}.command_in_type: unknown value {cfg.command_in_type!r}; valid: "
                                 f"{', '.join(COMMAND_IN_TYPES)}")
     for key in ("max_linear_speed", "max_angular_speed", "max_linear_acceleration", "max_angular_acceleration",
-                "command_timeout", "stamp_tolerance", "leash_distance", "leash_angle", "max_joint_jog_speed"):
+                "command_timeout", "stamp_tolerance", "leash_distance", "leash_angle"):
         _positive(getattr(cfg, key), f"{path}.{key}")
     _positive(cfg.speed_override, f"{path}.speed_override", allow_zero=True, upper=1.0)
 
