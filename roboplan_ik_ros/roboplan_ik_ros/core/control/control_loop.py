@@ -48,7 +48,9 @@ from ..config import IKConfig
 from ..oink.controller import OinkController, StepOutcome
 from ..errors import InvalidInputError
 from .goal_followers import GoalSmoother, GoalSmoothingConfig, JointGoalRamp
-from .twist_follower import StreamingConfig, TwistFollower, check_streaming_config, scale_twist
+from .joint_jog_follower import JointJogFollower
+from .twist_follower import (StreamingConfig, TwistFollower, check_streaming_config, scale_joint_velocities,
+                             scale_twist)
 from ..oink import AccelerationLimit, ConfigurationTask, FollowingErrorLimit, FrameTask, VelocityLimit
 from ..model.closest_pairs import ClosestObstacle
 from ..model.scene import Scene
@@ -68,6 +70,7 @@ MOVING_MODES = (TRACKING, RECOVERING)
 COMMAND_TIMEOUT = "command_timeout"
 LIMIT_PAUSED = "paused"
 LEASH = "leash"
+JOINT_BOUND = "joint_bound"
 STATE_FEEDBACK = ("commanded", "measured")
 STALE_BEHAVIORS = ("stop", "hold")
 SMOOTHING = ("none", "low_pass", "max_speed", "max_acceleration")
@@ -208,6 +211,8 @@ class ControlLoop:
         ramp_accel = None if accel is None else RAMP_ACCELERATION_SHARE * accel.a_max
         self._ramps = {n: JointGoalRamp(scene, self.group, self._task_config(n).max_target_speed, ramp_accel)
                        for n, t in self.ctrl.tasks.items() if isinstance(t, ConfigurationTask)}
+        jog_accel = None if ramp_accel is None else ramp_accel[self._gv]
+        self._jogs = {n: JointJogFollower(scene, self.group, settings.streaming, jog_accel) for n in self._ramps}
         if accel is not None and settings.goal_smoothing.type != "max_acceleration":
             self.notes.append(
                 f"node.goal_smoothing.type {settings.goal_smoothing.type!r} with an acceleration limit: a pose goal "
@@ -307,6 +312,7 @@ class ControlLoop:
             self._twists[name].stop()
         for name, ramp in self._ramps.items():
             ramp.reset(self.ctrl.tasks[name].target)
+            self._jogs[name].stop()
         self._stream_end.clear()
         self._awaiting_goal = True
 
@@ -317,8 +323,8 @@ class ControlLoop:
         if self.paused:
             return
         self.paused, self._resume_pending = True, False
-        for twist in self._twists.values():
-            twist.stop()
+        for follower in (*self._twists.values(), *self._jogs.values()):
+            follower.stop()
         self.mode, self.hold_reason = PAUSED, "paused (~/pause): braking to a stop; inputs are refused until resumed"
         self.log("info", "paused: braking to a stop")
 
@@ -419,11 +425,17 @@ class ControlLoop:
         the caller's to add (they are in the step's outcome)."""
         if self.paused or self._resume_pending:
             return LIMIT_PAUSED, self.hold_reason
-        for name, twist in self._twists.items():
-            if twist.streaming and twist.command_age(now) > self.settings.streaming.command_timeout:
-                return COMMAND_TIMEOUT, self._timeout_text(name, twist.command_age(now), "braking to a stop")
+        for name, follower in (*self._twists.items(), *self._jogs.items()):
+            if follower.streaming and follower.command_age(now) > self.settings.streaming.command_timeout:
+                return COMMAND_TIMEOUT, self._timeout_text(name, follower.command_age(now), "braking to a stop")
         for name, text in self._stream_end.items():
             return COMMAND_TIMEOUT, text
+        for name, jog in self._jogs.items():
+            if jog.streaming and jog.at_bound.any():
+                limits = ", ".join(f"{self.group.joint_names[k]} at its {side} limit {value:.4f}"
+                                   for k, side, value in jog.bounds_reached())
+                return JOINT_BOUND, (f"task {name!r}: joint bound: {limits}; "
+                                     "the jog toward it stops there")
         for name, twist in self._twists.items():
             if twist.streaming and twist.leashed:
                 return LEASH, (f"task {name!r}: the frame cannot follow the twist (its target is held "
@@ -433,17 +445,43 @@ class ControlLoop:
 
     @property
     def streaming(self) -> bool:
-        """A twist stream drives some task's target."""
-        return any(t.streaming for t in self._twists.values())
+        """A twist or jog stream drives some task's target."""
+        return any(t.streaming for t in (*self._twists.values(), *self._jogs.values()))
 
     def _timeout_text(self, name: str, age: float, what: str) -> str:
-        return (f"task {name!r}: command timeout: the latest twist is {age:.3f} s old (command_timeout "
+        return (f"task {name!r}: command timeout: the latest command is {age:.3f} s old (command_timeout "
                 f"{self.settings.streaming.command_timeout:g} s): {what}")
 
     def set_joint_goal(self, task_name: str, q_group: np.ndarray) -> None:
         """Goal of a configuration task (the group's q, inside the limits), or raise."""
         self._check_goal_allowed()
-        self._ramps[task_name].set_goal(q_group)
+        ramp, jog = self._ramps[task_name], self._jogs[task_name]
+        if jog.streaming:  # a joint goal takes over a jog: continue from its target and velocity
+            ramp.continue_from(jog.target, jog.velocity)
+            jog.stop()
+        self._stream_end.pop(task_name, None)
+        ramp.set_goal(q_group)
+        self._start_tracking()
+
+    def set_joint_velocities(self, task_name: str, dq_group: np.ndarray, now: float, age: float = 0.0) -> None:
+        """A joint jog of a configuration task: velocities of the group's joints (group v order; 0 for
+        joints not jogged), received at ``now`` [s] and ``age`` [s] old then; scaled by ``streaming``
+        (command_in_type, max_joint_speed, speed_override). Raise InvalidInputError on a refused command."""
+        self._check_goal_allowed()
+        if task_name not in self._jogs:
+            raise InvalidInputError(f"task {task_name!r} is not a configuration task; configuration tasks: "
+                                    f"{list(self._jogs)}")
+        timeout = self.settings.streaming.command_timeout
+        if age > timeout:
+            raise InvalidInputError(f"the jog is {age:.3f} s old on arrival (header.stamp), more than "
+                                    f"command_timeout {timeout:g} s: ignored")
+        dq = scale_joint_velocities(self.settings.streaming, dq_group)
+        jog, ramp = self._jogs[task_name], self._ramps[task_name]
+        if not jog.streaming:
+            jog.start(ramp.target, ramp.velocity if ramp.moving and ramp.max_acceleration is not None else None)
+            ramp.moving = False
+        jog.command(dq, now, age)
+        self._stream_end.pop(task_name, None)
         self._start_tracking()
 
     def apply_configured_targets(self) -> None:
@@ -645,7 +683,17 @@ class ControlLoop:
             if target is not None:
                 tasks[name].set_target(target)
         for name, ramp in self._ramps.items():
-            target = ramp.step(dt)
+            jog = self._jogs[name]
+            if jog.streaming:
+                target = jog.step(dt, now, q)
+                if not jog.streaming:
+                    self._stream_end[name] = self._timeout_text(name, jog.command_age(now), "stopped")
+                    self.counts.stream_timeouts += 1
+                    self.log("warning", self._stream_end[name])
+                    ramp.reset(target)
+                    jog.stop()
+            else:
+                target = ramp.step(dt)
             if target is not None:
                 tasks[name].set_target(target)
 

@@ -209,6 +209,13 @@ class JointGoalRamp:
         self.moving = False
         self.velocity.fill(0.0)
 
+    def continue_from(self, q_group: np.ndarray, velocity: np.ndarray) -> None:
+        """Take over a target moving at ``velocity`` (group v; e.g. from a joint jog): with
+        max_acceleration the next goal is approached from that motion, without a jump."""
+        self.reset(q_group)
+        if self.max_acceleration is not None:
+            self.velocity[:] = velocity
+
     def set_goal(self, q_group: np.ndarray) -> None:
         self._goal[self.group.q_indices] = q_group
         self.moving = True

@@ -42,6 +42,8 @@ class StreamingConfig:
     stamp_tolerance: float = 0.5  # [s] header.stamp is trusted when it agrees with the node's clock within this
     leash_distance: float = 0.02  # [m] the target stays within this of the frame's actual position
     leash_angle: float = 0.1  # [rad]
+    max_joint_speed: float = 0.5  # [rad/s or m/s] joint jogs: unitless 1.0; speed_units are clipped to it
+    joint_leash: float = 0.05  # [rad or m] a jogged joint's target stays this close to the joint
 
 
 def _positive(value, path: str, *, allow_zero: bool = False, upper: float = math.inf) -> None:
@@ -57,7 +59,8 @@ def check_streaming_config(cfg: StreamingConfig, path: str = "node.streaming") -
         raise InvalidInputError(f"{path}.command_in_type: unknown value {cfg.command_in_type!r}; valid: "
                                 f"{', '.join(COMMAND_IN_TYPES)}")
     for key in ("max_linear_speed", "max_angular_speed", "max_linear_acceleration", "max_angular_acceleration",
-                "command_timeout", "stamp_tolerance", "leash_distance", "leash_angle"):
+                "command_timeout", "stamp_tolerance", "leash_distance", "leash_angle", "max_joint_speed",
+                "joint_leash"):
         _positive(getattr(cfg, key), f"{path}.{key}")
     _positive(cfg.speed_override, f"{path}.speed_override", allow_zero=True, upper=1.0)
 
@@ -81,6 +84,23 @@ def scale_twist(cfg: StreamingConfig, linear: np.ndarray, angular: np.ndarray) -
         if n > vmax:
             vec *= vmax / n
     return v * cfg.speed_override, w * cfg.speed_override
+
+
+def scale_joint_velocities(cfg: StreamingConfig, velocities: np.ndarray) -> np.ndarray:
+    """Joint jog velocities [rad/s or m/s] under ``command_in_type``, ``max_joint_speed`` and
+    ``speed_override`` (a vector over more than one joint is scaled as a whole: its direction is kept);
+    raise InvalidInputError on non-finite or (unitless) out of [-1, 1] values."""
+    dq = np.asarray(velocities, dtype=float)
+    if not np.isfinite(dq).all():
+        raise InvalidInputError(f"non-finite joint velocities {dq.tolist()}")
+    if cfg.command_in_type == "unitless":
+        if np.abs(dq).max(initial=0.0) > 1.0:
+            raise InvalidInputError(f"command_in_type unitless: velocities must be in [-1, 1], got {dq.tolist()}")
+        dq = dq * cfg.max_joint_speed
+    else:
+        peak = float(np.abs(dq).max(initial=0.0))
+        dq = dq * (cfg.max_joint_speed / peak) if peak > cfg.max_joint_speed else dq.copy()
+    return dq * cfg.speed_override
 
 
 class TwistFollower:
