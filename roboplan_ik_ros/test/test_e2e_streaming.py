@@ -190,3 +190,36 @@ def test_pause_during_a_stream_then_resume_has_no_jump(rig):
     acc, jerk = ratios(cmds, first, last)
     record("pause during a twist stream, resume, stream", acc, jerk, "")
     assert t_rest > t_pause and t_resumed > t_rest
+
+
+def test_switching_twist_to_pose_to_jog_has_no_jump(rig):
+    """A twist stream, a pose goal while the twist target still moves, then a posture jog while the
+    pose goal is approached (the jog acts in the pose task's nullspace: the elbow moves, the tool
+    stays): one command stream within the bounds (the strict drive checks every command)."""
+    from sensor_msgs.msg import JointState
+
+    jog_pub = rig.node.create_publisher(JointState, f"/{rig.ik.name}/posture/target_joint_velocities", 10)
+    rig.wait(lambda: jog_pub.get_subscription_count() > 0, WAIT, "the node's jog subscription")
+    start = rig.tcp()
+    t0 = time.perf_counter()
+    stream = TwistStream(rig, [0.0, 0.4, 0.0])
+    rig.wait(lambda: time.perf_counter() - t0 >= 0.4, WAIT, "0.4 s of twist")
+    goal = e2e.pin.SE3(start.rotation, start.translation + np.array([0.0, 0.0, 0.05]))
+    stream.stop()
+    rig.send_pose(goal)  # the twist target is still moving (within command_timeout): taken over
+    rig.wait(lambda: time.perf_counter() - t0 >= 0.7, WAIT, "0.3 s toward the pose goal")
+    q_before = rig.measured()
+    t_jog = time.perf_counter()
+    while time.perf_counter() - t_jog < 0.6:  # 100 Hz joint 1 jog (unitless 0.3 of max_joint_speed)
+        jog_pub.publish(JointState(name=["panda_joint1"], velocity=[0.3]))
+        time.sleep(0.01)
+    rig.wait_status(lambda s: s.motion_limit == "command_timeout" and "posture" in s.motion_limit_reason, WAIT,
+                    "the jog timed out", since=t_jog)
+    rig.wait_reached(goal, WAIT, what="the pose goal (held during the jog)")
+    wait_settled(rig)
+    moved = float(np.abs(rig.measured() - q_before).max())
+    times, cmds, first, last = segment(rig, t0)
+    acc, jerk = ratios(cmds, first, last)
+    record("twist -> pose -> posture jog", acc, jerk, f"the jog moved the joints by up to {moved:.3f} rad")
+    assert moved > 0.01, "the jog did not move the arm"
+    rig.node.destroy_publisher(jog_pub)

@@ -56,7 +56,7 @@ from ..core.simple_ik.solver import SimpleIK
 from . import diagnostics as diag
 from .descriptions import LATCHED, LatchedDescriptions
 from .diagnostics import DiagnosticsReporter, TickStats
-from .goals import HAVE_TF2, FrameResolver, joint_goal_configuration, tf2_ros
+from .goals import HAVE_TF2, FrameResolver, joint_goal_configuration, joint_jog_velocities, tf2_ros
 from .log_throttle import LogThrottle
 from .collision_objects import CollisionObjectReader, CollisionObjectsEndpoint
 from .loop_thread import BorrowedThreadPriority, LoopThread, run_on_schedule
@@ -67,6 +67,11 @@ from .parameters import ParamSpec, barrier_specs, loop_specs, task_specs, unknow
 from .rosbridge import JointStateDecoder, root_frame_name
 from .service import SolveIKServer
 from .status import LoopSnapshot, diagnostics_report
+
+try:  # what MoveIt Servo and ros2_control users send; not a PyPI wheel (apt installs have it)
+    from control_msgs.msg import JointJog  # type: ignore[import-not-found]
+except ImportError:  # pragma: no cover - depends on the install
+    JointJog = None
 
 #: Parameters declared by the constructor (the launch file passes these).
 CONSTRUCTOR_PARAMETERS = (
@@ -500,6 +505,16 @@ class IKControllerNode(LifecycleNode):
             else:
                 self._keep("subscription", self.create_subscription(
                     JointState, f"~/{name}/target_joints", lambda m, n=name: self._on_joint_goal(n, m), GOAL_QOS))
+                self._keep("subscription", self.create_subscription(
+                    JointState, f"~/{name}/target_joint_velocities",
+                    lambda m, n=name: self._on_joint_jog(n, m, m.velocity), STREAM_QOS))
+                if JointJog is not None:
+                    self._keep("subscription", self.create_subscription(
+                        JointJog, f"~/{name}/joint_jog",
+                        lambda m, n=name: self._on_joint_jog(n, m, m.velocities), STREAM_QOS))
+        if JointJog is None and any(not isinstance(t, FrameTask) for t in self.loop.ctrl.tasks.values()):
+            self.get_logger().info("control_msgs is not installed: no ~/<task>/joint_jog (control_msgs/JointJog); "
+                                   "jog with sensor_msgs/JointState velocities on ~/<task>/target_joint_velocities")
         self._keep("service", self.create_service(Trigger, "~/apply_configured_targets",
                                                   self._on_apply_configured_targets))
         self._keep("service", self.create_service(SetBool, "~/pause", self._on_pause))
@@ -743,7 +758,7 @@ class IKControllerNode(LifecycleNode):
         except InvalidInputError as exc:
             self._reject_goal(topic, str(exc))
 
-    def _twist_age(self, task_name: str, stamp) -> float:
+    def _twist_age(self, task_name: str, stamp, topic: str = "") -> float:
         """[s] a twist is already old on arrival: 0 without a stamp (header.stamp zero) or when the
         stamp and this node's clock disagree by more than ``streaming.stamp_tolerance`` (throttled
         warning: then only the arrival time counts), else now - stamp (>= 0)."""
@@ -752,7 +767,7 @@ class IKControllerNode(LifecycleNode):
         age = (self.get_clock().now().nanoseconds - (stamp.sec * 1_000_000_000 + stamp.nanosec)) * 1e-9
         tolerance = self.node_cfg.streaming.stamp_tolerance
         if abs(age) > tolerance:
-            self._log_loop_event("warning", f"~/{task_name}/target_twist: header.stamp is {age:+.3f} s from this "
+            self._log_loop_event("warning", f"{topic or f'~/{task_name}/target_twist'}: header.stamp is {age:+.3f} s from this "
                                             f"node's clock (more than streaming.stamp_tolerance {tolerance:g} s): "
                                             "the clocks disagree; the command timeout is judged on arrival only")
             return 0.0
@@ -774,6 +789,24 @@ class IKControllerNode(LifecycleNode):
             with self._lock:
                 self.loop.set_twist(task_name, linear, angular, now, age, R_world_command)
         except InvalidInputError as exc:  # GoalError too
+            self._reject_goal(topic, str(exc))
+
+    def _on_joint_jog(self, task_name: str, msg, velocities) -> None:
+        """sensor_msgs/JointState (``velocity``) or control_msgs/JointJog (``velocities``; its
+        ``displacements`` and ``duration`` are not supported: refused when set) by joint name."""
+        topic = f"~/{task_name}/{'target_joint_velocities' if isinstance(msg, JointState) else 'joint_jog'}"
+        now = time.perf_counter()
+        try:
+            if not self._active:
+                raise InvalidInputError("the controller is not active")
+            if not isinstance(msg, JointState) and (len(msg.displacements) or msg.duration):
+                raise InvalidInputError("JointJog displacements/duration are not supported; send velocities")
+            age = self._twist_age(task_name, msg.header.stamp, topic)
+            dq = joint_jog_velocities(self.group, msg.joint_names if hasattr(msg, "joint_names") else msg.name,
+                                      velocities)
+            with self._lock:
+                self.loop.set_joint_velocities(task_name, dq, now, age)
+        except InvalidInputError as exc:
             self._reject_goal(topic, str(exc))
 
     def _on_pause(self, request: SetBool.Request, response: SetBool.Response) -> SetBool.Response:
