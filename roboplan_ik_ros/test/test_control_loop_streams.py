@@ -94,12 +94,16 @@ def test_pause_brakes_refuses_inputs_and_resumes_from_the_current_pose(panda):
     loop, sim = started(panda)
     stream(loop, sim, [0.0, 0.08, 0.0], ticks=200)
     loop.pause()
+    loop.pause()  # again: still paused
     assert loop.mode == PAUSED and loop.motion_limit(sim.t)[0] == LIMIT_PAUSED
     with pytest.raises(InvalidInputError, match="paused"):
         loop.set_twist(TASK, np.array([0.0, 0.1, 0.0]), np.zeros(3), sim.t)
     sim.tick(300)
     assert loop.at_rest
     T_paused = sim.tcp()
+    loop.resume()
+    loop.pause()  # while resuming: paused again
+    assert loop.paused and loop.mode == PAUSED
     loop.resume()
     sim.tick(3)
     assert loop.mode == WAITING_FOR_GOAL

@@ -304,6 +304,8 @@ class ControlLoop:
         self.counts.reseeds += 1
         self.mode, self.hold_reason = WAITING_FOR_GOAL, "waiting for a goal (holding the current pose)"
         self.log("info", "command stream (re)started at the measured position; holding it until a goal arrives")
+        if self.paused:  # a re-seed (joint states back after stale) keeps a pause
+            self.mode, self.hold_reason = PAUSED, "paused (~/pause): inputs are refused until resumed"
 
     def _retarget_all(self) -> None:
         """Every follower at its task's current target (set by hold_at); no stream; wait for an input."""
@@ -318,8 +320,10 @@ class ControlLoop:
 
     # ------------------------------------------------------------------ pause
     def pause(self) -> None:
-        """Brake to a stop within the bounds and refuse every input until :meth:`resume`."""
-        self._check_goal_allowed()
+        """Brake to a stop within the bounds and refuse every input until :meth:`resume` (again while
+        paused or resuming: paused)."""
+        if self.mode in (INACTIVE, STALE):
+            raise InvalidInputError(f"the controller is {self.mode}: nothing to pause")
         if self.paused:
             return
         self.paused, self._resume_pending = True, False
