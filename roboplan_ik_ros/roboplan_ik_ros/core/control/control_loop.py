@@ -49,6 +49,7 @@ from ..oink.controller import OinkController, StepOutcome
 from ..errors import InvalidInputError
 from .goal_followers import GoalSmoother, GoalSmoothingConfig, JointGoalRamp
 from .joint_jog_follower import JointJogFollower
+from .singularity_scale import SingularityScale
 from .twist_follower import (StreamingConfig, TwistFollower, check_streaming_config, scale_joint_velocities,
                              scale_twist)
 from ..oink import AccelerationLimit, ConfigurationTask, FollowingErrorLimit, FrameTask, VelocityLimit
@@ -71,6 +72,7 @@ COMMAND_TIMEOUT = "command_timeout"
 LIMIT_PAUSED = "paused"
 LEASH = "leash"
 JOINT_BOUND = "joint_bound"
+SINGULARITY = "singularity"
 STATE_FEEDBACK = ("commanded", "measured")
 STALE_BEHAVIORS = ("stop", "hold")
 SMOOTHING = ("none", "low_pass", "max_speed", "max_acceleration")
@@ -204,6 +206,10 @@ class ControlLoop:
         self._smoothers = {n: GoalSmoother(settings.goal_smoothing) for n, t in self.ctrl.tasks.items()
                            if isinstance(t, FrameTask)}
         self._twists = {n: TwistFollower(settings.streaming) for n in self._smoothers}
+        st = settings.streaming
+        self._singularity = {n: SingularityScale(scene, self.group, self.ctrl.tasks[n].frame_id,
+                                                 st.lower_singularity_threshold, st.hard_stop_singularity_threshold)
+                             for n in self._smoothers}
         # why each task's latest stream stopped (kept until its next input: the status says why it is still)
         self._stream_end: dict[str, str] = {}
         self.paused = False
@@ -441,6 +447,13 @@ class ControlLoop:
                 return JOINT_BOUND, (f"task {name!r}: joint bound: {limits}; "
                                      "the jog toward it stops there")
         for name, twist in self._twists.items():
+            sing = self._singularity[name]
+            if twist.streaming and sing.value < 1.0:
+                return SINGULARITY, (f"task {name!r}: near a singularity: the Jacobian's condition number is "
+                                     f"{sing.kappa:.1f} (lower_singularity_threshold {sing.lower:g}, hard stop "
+                                     f"{sing.hard:g}): the twist toward it is scaled by {sing.value:.2f} (away: "
+                                     "not scaled)")
+        for name, twist in self._twists.items():
             if twist.streaming and twist.leashed:
                 return LEASH, (f"task {name!r}: the frame cannot follow the twist (its target is held "
                                f"{self.settings.streaming.leash_distance:g} m / {self.settings.streaming.leash_angle:g} "
@@ -675,7 +688,10 @@ class ControlLoop:
                 kinematics = True
             T_world_frame = pin.updateFramePlacement(model, data, tasks[name].frame_id)
             if twist.streaming:
-                target = twist.step(dt, now, T_world_frame)
+                scale = 1.0
+                if not twist.timed_out and twist.command_age(now) <= self.settings.streaming.command_timeout:
+                    scale = self._singularity[name].scale(q, *twist.commanded)
+                target = twist.step(dt, now, T_world_frame, scale)
                 if not twist.streaming:  # timed out and braked to rest: the target stays there
                     self._stream_end[name] = self._timeout_text(name, twist.command_age(now), "stopped")
                     self.counts.stream_timeouts += 1

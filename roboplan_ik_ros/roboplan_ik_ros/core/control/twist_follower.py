@@ -44,6 +44,9 @@ class StreamingConfig:
     leash_angle: float = 0.1  # [rad]
     max_joint_speed: float = 0.5  # [rad/s or m/s] joint jogs: unitless 1.0; speed_units are clipped to it
     joint_leash: float = 0.05  # [rad or m] a jogged joint's target stays this close to the joint
+    # twists toward a singularity slow down from this condition number of the task Jacobian (MoveIt Servo's)
+    lower_singularity_threshold: float = 17.0
+    hard_stop_singularity_threshold: float = 30.0  # ... to zero here (moving away is never slowed)
 
 
 def _positive(value, path: str, *, allow_zero: bool = False, upper: float = math.inf) -> None:
@@ -63,6 +66,12 @@ def check_streaming_config(cfg: StreamingConfig, path: str = "node.streaming") -
                 "joint_leash"):
         _positive(getattr(cfg, key), f"{path}.{key}")
     _positive(cfg.speed_override, f"{path}.speed_override", allow_zero=True, upper=1.0)
+    _positive(cfg.lower_singularity_threshold, f"{path}.lower_singularity_threshold")
+    _positive(cfg.hard_stop_singularity_threshold, f"{path}.hard_stop_singularity_threshold")
+    if not cfg.hard_stop_singularity_threshold > cfg.lower_singularity_threshold >= 1.0:
+        raise InvalidInputError(f"{path}.hard_stop_singularity_threshold: expected 1 <= lower_singularity_threshold "
+                                f"< hard_stop_singularity_threshold, got {cfg.lower_singularity_threshold!r} and "
+                                f"{cfg.hard_stop_singularity_threshold!r}")
 
 
 def scale_twist(cfg: StreamingConfig, linear: np.ndarray, angular: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -152,9 +161,16 @@ class TwistFollower:
         """[s] since the latest command was issued (inf: none)."""
         return now - self.issued
 
-    def step(self, dt: float, now: float, T_world_frame: pin.SE3 | None = None) -> pin.SE3 | None:
+    @property
+    def commanded(self) -> tuple[np.ndarray, np.ndarray]:
+        """The latest command (linear [m/s], angular [rad/s], world frame)."""
+        return self._v_cmd, self._w_cmd
+
+    def step(self, dt: float, now: float, T_world_frame: pin.SE3 | None = None,
+             speed_scale: float = 1.0) -> pin.SE3 | None:
         """Advance by ``dt`` [s] at time ``now``; the new target, or None when not streaming.
-        ``T_world_frame``: where the task's frame is now (the leash's anchor; None = no leash)."""
+        ``T_world_frame``: where the task's frame is now (the leash's anchor; None = no leash).
+        ``speed_scale`` in [0, 1]: the command is followed this much (e.g. near a singularity)."""
         if not self.streaming:
             return None
         cfg = self.cfg
@@ -163,8 +179,8 @@ class TwistFollower:
             self._v_des.fill(0.0)
             self._w_des.fill(0.0)
         else:
-            self._v_des[:] = self._v_cmd
-            self._w_des[:] = self._w_cmd
+            np.multiply(self._v_cmd, speed_scale, out=self._v_des)
+            np.multiply(self._w_cmd, speed_scale, out=self._w_des)
         v, w = self.linear_velocity, self.angular_velocity
         _limit_change(v, self._v_des, cfg.max_linear_acceleration * dt)
         _limit_change(w, self._w_des, cfg.max_angular_acceleration * dt)
