@@ -66,6 +66,13 @@ _STALL_FACTOR = 0.5  # stall_iters: the squared error must drop below this fract
 _PLATEAU_RATIO = 0.98  # plateau_iters: an iteration is flat if the squared error drops by less than 2 %
 _CLAMP_ROUNDS = 3  # clamp_limits: re-solves per iteration when the re-solved step hits other limits
 _FLOAT64 = np.dtype(np.float64)
+_PINV_RCOND = 1e-10  # newton_raphson, gauss_newton: singular values below this fraction of the largest are cut
+# SimpleIKOptions.method: the step direction dq (J dq ~ e, then q <- q - step_size dq), see _direction
+METHODS = ("dls", "lm_wampler", "lm_chan", "lm_sugihara", "newton_raphson", "gauss_newton")
+_DLS, _LM_WAMPLER, _LM_CHAN, _LM_SUGIHARA, _NEWTON_RAPHSON, _GAUSS_NEWTON = range(len(METHODS))
+# lm_gain when None: Chan's lambda 1.0 (the Robotics Toolbox's k); Sugihara's w_n = 0.01 l^2 for l ~ 0.3 m
+# links; Wampler's constant 1e-4 (smaller than DLS's 1e-3, so that the two rows differ in the benchmark)
+LM_GAIN_DEFAULTS = {"lm_wampler": 1e-4, "lm_chan": 1.0, "lm_sugihara": 1e-3}
 
 
 @dataclass
@@ -128,6 +135,13 @@ class SimpleIKOptions:
     clamp_limits: bool = True  # active set on the limits (re-solve the free joints) instead of clipping
     use_log_jacobian: bool = False  # premultiply J by Jlog6 (exact Newton direction)
     seed: int | None = None  # of the restart RNG
+    method: str = "dls"  # step direction, one of METHODS (see _direction)
+    lm_gain: float | None = None  # lambda of the lm_* methods; None: LM_GAIN_DEFAULTS[method]
+    error_weights: list[float] = field(default_factory=lambda: [1.0] * 6)  # W of the 6 log6 components, >= 0
+
+    def resolved_lm_gain(self) -> float:
+        """lm_gain, or the method's default (0.0 for the methods without one)."""
+        return self.lm_gain if self.lm_gain is not None else LM_GAIN_DEFAULTS.get(self.method, 0.0)
 
     def validate(self) -> None:
         """Raise InvalidInputError naming the first bad option."""
@@ -146,6 +160,20 @@ class SimpleIKOptions:
                 raise InvalidInputError(f"{name}: expected true or false, got {getattr(self, name)!r}")
         if self.seed is not None and (isinstance(self.seed, bool) or not isinstance(self.seed, (int, np.integer))):
             raise InvalidInputError(f"seed: expected an integer or None, got {self.seed!r}")
+        if self.method not in METHODS:
+            raise InvalidInputError(f"method: expected one of {', '.join(METHODS)}, got {self.method!r}")
+        if self.lm_gain is not None:
+            check_positive(self.lm_gain, "lm_gain")
+        w = self.error_weights
+        ok = isinstance(w, (list, tuple, np.ndarray)) and len(w) == 6
+        if ok:
+            try:
+                ok = all(not isinstance(x, (bool, np.bool_)) and math.isfinite(float(x)) and float(x) >= 0.0 for x in w)
+            except (TypeError, ValueError):
+                ok = False
+        if not ok or not any(float(x) > 0.0 for x in w):
+            raise InvalidInputError("error_weights: expected 6 finite numbers >= 0, not all 0 (weights of the tip's "
+                                    f"error [vx, vy, vz, wx, wy, wz] in its own frame), got {w!r}")
 
 
 @dataclass
@@ -176,8 +204,18 @@ class _Workspace:
         nv, m = group.nv, 6 * n_goals
         self.e = np.empty(m)  # stacked errors and Jacobians (several goals)
         self.J = np.empty((m, nv))
-        self.D = np.zeros((m, m))  # damping * I
+        self.D = np.zeros((m, m))  # damping * I (the lm_* methods set their lambda per iteration)
+        self.D_diag = self.D.reshape(-1)[:: m + 1]  # view on D's diagonal
         self.damping = 0.0
+        # error_weights (set_weights): W = diag(sw^2) per stacked component; J and e are row-scaled by sw
+        self.weights: tuple = (1.0,) * 6
+        self.sw = np.ones(m)
+        self.sw_col = self.sw[:, None]
+        self.mask6 = np.ones(6)  # 1.0 where the weight is > 0
+        self.weighted = False  # some weight != 1
+        self.masked = False  # some weight == 0
+        self.translation_full = True  # no zero weight among the translation components
+        self.Jw, self.ew = np.empty((m, nv)), np.empty(m)  # weighted J and e
         self.dq_full = np.zeros(model.nv)
         iv = group.v_indices
         self.lo = scene.q_min_v[iv].copy()  # per group v: -inf/inf for unbounded joints
@@ -227,6 +265,17 @@ class _Workspace:
     def margin(self, x: np.ndarray) -> float:
         """min over the group's joints of the distance of x to their limits (negative: outside; inf: no limits)."""
         return min(dgemv(1.0, self.P, x, -1.0, self.c_lohi).tolist()) if self.nv else math.inf
+
+    def set_weights(self, weights) -> None:
+        """error_weights (6, validated) for every goal."""
+        key = tuple(float(x) for x in weights)
+        if key != self.weights:
+            w = np.asarray(key)
+            self.sw[:] = np.tile(np.sqrt(w), len(self.sw) // 6)
+            self.mask6[:] = w > 0.0
+            self.weighted, self.masked = bool(np.any(w != 1.0)), bool(np.any(w == 0.0))
+            self.translation_full = bool(np.all(w[:3] > 0.0))
+            self.weights = key
 
     def set_damping(self, damping: float) -> None:
         if damping != self.damping:
@@ -317,6 +366,7 @@ class SimpleIK:
         deadline = time.perf_counter() + opt.max_time
         ws = self._workspace(group, len(goals))
         ws.set_damping(opt.damping)
+        ws.set_weights(opt.error_weights)
         consts = _constants(opt)
         best: np.ndarray | None = None
         best_errors = None
@@ -445,7 +495,7 @@ class SimpleIK:
         """DLS iterations on q in place; returns (status, iterations, errors): status "converged" or why
         not, errors the (position, orientation) error arrays at the converged q (None otherwise)."""
         c = consts or _constants(opt)
-        if len(frame_ids) == 1 and ws.qs is not None and not opt.use_log_jacobian:
+        if len(frame_ids) == 1 and ws.qs is not None and not opt.use_log_jacobian and not ws.weighted:
             views = self._goal_frame_placement(frame_ids[0], inv_targets[0])
             if views is not None:
                 return self._descend_fast(q, frame_ids[0], views, ws, opt, deadline, c)
@@ -467,6 +517,7 @@ class SimpleIK:
         lin2, ang2, near, neg_step, max_step = c.lin2, c.ang2, c.near, c.neg_step, c.max_step
         step_size, clamp, max_iters = opt.step_size, opt.clamp_limits, opt.max_iters
         stall_iters, plateau_iters = c.stall_iters, c.plateau_iters
+        method, gain = c.method, c.gain
         T_err, t = views
         qg = q[ws.qs]  # view on the group's q
         margin = min(dgemv(1.0, P, qg, -1.0, c_lohi).tolist())  # distance to the limits (a lower bound later)
@@ -504,10 +555,15 @@ class SimpleIK:
                 J = J[:, vs]
             # dq = -step_size J^T (J J^T + damping I)^-1 e capped to max_step_norm, as in _descend_general
             Jt = J.T
-            _, y, info = dposv(dsyrk(1.0, Jt, 1.0, D, 1), e, 0, 1, 0)  # y = (J J^T + D)^-1 e (e is kept)
-            if info != 0:
-                return "singular system", it + 1, None
-            dq = dgemv(1.0, Jt, y)
+            if method == _DLS:
+                _, y, info = dposv(dsyrk(1.0, Jt, 1.0, D, 1), e, 0, 1, 0)  # y = (J J^T + D)^-1 e (e is kept)
+                if info != 0:
+                    return "singular system", it + 1, None
+                dq = dgemv(1.0, Jt, y)
+            else:
+                dq = _direction(method, J, Jt, e, err, gain, ws)
+                if dq is None:
+                    return "singular system", it + 1, None
             norm = dnrm2(dq)
             if step_size * norm <= max_step:
                 factor, step_len = neg_step, step_size * norm + slack
@@ -538,8 +594,11 @@ class SimpleIK:
         M0 = self._placement(fid0)  # T(q)
         lin2, ang2, near = c.lin2, c.ang2, c.near
         neg_step, step2, max_step, max_step2 = c.neg_step, c.step2, c.max_step, c.max_step2
-        clamp, use_jlog, max_iters = opt.clamp_limits, opt.use_log_jacobian, opt.max_iters
+        clamp, max_iters = opt.clamp_limits, opt.max_iters
+        # a zero weight leaves some log6 components free: the exact derivative of the others is Jlog6 J
+        use_jlog = opt.use_log_jacobian or ws.masked
         stall_iters, plateau_iters = c.stall_iters, c.plateau_iters
+        method, gain, weighted, sw, sw_col = c.method, c.gain, ws.weighted, ws.sw, ws.sw_col
         qg = q[qs] if qs is not None else None  # view on the group's q (fast path)
         margin_of, margin_slack = ws.margin, ws.margin_slack
         margin = margin_of(qg) if qg is not None else 0.0
@@ -554,12 +613,19 @@ class SimpleIK:
                 updateFramePlacement(model, data, fid0)  # M0 follows
                 T_err = Tinv0 * M0  # T_goal^-1 T(q)
                 e = log6(T_err).vector
-                err = e.dot(e)
-                if err <= near:
-                    t, w = T_err.translation, e[3:]
-                    p2, r2 = t.dot(t), w.dot(w)
-                    if p2 <= lin2 and r2 <= ang2:
-                        return "converged", it, (np.array([sqrt(p2)]), np.array([sqrt(r2)]))
+                if weighted:
+                    if _weighted_reached(T_err.translation, e, ws, lin2, ang2, near):
+                        t, w = T_err.translation, e[3:]
+                        return "converged", it, (np.array([sqrt(t.dot(t))]), np.array([sqrt(w.dot(w))]))
+                    e = np.multiply(e, sw, out=ws.ew)
+                    err = e.dot(e)
+                else:
+                    err = e.dot(e)
+                    if err <= near:
+                        t, w = T_err.translation, e[3:]
+                        p2, r2 = t.dot(t), w.dot(w)
+                        if p2 <= lin2 and r2 <= ang2:
+                            return "converged", it, (np.array([sqrt(p2)]), np.array([sqrt(r2)]))
             else:
                 e, J = ws.e, ws.J
                 converged, err = True, 0.0
@@ -567,10 +633,14 @@ class SimpleIK:
                     T_err = Tinv * updateFramePlacement(model, data, fid)
                     ek = e[6 * k : 6 * k + 6]
                     ek[:] = log6(T_err).vector
-                    err_k = ek.dot(ek)
-                    if converged and not (err_k <= near and _reached(T_err, ek, lin2, ang2)):
-                        converged = False
-                    err += err_k
+                    if weighted:
+                        if converged and not _weighted_reached(T_err.translation, ek, ws, lin2, ang2, near):
+                            converged = False
+                    else:
+                        err_k = ek.dot(ek)
+                        if converged and not (err_k <= near and _reached(T_err, ek, lin2, ang2)):
+                            converged = False
+                        err += err_k
                     Jk = getFrameJacobian(model, data, fid, _LOCAL)[:, vs]
                     if use_jlog:
                         np.matmul(Jlog6(T_err), Jk, out=J[6 * k : 6 * k + 6])
@@ -578,6 +648,10 @@ class SimpleIK:
                         J[6 * k : 6 * k + 6] = Jk
                 if converged:
                     return "converged", it, self._errors(q, frame_ids, inv_targets)
+                if weighted:  # W^1/2 e and W^1/2 J
+                    e = np.multiply(e, sw, out=ws.ew)
+                    err = e.dot(e)
+                    np.multiply(J, sw_col, out=J)
             if it == max_iters:
                 return f"not converged in {max_iters} iterations", it, None
             if err < _STALL_FACTOR * ref_err:
@@ -599,15 +673,22 @@ class SimpleIK:
                     J = J[:, vs]
                 if use_jlog:
                     J = Jlog6(T_err) @ J
+                if weighted:
+                    J = np.multiply(J, sw_col, out=ws.Jw)
             # dq = -step_size J^T (J J^T + damping I)^-1 e, capped to max_step_norm. BLAS on Jt = J^T
             # (F-ordered when J is C-ordered: no copy): A = J J^T + D (upper triangle, all dposv reads),
             # y = A^-1 e, dq = J^T y; the factor (-step_size, or the cap) is applied with the step.
             Jt = J.T
-            A = dsyrk(1.0, Jt, beta=1.0, c=D, trans=1)
-            _, y, info = dposv(A, e, overwrite_a=1)
-            if info != 0:
-                return "singular system", it + 1, None
-            dq = dgemv(1.0, Jt, y)
+            if method == _DLS:
+                A = dsyrk(1.0, Jt, beta=1.0, c=D, trans=1)
+                _, y, info = dposv(A, e, overwrite_a=1)
+                if info != 0:
+                    return "singular system", it + 1, None
+                dq = dgemv(1.0, Jt, y)
+            else:
+                dq = _direction(method, J, Jt, e, err, gain, ws)
+                if dq is None:
+                    return "singular system", it + 1, None
             n2 = dq.dot(dq)
             factor = neg_step if n2 * step2 <= max_step2 else -max_step / sqrt(n2)
             if qg is not None:  # fast path: q[qs] += dq within [lo, hi]
@@ -642,7 +723,8 @@ class SimpleIK:
 class _Constants:
     """Per-solve numbers derived from the options (computed once per solve, not per attempt)."""
 
-    __slots__ = ("lin2", "ang2", "near", "neg_step", "step2", "max_step", "max_step2", "stall_iters", "plateau_iters")
+    __slots__ = ("lin2", "ang2", "near", "neg_step", "step2", "max_step", "max_step2", "stall_iters", "plateau_iters",
+                 "method", "gain")
 
     def __init__(self, opt: SimpleIKOptions) -> None:
         self.lin2, self.ang2 = opt.max_linear_error_norm**2, opt.max_angular_error_norm**2
@@ -651,6 +733,7 @@ class _Constants:
         self.max_step2 = self.max_step * self.max_step
         self.stall_iters = opt.stall_iters or opt.max_iters + 1
         self.plateau_iters = opt.plateau_iters or opt.max_iters + 1
+        self.method, self.gain = METHODS.index(opt.method), opt.resolved_lm_gain()
 
 
 _CONSTANTS: dict[tuple, _Constants] = {}
@@ -659,7 +742,7 @@ _CONSTANTS: dict[tuple, _Constants] = {}
 def _constants(opt: SimpleIKOptions) -> _Constants:
     """_Constants(opt), cached by the option values they depend on."""
     key = (opt.max_linear_error_norm, opt.max_angular_error_norm, opt.step_size, opt.max_step_norm,
-           opt.stall_iters, opt.plateau_iters, opt.max_iters)
+           opt.stall_iters, opt.plateau_iters, opt.max_iters, opt.method, opt.lm_gain)
     c = _CONSTANTS.get(key)
     if c is None:
         if len(_CONSTANTS) >= 64:
@@ -699,6 +782,43 @@ def _reached(T_err: pin.SE3, e: np.ndarray, lin2: float, ang2: float) -> bool:
     t = T_err.translation
     w = e[3:]
     return bool(t @ t <= lin2 and w @ w <= ang2)
+
+
+def _weighted_reached(t: np.ndarray, e: np.ndarray, ws: _Workspace, lin2: float, ang2: float, near: float) -> bool:
+    """Convergence under error_weights: the true errors (as _reached) unless a weight is 0; then the
+    components with a zero weight are left out: the orientation error is |mask * log3| and the position
+    error |t| (the true one) while every translation weight is > 0, else |mask * v| (log6's translation
+    part, which is the position error once the orientation is reached)."""
+    if not ws.masked:
+        return bool(e.dot(e) <= near and t.dot(t) <= lin2 and e[3:].dot(e[3:]) <= ang2)
+    em = e * ws.mask6
+    p2 = t.dot(t) if ws.translation_full else em[:3].dot(em[:3])
+    return bool(p2 <= lin2 and em[3:].dot(em[3:]) <= ang2)
+
+
+def _direction(method: int, J: np.ndarray, Jt: np.ndarray, e: np.ndarray, err: float, gain: float,
+               ws: _Workspace) -> np.ndarray | None:
+    """Step direction dq (``J dq ~ e``; the caller applies ``-step_size dq``) of the methods other than
+    dls, on the weighted ``J = W^1/2 J``, ``e = W^1/2 e`` (``err = e^T W e = 2 E``), None if singular.
+
+    * lm_*: ``(J^T W J + W_n)^-1 J^T W e`` with ``W_n = lambda_k I``, computed as the equal
+      ``J^T (J J^T + lambda_k I)^-1 e`` (m x m, m = 6 per goal <= nv): Wampler ``lambda_k = gain``
+      (constant), Chan ``gain * E``, Sugihara ``E + gain``. ws.D holds lambda_k, so that the clamped
+      re-solve at the limits (_clamped_step) uses the same damping.
+    * newton_raphson: ``pinv(J) e``; gauss_newton: ``pinv(J^T W J) J^T W e`` (the same step in exact
+      arithmetic; GN's normal matrix squares the condition number, so its cut-off drops more
+      directions near a singularity). Both cut singular values below 1e-10 of the largest.
+    """
+    if method == _NEWTON_RAPHSON:
+        return np.linalg.pinv(J, _PINV_RCOND) @ e
+    if method == _GAUSS_NEWTON:
+        return np.linalg.pinv(Jt @ J, _PINV_RCOND, hermitian=True) @ dgemv(1.0, Jt, e)
+    E = 0.5 * err
+    lam = gain if method == _LM_WAMPLER else gain * E if method == _LM_CHAN else E + gain
+    ws.D_diag.fill(lam)
+    ws.damping = math.nan  # the next solve's set_damping refills D
+    _, y, info = dposv(dsyrk(1.0, Jt, 1.0, ws.D, 1), e, 0, 1, 0)
+    return dgemv(1.0, Jt, y) if info == 0 else None
 
 
 def _near_bound(lin2: float, max_angle: float) -> float:
