@@ -60,6 +60,7 @@ from ..errors import InvalidInputError, check_positive
 from ..model.joint_group import JointGroup
 from ..oink.tasks.frame_task import as_se3
 from ..model.scene import Scene
+from .null_space import Manipulability, joint_limit_gradient, project_into_null_space
 
 _LOCAL = pin.ReferenceFrame.LOCAL
 _STALL_FACTOR = 0.5  # stall_iters: the squared error must drop below this fraction of its reference
@@ -138,6 +139,11 @@ class SimpleIKOptions:
     method: str = "dls"  # step direction, one of METHODS (see _direction)
     lm_gain: float | None = None  # lambda of the lm_* methods; None: LM_GAIN_DEFAULTS[method]
     error_weights: list[float] = field(default_factory=lambda: [1.0] * 6)  # W of the 6 log6 components, >= 0
+    # null-space terms (redundant arms; see null_space.py); a gain of 0 turns its term off
+    joint_limit_gain: float = 0.0  # k_sigma [rad per iteration] of the joint-limit avoidance Sigma
+    joint_limit_ps: float = 0.0  # [rad or m] minimum approach to a limit (Sigma = 1 there)
+    joint_limit_pi: float = 0.3  # [rad or m] influence distance: Sigma acts closer than this to a limit
+    manipulability_gain: float = 0.0  # k_m [rad per iteration per unit of dm/dq] (one goal only)
 
     def resolved_lm_gain(self) -> float:
         """lm_gain, or the method's default (0.0 for the methods without one)."""
@@ -160,6 +166,12 @@ class SimpleIKOptions:
                 raise InvalidInputError(f"{name}: expected true or false, got {getattr(self, name)!r}")
         if self.seed is not None and (isinstance(self.seed, bool) or not isinstance(self.seed, (int, np.integer))):
             raise InvalidInputError(f"seed: expected an integer or None, got {self.seed!r}")
+        for name in ("joint_limit_gain", "manipulability_gain", "joint_limit_ps"):
+            check_positive(getattr(self, name), name, allow_zero=True)
+        check_positive(self.joint_limit_pi, "joint_limit_pi")
+        if not self.joint_limit_ps < self.joint_limit_pi:
+            raise InvalidInputError(f"joint_limit_ps: expected < joint_limit_pi ({self.joint_limit_pi:g}), "
+                                    f"got {self.joint_limit_ps!r}")
         if self.method not in METHODS:
             raise InvalidInputError(f"method: expected one of {', '.join(METHODS)}, got {self.method!r}")
         if self.lm_gain is not None:
@@ -216,6 +228,7 @@ class _Workspace:
         self.masked = False  # some weight == 0
         self.translation_full = True  # no zero weight among the translation components
         self.Jw, self.ew = np.empty((m, nv)), np.empty(m)  # weighted J and e
+        self.manipulability: Manipulability | None = None  # built on first use (manipulability_gain)
         self.dq_full = np.zeros(model.nv)
         iv = group.v_indices
         self.lo = scene.q_min_v[iv].copy()  # per group v: -inf/inf for unbounded joints
@@ -365,6 +378,8 @@ class SimpleIK:
         q_seed = self._check_seed(q_seed)
         deadline = time.perf_counter() + opt.max_time
         ws = self._workspace(group, len(goals))
+        if opt.joint_limit_gain > 0.0 or opt.manipulability_gain > 0.0:
+            self._check_null_space(opt, ws, len(goals))
         ws.set_damping(opt.damping)
         ws.set_weights(opt.error_weights)
         consts = _constants(opt)
@@ -418,6 +433,19 @@ class SimpleIK:
         T = data.oMf[model.getFrameId(frame)] * pin.SE3(pin.exp3(np.array([0.0, 0.0, 0.05])), np.full(3, 0.01))
         opt = replace(self.options, max_time=0.01, max_restarts=0, fast_return=True)
         self.solve([FrameGoal(frame, T)], q, opt)  # seeded attempt only: the restart RNG is not used
+
+    def _check_null_space(self, opt: SimpleIKOptions, ws: _Workspace, n_goals: int) -> None:
+        """The null-space terms' requirements, or InvalidInputError naming the option."""
+        name = "manipulability_gain" if opt.manipulability_gain > 0.0 else "joint_limit_gain"
+        if ws.qs is None:
+            raise InvalidInputError(f"{name}: needs a group of scalar joints (no continuous joint); group "
+                                    f"{ws.group.name!r} has other joints")
+        if opt.manipulability_gain > 0.0:
+            if n_goals != 1:
+                raise InvalidInputError(f"manipulability_gain: one goal only (the manipulability of its tip), "
+                                        f"got {n_goals} goals")
+            if ws.manipulability is None:
+                ws.manipulability = Manipulability(self.scene.model, ws.group)
 
     def _workspace(self, group: JointGroup, n_goals: int) -> _Workspace:
         key = (group.name, n_goals)
@@ -495,11 +523,25 @@ class SimpleIK:
         """DLS iterations on q in place; returns (status, iterations, errors): status "converged" or why
         not, errors the (position, orientation) error arrays at the converged q (None otherwise)."""
         c = consts or _constants(opt)
-        if len(frame_ids) == 1 and ws.qs is not None and not opt.use_log_jacobian and not ws.weighted:
+        if (len(frame_ids) == 1 and ws.qs is not None and not opt.use_log_jacobian and not ws.weighted
+                and not c.null_space):
             views = self._goal_frame_placement(frame_ids[0], inv_targets[0])
             if views is not None:
                 return self._descend_fast(q, frame_ids[0], views, ws, opt, deadline, c)
         return self._descend_general(q, frame_ids, inv_targets, ws, opt, deadline, c)
+
+    def _null_space_motion(self, q: np.ndarray, J: np.ndarray, fid: int, ws: _Workspace,
+                           opt: SimpleIKOptions) -> np.ndarray:
+        """(I - J^+ J) (k_sigma Sigma + k_m grad m) at q (null_space.py), J the step's (weighted) Jacobian;
+        self.data holds q's joint Jacobians."""
+        x = q[ws.qs]
+        g = np.zeros(ws.nv)
+        if opt.joint_limit_gain > 0.0:
+            g += opt.joint_limit_gain * joint_limit_gradient(x, ws.lo, ws.hi, opt.joint_limit_ps, opt.joint_limit_pi)
+        if opt.manipulability_gain > 0.0:
+            J_world = pin.getFrameJacobian(self.scene.model, self.data, fid, pin.ReferenceFrame.WORLD)[:, ws.vs]
+            g += opt.manipulability_gain * ws.manipulability.value_and_gradient(J_world)[1]
+        return project_into_null_space(J, g)
 
     def _descend_fast(self, q, fid: int, views: tuple, ws: _Workspace, opt: SimpleIKOptions, deadline: float,
                       c: _Constants):
@@ -599,6 +641,7 @@ class SimpleIK:
         use_jlog = opt.use_log_jacobian or ws.masked
         stall_iters, plateau_iters = c.stall_iters, c.plateau_iters
         method, gain, weighted, sw, sw_col = c.method, c.gain, ws.weighted, ws.sw, ws.sw_col
+        null_space = c.null_space
         qg = q[qs] if qs is not None else None  # view on the group's q (fast path)
         margin_of, margin_slack = ws.margin, ws.margin_slack
         margin = margin_of(qg) if qg is not None else 0.0
@@ -689,12 +732,17 @@ class SimpleIK:
                 dq = _direction(method, J, Jt, e, err, gain, ws)
                 if dq is None:
                     return "singular system", it + 1, None
-            n2 = dq.dot(dq)
-            factor = neg_step if n2 * step2 <= max_step2 else -max_step / sqrt(n2)
+            if null_space:  # the task step plus the projected null-space terms, then the cap
+                dq = neg_step * dq + self._null_space_motion(q, J, fid0, ws, opt)
+                n2 = dq.dot(dq)
+                factor = 1.0 if n2 <= max_step2 else max_step / sqrt(n2)
+            else:
+                n2 = dq.dot(dq)
+                factor = neg_step if n2 * step2 <= max_step2 else -max_step / sqrt(n2)
             if qg is not None:  # fast path: q[qs] += dq within [lo, hi]
                 # |factor dq| (2-norm) bounds every joint's motion: while it is below the distance to the
                 # limits (margin, a lower bound kept across iterations), the step cannot leave them.
-                step_len = -factor * sqrt(n2) + margin_slack
+                step_len = abs(factor) * sqrt(n2) + margin_slack
                 if step_len < margin:
                     daxpy(dq, qg, a=factor)  # in place: qg += factor dq
                     margin -= step_len
@@ -724,7 +772,7 @@ class _Constants:
     """Per-solve numbers derived from the options (computed once per solve, not per attempt)."""
 
     __slots__ = ("lin2", "ang2", "near", "neg_step", "step2", "max_step", "max_step2", "stall_iters", "plateau_iters",
-                 "method", "gain")
+                 "method", "gain", "null_space")
 
     def __init__(self, opt: SimpleIKOptions) -> None:
         self.lin2, self.ang2 = opt.max_linear_error_norm**2, opt.max_angular_error_norm**2
@@ -734,6 +782,7 @@ class _Constants:
         self.stall_iters = opt.stall_iters or opt.max_iters + 1
         self.plateau_iters = opt.plateau_iters or opt.max_iters + 1
         self.method, self.gain = METHODS.index(opt.method), opt.resolved_lm_gain()
+        self.null_space = opt.joint_limit_gain > 0.0 or opt.manipulability_gain > 0.0
 
 
 _CONSTANTS: dict[tuple, _Constants] = {}
@@ -742,7 +791,8 @@ _CONSTANTS: dict[tuple, _Constants] = {}
 def _constants(opt: SimpleIKOptions) -> _Constants:
     """_Constants(opt), cached by the option values they depend on."""
     key = (opt.max_linear_error_norm, opt.max_angular_error_norm, opt.step_size, opt.max_step_norm,
-           opt.stall_iters, opt.plateau_iters, opt.max_iters, opt.method, opt.lm_gain)
+           opt.stall_iters, opt.plateau_iters, opt.max_iters, opt.method, opt.lm_gain, opt.joint_limit_gain > 0.0 or
+           opt.manipulability_gain > 0.0)
     c = _CONSTANTS.get(key)
     if c is None:
         if len(_CONSTANTS) >= 64:
