@@ -33,7 +33,7 @@ import argparse
 
 import numpy as np
 
-from common import (Robot, add_common_args, fmt, import_core, make_goals, print_ratios, print_table, robot_specs,
+from common import (ALL_ROBOTS, EXTRA_ROBOTS, Robot, add_common_args, fmt, import_core, make_goals, print_ratios, print_table, robot_specs,
                     time_stats, write_json)
 from peers import OursSimpleIk, RoboPlanSimpleIk, RtbIkLM, TracIk, collision_pairs_line
 
@@ -207,7 +207,7 @@ def print_method_targets(rows: list[dict]) -> bool:
 
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    add_common_args(p)
+    add_common_args(p, robots=(*ALL_ROBOTS, *EXTRA_ROBOTS, "all"))
     p.add_argument("--n", type=int, default=500, help="number of goals")
     p.add_argument("--warmup", type=int, default=20, help="untimed warm-up solves per solver")
     p.add_argument("--max-time", type=float, default=0.005, help="[s] ours and roboplan (matched)")
