@@ -40,6 +40,20 @@ def _example_robot(name: str) -> RobotSpec:
 
 
 ALL_ROBOTS = ("panda", "ur5", "kinova")  # --robot all
+# a long chain (the RTB notebook's Valkyrie table): TALOS's torso (2) + left arm (7), tip the wrist's
+# tool frame; its SRDF gets this group added (the collision pairs are its own)
+TALOS_TORSO_ARM = ("torso_1_joint", "torso_2_joint", *(f"arm_left_{i}_joint" for i in range(1, 8)))
+EXTRA_ROBOTS = ("talos_arm",)  # not in --robot all
+
+
+def _talos_torso_arm() -> RobotSpec:
+    share = example_robot_data_share()
+    d = share / "example-robot-data" / "robots" / "talos_data"
+    group = "".join(f'<joint name="{j}"/>' for j in TALOS_TORSO_ARM)
+    srdf = (d / "srdf" / "talos.srdf").read_text().replace(
+        "</robot>", f'<group name="torso_left_arm">{group}</group>\n</robot>', 1)
+    return RobotSpec("talos_arm", (d / "robots" / "talos_reduced.urdf").read_text(), srdf, (str(share),),
+                     "torso_left_arm", "arm_left_7_link")
 
 
 def add_common_args(p: argparse.ArgumentParser, robots=(*ALL_ROBOTS, "all"), default_robot="all") -> None:
@@ -62,7 +76,7 @@ def robot_specs(args) -> list[RobotSpec]:
         srdf = Path(args.srdf).read_text() if args.srdf else ""
         return [RobotSpec(Path(args.urdf).stem, Path(args.urdf).read_text(), srdf, pkg, args.group, args.tip)]
     names = list(ALL_ROBOTS) if args.robot == "all" else [args.robot]
-    return [_example_robot(n) for n in names]
+    return [_talos_torso_arm() if n == "talos_arm" else _example_robot(n) for n in names]
 
 
 def _srdf_group_joints(model: pin.Model, srdf: str, group: str) -> list[str]:

@@ -139,7 +139,8 @@ class RoboPlanSimpleIk:
         t0 = time.perf_counter()
         ok = self.ik.solveIk(goal, start, sol)
         dt = time.perf_counter() - t0
-        return (self.joints.from_group(np.array(sol.positions)) if len(sol.positions) else None), bool(ok), None, dt
+        values = self.joints.from_group(np.array(sol.positions)) if len(sol.positions) else None
+        return values, bool(ok), None, None, dt
 
 
 class OursSimpleIk:
@@ -156,7 +157,80 @@ class OursSimpleIk:
         res = self.ik.solve(goals, q_seed)
         dt = time.perf_counter() - t0
         values = None if res.q is None else self.scene.joint_positions(res.q, self.robot.joints)
-        return values, bool(res.success), res.iterations, dt
+        return values, bool(res.success), res.iterations, res.restarts + 1, dt
+
+
+def robot_ets(robot: Robot):
+    """The Robotics Toolbox ETS of the checker's chain from the model's world to the tip frame, with the
+    checker's joint limits (ValueError for a joint that is not a revolute about x, y or z)."""
+    import roboticstoolbox as rtb
+
+    m = robot.model
+    frame = m.frames[robot.tip_id]
+    chain = [j for j in list(m.supports[frame.parentJoint])[1:] if m.joints[j].nv > 0]
+    if [m.names[j] for j in chain] != list(robot.joints):
+        raise ValueError(f"the group {robot.joints} is not the chain to {robot.spec.tip_frame}")
+    axes = {"JointModelRX": rtb.ET.Rx, "JointModelRY": rtb.ET.Ry, "JointModelRZ": rtb.ET.Rz}
+    ets = []
+    for j in list(m.supports[frame.parentJoint])[1:]:
+        ets.append(rtb.ET.SE3(m.jointPlacements[j].homogeneous))
+        kind = m.joints[j].shortname()
+        if kind not in axes:
+            raise ValueError(f"joint {m.names[j]} is a {kind}: the ETS here takes revolute x/y/z joints only")
+        ets.append(axes[kind]())
+    ets.append(rtb.ET.SE3(frame.placement.homogeneous))
+    chain_ets = rtb.ETS(ets)
+    chain_ets.qlim = np.vstack([robot.lower, robot.upper])
+    return chain_ets
+
+
+class RtbIkLM:
+    """The Robotics Toolbox's C++ ``ETS.ik_LM`` (the seed's protocol: ilimit 30, slimit 100, tol on
+    E = e^T e / 2; 5e-7 = |e| <= 1e-3, our thresholds), joint limits enforced, no collision check.
+    Raises ImportError without roboticstoolbox-python, ValueError for a chain it cannot express."""
+
+    def __init__(self, robot: Robot, name: str, method: str = "chan", tol: float = 5e-7, ilimit: int = 30,
+                 slimit: int = 100):
+        self.name, self.method, self.tol, self.ilimit, self.slimit = name, method, tol, ilimit, slimit
+        self.ets = robot_ets(robot)
+
+    def solve(self, T: pin.SE3, seed_values):
+        Tep, q0 = T.homogeneous, np.asarray(seed_values, dtype=float)
+        t0 = time.perf_counter()
+        sol = self.ets.ik_LM(Tep, q0=q0, ilimit=self.ilimit, slimit=self.slimit, tol=self.tol, joint_limits=True,
+                             method=self.method)
+        dt = time.perf_counter() - t0
+        return np.asarray(sol.q, dtype=float), bool(sol.success), int(sol.iterations), int(sol.searches), dt
+
+
+class TracIk:
+    """TRAC-IK (PyPI ``pytracik``, KDL + SQP in C++, "Speed" mode: first solution) on the robot's URDF
+    between the model's root link and the tip, with the checker's joint limits (its URDF parser
+    reads some limits as 0: they are set explicitly), ``timeout`` [s], ``epsilon`` its tolerance; no
+    collision check. Raises ImportError without pytracik."""
+
+    def __init__(self, robot: Robot, name: str, timeout: float, epsilon: float = 1e-5):
+        import pytracik
+
+        self.name, self.pt = name, pytracik
+        m = robot.model
+        base = m.frames[1].name  # the root link (universe is frame 0)
+        self.solver = pytracik.TRAC_IK(base, robot.spec.tip_frame, robot.spec.urdf_xml, timeout, epsilon,
+                                       pytracik.SolveType.Speed)
+        if pytracik.get_num_joints(self.solver) != len(robot.joints):
+            raise ValueError(f"TRAC-IK's chain {base} -> {robot.spec.tip_frame} has "
+                             f"{pytracik.get_num_joints(self.solver)} joints, the group {len(robot.joints)}")
+        pytracik.set_joint_limits(self.solver, list(robot.lower), list(robot.upper))
+
+    def solve(self, T: pin.SE3, seed_values):
+        x, y, z = T.translation
+        quat = pin.Quaternion(T.rotation)
+        args = (np.asarray(seed_values, dtype=float), x, y, z, quat.x, quat.y, quat.z, quat.w)
+        t0 = time.perf_counter()
+        out = self.pt.ik(self.solver, *args)
+        dt = time.perf_counter() - t0
+        ok = out[0] >= 0
+        return (np.asarray(out[1:]) if ok else None), bool(ok), None, None, dt
 
 
 # ---------------------------------------------------------------------------------------- OInK

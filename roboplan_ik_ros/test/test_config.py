@@ -95,3 +95,28 @@ def test_bad_values_fail_when_building_with_the_key_named(text, message):
 def test_missing_file_is_reported():
     with pytest.raises(InvalidInputError, match="config_file: cannot read '/nonexistent.yaml'"):
         load_config("/nonexistent.yaml")
+
+
+def test_simple_ik_method_and_weights_from_yaml():
+    cfg = parse_config(BASE + "simple_ik: {method: lm_chan, lm_gain: 0.5, error_weights: [1, 1, 1, 0, 0, 0]}")
+    assert cfg.simple_ik.method == "lm_chan" and cfg.simple_ik.lm_gain == 0.5
+    assert cfg.simple_ik.error_weights == [1.0, 1.0, 1.0, 0.0, 0.0, 0.0]
+    assert parse_config(BASE).simple_ik.method == "dls"  # the default
+    cfg = parse_config(BASE + "simple_ik: {joint_limit_gain: 0.5, joint_limit_ps: 0.01, joint_limit_pi: 0.2, "
+                              "manipulability_gain: 10}")
+    ik = cfg.simple_ik
+    assert (ik.joint_limit_gain, ik.joint_limit_ps, ik.joint_limit_pi, ik.manipulability_gain) == (0.5, 0.01, 0.2, 10.0)
+
+
+@pytest.mark.parametrize("text, message", [
+    ("simple_ik: {method: bfgs}", "config.simple_ik.method: expected one of dls, lm_wampler, lm_chan"),
+    ("simple_ik: {lm_gain: -1}", "config.simple_ik.lm_gain"),
+    ("simple_ik: {error_weights: [1, 1, 1]}", "config.simple_ik.error_weights: expected 6 finite numbers >= 0"),
+    ("simple_ik: {error_weights: [0, 0, 0, 0, 0, 0]}", "config.simple_ik.error_weights: expected 6 finite numbers"),
+    ("simple_ik: {error_weights: one}", "config.simple_ik.error_weights: expected a list"),
+    ("simple_ik: {joint_limit_ps: 0.4}", "config.simple_ik.joint_limit_ps: expected < joint_limit_pi"),
+    ("simple_ik: {manipulability_gain: -1}", "config.simple_ik.manipulability_gain"),
+])
+def test_bad_simple_ik_method_keys_are_named(text, message):
+    with pytest.raises(InvalidInputError, match=message):
+        parse_config(BASE + text)

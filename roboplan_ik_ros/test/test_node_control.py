@@ -132,6 +132,25 @@ def test_service_seed_and_group(rig):
     assert res.success, res.message
 
 
+@pytest.mark.parametrize("method", ["lm_chan", "gauss_newton"])
+def test_service_method_and_error_weights_per_request(rig, method):
+    """A request picks its method; position-only weights reach the position of a goal whose
+    orientation is far off (and report the true orientation error)."""
+    T0 = rig.tcp_pose()
+    target = pin.SE3(T0.rotation @ pin.exp3(np.array([0.0, 0.3, 0.0])), T0.translation + [0.05, -0.1, 0.05])
+    res = rig.solve([_goal(target)], max_time=0.5, method=method)
+    assert res.success, res.message
+    q = rig.mock.scene.q_from_joint_positions(ARM, res.solution.position, rig.mock.q.copy())
+    pos, rot = _errors(target, rig.mock.scene.frame_pose(q, TIP))
+    assert pos < 1e-3 and rot < 1e-3
+    turned = pin.SE3(target.rotation @ pin.exp3(np.array([2.5, 0.0, 0.0])), target.translation)
+    res = rig.solve([_goal(turned)], max_time=0.5, method=method, error_weights=[1.0, 1.0, 1.0, 0.0, 0.0, 0.0])
+    assert res.success, res.message
+    q = rig.mock.scene.q_from_joint_positions(ARM, res.solution.position, rig.mock.q.copy())
+    pos, rot = _errors(turned, rig.mock.scene.frame_pose(q, TIP))
+    assert pos < 1e-3 and res.orientation_errors[0] == pytest.approx(rot, abs=1e-6)
+
+
 @pytest.mark.parametrize("make, code, words", [
     (lambda T: dict(goals=[_goal(T, tip="panda_hand_tip")]), SolveIK.Response.UNKNOWN_FRAME, "panda_hand_tip"),
     (lambda T: dict(goals=[_goal(T, frame="map")]), SolveIK.Response.UNKNOWN_FRAME, "tf2_ros"),
@@ -142,6 +161,10 @@ def test_service_seed_and_group(rig):
     (lambda T: dict(goals=[_goal(T)], seed=JointState(name=ARM, position=[0.0])),
      SolveIK.Response.INVALID_REQUEST, "7 names but 1 positions"),
     (lambda T: dict(goals=[_goal(T)], check_collisions=7), SolveIK.Response.INVALID_REQUEST, "OPTION_DEFAULT"),
+    (lambda T: dict(goals=[_goal(T)], method="bfgs"), SolveIK.Response.INVALID_REQUEST,
+     "method: expected one of dls, lm_wampler, lm_chan, lm_sugihara, newton_raphson, gauss_newton, got 'bfgs'"),
+    (lambda T: dict(goals=[_goal(T)], error_weights=[1.0, 1.0]), SolveIK.Response.INVALID_REQUEST,
+     "error_weights: expected 6 finite numbers >= 0"),
 ])
 def test_service_bad_requests(rig, make, code, words):
     res = rig.solve(**make(rig.tcp_pose()))

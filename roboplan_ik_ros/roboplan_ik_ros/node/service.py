@@ -293,6 +293,8 @@ class SolveIKServer:
             max_time=request.max_time if request.max_time > 0 else base.max_time,
             check_collisions=option(request.check_collisions, base.check_collisions),
             fast_return=option(request.fast_return, base.fast_return),
+            method=request.method or base.method,
+            error_weights=list(request.error_weights) if len(request.error_weights) else base.error_weights,
         )
         options.validate()
         return goals, q_seed, options

@@ -1,0 +1,137 @@
+"""SimpleIK's null-space terms: the manipulability gradient against finite differences, Sigma against
+its formula, and the solver with each term on (goals still reached within the limits, the term
+doing what it is for: farther from the limits, higher manipulability than without it)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pinocchio as pin
+import pytest
+
+from models import scene
+from roboplan_ik_ros.core import FrameGoal, InvalidInputError, SimpleIK, SimpleIKOptions
+from roboplan_ik_ros.core.simple_ik.null_space import Manipulability, joint_limit_gradient, project_into_null_space
+from test_simple_ik import MAX_TIME, SOLVER_SEED, Checker, random_goal_configurations
+
+TIP = "panda_hand_tcp"
+
+
+@pytest.fixture(scope="module")
+def panda():
+    s = scene("panda")
+    return s, Checker("panda", s), s.named_configuration("default")
+
+
+def manipulability_at(s, q, fid, group) -> float:
+    """sqrt(det(J J^T)) of the LOCAL frame Jacobian, computed plainly."""
+    data = s.model.createData()
+    J = pin.computeFrameJacobian(s.model, data, q, fid, pin.ReferenceFrame.LOCAL)[:, group.v_indices]
+    return float(np.sqrt(np.linalg.det(J @ J.T)))
+
+
+@pytest.mark.parametrize("name, group_name, tip", [("panda", "arm", TIP), ("panda", "arm", "panda_link6"),
+                                                   ("ur5", "", "tool0")])
+def test_manipulability_gradient_matches_finite_differences(name, group_name, tip):
+    s = scene(name)
+    group = s.group(group_name)
+    fid = s.frame_id(tip)
+    manip = Manipulability(s.model, group)
+    rng = np.random.default_rng(3)
+    q0 = s.neutral()
+    h = 1e-6
+    for _ in range(20):
+        q = s.random_configuration(rng, group, q0)
+        data = s.model.createData()
+        pin.computeJointJacobians(s.model, data, q)
+        pin.updateFramePlacements(s.model, data)
+        J_world = pin.getFrameJacobian(s.model, data, fid, pin.ReferenceFrame.WORLD)[:, group.v_indices]
+        m, grad = manip.value_and_gradient(J_world)
+        assert m == pytest.approx(manipulability_at(s, q, fid, group), rel=1e-9, abs=1e-12)
+        fd = np.empty(group.nv)
+        for i, iq in enumerate(group.q_indices):
+            qp, qm = q.copy(), q.copy()
+            qp[iq] += h
+            qm[iq] -= h
+            fd[i] = (manipulability_at(s, qp, fid, group) - manipulability_at(s, qm, fid, group)) / (2 * h)
+        np.testing.assert_allclose(grad, fd, rtol=1e-5, atol=1e-8)
+        if name == "panda" and tip == TIP:
+            assert np.abs(grad).max() > 1e-3  # not trivially zero
+
+
+def test_joint_limit_gradient_formula():
+    lo, hi = np.array([-1.0, -1.0, -1.0, -np.inf]), np.array([1.0, 1.0, 1.0, np.inf])
+    x = np.array([-0.9, 0.0, 0.95, 5.0])
+    ps, pi = 0.05, 0.3
+    g = joint_limit_gradient(x, lo, hi, ps, pi)
+    np.testing.assert_allclose(g, [(0.1 - 0.3) ** 2 / 0.25 ** 2, 0.0, -(0.05 - 0.3) ** 2 / 0.25 ** 2, 0.0])
+    assert g[0] > 0 > g[2]  # pushes away from the nearby limit
+
+
+def test_projection_leaves_the_task_unchanged():
+    rng = np.random.default_rng(0)
+    J, g = rng.standard_normal((6, 7)), rng.standard_normal(7)
+    n = project_into_null_space(J, g)
+    np.testing.assert_allclose(J @ n, 0.0, atol=1e-12)
+    assert np.linalg.norm(n) > 0.1
+
+
+def _solve_all(ik, check, goals, q0):
+    out = []
+    for T in goals:
+        res = ik.solve([FrameGoal(TIP, T)], q0)
+        assert check.valid(res.q)
+        if res.success:
+            pos, rot = check.errors(res.q, TIP, T)
+            assert pos <= 1e-3 and rot <= 1e-3
+        out.append(res)
+    return out
+
+
+def test_joint_limit_avoidance_keeps_solutions_farther_from_the_limits(panda):
+    s, check, q0 = panda
+    group = s.group("arm")
+    lo, hi = s.q_min_v[group.v_indices], s.q_max_v[group.v_indices]
+    goals = [check.pose(q, TIP) for q in random_goal_configurations(s, "arm", q0, 40, seed=13)]
+    base = dict(group_name="arm", max_time=MAX_TIME, seed=SOLVER_SEED)
+    plain = _solve_all(SimpleIK(s, SimpleIKOptions(**base)), check, goals, q0)
+    avoid = _solve_all(SimpleIK(s, SimpleIKOptions(**base, joint_limit_gain=0.5, joint_limit_pi=0.3)),
+                       check, goals, q0)
+    assert sum(r.success for r in avoid) >= 38
+
+    def margin(res):
+        x = res.q[group.q_indices]
+        return float(np.min(np.minimum(x - lo, hi - x)))
+    both = [(margin(a), margin(p)) for a, p in zip(avoid, plain) if a.success and p.success]
+    near_plain = sum(mp < 0.1 for _, mp in both)
+    near_avoid = sum(ma < 0.1 for ma, _ in both)
+    assert near_avoid < near_plain, (near_avoid, near_plain)
+
+
+def test_manipulability_gain_raises_manipulability(panda):
+    s, check, q0 = panda
+    group = s.group("arm")
+    fid = s.frame_id(TIP)
+    goals = [check.pose(q, TIP) for q in random_goal_configurations(s, "arm", q0, 40, seed=14)]
+    base = dict(group_name="arm", max_time=MAX_TIME, seed=SOLVER_SEED)
+    plain = _solve_all(SimpleIK(s, SimpleIKOptions(**base)), check, goals, q0)
+    manip = _solve_all(SimpleIK(s, SimpleIKOptions(**base, manipulability_gain=10.0)), check, goals, q0)
+    assert sum(r.success for r in manip) >= 38
+    pairs = [(manipulability_at(s, a.q, fid, group), manipulability_at(s, p.q, fid, group))
+             for a, p in zip(manip, plain) if a.success and p.success]
+    assert np.mean([a for a, _ in pairs]) > 1.05 * np.mean([p for _, p in pairs]), pairs[:5]
+
+
+@pytest.mark.parametrize("field, value", [("joint_limit_gain", -1.0), ("manipulability_gain", np.nan),
+                                          ("joint_limit_pi", 0.0), ("joint_limit_ps", 0.5)])
+def test_bad_null_space_options(panda, field, value):
+    s, _, _ = panda
+    with pytest.raises(InvalidInputError, match=field):
+        SimpleIK(s, SimpleIKOptions(group_name="arm", **{field: value}))
+
+
+def test_manipulability_with_several_goals_is_refused(panda):
+    s, check, q0 = panda
+    ik = SimpleIK(s, SimpleIKOptions(group_name="arm", manipulability_gain=1.0))
+    T = check.pose(q0, TIP)
+    with pytest.raises(InvalidInputError, match="manipulability_gain: one goal"):
+        ik.solve([FrameGoal(TIP, T), FrameGoal("panda_link4", check.pose(q0, "panda_link4"))], q0)
