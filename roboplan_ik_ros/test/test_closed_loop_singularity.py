@@ -17,6 +17,7 @@ from models import robot
 from roboplan_ik_ros.core.config import load_config
 from roboplan_ik_ros.core.control.control_loop import ControlLoop, LoopConfig
 from roboplan_ik_ros.core.control.goal_followers import GoalSmoothingConfig
+from roboplan_ik_ros.core.control.twist_follower import StreamingConfig
 from roboplan_ik_ros.core.oink.controller import scene_from_config
 
 TIP = "panda_hand_tcp"
@@ -32,9 +33,10 @@ def _config(with_barrier: bool) -> tuple[dict, LoopConfig]:
     if with_barrier:
         data["barriers"].append({"name": "singularity", "type": "singularity", "frame": TIP, "sigma_min": SIGMA_MIN})
     node = data.pop("node")
-    keys = {f.name for f in dataclasses.fields(LoopConfig)} - {"goal_smoothing"}
+    keys = {f.name for f in dataclasses.fields(LoopConfig)} - {"goal_smoothing", "streaming"}
     return data, LoopConfig(**{k: v for k, v in node.items() if k in keys},
-                            goal_smoothing=GoalSmoothingConfig(**node["goal_smoothing"]))
+                            goal_smoothing=GoalSmoothingConfig(**node["goal_smoothing"]),
+                            streaming=StreamingConfig(**node["streaming"]))
 
 
 def _sigma_min(scene, q) -> float:
