@@ -75,6 +75,7 @@ class LoopSnapshot:
                       "tick_errors": c.tick_errors, "undelivered": c.undelivered,
                       "collision_objects_refused": c.collision_objects_refused,
                       "stream_timeouts": c.stream_timeouts,
+                      **{f"motion_limit.{k}": v for k, v in sorted(c.motion_limits.items())},
                       # steps whose state could no longer brake in time (braked as hard as allowed; stays 0)
                       "acceleration_nonviable": accel.nonviable if accel is not None else 0},
             acceleration=("off" if accel is None else
