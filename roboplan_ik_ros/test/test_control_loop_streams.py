@@ -60,6 +60,7 @@ def test_a_twist_stream_moves_the_tool_at_the_commanded_velocity_then_times_out(
     assert loop.motion_limit(sim.t)[0] == COMMAND_TIMEOUT and "command timeout" in loop.motion_limit(sim.t)[1]
     assert np.abs(np.diff(sim.commands[-3:], axis=0)).max() < 1e-9  # still (converged on the stopped target)
     assert loop.counts.stream_timeouts == 1
+    assert loop.counts.motion_limits == {COMMAND_TIMEOUT: 1}  # one episode, counted once
     within_bounds(loop, sim.commands[n - 3:])
     assert sim.max_step_ratio <= 1.0 + 1e-9
 
@@ -95,6 +96,7 @@ def test_pause_brakes_refuses_inputs_and_resumes_from_the_current_pose(panda):
     stream(loop, sim, [0.0, 0.08, 0.0], ticks=200)
     loop.pause()
     loop.pause()  # again: still paused
+    assert loop.counts.motion_limits[LIMIT_PAUSED] == 1
     assert loop.mode == PAUSED and loop.motion_limit(sim.t)[0] == LIMIT_PAUSED
     with pytest.raises(InvalidInputError, match="paused"):
         loop.set_twist(TASK, np.array([0.0, 0.1, 0.0]), np.zeros(3), sim.t)

@@ -118,6 +118,7 @@ def test_jogging_a_joint_into_its_limit_brakes_before_it_and_says_joint_bound(pa
         sim.tick()
     code, text = loop.motion_limit(sim.t)
     assert code == JOINT_BOUND and "panda_joint4" in text and "upper limit" in text
+    assert loop.counts.motion_limits[JOINT_BOUND] == 1
     assert sim.q[g.q_indices][3] <= upper + 1e-9 and sim.q[g.q_indices][3] > upper - 1e-3
     c = np.array(sim.commands)
     acc = loop.acceleration_limit

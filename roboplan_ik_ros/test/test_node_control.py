@@ -266,6 +266,10 @@ def test_bad_twists_jogs_and_inputs_while_paused_are_rejected_and_the_robot_hold
     assert wait_future(pause.call_async(SetBool.Request(data=False)), timeout=10.0).success
     rig.client.wait_status(lambda s: s.mode == "waiting_for_goal")
     assert max(_errors(tcp_before, rig.tcp_pose())) < 1e-4  # nothing moved
+    from roboplan_ik_ros.node.status import LoopSnapshot
+    with rig.node._lock:
+        counters = LoopSnapshot.take(rig.node.loop).counters  # what /diagnostics lists
+    assert counters["motion_limit.paused"] >= 1
     rig.client.node.destroy_client(pause)
     rig.client.node.destroy_publisher(twist_pub)
     rig.client.node.destroy_publisher(jog_pub)

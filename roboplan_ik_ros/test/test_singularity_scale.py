@@ -78,6 +78,7 @@ def test_a_twist_toward_the_elbow_singularity_slows_to_a_stop_and_the_reverse_is
         kappas.append(kappa(panda, sim.q, fid, cols))
     code, text = loop.motion_limit(sim.t)
     assert code == SINGULARITY and "condition number" in text, (code, text)
+    assert loop.counts.motion_limits.get(SINGULARITY, 0) >= 1
     assert max(kappas) <= st.hard_stop_singularity_threshold + 1e-6  # approached, never passed
     assert kappas[-1] > st.lower_singularity_threshold
     p = panda.frame_pose(sim.q, TIP).translation.copy()

@@ -15,6 +15,9 @@ from ..core.oink import FrameTask
 from . import diagnostics as diag
 
 
+BINDING_SLACK = 1e-5  # [rad] see LoopSnapshot.take
+
+
 @dataclass
 class LoopSnapshot:
     mode: str
@@ -34,11 +37,12 @@ class LoopSnapshot:
         """The loop's own cause (pause, command timeout, leash), else while a stream is followed the
         barrier rows binding the last step (name, row, value [m])."""
         code, text = loop.motion_limit(now)
-        if code in ("", "leash") and loop.streaming:
+        if code in ("", "leash", "singularity") and loop.streaming:  # a binding barrier stops; these slow
             binding = [f"{name} {rows[k]} (h = {value[k]:.4f} m)" for name, rows, value, active in barriers
                        for k in np.flatnonzero(active)]
             if binding:
-                return "barrier", "the step is bounded by barrier rows: " + ", ".join(binding)
+                return "barrier", ("the step is bounded by barrier rows: " + ", ".join(binding)
+                                   + (f"; also {code}: {text}" if code else ""))
         return code, text
 
     @classmethod
@@ -52,8 +56,11 @@ class LoopSnapshot:
             binding = np.zeros(b.size, dtype=bool)
             if dq is not None:
                 with np.errstate(invalid="ignore"):
-                    # a row no joint of the step moves (e.g. a base link's distance) binds nothing
-                    binding = (b.G @ dq >= b.upper - 1e-6) & (np.abs(b.G).max(axis=1) > 0.0)
+                    # binding: the step could move at most BINDING_SLACK [rad] further along the row's
+                    # direction (slack / ||G_row||); an absolute slack calls a row binding whose G and bound are
+                    # both tiny (a base link's distance: the braking bound shrinks with |J_h|)
+                    norm = np.linalg.norm(b.G, axis=1)
+                    binding = (b.upper - b.G @ dq <= BINDING_SLACK * norm) & (norm > 0.0)
             barriers.append((b.name, list(b.row_names), b.value.copy(), binding))
         c, accel = loop.counts, loop.acceleration_limit
         return cls(
@@ -68,6 +75,7 @@ class LoopSnapshot:
                       "tick_errors": c.tick_errors, "undelivered": c.undelivered,
                       "collision_objects_refused": c.collision_objects_refused,
                       "stream_timeouts": c.stream_timeouts,
+                      **{f"motion_limit.{k}": v for k, v in sorted(c.motion_limits.items())},
                       # steps whose state could no longer brake in time (braked as hard as allowed; stays 0)
                       "acceleration_nonviable": accel.nonviable if accel is not None else 0},
             acceleration=("off" if accel is None else

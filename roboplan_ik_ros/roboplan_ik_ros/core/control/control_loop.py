@@ -146,6 +146,9 @@ class LoopCounters:
     undelivered: int = 0  # commands the caller could not send (command_not_sent): the next step starts before them
     collision_objects_refused: int = 0  # obstacles from the node's topic refused as malformed (reason logged)
     stream_timeouts: int = 0  # twist streams stopped by command_timeout
+    # episodes of each stream motion limit (a task entering it): command_timeout, joint_bound, singularity,
+    # leash, paused (barrier episodes are not counted here: ~/status names the binding rows)
+    motion_limits: dict = field(default_factory=dict)
 
 
 @dataclass
@@ -214,6 +217,7 @@ class ControlLoop:
         self._stream_end: dict[str, str] = {}
         self.paused = False
         self._resume_pending = False
+        self._stream_limit: dict[str, str] = {}  # per task: the motion limit of its stream at the last tick
         ramp_accel = None if accel is None else RAMP_ACCELERATION_SHARE * accel.a_max
         self._ramps = {n: JointGoalRamp(scene, self.group, self._task_config(n).max_target_speed, ramp_accel)
                        for n, t in self.ctrl.tasks.items() if isinstance(t, ConfigurationTask)}
@@ -336,6 +340,7 @@ class ControlLoop:
         for follower in (*self._twists.values(), *self._jogs.values()):
             follower.stop()
         self.mode, self.hold_reason = PAUSED, "paused (~/pause): braking to a stop; inputs are refused until resumed"
+        self._count_limit(LIMIT_PAUSED)
         self.log("info", "paused: braking to a stop")
 
     def resume(self) -> None:
@@ -464,6 +469,15 @@ class ControlLoop:
     def streaming(self) -> bool:
         """A twist or jog stream drives some task's target."""
         return any(t.streaming for t in (*self._twists.values(), *self._jogs.values()))
+
+    def _count_limit(self, code: str) -> None:
+        self.counts.motion_limits[code] = self.counts.motion_limits.get(code, 0) + 1
+
+    def _note_stream_limit(self, name: str, code: str) -> None:
+        """Count an episode when task ``name``'s stream enters motion limit ``code`` ("" = none)."""
+        if code and self._stream_limit.get(name) != code:
+            self._count_limit(code)
+        self._stream_limit[name] = code
 
     def _timeout_text(self, name: str, age: float, what: str) -> str:
         return (f"task {name!r}: command timeout: the latest command is {age:.3f} s old (command_timeout "
@@ -692,6 +706,8 @@ class ControlLoop:
                 if not twist.timed_out and twist.command_age(now) <= self.settings.streaming.command_timeout:
                     scale = self._singularity[name].scale(q, *twist.commanded)
                 target = twist.step(dt, now, T_world_frame, scale)
+                self._note_stream_limit(name, COMMAND_TIMEOUT if twist.timed_out else SINGULARITY if scale < 1.0
+                                        else LEASH if twist.leashed else "")
                 if not twist.streaming:  # timed out and braked to rest: the target stays there
                     self._stream_end[name] = self._timeout_text(name, twist.command_age(now), "stopped")
                     self.counts.stream_timeouts += 1
@@ -706,6 +722,8 @@ class ControlLoop:
             jog = self._jogs[name]
             if jog.streaming:
                 target = jog.step(dt, now, q)
+                self._note_stream_limit(name, COMMAND_TIMEOUT if jog.timed_out else JOINT_BOUND if jog.at_bound.any()
+                                        else LEASH if jog.leashed else "")
                 if not jog.streaming:
                     self._stream_end[name] = self._timeout_text(name, jog.command_age(now), "stopped")
                     self.counts.stream_timeouts += 1

@@ -35,23 +35,24 @@ class SingularityScale:
         self.kappa = 1.0  # at the last call
         self.value = 1.0  # the last scale
 
-    def _svd(self, q: np.ndarray):
+    def _jacobian(self, q: np.ndarray) -> np.ndarray:
         J = pin.computeFrameJacobian(self.scene.model, self._data, q, self.frame_id, pin.LOCAL_WORLD_ALIGNED)
-        return np.linalg.svd(J[:, self.group.v_columns])
+        return J[:, self.group.v_columns]
 
     def scale(self, q: np.ndarray, linear: np.ndarray, angular: np.ndarray) -> float:
         """The factor in [0, 1] for the twist (``linear`` [m/s], ``angular`` [rad/s], world axes) at q."""
-        U, S, Vt = self._svd(q)
-        s_min = S[min(5, len(S) - 1)]
-        self.kappa = float(S[0] / s_min) if s_min > 0.0 else np.inf
+        J = self._jacobian(q)
+        S = np.linalg.svd(J, compute_uv=False)  # the singular values only, until they matter
+        k = min(5, len(S) - 1)
+        self.kappa = float(S[0] / S[k]) if S[k] > 0.0 else np.inf
         self.value = 1.0
         if self.kappa <= self.lower:
             return 1.0
-        k = min(5, len(S) - 1)
+        U, S, Vt = np.linalg.svd(J)
         u_min, v_min = U[:, k], Vt[k]
         self._dq.fill(0.0)
         self._dq[self.group.v_indices] = _PROBE * v_min
-        _, S_probe, _ = self._svd(self.scene.integrate(q, self._dq))
+        S_probe = np.linalg.svd(self._jacobian(self.scene.integrate(q, self._dq)), compute_uv=False)
         kappa_probe = S_probe[0] / S_probe[k] if S_probe[k] > 0.0 else np.inf
         plus_toward = kappa_probe > self.kappa  # moving along +u_min raises kappa
         self._twist[:3], self._twist[3:] = linear, angular
