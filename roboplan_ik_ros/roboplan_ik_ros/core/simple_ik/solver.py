@@ -182,24 +182,30 @@ class SimpleIKOptions:
             raise InvalidInputError(f"method: expected one of {', '.join(METHODS)}, got {self.method!r}")
         if self.lm_gain is not None:
             check_positive(self.lm_gain, "lm_gain")
-        w = self.error_weights
-        ok = isinstance(w, (list, tuple, np.ndarray)) and len(w) == 6
-        if ok:
-            try:
-                ok = all(not isinstance(x, (bool, np.bool_)) and math.isfinite(float(x)) and float(x) >= 0.0 for x in w)
-            except (TypeError, ValueError):
-                ok = False
-        if not ok or not any(float(x) > 0.0 for x in w):
-            raise InvalidInputError("error_weights: expected 6 finite numbers >= 0, not all 0 (weights of the tip's "
-                                    f"error [vx, vy, vz, wx, wy, wz] in its own frame), got {w!r}")
+        check_error_weights(self.error_weights, "error_weights")
+
+
+def check_error_weights(w, name: str) -> None:
+    """InvalidInputError naming ``name`` unless w is 6 finite numbers >= 0, not all 0."""
+    ok = isinstance(w, (list, tuple, np.ndarray)) and len(w) == 6
+    if ok:
+        try:
+            ok = all(not isinstance(x, (bool, np.bool_)) and math.isfinite(float(x)) and float(x) >= 0.0 for x in w)
+        except (TypeError, ValueError):
+            ok = False
+    if not ok or not any(float(x) > 0.0 for x in w):
+        raise InvalidInputError(f"{name}: expected 6 finite numbers >= 0, not all 0 (weights of the tip's "
+                                f"error [vx, vy, vz, wx, wy, wz] in its own frame), got {w!r}")
 
 
 @dataclass
 class FrameGoal:
-    """Reach ``T_world_tip`` (pin.SE3 or 4x4, model world frame) with frame ``tip_frame``."""
+    """Reach ``T_world_tip`` (pin.SE3 or 4x4, model world frame) with frame ``tip_frame``; ``weights``:
+    this goal's 6 error weights (as SimpleIKOptions.error_weights; None: the options')."""
 
     tip_frame: str
     T_world_tip: object
+    weights: Sequence[float] | None = None
 
 
 @dataclass
@@ -229,10 +235,10 @@ class _Workspace:
         self.weights: tuple = (1.0,) * 6
         self.sw = np.ones(m)
         self.sw_col = self.sw[:, None]
-        self.mask6 = np.ones(6)  # 1.0 where the weight is > 0
+        self.mask = np.ones(m)  # 1.0 where the weight is > 0, per stacked component
         self.weighted = False  # some weight != 1
         self.masked = False  # some weight == 0
-        self.translation_full = True  # no zero weight among the translation components
+        self.translation_full = [True] * n_goals  # per goal: no zero weight among its translation components
         self.Jw, self.ew = np.empty((m, nv)), np.empty(m)  # weighted J and e
         self.manipulability: Manipulability | None = None  # built on first use (manipulability_gain)
         self.dq_full = np.zeros(model.nv)
@@ -286,14 +292,15 @@ class _Workspace:
         return min(dgemv(1.0, self.P, x, -1.0, self.c_lohi).tolist()) if self.nv else math.inf
 
     def set_weights(self, weights) -> None:
-        """error_weights (6, validated) for every goal."""
-        key = tuple(float(x) for x in weights)
+        """Error weights (validated): 6 for every goal, or one row of 6 per goal."""
+        key = tuple(float(x) for x in np.ravel(weights))
         if key != self.weights:
             w = np.asarray(key)
-            self.sw[:] = np.tile(np.sqrt(w), len(self.sw) // 6)
-            self.mask6[:] = w > 0.0
+            w = np.tile(w, len(self.sw) // 6) if len(w) == 6 else w
+            self.sw[:] = np.sqrt(w)
+            self.mask[:] = w > 0.0
             self.weighted, self.masked = bool(np.any(w != 1.0)), bool(np.any(w == 0.0))
-            self.translation_full = bool(np.all(w[:3] > 0.0))
+            self.translation_full = [bool(np.all(w[6 * k : 6 * k + 3] > 0.0)) for k in range(len(w) // 6)]
             self.weights = key
 
     def set_damping(self, damping: float) -> None:
@@ -380,6 +387,8 @@ class SimpleIK:
             if not isinstance(g, FrameGoal):
                 raise InvalidInputError(f"goals[{k}]: expected a FrameGoal, got {type(g).__name__}")
             frame_ids.append(self._frame_id(g.tip_frame))
+            if g.weights is not None:
+                check_error_weights(g.weights, f"goals[{k}].weights")
             inv_targets.append(_inverse_target(g.T_world_tip, k))
         q_seed = self._check_seed(q_seed)
         deadline = time.perf_counter() + opt.max_time
@@ -387,7 +396,10 @@ class SimpleIK:
         if opt.joint_limit_gain > 0.0 or opt.manipulability_gain > 0.0:
             self._check_null_space(opt, ws, len(goals))
         ws.set_damping(opt.damping)
-        ws.set_weights(opt.error_weights)
+        if any(g.weights is not None for g in goals):
+            ws.set_weights([opt.error_weights if g.weights is None else g.weights for g in goals])
+        else:
+            ws.set_weights(opt.error_weights)
         consts = _constants(opt)
         best: np.ndarray | None = None
         best_errors = None
@@ -663,7 +675,7 @@ class SimpleIK:
                 T_err = Tinv0 * M0  # T_goal^-1 T(q)
                 e = log6(T_err).vector
                 if weighted:
-                    if _weighted_reached(T_err.translation, e, ws, lin2, ang2, near):
+                    if _weighted_reached(T_err.translation, e, ws, 0, lin2, ang2, near):
                         t, w = T_err.translation, e[3:]
                         return "converged", it, (np.array([sqrt(t.dot(t))]), np.array([sqrt(w.dot(w))]))
                     e = np.multiply(e, sw, out=ws.ew)
@@ -683,7 +695,7 @@ class SimpleIK:
                     ek = e[6 * k : 6 * k + 6]
                     ek[:] = log6(T_err).vector
                     if weighted:
-                        if converged and not _weighted_reached(T_err.translation, ek, ws, lin2, ang2, near):
+                        if converged and not _weighted_reached(T_err.translation, ek, ws, k, lin2, ang2, near):
                             converged = False
                     else:
                         err_k = ek.dot(ek)
@@ -840,15 +852,17 @@ def _reached(T_err: pin.SE3, e: np.ndarray, lin2: float, ang2: float) -> bool:
     return bool(t @ t <= lin2 and w @ w <= ang2)
 
 
-def _weighted_reached(t: np.ndarray, e: np.ndarray, ws: _Workspace, lin2: float, ang2: float, near: float) -> bool:
-    """Convergence under error_weights: the true errors (as _reached) unless a weight is 0; then the
+def _weighted_reached(t: np.ndarray, e: np.ndarray, ws: _Workspace, k: int, lin2: float, ang2: float,
+                      near: float) -> bool:
+    """Convergence of goal k under its error weights: the true errors (as _reached) unless a weight is 0; then the
     components with a zero weight are left out: the orientation error is |mask * log3| and the position
     error |t| (the true one) while every translation weight is > 0, else |mask * v| (log6's translation
     part, which is the position error once the orientation is reached)."""
-    if not ws.masked:
+    mask = ws.mask[6 * k : 6 * k + 6]  # goal k's
+    if not ws.masked or mask.min() > 0.0:
         return bool(e.dot(e) <= near and t.dot(t) <= lin2 and e[3:].dot(e[3:]) <= ang2)
-    em = e * ws.mask6
-    p2 = t.dot(t) if ws.translation_full else em[:3].dot(em[:3])
+    em = e * mask
+    p2 = t.dot(t) if ws.translation_full[k] else em[:3].dot(em[:3])
     return bool(p2 <= lin2 and em[3:].dot(em[3:]) <= ang2)
 
 
