@@ -222,7 +222,9 @@ class IKResult:
 class _Workspace:
     """Buffers, limits and index views for one (group, number of goals), built once and reused."""
 
-    def __init__(self, scene: Scene, group: JointGroup, n_goals: int) -> None:
+    def __init__(self, scene: Scene, group: JointGroup, n_goals: int, lo: np.ndarray | None = None,
+                 hi: np.ndarray | None = None) -> None:
+        """``lo``, ``hi`` (group v order): limits narrower than the scene's (solve_nearby)."""
         model = scene.model
         self.group = group
         nv, m = group.nv, 6 * n_goals
@@ -243,8 +245,8 @@ class _Workspace:
         self.manipulability: Manipulability | None = None  # built on first use (manipulability_gain)
         self.dq_full = np.zeros(model.nv)
         iv = group.v_indices
-        self.lo = scene.q_min_v[iv].copy()  # per group v: -inf/inf for unbounded joints
-        self.hi = scene.q_max_v[iv].copy()
+        self.lo = scene.q_min_v[iv].copy() if lo is None else lo  # per group v: -inf/inf for unbounded joints
+        self.hi = scene.q_max_v[iv].copy() if hi is None else hi
         # Fast path: scalar joints whose q and v indices are contiguous ranges -> q[qs] is a view
         # on which the step is a plain addition (no pin.integrate, no fancy indexing).
         iq = group.q_indices
@@ -374,6 +376,18 @@ class SimpleIK:
         goal and, with ``check_collisions``, free of self-collision. Without a solution, ``q`` is
         the seed and ``message`` tells how the attempts ended.
         """
+        return self._solve(goals, q_seed, options, None)
+
+    def solve_nearby(self, goals: Sequence[FrameGoal], q_seed: np.ndarray, max_deviation: float,
+                     options: SimpleIKOptions | None = None) -> IKResult:
+        """:meth:`solve` with no joint of the group moving more than ``max_deviation`` [rad or m] from
+        ``q_seed``: the limits become ``[max(lo, seed - d), min(hi, seed + d)]`` for the search, the
+        restarts included (Klamp't's solve_nearby). Needs a group of scalar joints; a seed farther than
+        ``max_deviation`` outside a limit is refused."""
+        check_positive(max_deviation, "max_deviation")
+        return self._solve(goals, q_seed, options, max_deviation)
+
+    def _solve(self, goals, q_seed, options: SimpleIKOptions | None, max_deviation: float | None) -> IKResult:
         opt = options or self.options
         if options is not None:
             opt.validate()
@@ -393,6 +407,8 @@ class SimpleIK:
         q_seed = self._check_seed(q_seed)
         deadline = time.perf_counter() + opt.max_time
         ws = self._workspace(group, len(goals))
+        if max_deviation is not None:
+            ws = self._nearby_workspace(ws, q_seed, max_deviation)
         if opt.joint_limit_gain > 0.0 or opt.manipulability_gain > 0.0:
             self._check_null_space(opt, ws, len(goals))
         ws.set_damping(opt.damping)
@@ -451,6 +467,20 @@ class SimpleIK:
         T = data.oMf[model.getFrameId(frame)] * pin.SE3(pin.exp3(np.array([0.0, 0.0, 0.05])), np.full(3, 0.01))
         opt = replace(self.options, max_time=0.01, max_restarts=0, fast_return=True)
         self.solve([FrameGoal(frame, T)], q, opt)  # seeded attempt only: the restart RNG is not used
+
+    def _nearby_workspace(self, ws: _Workspace, q_seed: np.ndarray, max_deviation: float) -> _Workspace:
+        """A workspace whose limits are ws's intersected with q_seed +- max_deviation."""
+        if ws.qs is None:
+            raise InvalidInputError(f"max_deviation: needs a group of scalar joints (no continuous joint); group "
+                                    f"{ws.group.name!r} has other joints")
+        x = q_seed[ws.qs]
+        lo, hi = np.maximum(ws.lo, x - max_deviation), np.minimum(ws.hi, x + max_deviation)
+        empty = np.flatnonzero(lo > hi)
+        if len(empty):
+            j = ws.group.joint_names[int(empty[0])]
+            raise InvalidInputError(f"q_seed: joint {j} at {x[empty[0]]:g} is more than max_deviation "
+                                    f"{max_deviation:g} outside its limits [{ws.lo[empty[0]]:g}, {ws.hi[empty[0]]:g}]")
+        return _Workspace(self.scene, ws.group, len(ws.e) // 6, lo, hi)
 
     def _check_null_space(self, opt: SimpleIKOptions, ws: _Workspace, n_goals: int) -> None:
         """The null-space terms' requirements, or InvalidInputError naming the option."""

@@ -1,0 +1,94 @@
+"""SimpleIK.solve_nearby: no joint of the group moves more than max_deviation from the seed (checked
+independently on every answer), reachable nearby goals are solved, goals that need a larger motion
+fail cleanly, bad input is named."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from models import scene
+from roboplan_ik_ros.core import FrameGoal, InvalidInputError, SimpleIK, SimpleIKOptions
+from test_simple_ik import MAX_TIME, SOLVER_SEED, Checker, continuous_ur5, random_goal_configurations
+
+TIP = "panda_hand_tcp"
+
+
+@pytest.fixture(scope="module")
+def panda():
+    s = scene("panda")
+    return s, Checker("panda", s), s.named_configuration("default")
+
+
+def test_nearby_goals_are_solved_within_the_deviation(panda):
+    s, check, _ = panda
+    group = s.group("arm")
+    ik = SimpleIK(s, SimpleIKOptions(group_name="arm", max_time=MAX_TIME, seed=SOLVER_SEED))
+    rng = np.random.default_rng(21)
+    d, solved = 0.3, 0
+    seeds = random_goal_configurations(s, "arm", s.named_configuration("default"), 30, seed=22)
+    for q_seed in seeds:
+        q_goal = q_seed.copy()
+        q_goal[group.q_indices] += rng.uniform(-0.2, 0.2, group.nv)
+        q_goal[group.q_indices] = np.clip(q_goal[group.q_indices], s.q_min_v[group.v_indices], s.q_max_v[group.v_indices])
+        goal = FrameGoal(TIP, check.pose(q_goal, TIP))
+        res = ik.solve_nearby([goal], q_seed, d)
+        assert check.valid(res.q)
+        assert np.abs(res.q[group.q_indices] - q_seed[group.q_indices]).max() <= d + 1e-12
+        if res.success:
+            assert check.reached(res.q, [goal])
+            solved += 1
+    assert solved >= 27, f"solved {solved}/30"
+
+
+def test_goal_needing_a_larger_motion_fails_cleanly(panda):
+    """A goal 1 rad of joint 1 away (solve finds solutions that move some joint by ~0.5 rad or more):
+    solve_nearby(0.1) finds none and returns the seed."""
+    s, check, q0 = panda
+    group = s.group("arm")
+    q_goal = q0.copy()
+    q_goal[group.q_indices[0]] += 1.0
+    goal = FrameGoal(TIP, check.pose(q_goal, TIP))
+    ik = SimpleIK(s, SimpleIKOptions(group_name="arm", max_time=0.02, seed=SOLVER_SEED))
+    assert ik.solve([goal], q0).success
+    res = ik.solve_nearby([goal], q0, 0.1)
+    assert not res.success and "no solution" in res.message
+    np.testing.assert_array_equal(res.q, q0)
+
+
+def test_nearby_does_not_change_later_solves(panda):
+    """The narrowed limits belong to that call only: a plain solve afterwards may move far again."""
+    s, check, q0 = panda
+    group = s.group("arm")
+    q_goal = q0.copy()
+    q_goal[group.q_indices[0]] += 1.0
+    goal = FrameGoal(TIP, check.pose(q_goal, TIP))
+    ik = SimpleIK(s, SimpleIKOptions(group_name="arm", max_time=0.02, seed=SOLVER_SEED))
+    assert not ik.solve_nearby([goal], q0, 0.1).success
+    res = ik.solve([goal], q0)
+    assert res.success and np.abs(res.q - q0).max() > 0.3
+
+
+@pytest.mark.parametrize("d", [0.0, -1.0, float("nan")])
+def test_bad_max_deviation(panda, d):
+    s, check, q0 = panda
+    ik = SimpleIK(s, SimpleIKOptions(group_name="arm"))
+    with pytest.raises(InvalidInputError, match="max_deviation"):
+        ik.solve_nearby([FrameGoal(TIP, check.pose(q0, TIP))], q0, d)
+
+
+def test_seed_far_outside_the_limits_is_named(panda):
+    s, check, q0 = panda
+    q = q0.copy()
+    q[3] = s.q_max_v[3] + 0.5  # panda_joint4
+    ik = SimpleIK(s, SimpleIKOptions(group_name="arm"))
+    with pytest.raises(InvalidInputError, match="panda_joint4.*more than max_deviation 0.1"):
+        ik.solve_nearby([FrameGoal(TIP, check.pose(q0, TIP))], q, 0.1)
+
+
+def test_continuous_joint_group_is_refused():
+    s = continuous_ur5()
+    ik = SimpleIK(s, SimpleIKOptions())
+    q = s.neutral()
+    with pytest.raises(InvalidInputError, match="max_deviation: needs a group of scalar joints"):
+        ik.solve_nearby([FrameGoal("tool0", s.frame_pose(q, "tool0"))], q, 0.2)
