@@ -245,8 +245,8 @@ class _Workspace:
         self.manipulability: Manipulability | None = None  # built on first use (manipulability_gain)
         self.dq_full = np.zeros(model.nv)
         iv = group.v_indices
-        self.lo = scene.q_min_v[iv].copy() if lo is None else lo  # per group v: -inf/inf for unbounded joints
-        self.hi = scene.q_max_v[iv].copy() if hi is None else hi
+        self.scene_lo = scene.q_min_v[iv].copy()  # per group v: -inf/inf for unbounded joints
+        self.scene_hi = scene.q_max_v[iv].copy()
         # Fast path: scalar joints whose q and v indices are contiguous ranges -> q[qs] is a view
         # on which the step is a plain addition (no pin.integrate, no fancy indexing).
         iq = group.q_indices
@@ -262,25 +262,11 @@ class _Workspace:
         # margin(): distance of the group's q to its limits, min of [q - lo; hi - q] = P q - c_lohi, one
         # dgemv (exact: one nonzero per row of P = [I; -I], so each entry is a single rounded difference)
         self.P = np.asfortranarray(np.vstack([np.eye(nv), -np.eye(nv)]))
-        self.c_lohi = np.concatenate([self.lo, -self.hi])
-        finite = np.abs(np.concatenate([self.lo, self.hi]))
-        finite = finite[np.isfinite(finite)]
-        # bound of the rounding in q + factor dq and in the step length (|q| <= the largest finite limit)
-        self.margin_slack = 1e-12 + 8.0 * float(np.spacing(finite.max() if len(finite) else 1.0))
         self.bounded_v = group.bounded_v  # group-v indices of the bounded joints
         self.bounded_q = group.bounded_q  # their full-q indices
-        self.bounded_lo = self.lo[group.bounded_v]
-        self.bounded_hi = self.hi[group.bounded_v]
-        # Random restarts: uniform inside the limits, except that a revolute joint whose range spans
-        # more than one turn (UR5: +-2 pi) is drawn in the one-turn window at the middle of its range:
-        # the same poses, but far from its limits, where attempts end stuck against them
-        self.sample_lo, self.sample_hi = self.bounded_lo.copy(), self.bounded_hi.copy()
-        for k, iv_k in enumerate(group.bounded_v):
-            jm = model.joints[int(group.joint_ids[iv_k])]
-            if jm.shortname().startswith("JointModelR") and self.bounded_hi[k] - self.bounded_lo[k] > 2 * np.pi:
-                mid = 0.5 * (self.bounded_lo[k] + self.bounded_hi[k])
-                self.sample_lo[k], self.sample_hi[k] = mid - np.pi, mid + np.pi
-        self.sample_width = self.sample_hi - self.sample_lo
+        self.revolute_bounded = np.array([model.joints[int(group.joint_ids[k])].shortname().startswith("JointModelR")
+                                          for k in group.bounded_v], dtype=bool)
+        self.set_limits(self.scene_lo if lo is None else lo, self.scene_hi if hi is None else hi)
         self.n_bounded = len(self.bounded_q)
         bq = self.bounded_q
         contiguous_bq = len(bq) > 0 and np.array_equal(bq, np.arange(bq[0], bq[0] + len(bq)))
@@ -288,6 +274,25 @@ class _Workspace:
         free = np.setdiff1d(np.arange(nv), group.bounded_v)
         joints = [model.joints[int(group.joint_ids[k])] for k in free]
         self.unbounded = [(j.idx_q, j.nq == 2) for j in joints]
+
+    def set_limits(self, lo: np.ndarray, hi: np.ndarray) -> None:
+        """The position limits of the search (group v order; the scene's, or narrower for solve_nearby)."""
+        self.lo, self.hi = lo, hi
+        self.c_lohi = np.concatenate([lo, -hi])
+        finite = np.abs(np.concatenate([self.scene_lo, self.scene_hi]))
+        finite = finite[np.isfinite(finite)]
+        # bound of the rounding in q + factor dq and in the step length (|q| <= the largest finite limit)
+        self.margin_slack = 1e-12 + 8.0 * float(np.spacing(finite.max() if len(finite) else 1.0))
+        self.bounded_lo = lo[self.bounded_v]
+        self.bounded_hi = hi[self.bounded_v]
+        # Random restarts: uniform inside the limits, except that a revolute joint whose range spans
+        # more than one turn (UR5: +-2 pi) is drawn in the one-turn window at the middle of its range:
+        # the same poses, but far from its limits, where attempts end stuck against them
+        wide = self.revolute_bounded & (self.bounded_hi - self.bounded_lo > 2 * np.pi)
+        mid = 0.5 * (self.bounded_lo + self.bounded_hi)
+        self.sample_lo = np.where(wide, mid - np.pi, self.bounded_lo)
+        self.sample_hi = np.where(wide, mid + np.pi, self.bounded_hi)
+        self.sample_width = self.sample_hi - self.sample_lo
 
     def margin(self, x: np.ndarray) -> float:
         """min over the group's joints of the distance of x to their limits (negative: outside; inf: no limits)."""
@@ -350,6 +355,7 @@ class SimpleIK:
         # (a moved obstacle is read from the model's placement by both: checked)
         self.rng = np.random.default_rng(self.options.seed)
         self._workspaces: dict[tuple[str, int], _Workspace] = {}
+        self._nearby_workspaces: dict[tuple[str, int], _Workspace] = {}  # solve_nearby's (limits set per call)
         self._frame_ids: dict[str, int] = {}
         self._placements: dict[int, pin.SE3] = {}  # held views data.oMf[fid] (follow the kinematics calls)
         self._nq = self.scene.model.nq
@@ -480,7 +486,13 @@ class SimpleIK:
             j = ws.group.joint_names[int(empty[0])]
             raise InvalidInputError(f"q_seed: joint {j} at {x[empty[0]]:g} is more than max_deviation "
                                     f"{max_deviation:g} outside its limits [{ws.lo[empty[0]]:g}, {ws.hi[empty[0]]:g}]")
-        return _Workspace(self.scene, ws.group, len(ws.e) // 6, lo, hi)
+        key = (ws.group.name, len(ws.e) // 6)
+        nearby = self._nearby_workspaces.get(key)
+        if nearby is None or nearby.group is not ws.group:
+            nearby = self._nearby_workspaces[key] = _Workspace(self.scene, ws.group, len(ws.e) // 6, lo, hi)
+        else:
+            nearby.set_limits(lo, hi)
+        return nearby
 
     def _check_null_space(self, opt: SimpleIKOptions, ws: _Workspace, n_goals: int) -> None:
         """The null-space terms' requirements, or InvalidInputError naming the option."""
