@@ -1,4 +1,10 @@
-"""SimpleIK: one-shot IK by damped least squares with random restarts and collision checks.
+"""SimpleIK: one-shot IK by damped least squares (or another method) with random restarts and collision checks.
+
+``method`` replaces the DLS step below by Levenberg-Marquardt with Wampler, Chan or Sugihara damping,
+Newton-Raphson or Gauss-Newton (see _direction); ``error_weights`` (and FrameGoal.weights) weight or
+free the six error components; the null-space terms (null_space.py) add joint-limit avoidance and
+manipulability maximisation; solve_nearby bounds the motion from the seed. Everything else below
+(cap, active set on the limits, stall/plateau, restarts, collision check) is shared by every method.
 
 Per iteration, for the stacked goals: ``e = log6(T_goal^-1 T(q))`` (LOCAL frame of each tip, 6 per
 goal), ``J`` the matching LOCAL frame Jacobians (optionally premultiplied by Jlog6, the exact
@@ -48,7 +54,7 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 
 import numpy as np
@@ -341,7 +347,7 @@ class _Workspace:
 
 
 class SimpleIK:
-    """Damped-least-squares IK on ``scene`` for the joint group of ``options.group_name``."""
+    """One-shot IK on ``scene`` for the joint group of ``options.group_name`` (``options.method``'s step)."""
 
     def __init__(self, scene: Scene, options: SimpleIKOptions | None = None) -> None:
         self.options = options or SimpleIKOptions()
@@ -384,6 +390,18 @@ class SimpleIK:
         """
         return self._solve(goals, q_seed, options, None)
 
+    def solve_global(self, goals: Sequence[FrameGoal], q_seed: np.ndarray,
+                     feasible: Callable[[np.ndarray], bool] | None = None,
+                     options: SimpleIKOptions | None = None) -> IKResult:
+        """:meth:`solve` from random configurations only (q_seed gives the joints outside the group and
+        the "nearest" of fast_return=False), restarting until an answer is within the limits, the
+        thresholds, collision-free (``check_collisions``) and accepted by ``feasible(q)`` (a copy of
+        the full q; True = accept), or ``max_time`` / ``max_restarts`` (Klamp't's solve_global with
+        a feasibility test). A callback's exception propagates."""
+        if feasible is not None and not callable(feasible):
+            raise InvalidInputError(f"feasible: expected a callable q -> bool or None, got {feasible!r}")
+        return self._solve(goals, q_seed, options, None, feasible=feasible, global_start=True)
+
     def solve_nearby(self, goals: Sequence[FrameGoal], q_seed: np.ndarray, max_deviation: float,
                      options: SimpleIKOptions | None = None) -> IKResult:
         """:meth:`solve` with no joint of the group moving more than ``max_deviation`` [rad or m] from
@@ -393,7 +411,8 @@ class SimpleIK:
         check_positive(max_deviation, "max_deviation")
         return self._solve(goals, q_seed, options, max_deviation)
 
-    def _solve(self, goals, q_seed, options: SimpleIKOptions | None, max_deviation: float | None) -> IKResult:
+    def _solve(self, goals, q_seed, options: SimpleIKOptions | None, max_deviation: float | None,
+               feasible: Callable[[np.ndarray], bool] | None = None, global_start: bool = False) -> IKResult:
         opt = options or self.options
         if options is not None:
             opt.validate()
@@ -427,7 +446,7 @@ class SimpleIK:
         best_errors = None
         best_dist = math.inf
         iterations = attempt = 0
-        q = q_seed.copy()
+        q = ws.random_configuration(self.rng, q_seed) if global_start else q_seed.copy()
         if ws.qs is None:  # (the scalar-joint loops clip the seed when they find it outside the limits)
             ws.clip(q)
         reasons: dict[str, int] = {}  # how the failed attempts ended
@@ -438,6 +457,8 @@ class SimpleIK:
             if status == "converged":
                 if opt.check_collisions and self._in_collision(q):
                     status = "converged in collision"
+                elif feasible is not None and not feasible(q.copy()):
+                    status = "rejected by feasible"
                 elif opt.fast_return:
                     best, best_errors = q, errors
                     break

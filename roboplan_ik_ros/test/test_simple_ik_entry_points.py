@@ -1,6 +1,8 @@
-"""SimpleIK.solve_nearby: no joint of the group moves more than max_deviation from the seed (checked
-independently on every answer), reachable nearby goals are solved, goals that need a larger motion
-fail cleanly, bad input is named."""
+"""SimpleIK's entry points beside solve. solve_nearby: no joint of the group moves more than
+max_deviation from the seed (checked independently on every answer), reachable nearby goals are
+solved, goals that need a larger motion fail cleanly, bad input is named. solve_global: answers pass
+the feasibility callback, a callback that rejects everything fails cleanly, the search starts from
+random configurations."""
 
 from __future__ import annotations
 
@@ -92,3 +94,54 @@ def test_continuous_joint_group_is_refused():
     q = s.neutral()
     with pytest.raises(InvalidInputError, match="max_deviation: needs a group of scalar joints"):
         ik.solve_nearby([FrameGoal("tool0", s.frame_pose(q, "tool0"))], q, 0.2)
+
+
+# ------------------------------------------------------------------------------- solve_global
+def test_solve_global_honours_the_feasibility_callback(panda):
+    """A callback that accepts only elbow-up answers (joint 4 above -2.0 rad, say) gets only such
+    answers, each checked independently; the callback sees full configurations."""
+    s, check, q0 = panda
+    ik = SimpleIK(s, SimpleIKOptions(group_name="arm", max_time=0.05, seed=SOLVER_SEED))
+    seen = []
+
+    def feasible(q):
+        seen.append(q.shape)
+        return q[3] > -2.0
+
+    solved = 0
+    for q_goal in random_goal_configurations(s, "arm", q0, 15, seed=23):
+        if q_goal[3] <= -2.0:
+            continue
+        goal = FrameGoal(TIP, check.pose(q_goal, TIP))
+        res = ik.solve_global([goal], q0, feasible)
+        assert check.valid(res.q)
+        if res.success:
+            assert res.q[3] > -2.0 and check.reached(res.q, [goal])
+            solved += 1
+    assert solved >= 5 and all(shape == q0.shape for shape in seen)
+
+
+def test_solve_global_rejecting_everything_fails_cleanly(panda):
+    s, check, q0 = panda
+    ik = SimpleIK(s, SimpleIKOptions(group_name="arm", max_time=0.02, seed=SOLVER_SEED))
+    goal = FrameGoal(TIP, check.pose(q0, TIP))
+    res = ik.solve_global([goal], q0, lambda q: False)
+    assert not res.success and "rejected by feasible" in res.message
+    np.testing.assert_array_equal(res.q, q0)
+
+
+def test_solve_global_does_not_start_from_the_seed(panda):
+    """The seed is already a solution: solve returns it in 0 iterations, solve_global searches."""
+    s, check, q0 = panda
+    ik = SimpleIK(s, SimpleIKOptions(group_name="arm", max_time=0.05, seed=SOLVER_SEED))
+    goal = FrameGoal(TIP, check.pose(q0, TIP))
+    assert ik.solve([goal], q0).iterations == 0
+    res = ik.solve_global([goal], q0)
+    assert res.success and res.iterations > 0 and check.reached(res.q, [goal])
+
+
+def test_solve_global_bad_callback(panda):
+    s, check, q0 = panda
+    ik = SimpleIK(s, SimpleIKOptions(group_name="arm"))
+    with pytest.raises(InvalidInputError, match="feasible: expected a callable"):
+        ik.solve_global([FrameGoal(TIP, check.pose(q0, TIP))], q0, feasible=3)
