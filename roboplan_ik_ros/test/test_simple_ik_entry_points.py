@@ -2,11 +2,13 @@
 max_deviation from the seed (checked independently on every answer), reachable nearby goals are
 solved, goals that need a larger motion fail cleanly, bad input is named. solve_global: answers pass
 the feasibility callback, a callback that rejects everything fails cleanly, the search starts from
-random configurations."""
+random configurations. solve_path: a straight line without joint jumps, a path leaving the workspace
+stops and says where."""
 
 from __future__ import annotations
 
 import numpy as np
+import pinocchio as pin
 import pytest
 
 from models import scene
@@ -145,3 +147,52 @@ def test_solve_global_bad_callback(panda):
     ik = SimpleIK(s, SimpleIKOptions(group_name="arm"))
     with pytest.raises(InvalidInputError, match="feasible: expected a callable"):
         ik.solve_global([FrameGoal(TIP, check.pose(q0, TIP))], q0, feasible=3)
+
+
+# --------------------------------------------------------------------------------- solve_path
+def _line(T0: pin.SE3, direction, length: float, spacing: float) -> list[pin.SE3]:
+    n = int(round(length / spacing))
+    d = np.asarray(direction, dtype=float) / np.linalg.norm(direction)
+    return [pin.SE3(T0.rotation, T0.translation + d * (length * k / n)) for k in range(n + 1)]
+
+
+def test_straight_line_without_joint_jump(panda):
+    """0.5 m straight down-and-forward line at 1 cm spacing from the default pose: every waypoint
+    reached (independent FK), within the limits, collision-free, no joint moving more than
+    max_joint_step between consecutive waypoints."""
+    s, check, q0 = panda
+    ik = SimpleIK(s, SimpleIKOptions(group_name="arm", max_time=MAX_TIME, seed=SOLVER_SEED))
+    poses = _line(check.pose(q0, TIP), [0.3, 0.2, -0.3], 0.5, 0.01)
+    res = ik.solve_path(TIP, poses, q0, max_joint_step=0.1)
+    assert res.success and res.fraction == 1.0, res.message
+    assert len(res.q_path) == len(poses) == 51
+    previous = q0
+    for q, T in zip(res.q_path, poses):
+        assert check.reached(q, [FrameGoal(TIP, T)])
+        assert np.abs(q - previous).max() <= 0.1 + 1e-12
+        previous = q
+
+
+def test_path_leaving_the_workspace_stops_and_reports_how_far(panda):
+    s, check, q0 = panda
+    ik = SimpleIK(s, SimpleIKOptions(group_name="arm", max_time=0.01, seed=SOLVER_SEED))
+    poses = _line(check.pose(q0, TIP), [1.0, 0.0, 0.0], 2.0, 0.05)  # the Panda reaches ~0.85 m
+    res = ik.solve_path(TIP, poses, q0, max_joint_step=0.2)
+    assert not res.success and 0.0 < res.fraction < 1.0
+    assert len(res.q_path) == round(res.fraction * len(poses))
+    assert f"waypoint {len(res.q_path)} of {len(poses)}" in res.message
+    for q, T in zip(res.q_path, poses):
+        assert check.reached(q, [FrameGoal(TIP, T)])
+
+
+@pytest.mark.parametrize("kwargs, words", [
+    (dict(poses=[], max_joint_step=0.1), "poses: expected a non-empty list"),
+    (dict(poses=None, max_joint_step=0.1), "poses: expected a non-empty list"),
+    (dict(max_joint_step=0.0), "max_joint_step"),
+])
+def test_solve_path_bad_input(panda, kwargs, words):
+    s, check, q0 = panda
+    ik = SimpleIK(s, SimpleIKOptions(group_name="arm"))
+    args = dict(poses=[check.pose(q0, TIP)], max_joint_step=0.1) | kwargs
+    with pytest.raises(InvalidInputError, match=words):
+        ik.solve_path(TIP, args["poses"], q0, args["max_joint_step"])

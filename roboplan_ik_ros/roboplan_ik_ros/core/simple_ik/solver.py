@@ -390,6 +390,14 @@ class SimpleIK:
         """
         return self._solve(goals, q_seed, options, None)
 
+    def solve_path(self, tip_frame: str, poses: Sequence, q_seed: np.ndarray, max_joint_step: float,
+                   options: SimpleIKOptions | None = None):
+        """IK along a list of tip poses, each waypoint within ``max_joint_step`` of the previous one:
+        :func:`~roboplan_ik_ros.core.simple_ik.path.solve_path` (returns a PathResult)."""
+        from .path import solve_path  # (path.py builds on this module)
+
+        return solve_path(self, tip_frame, poses, q_seed, max_joint_step, options)
+
     def solve_global(self, goals: Sequence[FrameGoal], q_seed: np.ndarray,
                      feasible: Callable[[np.ndarray], bool] | None = None,
                      options: SimpleIKOptions | None = None) -> IKResult:
