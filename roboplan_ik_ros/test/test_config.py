@@ -111,6 +111,7 @@ def test_simple_ik_method_and_weights_from_yaml():
     ("simple_ik: {error_weights: one}", "config.simple_ik.error_weights: expected a list"),
     ("simple_ik: {joint_limit_ps: 0.4}", "config.simple_ik.joint_limit_ps: expected < joint_limit_pi"),
     ("simple_ik: {manipulability_gain: -1}", "config.simple_ik.manipulability_gain"),
+    ("simple_ik: {max_deviation: 0}", "config.simple_ik.max_deviation"),
 ])
 def test_bad_simple_ik_method_keys_are_named(text, message):
     with pytest.raises(InvalidInputError, match=message):

@@ -196,3 +196,18 @@ def test_solve_path_bad_input(panda, kwargs, words):
     args = dict(poses=[check.pose(q0, TIP)], max_joint_step=0.1) | kwargs
     with pytest.raises(InvalidInputError, match=words):
         ik.solve_path(TIP, args["poses"], q0, args["max_joint_step"])
+
+
+def test_max_deviation_option_bounds_solve(panda):
+    """SimpleIKOptions.max_deviation (YAML, service) makes solve behave as solve_nearby."""
+    s, check, q0 = panda
+    group = s.group("arm")
+    q_goal = q0.copy()
+    q_goal[group.q_indices[0]] += 1.0
+    goal = FrameGoal(TIP, check.pose(q_goal, TIP))
+    ik = SimpleIK(s, SimpleIKOptions(group_name="arm", max_time=0.02, seed=SOLVER_SEED, max_deviation=0.1))
+    assert not ik.solve([goal], q0).success
+    q_near = q0.copy()
+    q_near[group.q_indices] += 0.03
+    res = ik.solve([FrameGoal(TIP, check.pose(q_near, TIP))], q0)
+    assert res.success and np.abs(res.q - q0).max() <= 0.1 + 1e-12

@@ -156,6 +156,7 @@ class SimpleIKOptions:
     joint_limit_ps: float = 0.0  # [rad or m] minimum approach to a limit (Sigma = 1 there)
     joint_limit_pi: float = 0.3  # [rad or m] influence distance: Sigma acts closer than this to a limit
     manipulability_gain: float = 0.0  # k_m [rad per iteration per unit of dm/dq] (one goal only)
+    max_deviation: float = math.inf  # [rad or m] no joint moves more than this from the seed (see solve_nearby)
 
     def resolved_lm_gain(self) -> float:
         """lm_gain, or the method's default (0.0 for the methods without one)."""
@@ -173,6 +174,7 @@ class SimpleIKOptions:
             check_positive(getattr(self, name), name)
         check_positive(self.damping, "damping", allow_zero=True)
         check_positive(self.max_step_norm, "max_step_norm", allow_inf=True)
+        check_positive(self.max_deviation, "max_deviation", allow_inf=True)
         for name in ("check_collisions", "fast_return", "clamp_limits", "use_log_jacobian"):
             if not isinstance(getattr(self, name), (bool, np.bool_)):
                 raise InvalidInputError(f"{name}: expected true or false, got {getattr(self, name)!r}")
@@ -415,7 +417,8 @@ class SimpleIK:
         """:meth:`solve` with no joint of the group moving more than ``max_deviation`` [rad or m] from
         ``q_seed``: the limits become ``[max(lo, seed - d), min(hi, seed + d)]`` for the search, the
         restarts included (Klamp't's solve_nearby). Needs a group of scalar joints; a seed farther than
-        ``max_deviation`` outside a limit is refused."""
+        ``max_deviation`` outside a limit is refused. (``solve`` does the same when the options'
+        ``max_deviation`` is finite; this argument overrides it.)"""
         check_positive(max_deviation, "max_deviation")
         return self._solve(goals, q_seed, options, max_deviation)
 
@@ -440,6 +443,8 @@ class SimpleIK:
         q_seed = self._check_seed(q_seed)
         deadline = time.perf_counter() + opt.max_time
         ws = self._workspace(group, len(goals))
+        if max_deviation is None and opt.max_deviation < math.inf:
+            max_deviation = opt.max_deviation
         if max_deviation is not None:
             ws = self._nearby_workspace(ws, q_seed, max_deviation)
         if opt.joint_limit_gain > 0.0 or opt.manipulability_gain > 0.0:
