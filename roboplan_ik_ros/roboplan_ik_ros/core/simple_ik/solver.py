@@ -157,6 +157,8 @@ class SimpleIKOptions:
     joint_limit_pi: float = 0.3  # [rad or m] influence distance: Sigma acts closer than this to a limit
     manipulability_gain: float = 0.0  # k_m [rad per iteration per unit of dm/dq] (one goal only)
     max_deviation: float = math.inf  # [rad or m] no joint moves more than this from the seed (see solve_nearby)
+    bias_configuration: list[float] | None = None  # group joint values the null space pulls toward (bias_gain)
+    bias_gain: float = 0.0  # [1 per iteration] fraction of (bias - q) added per iteration, projected (0: off)
 
     def resolved_lm_gain(self) -> float:
         """lm_gain, or the method's default (0.0 for the methods without one)."""
@@ -180,6 +182,18 @@ class SimpleIKOptions:
                 raise InvalidInputError(f"{name}: expected true or false, got {getattr(self, name)!r}")
         if self.seed is not None and (isinstance(self.seed, bool) or not isinstance(self.seed, (int, np.integer))):
             raise InvalidInputError(f"seed: expected an integer or None, got {self.seed!r}")
+        check_positive(self.bias_gain, "bias_gain", allow_zero=True)
+        if self.bias_gain > 0.0 and self.bias_configuration is None:
+            raise InvalidInputError("bias_gain: needs bias_configuration (the group's joint values to pull toward)")
+        if self.bias_configuration is not None:
+            b = self.bias_configuration
+            try:
+                ok = not isinstance(b, (str, bytes)) and len(b) > 0 and all(
+                    not isinstance(x, (bool, np.bool_)) and math.isfinite(float(x)) for x in b)
+            except (TypeError, ValueError):
+                ok = False
+            if not ok:
+                raise InvalidInputError(f"bias_configuration: expected a list of finite joint values, got {b!r}")
         for name in ("joint_limit_gain", "manipulability_gain", "joint_limit_ps"):
             check_positive(getattr(self, name), name, allow_zero=True)
         check_positive(self.joint_limit_pi, "joint_limit_pi")
@@ -447,7 +461,7 @@ class SimpleIK:
             max_deviation = opt.max_deviation
         if max_deviation is not None:
             ws = self._nearby_workspace(ws, q_seed, max_deviation)
-        if opt.joint_limit_gain > 0.0 or opt.manipulability_gain > 0.0:
+        if opt.joint_limit_gain > 0.0 or opt.manipulability_gain > 0.0 or opt.bias_gain > 0.0:
             self._check_null_space(opt, ws, len(goals))
         ws.set_damping(opt.damping)
         if any(g.weights is not None for g in goals):
@@ -530,10 +544,14 @@ class SimpleIK:
 
     def _check_null_space(self, opt: SimpleIKOptions, ws: _Workspace, n_goals: int) -> None:
         """The null-space terms' requirements, or InvalidInputError naming the option."""
-        name = "manipulability_gain" if opt.manipulability_gain > 0.0 else "joint_limit_gain"
+        name = ("manipulability_gain" if opt.manipulability_gain > 0.0 else
+                "joint_limit_gain" if opt.joint_limit_gain > 0.0 else "bias_gain")
         if ws.qs is None:
             raise InvalidInputError(f"{name}: needs a group of scalar joints (no continuous joint); group "
                                     f"{ws.group.name!r} has other joints")
+        if opt.bias_gain > 0.0 and len(opt.bias_configuration) != ws.nv:
+            raise InvalidInputError(f"bias_configuration: expected {ws.nv} values (group {ws.group.name!r}: "
+                                    f"{list(ws.group.joint_names)}), got {len(opt.bias_configuration)}")
         if opt.manipulability_gain > 0.0:
             if n_goals != 1:
                 raise InvalidInputError(f"manipulability_gain: one goal only (the manipulability of its tip), "
@@ -626,7 +644,8 @@ class SimpleIK:
 
     def _null_space_motion(self, q: np.ndarray, J: np.ndarray, fid: int, ws: _Workspace,
                            opt: SimpleIKOptions) -> np.ndarray:
-        """(I - J^+ J) (k_sigma Sigma + k_m grad m) at q (null_space.py), J the step's (weighted) Jacobian;
+        """(I - J^+ J) (k_sigma Sigma + k_m grad m + k_b (q_bias - q)) at q (null_space.py), J the step's
+        (weighted) Jacobian;
         self.data holds q's joint Jacobians."""
         x = q[ws.qs]
         g = np.zeros(ws.nv)
@@ -635,6 +654,8 @@ class SimpleIK:
         if opt.manipulability_gain > 0.0:
             J_world = pin.getFrameJacobian(self.scene.model, self.data, fid, pin.ReferenceFrame.WORLD)[:, ws.vs]
             g += opt.manipulability_gain * ws.manipulability.value_and_gradient(J_world)[1]
+        if opt.bias_gain > 0.0:
+            g += opt.bias_gain * (np.asarray(opt.bias_configuration, dtype=float) - x)
         return project_into_null_space(J, g)
 
     def _descend_fast(self, q, fid: int, views: tuple, ws: _Workspace, opt: SimpleIKOptions, deadline: float,
@@ -876,7 +897,7 @@ class _Constants:
         self.stall_iters = opt.stall_iters or opt.max_iters + 1
         self.plateau_iters = opt.plateau_iters or opt.max_iters + 1
         self.method, self.gain = METHODS.index(opt.method), opt.resolved_lm_gain()
-        self.null_space = opt.joint_limit_gain > 0.0 or opt.manipulability_gain > 0.0
+        self.null_space = opt.joint_limit_gain > 0.0 or opt.manipulability_gain > 0.0 or opt.bias_gain > 0.0
 
 
 _CONSTANTS: dict[tuple, _Constants] = {}
@@ -886,7 +907,7 @@ def _constants(opt: SimpleIKOptions) -> _Constants:
     """_Constants(opt), cached by the option values they depend on."""
     key = (opt.max_linear_error_norm, opt.max_angular_error_norm, opt.step_size, opt.max_step_norm,
            opt.stall_iters, opt.plateau_iters, opt.max_iters, opt.method, opt.lm_gain, opt.joint_limit_gain > 0.0 or
-           opt.manipulability_gain > 0.0)
+           opt.manipulability_gain > 0.0 or opt.bias_gain > 0.0)
     c = _CONSTANTS.get(key)
     if c is None:
         if len(_CONSTANTS) >= 64:
