@@ -106,6 +106,10 @@ def test_simple_ik_method_and_weights_from_yaml():
                               "manipulability_gain: 10}")
     ik = cfg.simple_ik
     assert (ik.joint_limit_gain, ik.joint_limit_ps, ik.joint_limit_pi, ik.manipulability_gain) == (0.5, 0.01, 0.2, 10.0)
+    ik = parse_config(BASE + "simple_ik: {bias_configuration: [0, 0, 0, -2, 0, 1.5, 0.8], bias_gain: 0.5, "
+                             "max_deviation: 0.2}").simple_ik
+    assert ik.bias_configuration == [0.0, 0.0, 0.0, -2.0, 0.0, 1.5, 0.8] and ik.bias_gain == 0.5
+    assert ik.max_deviation == 0.2
 
 
 @pytest.mark.parametrize("text, message", [
@@ -116,6 +120,8 @@ def test_simple_ik_method_and_weights_from_yaml():
     ("simple_ik: {error_weights: one}", "config.simple_ik.error_weights: expected a list"),
     ("simple_ik: {joint_limit_ps: 0.4}", "config.simple_ik.joint_limit_ps: expected < joint_limit_pi"),
     ("simple_ik: {manipulability_gain: -1}", "config.simple_ik.manipulability_gain"),
+    ("simple_ik: {max_deviation: 0}", "config.simple_ik.max_deviation"),
+    ("simple_ik: {bias_gain: 1.0}", "config.simple_ik.bias_gain: needs bias_configuration"),
 ])
 def test_bad_simple_ik_method_keys_are_named(text, message):
     with pytest.raises(InvalidInputError, match=message):

@@ -151,6 +151,26 @@ def test_service_method_and_error_weights_per_request(rig, method):
     assert pos < 1e-3 and res.orientation_errors[0] == pytest.approx(rot, abs=1e-6)
 
 
+def test_service_max_deviation(rig):
+    """max_deviation in a request: the answer stays within it of the request's seed; a goal that needs
+    more motion is NO_SOLUTION; a negative value is INVALID_REQUEST."""
+    seed_values = [0.0, -0.5, 0.0, -2.0, 0.0, 1.5, 0.8]
+    seed = JointState(name=ARM, position=seed_values)
+    q_seed = rig.mock.scene.q_from_joint_positions(ARM, seed_values, rig.mock.q.copy())
+    q_near = q_seed.copy()
+    q_near[:7] += 0.05
+    near = rig.mock.scene.frame_pose(q_near, TIP)
+    res = rig.solve([_goal(near)], seed=seed, max_deviation=0.1, max_time=0.5)
+    assert res.success, res.message
+    assert np.abs(np.asarray(res.solution.position) - seed_values).max() <= 0.1 + 1e-9
+    q_far = q_seed.copy()
+    q_far[0] += 1.0
+    res = rig.solve([_goal(rig.mock.scene.frame_pose(q_far, TIP))], seed=seed, max_deviation=0.1, max_time=0.1)
+    assert not res.success and res.error_code == SolveIK.Response.NO_SOLUTION, res.message
+    res = rig.solve([_goal(near)], seed=seed, max_deviation=-1.0)
+    assert res.error_code == SolveIK.Response.INVALID_REQUEST and "max_deviation: expected > 0" in res.message
+
+
 @pytest.mark.parametrize("make, code, words", [
     (lambda T: dict(goals=[_goal(T, tip="panda_hand_tip")]), SolveIK.Response.UNKNOWN_FRAME, "panda_hand_tip"),
     (lambda T: dict(goals=[_goal(T, frame="map")]), SolveIK.Response.UNKNOWN_FRAME, "tf2_ros"),

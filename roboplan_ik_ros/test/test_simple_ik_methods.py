@@ -13,7 +13,7 @@ import pinocchio as pin
 import pytest
 
 from models import scene
-from roboplan_ik_ros.core import FrameGoal, SimpleIK, SimpleIKOptions
+from roboplan_ik_ros.core import FrameGoal, InvalidInputError, SimpleIK, SimpleIKOptions
 from roboplan_ik_ros.core.simple_ik.solver import METHODS
 from test_simple_ik import MAX_TIME, POS_TOL, ROT_TOL, SOLVER_SEED, Checker, random_goal_configurations
 
@@ -185,3 +185,33 @@ def test_weights_apply_to_every_goal(panda):
             assert check.errors(res.q, "panda_link4", T2)[0] <= POS_TOL
             solved += 1
     assert solved >= 9, f"solved {solved}/10"
+
+
+def test_per_goal_weights(panda):
+    """FrameGoal.weights: the hand's full pose and only link 4's position (its orientation free), in
+    one solve; a goal without weights takes the options' error_weights."""
+    s, check, q0 = panda
+    ik = SimpleIK(s, SimpleIKOptions(group_name="arm", max_time=MAX_TIME, seed=SOLVER_SEED))
+    solved = 0
+    for q_goal in random_goal_configurations(s, "arm", q0, 10, seed=15):
+        T1 = check.pose(q_goal, "panda_hand_tcp")
+        T2 = check.pose(q_goal, "panda_link4") * pin.exp6(np.array([0, 0, 0, 0.6, -0.3, 0.2]))  # unreachable turn
+        res = ik.solve([FrameGoal("panda_hand_tcp", T1),
+                        FrameGoal("panda_link4", T2, weights=[1.0, 1.0, 1.0, 0.0, 0.0, 0.0])], q0)
+        assert check.valid(res.q)
+        if res.success:
+            assert check.reached(res.q, [FrameGoal("panda_hand_tcp", T1)])
+            assert check.errors(res.q, "panda_link4", T2)[0] <= POS_TOL
+            assert res.orientation_errors[1] > 0.1  # the free orientation was not reached (and is reported)
+            solved += 1
+    assert solved >= 9, f"solved {solved}/10"
+
+
+@pytest.mark.parametrize("weights", [[1.0] * 5, [0.0] * 6, [1, 1, 1, 1, 1, -1]])
+def test_bad_per_goal_weights_name_the_goal(panda, weights):
+    s, check, q0 = panda
+    ik = SimpleIK(s, SimpleIKOptions(group_name="arm"))
+    goals = [FrameGoal("panda_hand_tcp", check.pose(q0, "panda_hand_tcp")),
+             FrameGoal("panda_link4", check.pose(q0, "panda_link4"), weights=weights)]
+    with pytest.raises(InvalidInputError, match=r"goals\[1\].weights: expected 6 finite numbers >= 0"):
+        ik.solve(goals, q0)

@@ -135,3 +135,46 @@ def test_manipulability_with_several_goals_is_refused(panda):
     T = check.pose(q0, TIP)
     with pytest.raises(InvalidInputError, match="manipulability_gain: one goal"):
         ik.solve([FrameGoal(TIP, T), FrameGoal("panda_link4", check.pose(q0, "panda_link4"))], q0)
+
+
+def test_bias_configuration_pulls_solutions_toward_it(panda):
+    """bias_gain with bias_configuration = the SRDF default: answers nearer to it than without (the
+    seeds are random, so the plain answers land anywhere on the self-motion manifold)."""
+    s, check, q0 = panda
+    group = s.group("arm")
+    bias = q0[group.q_indices]
+    goals = [check.pose(q, TIP) for q in random_goal_configurations(s, "arm", q0, 30, seed=16)]
+    seeds = random_goal_configurations(s, "arm", q0, 30, seed=17)
+    base = dict(group_name="arm", max_time=MAX_TIME, seed=SOLVER_SEED)
+    plain = SimpleIK(s, SimpleIKOptions(**base))
+    biased = SimpleIK(s, SimpleIKOptions(**base, bias_gain=0.5, bias_configuration=list(bias)))
+    d_plain, d_bias = [], []
+    for T, q_seed in zip(goals, seeds):
+        a, p = biased.solve([FrameGoal(TIP, T)], q_seed), plain.solve([FrameGoal(TIP, T)], q_seed)
+        assert check.valid(a.q) and (not a.success or check.reached(a.q, [FrameGoal(TIP, T)]))
+        if a.success and p.success:
+            d_bias.append(np.linalg.norm(a.q[group.q_indices] - bias))
+            d_plain.append(np.linalg.norm(p.q[group.q_indices] - bias))
+    assert len(d_bias) >= 27
+    assert np.mean(d_bias) < 0.95 * np.mean(d_plain), (np.mean(d_bias), np.mean(d_plain))
+
+
+@pytest.mark.parametrize("kwargs, words", [
+    (dict(bias_gain=0.5), "bias_gain: needs bias_configuration"),
+    (dict(bias_gain=0.5, bias_configuration=[0.0, float("nan")]), "bias_configuration: expected a list of finite"),
+    (dict(bias_gain=-0.5, bias_configuration=[0.0] * 7), "bias_gain"),
+])
+def test_bad_bias_options(panda, kwargs, words):
+    s, _, _ = panda
+    with pytest.raises(InvalidInputError, match=words):
+        SimpleIK(s, SimpleIKOptions(group_name="arm", **kwargs))
+
+
+def test_bias_of_the_wrong_size_names_the_group(panda):
+    """Refused when the solver is built (its warm-up solve) and when passed to solve()."""
+    s, check, q0 = panda
+    bad = SimpleIKOptions(group_name="arm", bias_gain=0.5, bias_configuration=[0.0] * 6)
+    with pytest.raises(InvalidInputError, match=r"bias_configuration: expected 7 values \(group 'arm'"):
+        SimpleIK(s, bad)
+    with pytest.raises(InvalidInputError, match=r"bias_configuration: expected 7 values \(group 'arm'"):
+        SimpleIK(s, SimpleIKOptions(group_name="arm")).solve([FrameGoal(TIP, check.pose(q0, TIP))], q0, bad)

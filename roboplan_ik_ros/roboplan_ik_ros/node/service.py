@@ -285,6 +285,10 @@ class SolveIKServer:
             raise InvalidInputError(f"max_time: expected <= {MAX_TIME_LIMIT:g} s (<= 0: the configured "
                                     f"{base.max_time:g} s), got {request.max_time}")
 
+        if math.isnan(request.max_deviation) or request.max_deviation < 0.0:
+            raise InvalidInputError(f"max_deviation: expected > 0 [rad or m] (inf: unbounded; 0: the configured "
+                                    f"{base.max_deviation:g}), got {request.max_deviation}")
+
         def option(value: int, default: bool) -> bool:
             return default if value == o.OPTION_DEFAULT else value == o.OPTION_TRUE
 
@@ -295,6 +299,7 @@ class SolveIKServer:
             fast_return=option(request.fast_return, base.fast_return),
             method=request.method or base.method,
             error_weights=list(request.error_weights) if len(request.error_weights) else base.error_weights,
+            max_deviation=request.max_deviation if request.max_deviation > 0.0 else base.max_deviation,
         )
         options.validate()
         return goals, q_seed, options

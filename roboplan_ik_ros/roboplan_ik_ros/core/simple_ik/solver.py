@@ -1,4 +1,10 @@
-"""SimpleIK: one-shot IK by damped least squares with random restarts and collision checks.
+"""SimpleIK: one-shot IK by damped least squares (or another method) with random restarts and collision checks.
+
+``method`` replaces the DLS step below by Levenberg-Marquardt with Wampler, Chan or Sugihara damping,
+Newton-Raphson or Gauss-Newton (see _direction); ``error_weights`` (and FrameGoal.weights) weight or
+free the six error components; the null-space terms (null_space.py) add joint-limit avoidance and
+manipulability maximisation; solve_nearby bounds the motion from the seed. Everything else below
+(cap, active set on the limits, stall/plateau, restarts, collision check) is shared by every method.
 
 Per iteration, for the stacked goals: ``e = log6(T_goal^-1 T(q))`` (LOCAL frame of each tip, 6 per
 goal), ``J`` the matching LOCAL frame Jacobians (optionally premultiplied by Jlog6, the exact
@@ -48,7 +54,7 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 
 import numpy as np
@@ -150,6 +156,9 @@ class SimpleIKOptions:
     joint_limit_ps: float = 0.0  # [rad or m] minimum approach to a limit (Sigma = 1 there)
     joint_limit_pi: float = 0.3  # [rad or m] influence distance: Sigma acts closer than this to a limit
     manipulability_gain: float = 0.0  # k_m [rad per iteration per unit of dm/dq] (one goal only)
+    max_deviation: float = math.inf  # [rad or m] no joint moves more than this from the seed (see solve_nearby)
+    bias_configuration: list[float] | None = None  # group joint values the null space pulls toward (bias_gain)
+    bias_gain: float = 0.0  # [1 per iteration] fraction of (bias - q) added per iteration, projected (0: off)
 
     def resolved_lm_gain(self) -> float:
         """lm_gain, or the method's default (0.0 for the methods without one)."""
@@ -167,11 +176,24 @@ class SimpleIKOptions:
             check_positive(getattr(self, name), name)
         check_positive(self.damping, "damping", allow_zero=True)
         check_positive(self.max_step_norm, "max_step_norm", allow_inf=True)
+        check_positive(self.max_deviation, "max_deviation", allow_inf=True)
         for name in ("check_collisions", "fast_return", "clamp_limits", "use_log_jacobian"):
             if not isinstance(getattr(self, name), (bool, np.bool_)):
                 raise InvalidInputError(f"{name}: expected true or false, got {getattr(self, name)!r}")
         if self.seed is not None and (isinstance(self.seed, bool) or not isinstance(self.seed, (int, np.integer))):
             raise InvalidInputError(f"seed: expected an integer or None, got {self.seed!r}")
+        check_positive(self.bias_gain, "bias_gain", allow_zero=True)
+        if self.bias_gain > 0.0 and self.bias_configuration is None:
+            raise InvalidInputError("bias_gain: needs bias_configuration (the group's joint values to pull toward)")
+        if self.bias_configuration is not None:
+            b = self.bias_configuration
+            try:
+                ok = not isinstance(b, (str, bytes)) and len(b) > 0 and all(
+                    not isinstance(x, (bool, np.bool_)) and math.isfinite(float(x)) for x in b)
+            except (TypeError, ValueError):
+                ok = False
+            if not ok:
+                raise InvalidInputError(f"bias_configuration: expected a list of finite joint values, got {b!r}")
         for name in ("joint_limit_gain", "manipulability_gain", "joint_limit_ps"):
             check_positive(getattr(self, name), name, allow_zero=True)
         check_positive(self.joint_limit_pi, "joint_limit_pi")
@@ -182,24 +204,30 @@ class SimpleIKOptions:
             raise InvalidInputError(f"method: expected one of {', '.join(METHODS)}, got {self.method!r}")
         if self.lm_gain is not None:
             check_positive(self.lm_gain, "lm_gain")
-        w = self.error_weights
-        ok = isinstance(w, (list, tuple, np.ndarray)) and len(w) == 6
-        if ok:
-            try:
-                ok = all(not isinstance(x, (bool, np.bool_)) and math.isfinite(float(x)) and float(x) >= 0.0 for x in w)
-            except (TypeError, ValueError):
-                ok = False
-        if not ok or not any(float(x) > 0.0 for x in w):
-            raise InvalidInputError("error_weights: expected 6 finite numbers >= 0, not all 0 (weights of the tip's "
-                                    f"error [vx, vy, vz, wx, wy, wz] in its own frame), got {w!r}")
+        check_error_weights(self.error_weights, "error_weights")
+
+
+def check_error_weights(w, name: str) -> None:
+    """InvalidInputError naming ``name`` unless w is 6 finite numbers >= 0, not all 0."""
+    ok = isinstance(w, (list, tuple, np.ndarray)) and len(w) == 6
+    if ok:
+        try:
+            ok = all(not isinstance(x, (bool, np.bool_)) and math.isfinite(float(x)) and float(x) >= 0.0 for x in w)
+        except (TypeError, ValueError):
+            ok = False
+    if not ok or not any(float(x) > 0.0 for x in w):
+        raise InvalidInputError(f"{name}: expected 6 finite numbers >= 0, not all 0 (weights of the tip's "
+                                f"error [vx, vy, vz, wx, wy, wz] in its own frame), got {w!r}")
 
 
 @dataclass
 class FrameGoal:
-    """Reach ``T_world_tip`` (pin.SE3 or 4x4, model world frame) with frame ``tip_frame``."""
+    """Reach ``T_world_tip`` (pin.SE3 or 4x4, model world frame) with frame ``tip_frame``; ``weights``:
+    this goal's 6 error weights (as SimpleIKOptions.error_weights; None: the options')."""
 
     tip_frame: str
     T_world_tip: object
+    weights: Sequence[float] | None = None
 
 
 @dataclass
@@ -216,7 +244,9 @@ class IKResult:
 class _Workspace:
     """Buffers, limits and index views for one (group, number of goals), built once and reused."""
 
-    def __init__(self, scene: Scene, group: JointGroup, n_goals: int) -> None:
+    def __init__(self, scene: Scene, group: JointGroup, n_goals: int, lo: np.ndarray | None = None,
+                 hi: np.ndarray | None = None) -> None:
+        """``lo``, ``hi`` (group v order): limits narrower than the scene's (solve_nearby)."""
         model = scene.model
         self.group = group
         nv, m = group.nv, 6 * n_goals
@@ -229,16 +259,16 @@ class _Workspace:
         self.weights: tuple = (1.0,) * 6
         self.sw = np.ones(m)
         self.sw_col = self.sw[:, None]
-        self.mask6 = np.ones(6)  # 1.0 where the weight is > 0
+        self.mask = np.ones(m)  # 1.0 where the weight is > 0, per stacked component
         self.weighted = False  # some weight != 1
         self.masked = False  # some weight == 0
-        self.translation_full = True  # no zero weight among the translation components
+        self.translation_full = [True] * n_goals  # per goal: no zero weight among its translation components
         self.Jw, self.ew = np.empty((m, nv)), np.empty(m)  # weighted J and e
         self.manipulability: Manipulability | None = None  # built on first use (manipulability_gain)
         self.dq_full = np.zeros(model.nv)
         iv = group.v_indices
-        self.lo = scene.q_min_v[iv].copy()  # per group v: -inf/inf for unbounded joints
-        self.hi = scene.q_max_v[iv].copy()
+        self.scene_lo = scene.q_min_v[iv].copy()  # per group v: -inf/inf for unbounded joints
+        self.scene_hi = scene.q_max_v[iv].copy()
         # Fast path: scalar joints whose q and v indices are contiguous ranges -> q[qs] is a view
         # on which the step is a plain addition (no pin.integrate, no fancy indexing).
         iq = group.q_indices
@@ -254,25 +284,11 @@ class _Workspace:
         # margin(): distance of the group's q to its limits, min of [q - lo; hi - q] = P q - c_lohi, one
         # dgemv (exact: one nonzero per row of P = [I; -I], so each entry is a single rounded difference)
         self.P = np.asfortranarray(np.vstack([np.eye(nv), -np.eye(nv)]))
-        self.c_lohi = np.concatenate([self.lo, -self.hi])
-        finite = np.abs(np.concatenate([self.lo, self.hi]))
-        finite = finite[np.isfinite(finite)]
-        # bound of the rounding in q + factor dq and in the step length (|q| <= the largest finite limit)
-        self.margin_slack = 1e-12 + 8.0 * float(np.spacing(finite.max() if len(finite) else 1.0))
         self.bounded_v = group.bounded_v  # group-v indices of the bounded joints
         self.bounded_q = group.bounded_q  # their full-q indices
-        self.bounded_lo = self.lo[group.bounded_v]
-        self.bounded_hi = self.hi[group.bounded_v]
-        # Random restarts: uniform inside the limits, except that a revolute joint whose range spans
-        # more than one turn (UR5: +-2 pi) is drawn in the one-turn window at the middle of its range:
-        # the same poses, but far from its limits, where attempts end stuck against them
-        self.sample_lo, self.sample_hi = self.bounded_lo.copy(), self.bounded_hi.copy()
-        for k, iv_k in enumerate(group.bounded_v):
-            jm = model.joints[int(group.joint_ids[iv_k])]
-            if jm.shortname().startswith("JointModelR") and self.bounded_hi[k] - self.bounded_lo[k] > 2 * np.pi:
-                mid = 0.5 * (self.bounded_lo[k] + self.bounded_hi[k])
-                self.sample_lo[k], self.sample_hi[k] = mid - np.pi, mid + np.pi
-        self.sample_width = self.sample_hi - self.sample_lo
+        self.revolute_bounded = np.array([model.joints[int(group.joint_ids[k])].shortname().startswith("JointModelR")
+                                          for k in group.bounded_v], dtype=bool)
+        self.set_limits(self.scene_lo if lo is None else lo, self.scene_hi if hi is None else hi)
         self.n_bounded = len(self.bounded_q)
         bq = self.bounded_q
         contiguous_bq = len(bq) > 0 and np.array_equal(bq, np.arange(bq[0], bq[0] + len(bq)))
@@ -281,19 +297,39 @@ class _Workspace:
         joints = [model.joints[int(group.joint_ids[k])] for k in free]
         self.unbounded = [(j.idx_q, j.nq == 2) for j in joints]
 
+    def set_limits(self, lo: np.ndarray, hi: np.ndarray) -> None:
+        """The position limits of the search (group v order; the scene's, or narrower for solve_nearby)."""
+        self.lo, self.hi = lo, hi
+        self.c_lohi = np.concatenate([lo, -hi])
+        finite = np.abs(np.concatenate([self.scene_lo, self.scene_hi]))
+        finite = finite[np.isfinite(finite)]
+        # bound of the rounding in q + factor dq and in the step length (|q| <= the largest finite limit)
+        self.margin_slack = 1e-12 + 8.0 * float(np.spacing(finite.max() if len(finite) else 1.0))
+        self.bounded_lo = lo[self.bounded_v]
+        self.bounded_hi = hi[self.bounded_v]
+        # Random restarts: uniform inside the limits, except that a revolute joint whose range spans
+        # more than one turn (UR5: +-2 pi) is drawn in the one-turn window at the middle of its range:
+        # the same poses, but far from its limits, where attempts end stuck against them
+        wide = self.revolute_bounded & (self.bounded_hi - self.bounded_lo > 2 * np.pi)
+        mid = 0.5 * (self.bounded_lo + self.bounded_hi)
+        self.sample_lo = np.where(wide, mid - np.pi, self.bounded_lo)
+        self.sample_hi = np.where(wide, mid + np.pi, self.bounded_hi)
+        self.sample_width = self.sample_hi - self.sample_lo
+
     def margin(self, x: np.ndarray) -> float:
         """min over the group's joints of the distance of x to their limits (negative: outside; inf: no limits)."""
         return min(dgemv(1.0, self.P, x, -1.0, self.c_lohi).tolist()) if self.nv else math.inf
 
     def set_weights(self, weights) -> None:
-        """error_weights (6, validated) for every goal."""
-        key = tuple(float(x) for x in weights)
+        """Error weights (validated): 6 for every goal, or one row of 6 per goal."""
+        key = tuple(float(x) for x in np.ravel(weights))
         if key != self.weights:
             w = np.asarray(key)
-            self.sw[:] = np.tile(np.sqrt(w), len(self.sw) // 6)
-            self.mask6[:] = w > 0.0
+            w = np.tile(w, len(self.sw) // 6) if len(w) == 6 else w
+            self.sw[:] = np.sqrt(w)
+            self.mask[:] = w > 0.0
             self.weighted, self.masked = bool(np.any(w != 1.0)), bool(np.any(w == 0.0))
-            self.translation_full = bool(np.all(w[:3] > 0.0))
+            self.translation_full = [bool(np.all(w[6 * k : 6 * k + 3] > 0.0)) for k in range(len(w) // 6)]
             self.weights = key
 
     def set_damping(self, damping: float) -> None:
@@ -327,7 +363,7 @@ class _Workspace:
 
 
 class SimpleIK:
-    """Damped-least-squares IK on ``scene`` for the joint group of ``options.group_name``."""
+    """One-shot IK on ``scene`` for the joint group of ``options.group_name`` (``options.method``'s step)."""
 
     def __init__(self, scene: Scene, options: SimpleIKOptions | None = None) -> None:
         self.options = options or SimpleIKOptions()
@@ -341,6 +377,7 @@ class SimpleIK:
         # (a moved obstacle is read from the model's placement by both: checked)
         self.rng = np.random.default_rng(self.options.seed)
         self._workspaces: dict[tuple[str, int], _Workspace] = {}
+        self._nearby_workspaces: dict[tuple[str, int], _Workspace] = {}  # solve_nearby's (limits set per call)
         self._frame_ids: dict[str, int] = {}
         self._placements: dict[int, pin.SE3] = {}  # held views data.oMf[fid] (follow the kinematics calls)
         self._nq = self.scene.model.nq
@@ -367,6 +404,40 @@ class SimpleIK:
         goal and, with ``check_collisions``, free of self-collision. Without a solution, ``q`` is
         the seed and ``message`` tells how the attempts ended.
         """
+        return self._solve(goals, q_seed, options, None)
+
+    def solve_path(self, tip_frame: str, poses: Sequence, q_seed: np.ndarray, max_joint_step: float,
+                   options: SimpleIKOptions | None = None):
+        """IK along a list of tip poses, each waypoint within ``max_joint_step`` of the previous one:
+        :func:`~roboplan_ik_ros.core.simple_ik.path.solve_path` (returns a PathResult)."""
+        from .path import solve_path  # (path.py builds on this module)
+
+        return solve_path(self, tip_frame, poses, q_seed, max_joint_step, options)
+
+    def solve_global(self, goals: Sequence[FrameGoal], q_seed: np.ndarray,
+                     feasible: Callable[[np.ndarray], bool] | None = None,
+                     options: SimpleIKOptions | None = None) -> IKResult:
+        """:meth:`solve` from random configurations only (q_seed gives the joints outside the group and
+        the "nearest" of fast_return=False), restarting until an answer is within the limits, the
+        thresholds, collision-free (``check_collisions``) and accepted by ``feasible(q)`` (a copy of
+        the full q; True = accept), or ``max_time`` / ``max_restarts`` (Klamp't's solve_global with
+        a feasibility test). A callback's exception propagates."""
+        if feasible is not None and not callable(feasible):
+            raise InvalidInputError(f"feasible: expected a callable q -> bool or None, got {feasible!r}")
+        return self._solve(goals, q_seed, options, None, feasible=feasible, global_start=True)
+
+    def solve_nearby(self, goals: Sequence[FrameGoal], q_seed: np.ndarray, max_deviation: float,
+                     options: SimpleIKOptions | None = None) -> IKResult:
+        """:meth:`solve` with no joint of the group moving more than ``max_deviation`` [rad or m] from
+        ``q_seed``: the limits become ``[max(lo, seed - d), min(hi, seed + d)]`` for the search, the
+        restarts included (Klamp't's solve_nearby). Needs a group of scalar joints; a seed farther than
+        ``max_deviation`` outside a limit is refused. (``solve`` does the same when the options'
+        ``max_deviation`` is finite; this argument overrides it.)"""
+        check_positive(max_deviation, "max_deviation")
+        return self._solve(goals, q_seed, options, max_deviation)
+
+    def _solve(self, goals, q_seed, options: SimpleIKOptions | None, max_deviation: float | None,
+               feasible: Callable[[np.ndarray], bool] | None = None, global_start: bool = False) -> IKResult:
         opt = options or self.options
         if options is not None:
             opt.validate()
@@ -380,20 +451,29 @@ class SimpleIK:
             if not isinstance(g, FrameGoal):
                 raise InvalidInputError(f"goals[{k}]: expected a FrameGoal, got {type(g).__name__}")
             frame_ids.append(self._frame_id(g.tip_frame))
+            if g.weights is not None:
+                check_error_weights(g.weights, f"goals[{k}].weights")
             inv_targets.append(_inverse_target(g.T_world_tip, k))
         q_seed = self._check_seed(q_seed)
         deadline = time.perf_counter() + opt.max_time
         ws = self._workspace(group, len(goals))
-        if opt.joint_limit_gain > 0.0 or opt.manipulability_gain > 0.0:
+        if max_deviation is None and opt.max_deviation < math.inf:
+            max_deviation = opt.max_deviation
+        if max_deviation is not None:
+            ws = self._nearby_workspace(ws, q_seed, max_deviation)
+        if opt.joint_limit_gain > 0.0 or opt.manipulability_gain > 0.0 or opt.bias_gain > 0.0:
             self._check_null_space(opt, ws, len(goals))
         ws.set_damping(opt.damping)
-        ws.set_weights(opt.error_weights)
+        if any(g.weights is not None for g in goals):
+            ws.set_weights([opt.error_weights if g.weights is None else g.weights for g in goals])
+        else:
+            ws.set_weights(opt.error_weights)
         consts = _constants(opt)
         best: np.ndarray | None = None
         best_errors = None
         best_dist = math.inf
         iterations = attempt = 0
-        q = q_seed.copy()
+        q = ws.random_configuration(self.rng, q_seed) if global_start else q_seed.copy()
         if ws.qs is None:  # (the scalar-joint loops clip the seed when they find it outside the limits)
             ws.clip(q)
         reasons: dict[str, int] = {}  # how the failed attempts ended
@@ -404,6 +484,8 @@ class SimpleIK:
             if status == "converged":
                 if opt.check_collisions and self._in_collision(q):
                     status = "converged in collision"
+                elif feasible is not None and not feasible(q.copy()):
+                    status = "rejected by feasible"
                 elif opt.fast_return:
                     best, best_errors = q, errors
                     break
@@ -440,12 +522,36 @@ class SimpleIK:
         opt = replace(self.options, max_time=0.01, max_restarts=0, fast_return=True)
         self.solve([FrameGoal(frame, T)], q, opt)  # seeded attempt only: the restart RNG is not used
 
+    def _nearby_workspace(self, ws: _Workspace, q_seed: np.ndarray, max_deviation: float) -> _Workspace:
+        """A workspace whose limits are ws's intersected with q_seed +- max_deviation."""
+        if ws.qs is None:
+            raise InvalidInputError(f"max_deviation: needs a group of scalar joints (no continuous joint); group "
+                                    f"{ws.group.name!r} has other joints")
+        x = q_seed[ws.qs]
+        lo, hi = np.maximum(ws.lo, x - max_deviation), np.minimum(ws.hi, x + max_deviation)
+        empty = np.flatnonzero(lo > hi)
+        if len(empty):
+            j = ws.group.joint_names[int(empty[0])]
+            raise InvalidInputError(f"q_seed: joint {j} at {x[empty[0]]:g} is more than max_deviation "
+                                    f"{max_deviation:g} outside its limits [{ws.lo[empty[0]]:g}, {ws.hi[empty[0]]:g}]")
+        key = (ws.group.name, len(ws.e) // 6)
+        nearby = self._nearby_workspaces.get(key)
+        if nearby is None or nearby.group is not ws.group:
+            nearby = self._nearby_workspaces[key] = _Workspace(self.scene, ws.group, len(ws.e) // 6, lo, hi)
+        else:
+            nearby.set_limits(lo, hi)
+        return nearby
+
     def _check_null_space(self, opt: SimpleIKOptions, ws: _Workspace, n_goals: int) -> None:
         """The null-space terms' requirements, or InvalidInputError naming the option."""
-        name = "manipulability_gain" if opt.manipulability_gain > 0.0 else "joint_limit_gain"
+        name = ("manipulability_gain" if opt.manipulability_gain > 0.0 else
+                "joint_limit_gain" if opt.joint_limit_gain > 0.0 else "bias_gain")
         if ws.qs is None:
             raise InvalidInputError(f"{name}: needs a group of scalar joints (no continuous joint); group "
                                     f"{ws.group.name!r} has other joints")
+        if opt.bias_gain > 0.0 and len(opt.bias_configuration) != ws.nv:
+            raise InvalidInputError(f"bias_configuration: expected {ws.nv} values (group {ws.group.name!r}: "
+                                    f"{list(ws.group.joint_names)}), got {len(opt.bias_configuration)}")
         if opt.manipulability_gain > 0.0:
             if n_goals != 1:
                 raise InvalidInputError(f"manipulability_gain: one goal only (the manipulability of its tip), "
@@ -538,7 +644,8 @@ class SimpleIK:
 
     def _null_space_motion(self, q: np.ndarray, J: np.ndarray, fid: int, ws: _Workspace,
                            opt: SimpleIKOptions) -> np.ndarray:
-        """(I - J^+ J) (k_sigma Sigma + k_m grad m) at q (null_space.py), J the step's (weighted) Jacobian;
+        """(I - J^+ J) (k_sigma Sigma + k_m grad m + k_b (q_bias - q)) at q (null_space.py), J the step's
+        (weighted) Jacobian;
         self.data holds q's joint Jacobians."""
         x = q[ws.qs]
         g = np.zeros(ws.nv)
@@ -547,6 +654,8 @@ class SimpleIK:
         if opt.manipulability_gain > 0.0:
             J_world = pin.getFrameJacobian(self.scene.model, self.data, fid, pin.ReferenceFrame.WORLD)[:, ws.vs]
             g += opt.manipulability_gain * ws.manipulability.value_and_gradient(J_world)[1]
+        if opt.bias_gain > 0.0:
+            g += opt.bias_gain * (np.asarray(opt.bias_configuration, dtype=float) - x)
         return project_into_null_space(J, g)
 
     def _descend_fast(self, q, fid: int, views: tuple, ws: _Workspace, opt: SimpleIKOptions, deadline: float,
@@ -663,7 +772,7 @@ class SimpleIK:
                 T_err = Tinv0 * M0  # T_goal^-1 T(q)
                 e = log6(T_err).vector
                 if weighted:
-                    if _weighted_reached(T_err.translation, e, ws, lin2, ang2, near):
+                    if _weighted_reached(T_err.translation, e, ws, 0, lin2, ang2, near):
                         t, w = T_err.translation, e[3:]
                         return "converged", it, (np.array([sqrt(t.dot(t))]), np.array([sqrt(w.dot(w))]))
                     e = np.multiply(e, sw, out=ws.ew)
@@ -683,7 +792,7 @@ class SimpleIK:
                     ek = e[6 * k : 6 * k + 6]
                     ek[:] = log6(T_err).vector
                     if weighted:
-                        if converged and not _weighted_reached(T_err.translation, ek, ws, lin2, ang2, near):
+                        if converged and not _weighted_reached(T_err.translation, ek, ws, k, lin2, ang2, near):
                             converged = False
                     else:
                         err_k = ek.dot(ek)
@@ -788,7 +897,7 @@ class _Constants:
         self.stall_iters = opt.stall_iters or opt.max_iters + 1
         self.plateau_iters = opt.plateau_iters or opt.max_iters + 1
         self.method, self.gain = METHODS.index(opt.method), opt.resolved_lm_gain()
-        self.null_space = opt.joint_limit_gain > 0.0 or opt.manipulability_gain > 0.0
+        self.null_space = opt.joint_limit_gain > 0.0 or opt.manipulability_gain > 0.0 or opt.bias_gain > 0.0
 
 
 _CONSTANTS: dict[tuple, _Constants] = {}
@@ -798,7 +907,7 @@ def _constants(opt: SimpleIKOptions) -> _Constants:
     """_Constants(opt), cached by the option values they depend on."""
     key = (opt.max_linear_error_norm, opt.max_angular_error_norm, opt.step_size, opt.max_step_norm,
            opt.stall_iters, opt.plateau_iters, opt.max_iters, opt.method, opt.lm_gain, opt.joint_limit_gain > 0.0 or
-           opt.manipulability_gain > 0.0)
+           opt.manipulability_gain > 0.0 or opt.bias_gain > 0.0)
     c = _CONSTANTS.get(key)
     if c is None:
         if len(_CONSTANTS) >= 64:
@@ -840,15 +949,17 @@ def _reached(T_err: pin.SE3, e: np.ndarray, lin2: float, ang2: float) -> bool:
     return bool(t @ t <= lin2 and w @ w <= ang2)
 
 
-def _weighted_reached(t: np.ndarray, e: np.ndarray, ws: _Workspace, lin2: float, ang2: float, near: float) -> bool:
-    """Convergence under error_weights: the true errors (as _reached) unless a weight is 0; then the
+def _weighted_reached(t: np.ndarray, e: np.ndarray, ws: _Workspace, k: int, lin2: float, ang2: float,
+                      near: float) -> bool:
+    """Convergence of goal k under its error weights: the true errors (as _reached) unless a weight is 0; then the
     components with a zero weight are left out: the orientation error is |mask * log3| and the position
     error |t| (the true one) while every translation weight is > 0, else |mask * v| (log6's translation
     part, which is the position error once the orientation is reached)."""
-    if not ws.masked:
+    mask = ws.mask[6 * k : 6 * k + 6]  # goal k's
+    if not ws.masked or mask.min() > 0.0:
         return bool(e.dot(e) <= near and t.dot(t) <= lin2 and e[3:].dot(e[3:]) <= ang2)
-    em = e * ws.mask6
-    p2 = t.dot(t) if ws.translation_full else em[:3].dot(em[:3])
+    em = e * mask
+    p2 = t.dot(t) if ws.translation_full[k] else em[:3].dot(em[:3])
     return bool(p2 <= lin2 and em[3:].dot(em[3:]) <= ang2)
 
 

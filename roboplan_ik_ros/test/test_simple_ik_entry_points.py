@@ -1,0 +1,213 @@
+"""SimpleIK's entry points beside solve. solve_nearby: no joint of the group moves more than
+max_deviation from the seed (checked independently on every answer), reachable nearby goals are
+solved, goals that need a larger motion fail cleanly, bad input is named. solve_global: answers pass
+the feasibility callback, a callback that rejects everything fails cleanly, the search starts from
+random configurations. solve_path: a straight line without joint jumps, a path leaving the workspace
+stops and says where."""
+
+from __future__ import annotations
+
+import numpy as np
+import pinocchio as pin
+import pytest
+
+from models import scene
+from roboplan_ik_ros.core import FrameGoal, InvalidInputError, SimpleIK, SimpleIKOptions
+from test_simple_ik import MAX_TIME, SOLVER_SEED, Checker, continuous_ur5, random_goal_configurations
+
+TIP = "panda_hand_tcp"
+
+
+@pytest.fixture(scope="module")
+def panda():
+    s = scene("panda")
+    return s, Checker("panda", s), s.named_configuration("default")
+
+
+def test_nearby_goals_are_solved_within_the_deviation(panda):
+    s, check, _ = panda
+    group = s.group("arm")
+    ik = SimpleIK(s, SimpleIKOptions(group_name="arm", max_time=MAX_TIME, seed=SOLVER_SEED))
+    rng = np.random.default_rng(21)
+    d, solved = 0.3, 0
+    seeds = random_goal_configurations(s, "arm", s.named_configuration("default"), 30, seed=22)
+    for q_seed in seeds:
+        q_goal = q_seed.copy()
+        q_goal[group.q_indices] += rng.uniform(-0.2, 0.2, group.nv)
+        q_goal[group.q_indices] = np.clip(q_goal[group.q_indices], s.q_min_v[group.v_indices], s.q_max_v[group.v_indices])
+        goal = FrameGoal(TIP, check.pose(q_goal, TIP))
+        res = ik.solve_nearby([goal], q_seed, d)
+        assert check.valid(res.q)
+        assert np.abs(res.q[group.q_indices] - q_seed[group.q_indices]).max() <= d + 1e-12
+        if res.success:
+            assert check.reached(res.q, [goal])
+            solved += 1
+    assert solved >= 27, f"solved {solved}/30"
+
+
+def test_goal_needing_a_larger_motion_fails_cleanly(panda):
+    """A goal 1 rad of joint 1 away (solve finds solutions that move some joint by ~0.5 rad or more):
+    solve_nearby(0.1) finds none and returns the seed."""
+    s, check, q0 = panda
+    group = s.group("arm")
+    q_goal = q0.copy()
+    q_goal[group.q_indices[0]] += 1.0
+    goal = FrameGoal(TIP, check.pose(q_goal, TIP))
+    ik = SimpleIK(s, SimpleIKOptions(group_name="arm", max_time=0.02, seed=SOLVER_SEED))
+    assert ik.solve([goal], q0).success
+    res = ik.solve_nearby([goal], q0, 0.1)
+    assert not res.success and "no solution" in res.message
+    np.testing.assert_array_equal(res.q, q0)
+
+
+def test_nearby_does_not_change_later_solves(panda):
+    """The narrowed limits belong to that call only: a plain solve afterwards may move far again."""
+    s, check, q0 = panda
+    group = s.group("arm")
+    q_goal = q0.copy()
+    q_goal[group.q_indices[0]] += 1.0
+    goal = FrameGoal(TIP, check.pose(q_goal, TIP))
+    ik = SimpleIK(s, SimpleIKOptions(group_name="arm", max_time=0.02, seed=SOLVER_SEED))
+    assert not ik.solve_nearby([goal], q0, 0.1).success
+    res = ik.solve([goal], q0)
+    assert res.success and np.abs(res.q - q0).max() > 0.3
+
+
+@pytest.mark.parametrize("d", [0.0, -1.0, float("nan")])
+def test_bad_max_deviation(panda, d):
+    s, check, q0 = panda
+    ik = SimpleIK(s, SimpleIKOptions(group_name="arm"))
+    with pytest.raises(InvalidInputError, match="max_deviation"):
+        ik.solve_nearby([FrameGoal(TIP, check.pose(q0, TIP))], q0, d)
+
+
+def test_seed_far_outside_the_limits_is_named(panda):
+    s, check, q0 = panda
+    q = q0.copy()
+    q[3] = s.q_max_v[3] + 0.5  # panda_joint4
+    ik = SimpleIK(s, SimpleIKOptions(group_name="arm"))
+    with pytest.raises(InvalidInputError, match="panda_joint4.*more than max_deviation 0.1"):
+        ik.solve_nearby([FrameGoal(TIP, check.pose(q0, TIP))], q, 0.1)
+
+
+def test_continuous_joint_group_is_refused():
+    s = continuous_ur5()
+    ik = SimpleIK(s, SimpleIKOptions())
+    q = s.neutral()
+    with pytest.raises(InvalidInputError, match="max_deviation: needs a group of scalar joints"):
+        ik.solve_nearby([FrameGoal("tool0", s.frame_pose(q, "tool0"))], q, 0.2)
+
+
+# ------------------------------------------------------------------------------- solve_global
+def test_solve_global_honours_the_feasibility_callback(panda):
+    """A callback that accepts only elbow-up answers (joint 4 above -2.0 rad, say) gets only such
+    answers, each checked independently; the callback sees full configurations."""
+    s, check, q0 = panda
+    ik = SimpleIK(s, SimpleIKOptions(group_name="arm", max_time=0.05, seed=SOLVER_SEED))
+    seen = []
+
+    def feasible(q):
+        seen.append(q.shape)
+        return q[3] > -2.0
+
+    solved = 0
+    for q_goal in random_goal_configurations(s, "arm", q0, 15, seed=23):
+        if q_goal[3] <= -2.0:
+            continue
+        goal = FrameGoal(TIP, check.pose(q_goal, TIP))
+        res = ik.solve_global([goal], q0, feasible)
+        assert check.valid(res.q)
+        if res.success:
+            assert res.q[3] > -2.0 and check.reached(res.q, [goal])
+            solved += 1
+    assert solved >= 5 and all(shape == q0.shape for shape in seen)
+
+
+def test_solve_global_rejecting_everything_fails_cleanly(panda):
+    s, check, q0 = panda
+    ik = SimpleIK(s, SimpleIKOptions(group_name="arm", max_time=0.02, seed=SOLVER_SEED))
+    goal = FrameGoal(TIP, check.pose(q0, TIP))
+    res = ik.solve_global([goal], q0, lambda q: False)
+    assert not res.success and "rejected by feasible" in res.message
+    np.testing.assert_array_equal(res.q, q0)
+
+
+def test_solve_global_does_not_start_from_the_seed(panda):
+    """The seed is already a solution: solve returns it in 0 iterations, solve_global searches."""
+    s, check, q0 = panda
+    ik = SimpleIK(s, SimpleIKOptions(group_name="arm", max_time=0.05, seed=SOLVER_SEED))
+    goal = FrameGoal(TIP, check.pose(q0, TIP))
+    assert ik.solve([goal], q0).iterations == 0
+    res = ik.solve_global([goal], q0)
+    assert res.success and res.iterations > 0 and check.reached(res.q, [goal])
+
+
+def test_solve_global_bad_callback(panda):
+    s, check, q0 = panda
+    ik = SimpleIK(s, SimpleIKOptions(group_name="arm"))
+    with pytest.raises(InvalidInputError, match="feasible: expected a callable"):
+        ik.solve_global([FrameGoal(TIP, check.pose(q0, TIP))], q0, feasible=3)
+
+
+# --------------------------------------------------------------------------------- solve_path
+def _line(T0: pin.SE3, direction, length: float, spacing: float) -> list[pin.SE3]:
+    n = int(round(length / spacing))
+    d = np.asarray(direction, dtype=float) / np.linalg.norm(direction)
+    return [pin.SE3(T0.rotation, T0.translation + d * (length * k / n)) for k in range(n + 1)]
+
+
+def test_straight_line_without_joint_jump(panda):
+    """0.5 m straight down-and-forward line at 1 cm spacing from the default pose: every waypoint
+    reached (independent FK), within the limits, collision-free, no joint moving more than
+    max_joint_step between consecutive waypoints."""
+    s, check, q0 = panda
+    ik = SimpleIK(s, SimpleIKOptions(group_name="arm", max_time=MAX_TIME, seed=SOLVER_SEED))
+    poses = _line(check.pose(q0, TIP), [0.3, 0.2, -0.3], 0.5, 0.01)
+    res = ik.solve_path(TIP, poses, q0, max_joint_step=0.1)
+    assert res.success and res.fraction == 1.0, res.message
+    assert len(res.q_path) == len(poses) == 51
+    previous = q0
+    for q, T in zip(res.q_path, poses):
+        assert check.reached(q, [FrameGoal(TIP, T)])
+        assert np.abs(q - previous).max() <= 0.1 + 1e-12
+        previous = q
+
+
+def test_path_leaving_the_workspace_stops_and_reports_how_far(panda):
+    s, check, q0 = panda
+    ik = SimpleIK(s, SimpleIKOptions(group_name="arm", max_time=0.01, seed=SOLVER_SEED))
+    poses = _line(check.pose(q0, TIP), [1.0, 0.0, 0.0], 2.0, 0.05)  # the Panda reaches ~0.85 m
+    res = ik.solve_path(TIP, poses, q0, max_joint_step=0.2)
+    assert not res.success and 0.0 < res.fraction < 1.0
+    assert len(res.q_path) == round(res.fraction * len(poses))
+    assert f"waypoint {len(res.q_path)} of {len(poses)}" in res.message
+    for q, T in zip(res.q_path, poses):
+        assert check.reached(q, [FrameGoal(TIP, T)])
+
+
+@pytest.mark.parametrize("kwargs, words", [
+    (dict(poses=[], max_joint_step=0.1), "poses: expected a non-empty list"),
+    (dict(poses=None, max_joint_step=0.1), "poses: expected a non-empty list"),
+    (dict(max_joint_step=0.0), "max_joint_step"),
+])
+def test_solve_path_bad_input(panda, kwargs, words):
+    s, check, q0 = panda
+    ik = SimpleIK(s, SimpleIKOptions(group_name="arm"))
+    args = dict(poses=[check.pose(q0, TIP)], max_joint_step=0.1) | kwargs
+    with pytest.raises(InvalidInputError, match=words):
+        ik.solve_path(TIP, args["poses"], q0, args["max_joint_step"])
+
+
+def test_max_deviation_option_bounds_solve(panda):
+    """SimpleIKOptions.max_deviation (YAML, service) makes solve behave as solve_nearby."""
+    s, check, q0 = panda
+    group = s.group("arm")
+    q_goal = q0.copy()
+    q_goal[group.q_indices[0]] += 1.0
+    goal = FrameGoal(TIP, check.pose(q_goal, TIP))
+    ik = SimpleIK(s, SimpleIKOptions(group_name="arm", max_time=0.02, seed=SOLVER_SEED, max_deviation=0.1))
+    assert not ik.solve([goal], q0).success
+    q_near = q0.copy()
+    q_near[group.q_indices] += 0.03
+    res = ik.solve([FrameGoal(TIP, check.pose(q_near, TIP))], q0)
+    assert res.success and np.abs(res.q - q0).max() <= 0.1 + 1e-12
