@@ -1,0 +1,124 @@
+"""Streams pushed into a limit, end to end (``ik_controller`` and the mock Panda as a strict drive,
+separate processes, 100 Hz streams from this process):
+
+- a sensor_msgs/JointState jog of panda_joint7 toward its upper limit (the posture task above the
+  pose task: the jog is the whole motion): the joint brakes to a stop at the limit, never past it,
+  ~/status says ``joint_bound``, and the reverse jog moves it away again;
+- a TwistStamped straight down into the table (the workspace box lowered below it): the obstacle
+  barrier holds the arm d_min above the table, ~/status names the pair, and the reverse twist lifts it.
+
+Every command within the limits, v_max*dt and Franka's acceleration and jerk bounds (rig.check)."""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+import pytest
+
+import e2e
+from e2e import Rig, write_config
+
+WAIT = 60.0
+NODE = {"activation_timeout": 20.0}
+
+
+@pytest.fixture
+def rig(ros, tmp_path):
+    r = Rig(tmp_path)
+    try:
+        yield r
+    finally:
+        r.close()
+
+
+def _posture_first(data) -> None:
+    """The posture task above the hand's pose task: the jog is the whole motion (a full-rank posture
+    task leaves the pose task no nullspace)."""
+    for t in data["tasks"]:
+        t["priority"] = 1 if t["type"] == "configuration" else 2
+
+
+def _jog(rig, pub, velocity: float, until, what: str) -> None:
+    from sensor_msgs.msg import JointState
+
+    deadline = time.monotonic() + WAIT
+    while not until():
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        pub.publish(JointState(name=["panda_joint7"], velocity=[velocity]))
+        time.sleep(0.01)
+
+
+def test_jogging_joint7_into_its_limit_brakes_at_the_limit_and_says_joint_bound(rig):
+    from sensor_msgs.msg import JointState
+
+    rig.start_mock()
+    rig.start_ik(write_config(rig.log_dir, node=NODE, edit=_posture_first))
+    pub = rig.node.create_publisher(JointState, f"/{rig.ik.name}/posture/target_joint_velocities", 10)
+    rig.activate()
+    rig.wait(lambda: pub.get_subscription_count() > 0, WAIT, "the node's jog subscription")
+    upper = rig.panda.upper[6]
+    t0 = time.perf_counter()
+    _jog(rig, pub, 1.0, lambda: (s := rig.last_status()) is not None and s.motion_limit == "joint_bound"
+         and abs(rig.measured()[6] - upper) < 0.01, "joint 7 braked at its upper limit (joint_bound)")
+    status = rig.last_status()
+    at_limit = rig.measured()[6]
+    _jog(rig, pub, -1.0, lambda: rig.measured()[6] < at_limit - 0.05, "joint 7 moving away again")
+    rig.wait_status(lambda s: s.motion_limit == "command_timeout", WAIT, "the reverse jog timed out",
+                    since=time.perf_counter())
+    cmds = np.array([c for t, c in rig.rec.commands if t >= t0])
+    peak = float(cmds[:, 6].max())
+    print(f"\njog into panda_joint7's upper limit {upper:.4f} rad: highest command {peak:.6f} rad "
+          f"({(upper - peak) * 1e3:.3f} mrad short); status {status.motion_limit}: {status.motion_limit_reason}")
+    assert peak <= upper + 1e-9 and upper - peak < 1e-2
+    assert "panda_joint7" in status.motion_limit_reason
+    rig.check()  # limits, v_max*dt, guard_cuts 0, and the strict drive ok (acceleration and jerk)
+    rig.node.destroy_publisher(pub)
+
+
+def _box_below_the_table(data) -> None:
+    """The workspace box reaching under the table: the table's barrier is what stops a downward twist."""
+    for b in data["barriers"]:
+        if b["name"] == "workspace":
+            b["p_min"][2] = -0.5
+
+
+def test_twisting_down_into_the_table_stops_d_min_above_it_and_reverses(rig):
+    from geometry_msgs.msg import TwistStamped
+
+    rig.start_mock()
+    rig.start_ik(write_config(rig.log_dir, node=NODE, edit=_box_below_the_table))
+    pub = rig.node.create_publisher(TwistStamped, f"/{rig.ik.name}/ee/target_twist", 10)
+    rig.activate()
+    rig.wait(lambda: pub.get_subscription_count() > 0, WAIT, "the node's twist subscription")
+    d_min = next(b["d_min"] for b in e2e.shipped_config()["barriers"] if b["name"] == "obstacles")
+    t0 = time.perf_counter()
+
+    def twist(vz: float, until, what: str) -> None:
+        msg = TwistStamped()
+        msg.header.frame_id = "panda_link0"
+        msg.twist.linear.z = vz
+        deadline = time.monotonic() + WAIT
+        while not until():
+            assert time.monotonic() < deadline, f"timed out waiting for {what}"
+            msg.header.stamp = rig.node.get_clock().now().to_msg()
+            pub.publish(msg)
+            time.sleep(0.01)
+
+    # unitless -1 = max_linear_speed straight down, until the barrier holds the arm at the table
+    twist(-1.0, lambda: (s := rig.last_status()) is not None and s.motion_limit == "barrier"
+          and "obstacles" in s.motion_limit_reason and s.closest_obstacle_distance < d_min + 0.01,
+          "the table's barrier holding the arm (~/status barrier 'obstacles')")
+    held = rig.last_status()
+    hold_until = time.perf_counter() + 0.5
+    twist(-1.0, lambda: time.perf_counter() > hold_until, "0.5 s pushing down")
+    z_held = rig.tcp().translation[2]
+    twist(1.0, lambda: rig.tcp().translation[2] > z_held + 0.05, "the TCP moving up again")
+    rig.wait_status(lambda s: s.motion_limit == "command_timeout", WAIT, "the stream timed out", since=time.perf_counter())
+    closest = min(s.closest_obstacle_distance for t, _, s in rig.rec.status if t >= t0)
+    print(f"\ntwist down into the table: closest obstacle distance {closest * 1e3:.2f} mm (d_min {d_min * 1e3:.0f} mm), "
+          f"{held.closest_obstacle} <-> {held.closest_obstacle_link}; status {held.motion_limit}: {held.motion_limit_reason}")
+    assert closest >= d_min - 1e-3
+    rig.check()  # limits, v_max*dt, guard_cuts 0, and the strict drive ok (acceleration and jerk)
+    rig.node.destroy_publisher(pub)
+
