@@ -115,3 +115,63 @@ def test_pause_brakes_refuses_inputs_and_resumes_from_the_current_pose(panda):
     assert loop.mode == TRACKING
     within_bounds(loop, sim.commands)
     assert sim.max_step_ratio <= 1.0 + 1e-9
+
+
+def _two_task_loop(panda):
+    import yaml
+
+    from conftest import CONFIG_DIR
+    from roboplan_ik_ros.core.config import load_config
+    from roboplan_ik_ros.core.control.control_loop import ControlLoop, LoopConfig
+    from test_control_loop import SimRobot
+
+    data = yaml.safe_load((CONFIG_DIR / "panda.yaml").read_text())
+    data["barriers"] = [b for b in data["barriers"] if b["type"] == "position"]
+    data["tasks"].append({"name": "elbow", "type": "frame", "frame": "panda_link4", "position_cost": 1.0,
+                          "orientation_cost": 0.0, "priority": 2})
+    loop = ControlLoop(panda, load_config(data), LoopConfig(streaming=StreamingConfig(command_in_type="speed_units")))
+    sim = SimRobot(loop, panda.named_configuration("default"))
+    assert loop.activate(sim.t) == ""
+    sim.tick(5)
+    return loop, sim
+
+
+def test_two_frame_tasks_stream_at_once_each_with_its_own_timeout(panda):
+    """Two twist streams at once (the hand and, below it in priority, the elbow's position): the hand
+    follows its twist while the elbow's stream moves the elbow in the hand's nullspace; when the
+    elbow's stream stops only the elbow times out and the hand keeps following its own (MoveIt Servo
+    serves one end effector)."""
+    # the elbow sideways: the direction the Panda's self-motion moves it at the default pose
+    v_hand, v_elbow = np.array([0.0, 0.0, 0.04]), np.array([0.0, -0.05, 0.0])
+
+    def run(elbow_stream: bool):
+        loop, sim = _two_task_loop(panda)
+
+        def both(ticks, elbow_too):
+            for k in range(ticks):
+                if k % 5 == 0:
+                    loop.set_twist(TASK, v_hand, np.zeros(3), sim.t)
+                    if elbow_too:
+                        loop.set_twist("elbow", v_elbow, np.zeros(3), sim.t)
+                sim.tick()
+
+        both(250, elbow_stream)
+        p0, e0, t0 = sim.tcp().translation.copy(), panda.frame_pose(sim.q, "panda_link4").translation.copy(), sim.t
+        both(250, elbow_stream)
+        hand = (sim.tcp().translation - p0) / (sim.t - t0)
+        elbow_side = -(panda.frame_pose(sim.q, "panda_link4").translation[1] - e0[1]) / (sim.t - t0)
+        return loop, sim, both, hand, elbow_side
+
+    _, _, _, _, elbow_alone = run(False)
+    loop, sim, both, hand, elbow_side = run(True)
+    print(f"\nhand {np.round(hand, 4).tolist()} m/s (asked {v_hand.tolist()}); elbow along -y {elbow_side * 1e3:.2f} mm/s "
+          f"with its stream, {elbow_alone * 1e3:.2f} mm/s without")
+    assert np.linalg.norm(hand - v_hand) <= 0.02 * np.linalg.norm(v_hand), hand
+    assert elbow_side > elbow_alone + 2e-3  # the elbow's stream acts (in the hand's nullspace)
+    # the elbow's stream stops, the hand's goes on: only the elbow times out
+    p1, t1 = sim.tcp().translation.copy(), sim.t
+    both(400, False)
+    hand = (sim.tcp().translation - p1) / (sim.t - t1)
+    assert np.linalg.norm(hand - v_hand) <= 0.02 * np.linalg.norm(v_hand), hand
+    assert loop.counts.stream_timeouts == 1
+    within_bounds(loop, sim.commands)

@@ -211,7 +211,8 @@ class ControlLoop:
         self._twists = {n: TwistFollower(settings.streaming) for n in self._smoothers}
         st = settings.streaming
         self._singularity = {n: SingularityScale(scene, self.group, self.ctrl.tasks[n].frame_id,
-                                                 st.lower_singularity_threshold, st.hard_stop_singularity_threshold)
+                                                 st.lower_singularity_threshold, st.hard_stop_singularity_threshold,
+                                                 row_weights=self.ctrl.tasks[n].sqrt_weight)
                              for n in self._smoothers}
         # why each task's latest stream stopped (kept until its next input: the status says why it is still)
         self._stream_end: dict[str, str] = {}
@@ -704,7 +705,9 @@ class ControlLoop:
             if twist.streaming:
                 scale = 1.0
                 if not twist.timed_out and twist.command_age(now) <= self.settings.streaming.command_timeout:
-                    scale = self._singularity[name].scale(q, *twist.commanded)
+                    sing = self._singularity[name]
+                    sing.row_weights = self.ctrl.tasks[name].sqrt_weight  # the live task's (a rate change rebuilds it)
+                    scale = sing.scale(q, *twist.commanded)
                 target = twist.step(dt, now, T_world_frame, scale)
                 self._note_stream_limit(name, COMMAND_TIMEOUT if twist.timed_out else SINGULARITY if scale < 1.0
                                         else LEASH if twist.leashed else "")

@@ -2,7 +2,8 @@
 
 MoveIt Servo's rule, made direction-aware the same way: the condition number kappa = s_max / s_min
 of the task frame's Jacobian (6 x group nv, LOCAL_WORLD_ALIGNED: the twist's own axes) is computed at
-the step's start configuration. Below ``lower_singularity_threshold`` the twist is followed as asked;
+the step's start configuration, over the task's constrained rows only (those with a nonzero cost: a
+position-only task's 3 linear rows; the rows it ignores would make any frame look singular). Below ``lower_singularity_threshold`` the twist is followed as asked;
 above it, a twist whose component along the least-manipulable task direction u_min moves *toward* the
 singularity is scaled by ``(hard - kappa) / (hard - lower)``, down to 0 at
 ``hard_stop_singularity_threshold``. Which sign of u_min is "toward" is found by probing: kappa at
@@ -26,8 +27,11 @@ _PROBE = 1e-3  # [rad] the joint-space probe along v_min
 class SingularityScale:
     """Per frame task: :meth:`scale` of a commanded twist at q. Uses its own pinocchio data."""
 
-    def __init__(self, scene: Scene, group: JointGroup, frame_id: int, lower: float, hard: float) -> None:
+    def __init__(self, scene: Scene, group: JointGroup, frame_id: int, lower: float, hard: float,
+                 row_weights: np.ndarray | None = None) -> None:
         self.scene, self.group, self.frame_id = scene, group, frame_id
+        # the task's per-row weights (read at every call: costs are runtime parameters); None = all 6 rows
+        self.row_weights = row_weights
         self.lower, self.hard = float(lower), float(hard)
         self._data = scene.model.createData()
         self._dq = np.zeros(scene.model.nv)
@@ -37,26 +41,30 @@ class SingularityScale:
 
     def _jacobian(self, q: np.ndarray) -> np.ndarray:
         J = pin.computeFrameJacobian(self.scene.model, self._data, q, self.frame_id, pin.LOCAL_WORLD_ALIGNED)
-        return J[:, self.group.v_columns]
+        J = J[:, self.group.v_columns]
+        return J if self.row_weights is None else J[self.row_weights != 0.0]
 
     def scale(self, q: np.ndarray, linear: np.ndarray, angular: np.ndarray) -> float:
         """The factor in [0, 1] for the twist (``linear`` [m/s], ``angular`` [rad/s], world axes) at q."""
         J = self._jacobian(q)
+        if J.shape[0] == 0:
+            return 1.0
         S = np.linalg.svd(J, compute_uv=False)  # the singular values only, until they matter
-        k = min(5, len(S) - 1)
+        k = min(J.shape[0], J.shape[1]) - 1
         self.kappa = float(S[0] / S[k]) if S[k] > 0.0 else np.inf
         self.value = 1.0
         if self.kappa <= self.lower:
             return 1.0
         U, S, Vt = np.linalg.svd(J)
-        u_min, v_min = U[:, k], Vt[k]
+        u_min, v_min = U[:, k], Vt[k]  # u_min over the constrained rows
         self._dq.fill(0.0)
         self._dq[self.group.v_indices] = _PROBE * v_min
         S_probe = np.linalg.svd(self._jacobian(self.scene.integrate(q, self._dq)), compute_uv=False)
         kappa_probe = S_probe[0] / S_probe[k] if S_probe[k] > 0.0 else np.inf
         plus_toward = kappa_probe > self.kappa  # moving along +u_min raises kappa
         self._twist[:3], self._twist[3:] = linear, angular
-        along = float(self._twist @ u_min)
+        twist = self._twist if self.row_weights is None else self._twist[self.row_weights != 0.0]
+        along = float(twist @ u_min)
         if along == 0.0 or (along > 0.0) != plus_toward:
             return 1.0  # moving away from the singularity (or across it): never slowed
         self.value = float(np.clip((self.hard - self.kappa) / (self.hard - self.lower), 0.0, 1.0))
