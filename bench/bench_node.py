@@ -117,6 +117,18 @@ VARIANTS = {
 VARIANT_ENV = "BENCH_NODE_VARIANT"
 
 
+def stop_processes(*procs, timeout: float = 20.0) -> None:
+    """SIGINT each running process in turn (a controlled stop), SIGKILL any that outlives ``timeout`` [s]."""
+    for proc in procs:
+        if proc is not None and proc.poll() is None:
+            proc.send_signal(signal.SIGINT)
+            try:
+                proc.wait(timeout)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+
+
 def _variant_result(q_seed, n_goals: int):
     from roboplan_ik_ros.core.simple_ik.solver import IKResult
 
@@ -843,14 +855,7 @@ def bench_run(k: int, config: str, trigger: str, load: str, args, tmp: Path, svc
     finally:
         if rss is not None:
             rss.stop()
-        for proc in (child, mock, server):  # the node first: it must not see the robot vanish
-            if proc is not None and proc.poll() is None:
-                proc.send_signal(signal.SIGINT)
-                try:
-                    proc.wait(20.0)
-                except subprocess.TimeoutExpired:
-                    proc.kill()
-                    proc.wait()
+        stop_processes(child, mock, server)  # the node first: it must not see the robot vanish
         if busy is not None:
             busy.kill()
             busy.wait()
@@ -1142,14 +1147,7 @@ def run_motion(k: int, variant: str, args, tmp: Path, T0) -> list[dict]:
         send(c)
         rec.wait_rest(t1)
     finally:
-        for proc in (child, mock):
-            if proc is not None and proc.poll() is None:
-                proc.send_signal(signal.SIGINT)
-                try:
-                    proc.wait(20.0)
-                except subprocess.TimeoutExpired:
-                    proc.kill()
-                    proc.wait()
+        stop_processes(child, mock)
         mock_log.close()
         node_log.close()
         stop.set()

@@ -13,8 +13,11 @@ the peak acceleration and jerk per joint and segment as ratios of the bounds, an
 (target vs achieved TCP path; joints vs limits). Before the stop (unless --no-obstacle-segment)
 it adds a block on the table over ``~/collision_objects`` (an RViz marker on ``~/markers``) and
 streams a goal over it and back that dips into it: a second table and plot give the smallest
-obstacle distance (from /joint_states, raw meshes) against d_min. A strict-drive fault fails the
-demo loudly. Exit status 0 when everything checked out.
+obstacle distance (from /joint_states, raw meshes) against d_min. Then (unless --no-teleop-segment) a
+teleop segment: a scripted 100 Hz twist stream on ``~/ee/target_twist`` pushes the tool up into the
+box's upper face and holds it there, then stops; the line printed gives the highest TCP point against
+the face and the ``~/status`` motion limits seen (barrier, then command_timeout). A strict-drive fault
+fails the demo loudly. Exit status 0 when everything checked out.
 """
 
 from __future__ import annotations
@@ -101,6 +104,8 @@ class Recording:
     obstacle_window: tuple = ()  # (t0, t1) of the reach over the block (demo time)
     block: object = None  # the block's core Obstacle
     obstacle_status: list = field(default_factory=list)  # (t, closest obstacle, link, distance) from ~/status
+    motion_limits: list = field(default_factory=list)  # (t, motion_limit, motion_limit_reason) from ~/status
+    teleop_window: tuple = ()  # (t0, t1) of the teleop segment (demo time)
 
 
 def circle_path(start: np.ndarray, p_max_z: float, radius: float, lead_in: float, period: float):
@@ -183,6 +188,7 @@ def run(args) -> int:
         rec.status.append((time.perf_counter() - t_origin, msg.mode, msg.hold_reason, margin))
         rec.obstacle_status.append((time.perf_counter() - t_origin, msg.closest_obstacle, msg.closest_obstacle_link,
                                     msg.closest_obstacle_distance))
+        rec.motion_limits.append((time.perf_counter() - t_origin, msg.motion_limit, msg.motion_limit_reason))
 
     def on_diag(msg: DiagnosticArray):
         for st in msg.status:
@@ -275,6 +281,11 @@ def run(args) -> int:
                 rec.segments.append(("reach over block", *rec.obstacle_window))
                 if rec.drive_faults:
                     raise RuntimeError(f"the strict drive FAULTED: {rec.drive_faults[0]['violation']['message']}")
+            if args.teleop_segment:
+                teleop_into_the_box(node, ns, rec, progress, t_origin)
+                rec.segments.append(("teleop: twist into the box", *rec.teleop_window))
+                if rec.drive_faults:
+                    raise RuntimeError(f"the strict drive FAULTED: {rec.drive_faults[0]['violation']['message']}")
             # a stop while moving: the goal runs on, the controller gets SIGINT (as Ctrl-C) and brakes
             p_far = path(total - 0.2 * period)
             ps = PoseStamped()
@@ -311,7 +322,56 @@ def run(args) -> int:
     status = report(rec, scene, arm, tip, box, args, console) if good else 1
     if args.obstacle_segment:
         status |= obstacle_report(rec, config, arm, tip, args, console)
+    if args.teleop_segment:
+        status |= teleop_report(rec, scene, arm, tip, box, console)
     return status
+
+
+def teleop_into_the_box(node, ns, rec, progress, t_origin, push: float = 4.0) -> None:
+    """A SpaceMouse held up: a 100 Hz TwistStamped (unitless 1.0 x max_linear_speed along the base's z)
+    for ``push`` seconds, into the box's upper face (it stops there: the status says which barrier),
+    then nothing: the stream times out and the arm brakes to rest."""
+    from geometry_msgs.msg import TwistStamped
+
+    pub = node.create_publisher(TwistStamped, f"/{ns}/ee/target_twist", 10)
+    deadline = time.monotonic() + 10.0
+    while pub.get_subscription_count() == 0 and time.monotonic() < deadline:
+        time.sleep(0.01)
+    msg = TwistStamped()
+    msg.header.frame_id = ""
+    msg.twist.linear.z = 1.0
+    task = progress.add_task("teleop: a twist stream pushing into the box's upper face", total=push + 1.0)
+    t_start = time.perf_counter()
+    rec.teleop_window = (t_start - t_origin,)
+    next_t = 0.0
+    while (t := time.perf_counter() - t_start) < push + 1.0:
+        if t < push:
+            msg.header.stamp = node.get_clock().now().to_msg()
+            pub.publish(msg)
+        progress.update(task, completed=t)
+        next_t += 0.01
+        time.sleep(max(0.0, next_t - (time.perf_counter() - t_start)))
+    rec.teleop_window = (rec.teleop_window[0], time.perf_counter() - t_origin)
+    node.destroy_publisher(pub)
+
+
+def teleop_report(rec: Recording, scene, arm, tip, box, console) -> int:
+    """The highest TCP point of the teleop segment against the box's upper face (from /joint_states)
+    and the motion limits ~/status named; 1 when the face was crossed or no cause was named."""
+    t0, t1 = rec.teleop_window
+    q_ref = scene.named_configuration("default")
+    z = [scene.frame_pose(scene.q_from_joint_positions(arm, q, q_ref), tip).translation[2]
+         for t, q in zip(rec.js_t, rec.js_q) if t0 <= t <= t1]
+    seen = []
+    for t, code, reason in rec.motion_limits:
+        if t0 <= t <= t1 + 0.5 and code and (not seen or seen[-1][0] != code):
+            seen.append((code, reason))
+    over = (max(z) - box.p_max[2]) if z else float("nan")
+    console.print(f"teleop: highest TCP z {max(z) if z else float('nan'):.4f} m, box face {box.p_max[2]:.4f} m "
+                  f"({'crossed by ' + format(over * 1e3, '.2f') + ' mm' if over > 1e-4 else 'not crossed'}); "
+                  f"~/status: " + "; then ".join(f"{c} ({r})" for c, r in seen), markup=False, highlight=False)
+    return 0 if z and over <= 1e-4 and any(c == "barrier" for c, _ in seen) and seen[-1][0] == "command_timeout" \
+        else 1
 
 
 def motion_table(rec: Recording, a_max: np.ndarray, j_max: np.ndarray, dt: float, arm, console) -> bool:
@@ -383,6 +443,11 @@ def report(rec: Recording, scene, arm, tip, box, args, console) -> int:
     q_ref = scene.named_configuration("default")
     tcp = np.array([scene.frame_pose(scene.q_from_joint_positions(arm, v, q_ref), tip).translation for v in js_q])
     goal_t, goal_p = np.array(rec.goal_t), np.array(rec.goal_p)
+    # the circle only (lead-in and laps): the reach over the block and the SIGINT stop have their own tables
+    laps = [(t0, t1) for name, t0, t1 in rec.segments if name == "lead-in" or name.startswith("lap ")]
+    t_from, t_to = (laps[0][0], laps[-1][1]) if laps else (goal_t[0], goal_t[-1])
+    in_circle = (goal_t >= t_from) & (goal_t <= t_to)
+    goal_t, goal_p = goal_t[in_circle], goal_p[in_circle]
     in_run = (js_t >= goal_t[0]) & (js_t <= goal_t[-1])
     k = np.clip(np.searchsorted(goal_t, js_t[in_run], side="right") - 1, 0, len(goal_t) - 1)
     target = goal_p[k]
@@ -590,6 +655,8 @@ def main(argv=None) -> int:
     p.add_argument("--out", default="build/demo/roboplan_ik_demo.png", help="plot file (PNG)")
     p.add_argument("--no-obstacle-segment", dest="obstacle_segment", action="store_false",
                    help="skip the reach over a block on the table (added on ~/collision_objects)")
+    p.add_argument("--no-teleop-segment", dest="teleop_segment", action="store_false",
+                   help="skip the twist stream that pushes into the box's upper face")
     args = p.parse_args(argv)
     args.config = args.config or default_config()
     return run(args)

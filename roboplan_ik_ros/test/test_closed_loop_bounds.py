@@ -16,6 +16,7 @@ from models import robot
 from roboplan_ik_ros.core.config import load_config
 from roboplan_ik_ros.core.control.control_loop import ControlLoop, LoopConfig
 from roboplan_ik_ros.core.oink.controller import scene_from_config
+from roboplan_ik_ros.core.control.twist_follower import StreamingConfig
 from roboplan_ik_ros.core.control.goal_followers import GoalSmoothingConfig
 
 from conftest import CONFIG_DIR
@@ -35,8 +36,9 @@ def panda_yaml(drop_acceleration: bool = False) -> tuple[dict, LoopConfig]:
     if drop_acceleration:  # today's velocity-only behaviour: the comparison for goal time
         data["limits"] = [lim for lim in data["limits"] if lim["type"] != "acceleration"]
         smoothing = dataclasses.replace(smoothing, type="max_speed")
-    keys = {f.name for f in dataclasses.fields(LoopConfig)} - {"goal_smoothing"}
-    settings = LoopConfig(**{k: v for k, v in node.items() if k in keys}, goal_smoothing=smoothing)
+    keys = {f.name for f in dataclasses.fields(LoopConfig)} - {"goal_smoothing", "streaming"}
+    settings = LoopConfig(**{k: v for k, v in node.items() if k in keys}, goal_smoothing=smoothing,
+                          streaming=StreamingConfig(**node["streaming"]))
     return data, settings
 
 

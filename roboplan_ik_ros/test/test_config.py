@@ -52,6 +52,8 @@ BASE = "tasks: [{name: ee, type: frame, frame: panda_hand_tcp}]\n"
         (BASE + "limits: [{type: acceleration}, {type: position, gain: 0.5}]",
          r"limits: a position limit gain of 0.5 with an acceleration limit; expected 1.0"),
         (BASE + "barriers: [{name: b, type: wall}]", r"barriers\[0\].type: unknown type 'wall'"),
+        (BASE + "barriers: [{name: s, type: singularity, frame: panda_hand_tcp, d_min: 0.1}]",
+         r"barriers\[0\].d_min: does not apply to type 'singularity' \(it is a key of type 'collision'\)"),
         (BASE + "robots: {}", "config.robots: unknown key; valid keys: robot, solver, tasks"),
         ("tasks: [{name: a, type: frame, frame: f}, {name: a, type: frame, frame: f}]", "duplicate name 'a'"),
         ("tasks: [", "config: invalid YAML"),
@@ -77,6 +79,9 @@ def test_bad_config_names_the_key(text, message):
         ("tasks: [{name: p, type: configuration, target: [0, 0]}]", r"tasks\[0\] \(p\): target: expected 9 joint values"),
         ("tasks: [{name: p, type: configuration, target: home}]", r"unknown SRDF group_state 'home'; valid: 'default'"),
         ("robot: {group: legs}\n" + BASE, "unknown joint group 'legs'; valid: '', 'arm'"),
+        (BASE + "barriers: [{name: s, type: singularity, frame: nowhere}]", r"barriers\[0\] \(s\): unknown frame 'nowhere'"),
+        (BASE + "barriers: [{name: s, type: singularity, frame: panda_hand_tcp, sigma_min: -1}]",
+         r"barriers\[0\] \(s\): s.sigma_min: expected"),
     ],
 )
 def test_bad_values_fail_when_building_with_the_key_named(text, message):

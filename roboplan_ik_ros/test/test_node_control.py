@@ -244,6 +244,63 @@ def test_bad_goals_are_rejected_and_the_robot_holds(rig):
     assert status.guard_cuts == 0
 
 
+def test_bad_twists_jogs_and_inputs_while_paused_are_rejected_and_the_robot_holds(rig):
+    from geometry_msgs.msg import TwistStamped
+    from std_srvs.srv import SetBool
+
+    tcp_before = _wait_still(rig)
+    twist_pub = rig.client.node.create_publisher(TwistStamped, f"/{rig.name}/ee/target_twist", 10)
+    jog_pub = rig.client.node.create_publisher(JointState, f"/{rig.name}/posture/target_joint_velocities", 10)
+    wait_until(lambda: twist_pub.get_subscription_count() > 0 and jog_pub.get_subscription_count() > 0,
+               what="the stream subscriptions")
+
+    def twist(linear, frame="panda_link0", age=0.0):
+        m = TwistStamped()
+        m.header.frame_id = frame
+        if age:
+            m.header.stamp = (rig.client.node.get_clock().now() - rclpy_duration(age)).to_msg()
+        m.twist.linear.x, m.twist.linear.y, m.twist.linear.z = linear
+        return m
+
+    cases = [
+        (twist_pub, twist((1.5, 0.0, 0.0)), "components must be in [-1, 1]"),
+        (twist_pub, twist((math.nan, 0.0, 0.0)), "non-finite twist"),
+        (twist_pub, twist((0.1, 0.0, 0.0), frame="map"), "'map' is not a frame of the robot model"),
+        (twist_pub, twist((0.1, 0.0, 0.0), age=0.3), "old on arrival"),
+        (jog_pub, JointState(name=["elbow"], velocity=[0.1]), "not in the group"),
+        (jog_pub, JointState(name=["panda_joint1"], velocity=[0.1, 0.2]), "equal length"),
+        (jog_pub, JointState(name=["panda_joint1"], velocity=[math.inf]), "non-finite velocities"),
+    ]
+    n0 = rig.node.loop.counts.goals_rejected
+    for k, (pub, msg, words) in enumerate(cases):
+        pub.publish(msg)
+        wait_until(lambda: rig.node.loop.counts.goals_rejected >= n0 + k + 1, what=f"rejected input {k}")
+        assert words in rig.node._last_rejection, (words, rig.node._last_rejection)
+    pause = rig.client.node.create_client(SetBool, f"/{rig.name}/pause")
+    assert pause.wait_for_service(timeout_sec=10.0)
+    assert wait_future(pause.call_async(SetBool.Request(data=True)), timeout=10.0).success
+    status = rig.client.wait_status(lambda s: s.mode == "paused" and s.motion_limit == "paused")
+    assert "paused" in status.motion_limit_reason
+    twist_pub.publish(twist((0.1, 0.0, 0.0)))
+    wait_until(lambda: "paused" in rig.node._last_rejection, what="a twist refused while paused")
+    assert wait_future(pause.call_async(SetBool.Request(data=False)), timeout=10.0).success
+    rig.client.wait_status(lambda s: s.mode == "waiting_for_goal")
+    assert max(_errors(tcp_before, rig.tcp_pose())) < 1e-4  # nothing moved
+    from roboplan_ik_ros.node.status import LoopSnapshot
+    with rig.node._lock:
+        counters = LoopSnapshot.take(rig.node.loop).counters  # what /diagnostics lists
+    assert counters["motion_limit.paused"] >= 1
+    rig.client.node.destroy_client(pause)
+    rig.client.node.destroy_publisher(twist_pub)
+    rig.client.node.destroy_publisher(jog_pub)
+
+
+def rclpy_duration(seconds: float):
+    from rclpy.duration import Duration
+
+    return Duration(nanoseconds=int(seconds * 1e9))
+
+
 def test_nan_joint_states_are_ignored_and_the_node_keeps_running(rig):
     n0 = rig.node.loop.state.rejected
     wait_until(lambda: rig.js_pub.get_subscription_count() > 0, what="joint_states subscription")

@@ -20,6 +20,7 @@ from .oink import (
     PositionLimit,
     CollisionBarrier,
     SelfCollisionBarrier,
+    SingularityBarrier,
     Task,
     VelocityLimit,
     brake_barriers_for,
@@ -30,6 +31,6 @@ from .simple_ik.solver import FrameGoal, IKResult, SimpleIK, SimpleIKOptions
 
 __all__ = [
     "AccelerationLimit", "Barrier", "ConfigurationTask", "FrameGoal", "FrameTask", "IKResult", "InvalidInputError", "JointGroup",
-    "Limit", "Oink", "OinkResult", "Obstacle", "PositionBarrier", "PositionLimit", "Scene", "SelfCollisionBarrier", "CollisionBarrier",
+    "Limit", "Oink", "OinkResult", "Obstacle", "PositionBarrier", "PositionLimit", "Scene", "SelfCollisionBarrier", "CollisionBarrier", "SingularityBarrier",
     "SimpleIK", "SimpleIKOptions", "Task", "VelocityLimit", "brake_barriers_for",
 ]

@@ -166,7 +166,7 @@ class LimitConfig:
 @dataclass
 class BarrierConfig:
     name: str
-    type: str  # "position" | "collision" ("self_collision": a collision barrier with pairs: self)
+    type: str  # "position" | "collision" | "singularity" ("self_collision": a collision barrier with pairs: self)
     gain: float = 1.0
     safe_displacement_gain: float = 1.0
     safety_margin: float = 0.0
@@ -180,6 +180,8 @@ class BarrierConfig:
     n_collision_pairs: int = 0
     d_min: float = 0.02
     broad_phase_cutoff: float = 0.2
+    # singularity (and frame): the smallest singular value of the frame's Jacobian allowed
+    sigma_min: float = 0.02
     given_keys: frozenset = field(default=frozenset(), repr=False, compare=False)  # keys set in the YAML
 
 
@@ -241,6 +243,10 @@ class IKConfig:
                                             f"use type 'collision' for pairs {b.pairs!r}")
                 b.type = "collision"
             _check_keys_apply(b.given_keys, b.type, _BARRIER_KEYS, f"barriers[{k}]")
+            if b.type == "singularity" and "safe_displacement_gain" not in b.given_keys:
+                # no safe-displacement term unless asked: its weight r / |dh/dq|^2 grows without bound where
+                # sigma_min is flat (|dh/dq| ~ 0.01-0.1), which would damp every motion far from a singularity
+                b.safe_displacement_gain = 0.0
             if b.type == "collision" and b.pairs not in COLLISION_PAIRS:
                 raise InvalidInputError(f"barriers[{k}].pairs: unknown pair set {b.pairs!r}; valid: "
                                         f"{', '.join(COLLISION_PAIRS)}")
@@ -268,7 +274,7 @@ def _parse_obstacles(items: list) -> list:
 
 TASK_TYPES = ("frame", "configuration")
 LIMIT_TYPES = ("position", "velocity", "acceleration")
-BARRIER_TYPES = ("position", "collision", "self_collision")
+BARRIER_TYPES = ("position", "collision", "singularity", "self_collision")
 COLLISION_PAIRS = ("self", "obstacles", "all")
 # Keys that only one type uses: setting them on another type is an error, never silently ignored.
 _TASK_KEYS = {
@@ -279,6 +285,7 @@ _LIMIT_KEYS = {"position": ("gain",), "velocity": ("v_max",), "acceleration": ("
 _BARRIER_KEYS = {
     "position": ("frame", "p_min", "p_max", "axis_selection"),
     "collision": ("pairs", "n_collision_pairs", "d_min", "broad_phase_cutoff"),
+    "singularity": ("frame", "sigma_min"),
 }
 
 

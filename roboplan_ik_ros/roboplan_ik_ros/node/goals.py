@@ -56,6 +56,25 @@ def joint_goal_configuration(scene: Scene, group, msg, q_ref: np.ndarray) -> np.
     return q
 
 
+def joint_jog_velocities(group, names, velocities) -> np.ndarray:
+    """The group's joint velocities (v order, 0 for joints not named) of a jog by name, or raise
+    InvalidInputError: names and velocities of equal length, joints of the group, once each, finite."""
+    names, values = list(names), np.asarray(velocities, dtype=float)
+    if not names or len(names) != len(values):
+        raise InvalidInputError(f"expected names and velocities of equal length, got {len(names)} names and "
+                                f"{len(values)} velocities")
+    unknown = [n for n in names if n not in group.joint_names]
+    if unknown:
+        raise InvalidInputError(f"joints {unknown} are not in the group; valid: {list(group.joint_names)}")
+    if len(set(names)) != len(names):
+        raise InvalidInputError(f"duplicate joint names in {names}")
+    if not np.isfinite(values).all():
+        raise InvalidInputError(f"non-finite velocities {values.tolist()}")
+    dq = np.zeros(group.nv)  # every joint of a group has one velocity (JointGroup): v index = joint index
+    dq[[group.joint_names.index(n) for n in names]] = values
+    return dq
+
+
 class FrameResolver:
     """``T_world_frame`` for a header frame_id: a model frame (forward kinematics at q), the root,
     or (with a tf2_ros buffer) any frame TF knows.

@@ -31,7 +31,7 @@ from pathlib import Path
 
 import numpy as np
 import rclpy
-from geometry_msgs.msg import PoseStamped
+from geometry_msgs.msg import PoseStamped, TwistStamped
 from rcl_interfaces.msg import ParameterDescriptor, SetParametersResult
 from rclpy.executors import ExternalShutdownException
 from rclpy.logging import get_logger
@@ -41,7 +41,7 @@ from rclpy.qos import QoSProfile, ReliabilityPolicy, qos_profile_sensor_data
 from rclpy.wait_for_message import wait_for_message
 from sensor_msgs.msg import JointState
 from std_msgs.msg import String
-from std_srvs.srv import Trigger
+from std_srvs.srv import SetBool, Trigger
 from visualization_msgs.msg import Marker, MarkerArray
 
 from roboplan_ik_interfaces.msg import ControllerStatus
@@ -56,7 +56,7 @@ from ..core.simple_ik.solver import SimpleIK
 from . import diagnostics as diag
 from .descriptions import LATCHED, LatchedDescriptions
 from .diagnostics import DiagnosticsReporter, TickStats
-from .goals import HAVE_TF2, FrameResolver, joint_goal_configuration, tf2_ros
+from .goals import HAVE_TF2, FrameResolver, joint_goal_configuration, joint_jog_velocities, tf2_ros
 from .log_throttle import LogThrottle
 from .collision_objects import CollisionObjectReader, CollisionObjectsEndpoint
 from .loop_thread import BorrowedThreadPriority, LoopThread, run_on_schedule
@@ -68,6 +68,11 @@ from .rosbridge import JointStateDecoder, root_frame_name
 from .service import SolveIKServer
 from .status import LoopSnapshot, diagnostics_report
 
+try:  # what MoveIt Servo and ros2_control users send; not a PyPI wheel (apt installs have it)
+    from control_msgs.msg import JointJog  # type: ignore[import-not-found]
+except ImportError:  # pragma: no cover - depends on the install
+    JointJog = None
+
 #: Parameters declared by the constructor (the launch file passes these).
 CONSTRUCTOR_PARAMETERS = (
     "config_file", "robot_description", "robot_description_semantic", "description_timeout",
@@ -76,6 +81,7 @@ CONSTRUCTOR_PARAMETERS = (
 
 DESCRIPTION_TOPICS = ("robot_description", "robot_description_semantic")
 GOAL_QOS = QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE)
+STREAM_QOS = QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE)  # the newest command counts
 _SUCCESS, _FAILURE = TransitionCallbackReturn.SUCCESS, TransitionCallbackReturn.FAILURE
 _SWITCH_INTERVAL = 0.0001  # [s] GIL hand-over while SimpleIK runs in its worker thread
 #: history of the command publishers: a reliable subscriber (a strict drive) that stalls for up to this
@@ -494,11 +500,24 @@ class IKControllerNode(LifecycleNode):
             if isinstance(task, FrameTask):
                 self._keep("subscription", self.create_subscription(
                     PoseStamped, f"~/{name}/target_pose", lambda m, n=name: self._on_pose_goal(n, m), GOAL_QOS))
+                self._keep("subscription", self.create_subscription(
+                    TwistStamped, f"~/{name}/target_twist", lambda m, n=name: self._on_twist(n, m), STREAM_QOS))
             else:
                 self._keep("subscription", self.create_subscription(
                     JointState, f"~/{name}/target_joints", lambda m, n=name: self._on_joint_goal(n, m), GOAL_QOS))
+                self._keep("subscription", self.create_subscription(
+                    JointState, f"~/{name}/target_joint_velocities",
+                    lambda m, n=name: self._on_joint_jog(n, m, m.velocity), STREAM_QOS))
+                if JointJog is not None:
+                    self._keep("subscription", self.create_subscription(
+                        JointJog, f"~/{name}/joint_jog",
+                        lambda m, n=name: self._on_joint_jog(n, m, m.velocities), STREAM_QOS))
+        if JointJog is None and any(not isinstance(t, FrameTask) for t in self.loop.ctrl.tasks.values()):
+            self.get_logger().info("control_msgs is not installed: no ~/<task>/joint_jog (control_msgs/JointJog); "
+                                   "jog with sensor_msgs/JointState velocities on ~/<task>/target_joint_velocities")
         self._keep("service", self.create_service(Trigger, "~/apply_configured_targets",
                                                   self._on_apply_configured_targets))
+        self._keep("service", self.create_service(SetBool, "~/pause", self._on_pause))
         self._service = SolveIKServer(self, self.scene, self.simple_ik, self._resolver, cfg.quaternion_tolerance,
                                       self._current_q, worker_spec=self._ik_worker_spec,
                                       wait_for_gap=self._wait_for_tick_gap)
@@ -738,6 +757,75 @@ class IKControllerNode(LifecycleNode):
                 self.loop.set_joint_goal(task_name, q[self.group.q_indices])
         except InvalidInputError as exc:
             self._reject_goal(topic, str(exc))
+
+    def _twist_age(self, task_name: str, stamp, topic: str = "") -> float:
+        """[s] a twist is already old on arrival: 0 without a stamp (header.stamp zero) or when the
+        stamp and this node's clock disagree by more than ``streaming.stamp_tolerance`` (throttled
+        warning: then only the arrival time counts), else now - stamp (>= 0)."""
+        if stamp.sec == 0 and stamp.nanosec == 0:
+            return 0.0
+        age = (self.get_clock().now().nanoseconds - (stamp.sec * 1_000_000_000 + stamp.nanosec)) * 1e-9
+        tolerance = self.node_cfg.streaming.stamp_tolerance
+        if abs(age) > tolerance:
+            self._log_loop_event("warning", f"{topic or f'~/{task_name}/target_twist'}: header.stamp is {age:+.3f} s from this "
+                                            f"node's clock (more than streaming.stamp_tolerance {tolerance:g} s): "
+                                            "the clocks disagree; the command timeout is judged on arrival only")
+            return 0.0
+        return max(0.0, age)
+
+    def _on_twist(self, task_name: str, msg: TwistStamped) -> None:
+        topic = f"~/{task_name}/target_twist"
+        now = time.perf_counter()
+        try:
+            if not self._active:
+                raise InvalidInputError("the controller is not active (streams start from the current pose on activate)")
+            age = self._twist_age(task_name, msg.header.stamp)
+            linear = np.array([msg.twist.linear.x, msg.twist.linear.y, msg.twist.linear.z])
+            angular = np.array([msg.twist.angular.x, msg.twist.angular.y, msg.twist.angular.z])
+            with self._lock:
+                q = self.loop.guard.last.copy()
+            # outside the lock: a tf2 lookup may wait up to tf_timeout
+            R_world_command = self._resolver.T_world_frame(msg.header.frame_id, q).rotation
+            with self._lock:
+                self.loop.set_twist(task_name, linear, angular, now, age, R_world_command)
+        except InvalidInputError as exc:  # GoalError too
+            self._reject_goal(topic, str(exc))
+
+    def _on_joint_jog(self, task_name: str, msg, velocities) -> None:
+        """sensor_msgs/JointState (``velocity``) or control_msgs/JointJog (``velocities``; its
+        ``displacements`` and ``duration`` are not supported: refused when set) by joint name."""
+        topic = f"~/{task_name}/{'target_joint_velocities' if isinstance(msg, JointState) else 'joint_jog'}"
+        now = time.perf_counter()
+        try:
+            if not self._active:
+                raise InvalidInputError("the controller is not active")
+            if not isinstance(msg, JointState) and (len(msg.displacements) or msg.duration):
+                raise InvalidInputError("JointJog displacements/duration are not supported; send velocities")
+            age = self._twist_age(task_name, msg.header.stamp, topic)
+            dq = joint_jog_velocities(self.group, msg.joint_names if hasattr(msg, "joint_names") else msg.name,
+                                      velocities)
+            with self._lock:
+                self.loop.set_joint_velocities(task_name, dq, now, age)
+        except InvalidInputError as exc:
+            self._reject_goal(topic, str(exc))
+
+    def _on_pause(self, request: SetBool.Request, response: SetBool.Response) -> SetBool.Response:
+        """data true: brake to a stop and refuse inputs; false: resume (from the current pose)."""
+        try:
+            with self._lock:
+                if not self._active:
+                    raise InvalidInputError("the controller is not active")
+                if request.data:
+                    self.loop.pause()
+                else:
+                    self.loop.resume()
+        except InvalidInputError as exc:
+            response.success, response.message = False, str(exc)
+            return response
+        response.success = True
+        response.message = ("paused: braking to a stop; inputs are refused until resumed" if request.data else
+                            "resumed: every target restarts at the current pose once at rest; send a new input")
+        return response
 
     def _on_apply_configured_targets(self, request: Trigger.Request, response: Trigger.Response) -> Trigger.Response:
         try:

@@ -22,6 +22,7 @@ from rcl_interfaces.msg import FloatingPointRange, ParameterDescriptor, Paramete
 
 from ..core.config import BarrierConfig, TaskConfig
 from ..core.control.control_loop import MAX_RATE_HZ, SMOOTHING, STALE_BEHAVIORS, STATE_FEEDBACK
+from ..core.control.twist_follower import COMMAND_IN_TYPES
 
 
 @dataclass
@@ -163,7 +164,7 @@ def barrier_specs(bc: BarrierConfig, get_barrier: Callable[[str], Any]) -> list[
 def loop_specs(node_cfg, apply_rate: Callable[[float], None], apply_feedback: Callable[[str], None],
                apply_divergence: Callable[[float], None]) -> list[ParamSpec]:
     """Control rate, state feedback, stale handling and goal smoothing (``node_cfg`` is the live NodeConfig)."""
-    gs = node_cfg.goal_smoothing
+    gs, st = node_cfg.goal_smoothing, node_cfg.streaming
 
     def set_attr(obj, field, conv=float):
         return lambda v: setattr(obj, field, conv(v))
@@ -200,13 +201,29 @@ def loop_specs(node_cfg, apply_rate: Callable[[float], None], apply_feedback: Ca
         ParamSpec("goal_smoothing.max_angular_speed", float(gs.max_angular_speed),
                   _descriptor("max_speed: target angular speed [rad/s]", dbl, 0.0, 100.0),
                   number_check(0.0, 100.0, lo_open=True), set_attr(gs, "max_angular_speed")),
+        ParamSpec("streaming.speed_override", float(st.speed_override),
+                  _descriptor("scales every streamed twist, in [0, 1]", dbl, 0.0, 1.0),
+                  number_check(0.0, 1.0), set_attr(st, "speed_override")),
+        ParamSpec("streaming.command_in_type", st.command_in_type,
+                  _descriptor("unitless: twist components in [-1, 1] times the max speeds; speed_units: m/s, rad/s",
+                              ParameterType.PARAMETER_STRING),
+                  choice_check(COMMAND_IN_TYPES), set_attr(st, "command_in_type", str)),
+        ParamSpec("streaming.max_linear_speed", float(st.max_linear_speed),
+                  _descriptor("streamed twists: linear speed of the task frame [m/s]", dbl, 0.0, 10.0),
+                  number_check(0.0, 10.0, lo_open=True), set_attr(st, "max_linear_speed")),
+        ParamSpec("streaming.max_angular_speed", float(st.max_angular_speed),
+                  _descriptor("streamed twists: angular speed of the task frame [rad/s]", dbl, 0.0, 100.0),
+                  number_check(0.0, 100.0, lo_open=True), set_attr(st, "max_angular_speed")),
+        ParamSpec("streaming.command_timeout", float(st.command_timeout),
+                  _descriptor("a stream older than this is braked to a stop [s]", dbl, 0.0, 10.0),
+                  number_check(0.0, 10.0, lo_open=True), set_attr(st, "command_timeout")),
     ]
 
 
 # ------------------------------------------------------------------------------------ unknown names
 #: Prefixes of the parameters that exist only while the node is configured (declared from the YAML).
 RUNTIME_PREFIXES = ("control_rate_hz", "state_feedback", "max_state_divergence", "state_timeout", "stale_behavior",
-                    "tasks.", "barriers.", "goal_smoothing.")
+                    "tasks.", "barriers.", "goal_smoothing.", "streaming.")
 _LISTED = 30  # names listed before "(and N more)"
 
 

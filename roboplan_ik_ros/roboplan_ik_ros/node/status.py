@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 
 import numpy as np
@@ -12,6 +13,9 @@ from roboplan_ik_interfaces.msg import BarrierStatus, ControllerStatus, TaskStat
 from ..core.control.control_loop import TRACKING, WAITING_FOR_GOAL, ControlLoop
 from ..core.oink import FrameTask
 from . import diagnostics as diag
+
+
+BINDING_SLACK = 1e-5  # [rad] see LoopSnapshot.take
 
 
 @dataclass
@@ -26,10 +30,25 @@ class LoopSnapshot:
     acceleration: str = "off"  # the acceleration/jerk bounds of the command stream
     closest_obstacle: tuple[str, str, float] = ("", "", float("inf"))  # obstacle, robot link, distance [m]
     obstacles: int = 0  # in the collision world
+    motion_limit: tuple[str, str] = ("", "")  # (MOTION_LIMIT_* code, reason)
+
+    @staticmethod
+    def _motion_limit(loop: ControlLoop, now: float, barriers) -> tuple[str, str]:
+        """The loop's own cause (pause, command timeout, leash), else while a stream is followed the
+        barrier rows binding the last step (name, row, value [m])."""
+        code, text = loop.motion_limit(now)
+        if code in ("", "leash", "singularity") and loop.streaming:  # a binding barrier stops; these slow
+            binding = [f"{name} {rows[k]} (h = {value[k]:.4f} m)" for name, rows, value, active in barriers
+                       for k in np.flatnonzero(active)]
+            if binding:
+                return "barrier", ("the step is bounded by barrier rows: " + ", ".join(binding)
+                                   + (f"; also {code}: {text}" if code else ""))
+        return code, text
 
     @classmethod
-    def take(cls, loop: ControlLoop) -> LoopSnapshot:
-        """Call with the loop's lock held."""
+    def take(cls, loop: ControlLoop, now: float | None = None) -> LoopSnapshot:
+        """Call with the loop's lock held; ``now``: the loop's clock (time.perf_counter)."""
+        now = time.perf_counter() if now is None else now
         out = loop.last_outcome
         dq = out.result.dq if out is not None and out.result.ok else None
         barriers = []  # values are known once a step ran from the current pose
@@ -37,7 +56,11 @@ class LoopSnapshot:
             binding = np.zeros(b.size, dtype=bool)
             if dq is not None:
                 with np.errstate(invalid="ignore"):
-                    binding = b.G @ dq >= b.upper - 1e-6
+                    # binding: the step could move at most BINDING_SLACK [rad] further along the row's
+                    # direction (slack / ||G_row||); an absolute slack calls a row binding whose G and bound are
+                    # both tiny (a base link's distance: the braking bound shrinks with |J_h|)
+                    norm = np.linalg.norm(b.G, axis=1)
+                    binding = (b.upper - b.G @ dq <= BINDING_SLACK * norm) & (norm > 0.0)
             barriers.append((b.name, list(b.row_names), b.value.copy(), binding))
         c, accel = loop.counts, loop.acceleration_limit
         return cls(
@@ -51,21 +74,25 @@ class LoopSnapshot:
                       "qp_failures": c.qp_failures, "barrier_refusals": c.barrier_refusals,
                       "tick_errors": c.tick_errors, "undelivered": c.undelivered,
                       "collision_objects_refused": c.collision_objects_refused,
+                      "stream_timeouts": c.stream_timeouts,
+                      **{f"motion_limit.{k}": v for k, v in sorted(c.motion_limits.items())},
                       # steps whose state could no longer brake in time (braked as hard as allowed; stays 0)
                       "acceleration_nonviable": accel.nonviable if accel is not None else 0},
             acceleration=("off" if accel is None else
                           f"a_max {np.round(accel.a_max, 3).tolist()}, j_max {np.round(accel.j_max, 1).tolist()}"),
             closest_obstacle=loop.closest_obstacle(), obstacles=len(loop.scene.obstacles),
+            motion_limit=cls._motion_limit(loop, now, barriers),
         )
 
     def status_message(self, tick_us: float, solve_us: float) -> ControllerStatus:
         msg = ControllerStatus(mode=self.mode, holding=self.holding, hold_reason=self.hold_reason,
                                tick_time_us=float(tick_us), solve_time_us=float(solve_us), qp_status=self.qp_status)
         for key in ("guard_cuts", "joint_states_rejected", "goals_rejected", "holds", "reseeds",
-                    "collision_objects_refused"):
+                    "collision_objects_refused", "stream_timeouts"):
             setattr(msg, key, self.counters[key])
         msg.closest_obstacle, msg.closest_obstacle_link, msg.closest_obstacle_distance = self.closest_obstacle
         msg.obstacles = self.obstacles
+        msg.motion_limit, msg.motion_limit_reason = self.motion_limit
         msg.tasks = [TaskStatus(name=n, error_norm=e, position_error=p, orientation_error=o)
                      for n, e, p, o in self.tasks]
         for name, rows, value, binding in self.barriers:
@@ -100,6 +127,7 @@ def diagnostics_report(snap: LoopSnapshot, summary: dict[str, float], node_cfg, 
         ("obstacles", str(snap.obstacles)),
         ("closest_obstacle", _closest_text(snap.closest_obstacle)),
         ("qp_status", snap.qp_status),
+        ("motion_limit", f"{snap.motion_limit[0]}: {snap.motion_limit[1]}" if snap.motion_limit[0] else "none"),
         *((k, str(v)) for k, v in snap.counters.items()),
         ("solve_ik_calls", str(service.calls)),
         ("solve_ik_failures", str(service.failures)),

@@ -48,6 +48,10 @@ from ..config import IKConfig
 from ..oink.controller import OinkController, StepOutcome
 from ..errors import InvalidInputError
 from .goal_followers import GoalSmoother, GoalSmoothingConfig, JointGoalRamp
+from .joint_jog_follower import JointJogFollower
+from .singularity_scale import SingularityScale
+from .twist_follower import (StreamingConfig, TwistFollower, check_streaming_config, scale_joint_velocities,
+                             scale_twist)
 from ..oink import AccelerationLimit, ConfigurationTask, FollowingErrorLimit, FrameTask, VelocityLimit
 from ..model.closest_pairs import ClosestObstacle
 from ..model.scene import Scene
@@ -59,9 +63,16 @@ WAITING_FOR_GOAL = "waiting_for_goal"
 TRACKING = "tracking"
 RECOVERING = "recovering"
 HOLDING = "holding"
+PAUSED = "paused"
 STALE = "stale"
 MOVING_MODES = (TRACKING, RECOVERING)
 
+# Why the arm moves slower than a stream asks (ControllerStatus MOTION_LIMIT_*; "" = nothing limits it).
+COMMAND_TIMEOUT = "command_timeout"
+LIMIT_PAUSED = "paused"
+LEASH = "leash"
+JOINT_BOUND = "joint_bound"
+SINGULARITY = "singularity"
 STATE_FEEDBACK = ("commanded", "measured")
 STALE_BEHAVIORS = ("stop", "hold")
 SMOOTHING = ("none", "low_pass", "max_speed", "max_acceleration")
@@ -84,6 +95,7 @@ class LoopConfig:
     joint_limit_tolerance: float = 0.01  # [rad or m] measurements further outside their limits are rejected
     max_goal_distance: Union[None, float] = None  # [m] from the arm's first joint; null = 2x its reach
     goal_smoothing: GoalSmoothingConfig = field(default_factory=GoalSmoothingConfig)
+    streaming: StreamingConfig = field(default_factory=StreamingConfig)  # twist and joint-jog streams
 
 
 def check_choice(value: str, valid: tuple[str, ...], path: str) -> None:
@@ -120,6 +132,7 @@ def check_loop_config(cfg: LoopConfig, path: str = "node") -> None:
         value = getattr(gs, key)
         if not (isinstance(value, (int, float)) and value > 0.0):  # NaN fails too
             raise InvalidInputError(f"{path}.goal_smoothing.{key}: expected a number > 0 (.inf: no leash), got {value!r}")
+    check_streaming_config(cfg.streaming, f"{path}.streaming")
 
 
 @dataclass
@@ -132,6 +145,10 @@ class LoopCounters:
     tick_errors: int = 0  # ticks whose step raised (held; logged with the traceback)
     undelivered: int = 0  # commands the caller could not send (command_not_sent): the next step starts before them
     collision_objects_refused: int = 0  # obstacles from the node's topic refused as malformed (reason logged)
+    stream_timeouts: int = 0  # twist streams stopped by command_timeout
+    # episodes of each stream motion limit (a task entering it): command_timeout, joint_bound, singularity,
+    # leash, paused (barrier episodes are not counted here: ~/status names the binding rows)
+    motion_limits: dict = field(default_factory=dict)
 
 
 @dataclass
@@ -191,9 +208,21 @@ class ControlLoop:
                                   None if accel is None else accel.a_max, None if accel is None else accel.j_max)
         self._smoothers = {n: GoalSmoother(settings.goal_smoothing) for n, t in self.ctrl.tasks.items()
                            if isinstance(t, FrameTask)}
+        self._twists = {n: TwistFollower(settings.streaming) for n in self._smoothers}
+        st = settings.streaming
+        self._singularity = {n: SingularityScale(scene, self.group, self.ctrl.tasks[n].frame_id,
+                                                 st.lower_singularity_threshold, st.hard_stop_singularity_threshold)
+                             for n in self._smoothers}
+        # why each task's latest stream stopped (kept until its next input: the status says why it is still)
+        self._stream_end: dict[str, str] = {}
+        self.paused = False
+        self._resume_pending = False
+        self._stream_limit: dict[str, str] = {}  # per task: the motion limit of its stream at the last tick
         ramp_accel = None if accel is None else RAMP_ACCELERATION_SHARE * accel.a_max
         self._ramps = {n: JointGoalRamp(scene, self.group, self._task_config(n).max_target_speed, ramp_accel)
                        for n, t in self.ctrl.tasks.items() if isinstance(t, ConfigurationTask)}
+        jog_accel = None if ramp_accel is None else ramp_accel[self._gv]
+        self._jogs = {n: JointJogFollower(scene, self.group, settings.streaming, jog_accel) for n in self._ramps}
         if accel is not None and settings.goal_smoothing.type != "max_acceleration":
             self.notes.append(
                 f"node.goal_smoothing.type {settings.goal_smoothing.type!r} with an acceleration limit: a pose goal "
@@ -264,6 +293,7 @@ class ControlLoop:
 
     def deactivate(self) -> None:
         self.mode, self.hold_reason = INACTIVE, "inactive"
+        self.paused = self._resume_pending = False
         self._reseed_pending = True
 
     @property
@@ -278,16 +308,49 @@ class ControlLoop:
         """A new command stream at the measured position; every target there; wait for a goal."""
         cmd = self.guard.reseed(self.state.measured)
         self.ctrl.hold_at(cmd)
-        for name, smoother in self._smoothers.items():
-            smoother.reset(self.ctrl.tasks[name].target)
-        for name, ramp in self._ramps.items():
-            ramp.reset(self.ctrl.tasks[name].target)
-        self._awaiting_goal = True
+        self._retarget_all()
         self._reseed_pending = False
         self.last_outcome = None  # no step from this pose yet: nothing to report about it
         self.counts.reseeds += 1
         self.mode, self.hold_reason = WAITING_FOR_GOAL, "waiting for a goal (holding the current pose)"
         self.log("info", "command stream (re)started at the measured position; holding it until a goal arrives")
+        if self.paused:  # a re-seed (joint states back after stale) keeps a pause
+            self.mode, self.hold_reason = PAUSED, "paused (~/pause): inputs are refused until resumed"
+
+    def _retarget_all(self) -> None:
+        """Every follower at its task's current target (set by hold_at); no stream; wait for an input."""
+        for name, smoother in self._smoothers.items():
+            smoother.reset(self.ctrl.tasks[name].target)
+            self._twists[name].stop()
+        for name, ramp in self._ramps.items():
+            ramp.reset(self.ctrl.tasks[name].target)
+            self._jogs[name].stop()
+        self._stream_end.clear()
+        self._awaiting_goal = True
+
+    # ------------------------------------------------------------------ pause
+    def pause(self) -> None:
+        """Brake to a stop within the bounds and refuse every input until :meth:`resume` (again while
+        paused or resuming: paused)."""
+        if self.mode in (INACTIVE, STALE):
+            raise InvalidInputError(f"the controller is {self.mode}: nothing to pause")
+        if self.paused:
+            return
+        self.paused, self._resume_pending = True, False
+        for follower in (*self._twists.values(), *self._jogs.values()):
+            follower.stop()
+        self.mode, self.hold_reason = PAUSED, "paused (~/pause): braking to a stop; inputs are refused until resumed"
+        self._count_limit(LIMIT_PAUSED)
+        self.log("info", "paused: braking to a stop")
+
+    def resume(self) -> None:
+        """Leave the pause: once at rest every target is the current pose (no jump to a goal that moved
+        meanwhile) and the loop waits for a new input."""
+        if not self.paused:
+            return
+        self.paused, self._resume_pending = False, True
+        self.hold_reason = "resuming: waiting to be at rest, then for a new input"
+        self.log("info", "resumed: the targets restart at the current pose once at rest")
 
     # ------------------------------------------------------------------ runtime settings
     def set_rate(self, hz: float) -> None:
@@ -320,6 +383,10 @@ class ControlLoop:
         if self.mode == STALE:
             raise InvalidInputError("joint states are stale: the robot's pose is unknown; send the goal when it "
                                     "reports again")
+        if self.paused or self._resume_pending:
+            raise InvalidInputError("the controller is paused (~/pause): inputs are ignored until it is resumed"
+                                    if self.paused else "the controller is resuming from a pause: inputs are "
+                                    "accepted once the arm is at rest")
 
     def set_pose_goal(self, task_name: str, T_world_target: pin.SE3) -> None:
         """Goal of a frame task (``T_world_target`` in the model's world frame), or raise."""
@@ -333,13 +400,119 @@ class ControlLoop:
                 f"goal position {np.round(T_world_target.translation, 4).tolist()} is {distance:.4g} m from the arm's "
                 f"first joint {self.group.joint_names[0]!r}; the arm reaches {self._reach[task_name]:.3g} m and goals "
                 f"farther than {limit:.3g} m are refused (node.max_goal_distance)")
-        self._smoothers[task_name].set_goal(T_world_target)
+        smoother, twist = self._smoothers[task_name], self._twists[task_name]
+        if twist.streaming:  # a pose goal takes over a twist stream: continue from its target and velocity
+            smoother.continue_from(twist.target, twist.linear_velocity, twist.angular_velocity)
+            twist.stop()
+        self._stream_end.pop(task_name, None)
+        smoother.set_goal(T_world_target)
         self._start_tracking()
+
+    def set_twist(self, task_name: str, linear, angular, now: float, age: float = 0.0,
+                  R_world_command: np.ndarray | None = None) -> None:
+        """A twist of a frame task's frame (``linear`` of its origin, ``angular`` about it, in the
+        frame whose orientation in the world is ``R_world_command``; None = the world), received at
+        ``now`` [s] and ``age`` [s] old then; scaled by ``streaming`` (command_in_type, max speeds,
+        speed_override). Raise InvalidInputError on a refused command."""
+        self._check_goal_allowed()
+        if task_name not in self._twists:
+            raise InvalidInputError(f"task {task_name!r} is not a frame task; frame tasks: {list(self._twists)}")
+        timeout = self.settings.streaming.command_timeout
+        if age > timeout:
+            raise InvalidInputError(f"the twist is {age:.3f} s old on arrival (header.stamp), more than "
+                                    f"command_timeout {timeout:g} s: ignored")
+        v, w = scale_twist(self.settings.streaming, linear, angular)
+        if R_world_command is not None:
+            v, w = R_world_command @ v, R_world_command @ w
+        twist, smoother = self._twists[task_name], self._smoothers[task_name]
+        if not twist.streaming:  # continue from where the target is and how it moves (a pose goal, a stop)
+            moving = smoother.moving and smoother.cfg.type == "max_acceleration"
+            twist.start(smoother.target if smoother.target is not None else self.ctrl.tasks[task_name].target,
+                        smoother.linear_velocity if moving else None, smoother.angular_velocity if moving else None)
+            smoother.moving = False
+        twist.command(v, w, now, age)
+        self._stream_end.pop(task_name, None)
+        self._start_tracking()
+
+    def motion_limit(self, now: float) -> tuple[str, str]:
+        """(code, text) of why a stream is not followed as asked: paused, a timed-out stream (the
+        command's age), a target held at the leash; ("", "") otherwise. Barriers binding the step are
+        the caller's to add (they are in the step's outcome)."""
+        if self.paused or self._resume_pending:
+            return LIMIT_PAUSED, self.hold_reason
+        for name, follower in (*self._twists.items(), *self._jogs.items()):
+            if follower.streaming and follower.command_age(now) > self.settings.streaming.command_timeout:
+                return COMMAND_TIMEOUT, self._timeout_text(name, follower.command_age(now), "braking to a stop")
+        for name, text in self._stream_end.items():
+            return COMMAND_TIMEOUT, text
+        for name, jog in self._jogs.items():
+            if jog.streaming and jog.at_bound.any():
+                limits = ", ".join(f"{self.group.joint_names[k]} at its {side} limit {value:.4f}"
+                                   for k, side, value in jog.bounds_reached())
+                return JOINT_BOUND, (f"task {name!r}: joint bound: {limits}; "
+                                     "the jog toward it stops there")
+        for name, twist in self._twists.items():
+            sing = self._singularity[name]
+            if twist.streaming and sing.value < 1.0:
+                return SINGULARITY, (f"task {name!r}: near a singularity: the Jacobian's condition number is "
+                                     f"{sing.kappa:.1f} (lower_singularity_threshold {sing.lower:g}, hard stop "
+                                     f"{sing.hard:g}): the twist toward it is scaled by {sing.value:.2f} (away: "
+                                     "not scaled)")
+        for name, twist in self._twists.items():
+            if twist.streaming and twist.leashed:
+                return LEASH, (f"task {name!r}: the frame cannot follow the twist (its target is held "
+                               f"{self.settings.streaming.leash_distance:g} m / {self.settings.streaming.leash_angle:g} "
+                               "rad from it: a barrier, a limit or a velocity bound)")
+        return "", ""
+
+    @property
+    def streaming(self) -> bool:
+        """A twist or jog stream drives some task's target."""
+        return any(t.streaming for t in (*self._twists.values(), *self._jogs.values()))
+
+    def _count_limit(self, code: str) -> None:
+        self.counts.motion_limits[code] = self.counts.motion_limits.get(code, 0) + 1
+
+    def _note_stream_limit(self, name: str, code: str) -> None:
+        """Count an episode when task ``name``'s stream enters motion limit ``code`` ("" = none)."""
+        if code and self._stream_limit.get(name) != code:
+            self._count_limit(code)
+        self._stream_limit[name] = code
+
+    def _timeout_text(self, name: str, age: float, what: str) -> str:
+        return (f"task {name!r}: command timeout: the latest command is {age:.3f} s old (command_timeout "
+                f"{self.settings.streaming.command_timeout:g} s): {what}")
 
     def set_joint_goal(self, task_name: str, q_group: np.ndarray) -> None:
         """Goal of a configuration task (the group's q, inside the limits), or raise."""
         self._check_goal_allowed()
-        self._ramps[task_name].set_goal(q_group)
+        ramp, jog = self._ramps[task_name], self._jogs[task_name]
+        if jog.streaming:  # a joint goal takes over a jog: continue from its target and velocity
+            ramp.continue_from(jog.target, jog.velocity)
+            jog.stop()
+        self._stream_end.pop(task_name, None)
+        ramp.set_goal(q_group)
+        self._start_tracking()
+
+    def set_joint_velocities(self, task_name: str, dq_group: np.ndarray, now: float, age: float = 0.0) -> None:
+        """A joint jog of a configuration task: velocities of the group's joints (group v order; 0 for
+        joints not jogged), received at ``now`` [s] and ``age`` [s] old then; scaled by ``streaming``
+        (command_in_type, max_joint_speed, speed_override). Raise InvalidInputError on a refused command."""
+        self._check_goal_allowed()
+        if task_name not in self._jogs:
+            raise InvalidInputError(f"task {task_name!r} is not a configuration task; configuration tasks: "
+                                    f"{list(self._jogs)}")
+        timeout = self.settings.streaming.command_timeout
+        if age > timeout:
+            raise InvalidInputError(f"the jog is {age:.3f} s old on arrival (header.stamp), more than "
+                                    f"command_timeout {timeout:g} s: ignored")
+        dq = scale_joint_velocities(self.settings.streaming, dq_group)
+        jog, ramp = self._jogs[task_name], self._ramps[task_name]
+        if not jog.streaming:
+            jog.start(ramp.target, ramp.velocity if ramp.moving and ramp.max_acceleration is not None else None)
+            ramp.moving = False
+        jog.command(dq, now, age)
+        self._stream_end.pop(task_name, None)
         self._start_tracking()
 
     def apply_configured_targets(self) -> None:
@@ -447,8 +620,10 @@ class ControlLoop:
             return TickResult(True, guard.last, guard.last)
         self._previous[:] = guard.last
         q = self._start_state()
+        if self.paused or self._resume_pending:
+            return self._paused_tick(q)
         if not self._awaiting_goal:
-            self._advance_targets(q)
+            self._advance_targets(q, now)
         out = self.ctrl.step(q)
         self.last_outcome = out
         q_next = out.q_next
@@ -468,6 +643,17 @@ class ControlLoop:
         else:
             self._moving(out)
         return TickResult(True, guard.apply(q_next), self._previous)
+
+    def _paused_tick(self, q: np.ndarray) -> TickResult:
+        """Brake along the path (hold without an acceleration limit); resuming re-targets once at rest."""
+        q_next = self._stop_from(q)
+        result = TickResult(True, self.guard.apply(q_next), self._previous)
+        if self._resume_pending and self.at_rest:
+            self._resume_pending = False
+            self.ctrl.hold_at(self.guard.last)
+            self._retarget_all()
+            self.mode, self.hold_reason = WAITING_FOR_GOAL, "resumed: waiting for a goal (holding the current pose)"
+        return result
 
     def _stop_from(self, q: np.ndarray) -> np.ndarray:
         """Where a hold goes from the step's start q: the previous command, or with an acceleration
@@ -504,20 +690,48 @@ class ControlLoop:
                 accel.set_history(self.guard.u1, self.guard.u2, offset)
         return q
 
-    def _advance_targets(self, q: np.ndarray) -> None:
+    def _advance_targets(self, q: np.ndarray, now: float) -> None:
         tasks, dt, model, data = self.ctrl.tasks, self.dt, self.scene.model, self._leash_data
         kinematics = False
         for name, smoother in self._smoothers.items():
-            if not smoother.moving:
+            twist = self._twists[name]
+            if not (smoother.moving or twist.streaming):
                 continue
             if not kinematics:  # the leash's anchor: where the frames are at this step's q
                 pin.forwardKinematics(model, data, q)
                 kinematics = True
-            target = smoother.step(dt, pin.updateFramePlacement(model, data, tasks[name].frame_id))
+            T_world_frame = pin.updateFramePlacement(model, data, tasks[name].frame_id)
+            if twist.streaming:
+                scale = 1.0
+                if not twist.timed_out and twist.command_age(now) <= self.settings.streaming.command_timeout:
+                    scale = self._singularity[name].scale(q, *twist.commanded)
+                target = twist.step(dt, now, T_world_frame, scale)
+                self._note_stream_limit(name, COMMAND_TIMEOUT if twist.timed_out else SINGULARITY if scale < 1.0
+                                        else LEASH if twist.leashed else "")
+                if not twist.streaming:  # timed out and braked to rest: the target stays there
+                    self._stream_end[name] = self._timeout_text(name, twist.command_age(now), "stopped")
+                    self.counts.stream_timeouts += 1
+                    self.log("warning", self._stream_end[name])
+                    smoother.reset(target)
+                    twist.stop()
+            else:
+                target = smoother.step(dt, T_world_frame)
             if target is not None:
                 tasks[name].set_target(target)
         for name, ramp in self._ramps.items():
-            target = ramp.step(dt)
+            jog = self._jogs[name]
+            if jog.streaming:
+                target = jog.step(dt, now, q)
+                self._note_stream_limit(name, COMMAND_TIMEOUT if jog.timed_out else JOINT_BOUND if jog.at_bound.any()
+                                        else LEASH if jog.leashed else "")
+                if not jog.streaming:
+                    self._stream_end[name] = self._timeout_text(name, jog.command_age(now), "stopped")
+                    self.counts.stream_timeouts += 1
+                    self.log("warning", self._stream_end[name])
+                    ramp.reset(target)
+                    jog.stop()
+            else:
+                target = ramp.step(dt)
             if target is not None:
                 tasks[name].set_target(target)
 

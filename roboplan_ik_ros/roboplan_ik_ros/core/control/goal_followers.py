@@ -87,6 +87,15 @@ class GoalSmoother:
         self.linear_velocity.fill(0.0)
         self.angular_velocity.fill(0.0)
 
+    def continue_from(self, T: pin.SE3, linear_velocity: np.ndarray, angular_velocity: np.ndarray) -> None:
+        """Take over a target moving at the given velocities [m/s, rad/s, world frame] (e.g. from a twist
+        stream): with max_acceleration the next goal is approached from that motion, without a jump."""
+        self.target = T.copy()
+        self.goal = T.copy()
+        self.moving = False
+        self.linear_velocity[:] = linear_velocity
+        self.angular_velocity[:] = angular_velocity
+
     def set_goal(self, T: pin.SE3) -> None:
         self.goal = T.copy()
         if self.cfg.type == "none" or self.target is None:
@@ -199,6 +208,13 @@ class JointGoalRamp:
         self._goal[self.group.q_indices] = q_group
         self.moving = False
         self.velocity.fill(0.0)
+
+    def continue_from(self, q_group: np.ndarray, velocity: np.ndarray) -> None:
+        """Take over a target moving at ``velocity`` (group v; e.g. from a joint jog): with
+        max_acceleration the next goal is approached from that motion, without a jump."""
+        self.reset(q_group)
+        if self.max_acceleration is not None:
+            self.velocity[:] = velocity
 
     def set_goal(self, q_group: np.ndarray) -> None:
         self._goal[self.group.q_indices] = q_group

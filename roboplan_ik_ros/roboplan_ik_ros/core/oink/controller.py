@@ -20,6 +20,7 @@ from . import (
     PositionBarrier,
     PositionLimit,
     CollisionBarrier,
+    SingularityBarrier,
     Task,
     VelocityLimit,
     brake_barriers_for,
@@ -161,6 +162,8 @@ class OinkController:
         if bc.type == "position":
             return PositionBarrier(self.oink, bc.frame, bc.p_min, bc.p_max, self.dt,
                                    axis_selection=bc.axis_selection, **common)
+        if bc.type == "singularity":
+            return SingularityBarrier(self.oink, bc.frame, self.dt, bc.sigma_min, **common)
         return CollisionBarrier(self.oink, bc.n_collision_pairs, self.dt, bc.d_min,
                                 broad_phase_cutoff=bc.broad_phase_cutoff, pairs=bc.pairs, **common)
 

@@ -3,5 +3,6 @@
 from .barrier import Barrier
 from .position_barrier import PositionBarrier
 from .collision_barrier import CollisionBarrier, SelfCollisionBarrier
+from .singularity_barrier import SingularityBarrier
 
-__all__ = ["Barrier", "CollisionBarrier", "PositionBarrier", "SelfCollisionBarrier"]
+__all__ = ["Barrier", "CollisionBarrier", "PositionBarrier", "SelfCollisionBarrier", "SingularityBarrier"]

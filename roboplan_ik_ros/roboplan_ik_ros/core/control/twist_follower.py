@@ -1,0 +1,219 @@
+"""How a frame task's target follows a twist stream, once per control tick: :class:`TwistFollower`.
+
+A twist command is the velocity of the task frame's origin and the angular velocity about it,
+both in the world (model root) frame; the caller rotates a twist expressed in another frame into
+the world frame when it arrives. Each tick the target's velocity moves toward the latest command
+by at most ``max_linear_acceleration`` / ``max_angular_acceleration`` times the period (so the
+stream starts and stops acceleration-bounded), the target integrates that velocity, and a leash
+keeps it within ``leash_distance`` / ``leash_angle`` of where the frame actually is (a blocked
+motion does not wind the target up; the arm does not lurch when released).
+
+**Command timeout**: a command is followed until ``command_timeout`` after it was issued; then the
+commanded velocity is zero and the target brakes at the acceleration bounds. "Issued" is the
+arrival time, made earlier by the command's age on arrival when the caller knows it (its
+``header.stamp``, when the clocks agree: see the node).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+import pinocchio as pin
+
+from ..errors import InvalidInputError
+from .goal_followers import _drop_outward, _limit_change
+
+COMMAND_IN_TYPES = ("unitless", "speed_units")
+
+
+@dataclass
+class StreamingConfig:
+    """The ``node.streaming`` keys (see the README)."""
+
+    command_in_type: str = "unitless"  # unitless: components in [-1, 1] times the max speeds; speed_units: m/s, rad/s
+    max_linear_speed: float = 0.25  # [m/s] of the task frame's origin (unitless 1.0; speed_units are clipped to it)
+    max_angular_speed: float = 1.0  # [rad/s]
+    max_linear_acceleration: float = 1.0  # [m/s^2] of the target: start and stop of a stream
+    max_angular_acceleration: float = 4.0  # [rad/s^2]
+    speed_override: float = 1.0  # [0, 1] scales every streamed command (runtime parameter)
+    command_timeout: float = 0.1  # [s] a stream older than this is braked to a stop
+    stamp_tolerance: float = 0.5  # [s] header.stamp is trusted when it agrees with the node's clock within this
+    leash_distance: float = 0.02  # [m] the target stays within this of the frame's actual position
+    leash_angle: float = 0.1  # [rad]
+    max_joint_speed: float = 0.5  # [rad/s or m/s] joint jogs: unitless 1.0; speed_units are clipped to it
+    joint_leash: float = 0.05  # [rad or m] a jogged joint's target stays this close to the joint
+    # twists toward a singularity slow down from this condition number of the task Jacobian (MoveIt Servo's)
+    lower_singularity_threshold: float = 17.0
+    hard_stop_singularity_threshold: float = 30.0  # ... to zero here (moving away is never slowed)
+
+
+def _positive(value, path: str, *, allow_zero: bool = False, upper: float = math.inf) -> None:
+    ok = (isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+          and (value >= 0.0 if allow_zero else value > 0.0) and value <= upper)
+    if not ok:
+        rng = f"{'>= 0' if allow_zero else '> 0'}" + (f" and <= {upper:g}" if math.isfinite(upper) else "")
+        raise InvalidInputError(f"{path}: expected a finite number {rng}, got {value!r}")
+
+
+def check_streaming_config(cfg: StreamingConfig, path: str = "node.streaming") -> None:
+    if cfg.command_in_type not in COMMAND_IN_TYPES:
+        raise InvalidInputError(f"{path}.command_in_type: unknown value {cfg.command_in_type!r}; valid: "
+                                f"{', '.join(COMMAND_IN_TYPES)}")
+    for key in ("max_linear_speed", "max_angular_speed", "max_linear_acceleration", "max_angular_acceleration",
+                "command_timeout", "stamp_tolerance", "leash_distance", "leash_angle", "max_joint_speed",
+                "joint_leash"):
+        _positive(getattr(cfg, key), f"{path}.{key}")
+    _positive(cfg.speed_override, f"{path}.speed_override", allow_zero=True, upper=1.0)
+    _positive(cfg.lower_singularity_threshold, f"{path}.lower_singularity_threshold")
+    _positive(cfg.hard_stop_singularity_threshold, f"{path}.hard_stop_singularity_threshold")
+    if not cfg.hard_stop_singularity_threshold > cfg.lower_singularity_threshold >= 1.0:
+        raise InvalidInputError(f"{path}.hard_stop_singularity_threshold: expected 1 <= lower_singularity_threshold "
+                                f"< hard_stop_singularity_threshold, got {cfg.lower_singularity_threshold!r} and "
+                                f"{cfg.hard_stop_singularity_threshold!r}")
+
+
+def scale_twist(cfg: StreamingConfig, linear: np.ndarray, angular: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The commanded (linear [m/s], angular [rad/s]) of a raw twist under ``command_in_type``, the
+    max speeds and ``speed_override``; raise InvalidInputError on non-finite or (unitless) out of
+    [-1, 1] components. The direction is kept when a speed is clipped to its maximum."""
+    linear, angular = np.asarray(linear, dtype=float), np.asarray(angular, dtype=float)
+    if not (np.isfinite(linear).all() and np.isfinite(angular).all()):
+        raise InvalidInputError(f"non-finite twist: linear {linear.tolist()}, angular {angular.tolist()}")
+    if cfg.command_in_type == "unitless":
+        if np.abs(linear).max() > 1.0 or np.abs(angular).max() > 1.0:
+            raise InvalidInputError(f"command_in_type unitless: components must be in [-1, 1], got linear "
+                                    f"{linear.tolist()}, angular {angular.tolist()}")
+        v, w = linear * cfg.max_linear_speed, angular * cfg.max_angular_speed
+    else:
+        v, w = linear.copy(), angular.copy()
+    for vec, vmax in ((v, cfg.max_linear_speed), (w, cfg.max_angular_speed)):
+        n = float(np.linalg.norm(vec))
+        if n > vmax:
+            vec *= vmax / n
+    return v * cfg.speed_override, w * cfg.speed_override
+
+
+def scale_joint_velocities(cfg: StreamingConfig, velocities: np.ndarray) -> np.ndarray:
+    """Joint jog velocities [rad/s or m/s] under ``command_in_type``, ``max_joint_speed`` and
+    ``speed_override`` (a vector over more than one joint is scaled as a whole: its direction is kept);
+    raise InvalidInputError on non-finite or (unitless) out of [-1, 1] values."""
+    dq = np.asarray(velocities, dtype=float)
+    if not np.isfinite(dq).all():
+        raise InvalidInputError(f"non-finite joint velocities {dq.tolist()}")
+    if cfg.command_in_type == "unitless":
+        if np.abs(dq).max(initial=0.0) > 1.0:
+            raise InvalidInputError(f"command_in_type unitless: velocities must be in [-1, 1], got {dq.tolist()}")
+        dq = dq * cfg.max_joint_speed
+    else:
+        peak = float(np.abs(dq).max(initial=0.0))
+        dq = dq * (cfg.max_joint_speed / peak) if peak > cfg.max_joint_speed else dq.copy()
+    return dq * cfg.speed_override
+
+
+class TwistFollower:
+    """The target of one frame task under a twist stream (see the module docstring).
+
+    :meth:`start` hands it the target (and the target's velocity) to continue from; :meth:`command`
+    sets the latest twist; :meth:`step` advances one tick. It is :attr:`streaming` from ``start``
+    until the target is at rest after its last command timed out (or :meth:`stop`)."""
+
+    _REST = 1e-12  # [m/s]^2, [rad/s]^2: "still"
+
+    def __init__(self, cfg: StreamingConfig) -> None:
+        self.cfg = cfg
+        self.target: pin.SE3 | None = None
+        self.linear_velocity = np.zeros(3)  # [m/s] of the target, world frame
+        self.angular_velocity = np.zeros(3)  # [rad/s] of the target, world frame
+        self._v_cmd = np.zeros(3)  # the latest command (scaled), world frame
+        self._w_cmd = np.zeros(3)
+        self._v_des = np.zeros(3)  # what this tick accelerates toward
+        self._w_des = np.zeros(3)
+        self.issued = -math.inf  # [s] when the latest command was issued (caller's clock)
+        self.streaming = False
+        self.timed_out = False  # the latest command is older than command_timeout
+        self.leashed = False  # the last step pulled the target back to the leash
+
+    def start(self, T: pin.SE3, linear_velocity=None, angular_velocity=None) -> None:
+        """Continue from target ``T`` moving at the given velocities (world frame; None = at rest)."""
+        self.target = T.copy()
+        self.linear_velocity[:] = 0.0 if linear_velocity is None else linear_velocity
+        self.angular_velocity[:] = 0.0 if angular_velocity is None else angular_velocity
+        self.streaming = True
+
+    def stop(self) -> None:
+        """Forget the stream (the caller takes the target and its velocity over)."""
+        self.streaming = False
+        self._v_cmd.fill(0.0)
+        self._w_cmd.fill(0.0)
+        self.issued = -math.inf
+
+    def command(self, linear: np.ndarray, angular: np.ndarray, now: float, age: float = 0.0) -> None:
+        """The latest twist (already scaled, world frame), received at ``now`` [s] and already ``age``
+        [s] old then (>= 0)."""
+        self._v_cmd[:] = linear
+        self._w_cmd[:] = angular
+        self.issued = now - max(0.0, age)
+        self.timed_out = False
+
+    def command_age(self, now: float) -> float:
+        """[s] since the latest command was issued (inf: none)."""
+        return now - self.issued
+
+    @property
+    def commanded(self) -> tuple[np.ndarray, np.ndarray]:
+        """The latest command (linear [m/s], angular [rad/s], world frame)."""
+        return self._v_cmd, self._w_cmd
+
+    def step(self, dt: float, now: float, T_world_frame: pin.SE3 | None = None,
+             speed_scale: float = 1.0) -> pin.SE3 | None:
+        """Advance by ``dt`` [s] at time ``now``; the new target, or None when not streaming.
+        ``T_world_frame``: where the task's frame is now (the leash's anchor; None = no leash).
+        ``speed_scale`` in [0, 1]: the command is followed this much (e.g. near a singularity)."""
+        if not self.streaming:
+            return None
+        cfg = self.cfg
+        self.timed_out = self.command_age(now) > cfg.command_timeout
+        if self.timed_out:
+            self._v_des.fill(0.0)
+            self._w_des.fill(0.0)
+        else:
+            np.multiply(self._v_cmd, speed_scale, out=self._v_des)
+            np.multiply(self._w_cmd, speed_scale, out=self._w_des)
+        v, w = self.linear_velocity, self.angular_velocity
+        _limit_change(v, self._v_des, cfg.max_linear_acceleration * dt)
+        _limit_change(w, self._w_des, cfg.max_angular_acceleration * dt)
+        T = self.target
+        self.target = pin.SE3(pin.exp3(w * dt) @ T.rotation, T.translation + v * dt)
+        self.leashed = False
+        if T_world_frame is not None:
+            self._leash(T_world_frame)
+        if self.timed_out and float(v @ v) < self._REST and float(w @ w) < self._REST:
+            v.fill(0.0)
+            w.fill(0.0)
+            self.streaming = False
+        return self.target
+
+    def _leash(self, T_world_frame: pin.SE3) -> None:
+        """As GoalSmoother's leash: pull the target back to within the leash of the frame and drop
+        the target velocity pointing further away."""
+        cfg, T = self.cfg, self.target
+        p, R = T_world_frame.translation, T_world_frame.rotation
+        d = T.translation - p
+        dist = float(np.linalg.norm(d))
+        r = R @ pin.log3(R.T @ T.rotation)
+        angle = float(np.linalg.norm(r))
+        if dist <= cfg.leash_distance and angle <= cfg.leash_angle:
+            return
+        translation, rotation = T.translation, T.rotation
+        if dist > cfg.leash_distance:
+            u = d / dist
+            translation = p + cfg.leash_distance * u
+            _drop_outward(self.linear_velocity, u)
+        if angle > cfg.leash_angle:
+            u = r / angle
+            rotation = pin.exp3(cfg.leash_angle * u) @ R
+            _drop_outward(self.angular_velocity, u)
+        self.target = pin.SE3(rotation, translation)
+        self.leashed = True
