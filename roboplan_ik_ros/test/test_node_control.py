@@ -171,6 +171,24 @@ def test_service_max_deviation(rig):
     assert res.error_code == SolveIK.Response.INVALID_REQUEST and "max_deviation: expected > 0" in res.message
 
 
+def test_service_active_joints(rig):
+    """active_joints: only those joints move (the others keep the request's seed values in the solution);
+    a joint outside the group is INVALID_REQUEST naming it."""
+    seed_values = [0.0, -0.5, 0.0, -2.0, 0.0, 1.5, 0.8]
+    seed = JointState(name=ARM, position=seed_values)
+    q_goal = rig.mock.scene.q_from_joint_positions(ARM, seed_values, rig.mock.q.copy())
+    q_goal[[0, 1, 3]] += [0.2, 0.1, -0.15]  # panda_joint1, 2, 4
+    target = rig.mock.scene.frame_pose(q_goal, TIP)
+    res = rig.solve([_goal(target)], seed=seed, active_joints=ARM[:4], max_time=0.5)
+    assert res.success, res.message
+    assert list(res.solution.name) == ARM
+    assert list(res.solution.position[4:]) == seed_values[4:]
+    q = rig.mock.scene.q_from_joint_positions(ARM, res.solution.position, rig.mock.q.copy())
+    assert _errors(target, rig.mock.scene.frame_pose(q, TIP))[0] < 1e-3
+    res = rig.solve([_goal(target)], seed=seed, active_joints=["panda_joint1", "panda_finger_joint1"])
+    assert res.error_code == SolveIK.Response.INVALID_REQUEST and "panda_finger_joint1" in res.message, res.message
+
+
 @pytest.mark.parametrize("make, code, words", [
     (lambda T: dict(goals=[_goal(T, tip="panda_hand_tip")]), SolveIK.Response.UNKNOWN_FRAME, "panda_hand_tip"),
     (lambda T: dict(goals=[_goal(T, frame="map")]), SolveIK.Response.UNKNOWN_FRAME, "tf2_ros"),

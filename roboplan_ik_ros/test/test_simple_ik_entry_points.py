@@ -211,3 +211,38 @@ def test_max_deviation_option_bounds_solve(panda):
     q_near[group.q_indices] += 0.03
     res = ik.solve([FrameGoal(TIP, check.pose(q_near, TIP))], q0)
     assert res.success and np.abs(res.q - q0).max() <= 0.1 + 1e-12
+
+
+# ------------------------------------------------------------------------------ active joints
+def test_active_joints_only_move(panda):
+    """active_joints = panda_joint1..4: goals made by moving those joints are solved, joints 5-7 (and
+    the fingers) keep the seed values exactly."""
+    s, check, q0 = panda
+    active = [f"panda_joint{i}" for i in range(1, 5)]
+    ik = SimpleIK(s, SimpleIKOptions(group_name="arm", max_time=MAX_TIME, seed=SOLVER_SEED, active_joints=active))
+    rng = np.random.default_rng(31)
+    solved = 0
+    for _ in range(15):
+        q_goal = q0.copy()
+        q_goal[:4] += rng.uniform(-0.4, 0.4, 4)
+        q_goal[:4] = np.clip(q_goal[:4], s.q_min_v[:4], s.q_max_v[:4])
+        goal = FrameGoal(TIP, check.pose(q_goal, TIP))
+        res = ik.solve([goal], q0)
+        assert check.valid(res.q)
+        np.testing.assert_array_equal(res.q[4:], q0[4:])
+        if res.success:
+            assert check.reached(res.q, [goal])
+            solved += 1
+    assert solved >= 13, f"solved {solved}/15"
+
+
+@pytest.mark.parametrize("active, words", [
+    (["panda_joint1", "panda_finger_joint1"], r"active_joints: \['panda_finger_joint1'\]; expected joints of group 'arm'"),
+    ([], "active_joints: expected a non-empty list"),
+    ("panda_joint1", "active_joints: expected a non-empty list"),
+])
+def test_bad_active_joints(panda, active, words):
+    s, check, q0 = panda
+    with pytest.raises(InvalidInputError, match=words):
+        SimpleIK(s, SimpleIKOptions(group_name="arm")).solve(
+            [FrameGoal(TIP, check.pose(q0, TIP))], q0, SimpleIKOptions(group_name="arm", active_joints=active))

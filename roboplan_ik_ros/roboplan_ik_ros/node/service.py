@@ -300,6 +300,9 @@ class SolveIKServer:
             method=request.method or base.method,
             error_weights=list(request.error_weights) if len(request.error_weights) else base.error_weights,
             max_deviation=request.max_deviation if request.max_deviation > 0.0 else base.max_deviation,
+            active_joints=list(request.active_joints) if len(request.active_joints) else base.active_joints,
         )
         options.validate()
+        if options.active_joints is not None:
+            self.scene.subgroup(group, options.active_joints)  # unknown joints: InvalidInputError listing the group's
         return goals, q_seed, options

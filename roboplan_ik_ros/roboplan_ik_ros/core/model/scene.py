@@ -341,6 +341,20 @@ class Scene:
             self._groups[name] = self._make_group(name, joints)
         return self._groups[name]
 
+    def subgroup(self, group: JointGroup, joints: Sequence[str]) -> JointGroup:
+        """The joints ``joints`` of ``group`` as a group of their own (model order; cached), or
+        InvalidInputError naming the joints that are not in ``group`` and listing its joints."""
+        unknown = [j for j in joints if j not in group.joint_names]
+        if unknown or not joints:
+            raise InvalidInputError(f"active_joints: {unknown if unknown else 'empty'}; expected joints of group "
+                                    f"{group.name!r}: {list(group.joint_names)}")
+        wanted = set(joints)
+        names = [j for j in group.joint_names if j in wanted]
+        key = f"{group.name}[{','.join(names)}]"
+        if key not in self._groups:
+            self._groups[key] = self._make_group(key, names)
+        return self._groups[key]
+
     def _resolve_group(self, name: str, seen: set[str]) -> list[str]:
         if name not in self.srdf.groups:
             raise unknown_name("joint group", name, self.group_names)

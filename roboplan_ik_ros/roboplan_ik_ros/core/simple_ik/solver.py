@@ -159,6 +159,7 @@ class SimpleIKOptions:
     max_deviation: float = math.inf  # [rad or m] no joint moves more than this from the seed (see solve_nearby)
     bias_configuration: list[float] | None = None  # group joint values the null space pulls toward (bias_gain)
     bias_gain: float = 0.0  # [1 per iteration] fraction of (bias - q) added per iteration, projected (0: off)
+    active_joints: list[str] | None = None  # the group's joints that move (None: all); the others keep the seed
 
     def resolved_lm_gain(self) -> float:
         """lm_gain, or the method's default (0.0 for the methods without one)."""
@@ -182,6 +183,11 @@ class SimpleIKOptions:
                 raise InvalidInputError(f"{name}: expected true or false, got {getattr(self, name)!r}")
         if self.seed is not None and (isinstance(self.seed, bool) or not isinstance(self.seed, (int, np.integer))):
             raise InvalidInputError(f"seed: expected an integer or None, got {self.seed!r}")
+        if self.active_joints is not None and (
+                isinstance(self.active_joints, (str, bytes)) or not isinstance(self.active_joints, (list, tuple))
+                or not self.active_joints or not all(isinstance(j, str) for j in self.active_joints)):
+            raise InvalidInputError(f"active_joints: expected a non-empty list of joint names or None, "
+                                    f"got {self.active_joints!r}")
         check_positive(self.bias_gain, "bias_gain", allow_zero=True)
         if self.bias_gain > 0.0 and self.bias_configuration is None:
             raise InvalidInputError("bias_gain: needs bias_configuration (the group's joint values to pull toward)")
@@ -442,6 +448,8 @@ class SimpleIK:
         if options is not None:
             opt.validate()
         group = self.scene.group(opt.group_name) if opt.group_name != self.group.name else self.group
+        if opt.active_joints is not None:
+            group = self.scene.subgroup(group, opt.active_joints)
         if isinstance(goals, FrameGoal):
             goals = [goals]
         if not goals:
