@@ -103,6 +103,10 @@ def test_first_departure_finds_the_first_changed_sample_despite_drift_noise_and_
     steady[k_change:, 1] = steady[k_change - 1, 1]
     assert first_departure(t, steady, t_change) is None
     assert first_departure(t, v, t[1]) is None  # no window before the change
+    # along the change only, signed: a departure across or against it is not the change
+    assert first_departure(t, v, t_change, direction=[0.0, 1.0, 0.0]) == k_change
+    assert first_departure(t, v, t_change, direction=[0.0, -1.0, 0.0]) is None
+    assert first_departure(t, v, t_change, direction=[0.0, 0.0, 1.0]) is None
 
 
 def test_tracking_error_pct_per_control_period():
