@@ -1382,7 +1382,9 @@ def run_twist(k: int, rate: float, args, tmp: Path) -> dict:
             limits_seen.append(sorted({lim for t, lim, _ in statuses if t_next - TWIST_STEADY_S <= t < t_next}))
     _, q_run = rec.since(changes[0][0], t_end)
     ratios = command_ratios(q_run, dt, a_max, j_max)
-    _, q_stop = rec.since(t_stop, t_end)
+    t_after, q_stop = rec.since(t_stop, t_end)
+    moving = np.flatnonzero(np.abs(np.diff(q_stop, axis=0)).max(axis=1) > 1e-6) if len(q_stop) > 1 else np.array([])
+    t_still = float(t_after[moving[-1] + 1]) if moving.size else t_stop  # the last command that moved
     stop_ratios = command_ratios(q_stop, dt, a_max, j_max)
     tail = q_stop[-int(0.2 * rate):]
     at_rest = bool(len(tail) > 1 and np.abs(np.diff(tail, axis=0)).max() <= 1e-6)  # rad per period, as wait_rest
@@ -1406,7 +1408,7 @@ def run_twist(k: int, rate: float, args, tmp: Path) -> dict:
         "segment_velocities": velocities,
         "acc_ratio": ratios["acc_ratio"], "jerk_ratio": ratios["jerk_ratio"], "over_acc_pct": ratios["over_acc_pct"],
         "stop_acc_ratio": max(stop_ratios["acc_ratio"]), "stop_jerk_ratio": max(stop_ratios["jerk_ratio"]),
-        "stop_s": t_rest - t_stop, "at_rest": at_rest, "timeout_status": timeout_status,
+        "stop_s": t_still - t_stop, "at_rest": at_rest, "timeout_status": timeout_status,
         "status_after_stop": reasons[-1][0] if reasons else "", "status_reason_after_stop": reasons[-1][1] if reasons else "", "counts": stats["counts"],
     }
 
