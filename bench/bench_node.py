@@ -53,6 +53,16 @@ circle stream. Every command is recorded over DDS; peak |acceleration| and |jerk
 consecutive commands at the nominal period, as ratios of config/panda_joint_limits.yaml's bounds
 (Franka's), and the share of command steps over an acceleration bound.
 
+Twist stream (on by default; ``--no-twist`` skips it, ``--twist-only`` runs only it; ``--twist-duration``,
+``--twist-rates``): config (c), timer trigger, at 500 Hz and 1 kHz, each in a fresh node + mock pair: a 100 Hz
+TwistStamped stream on ~/ee/target_twist, 0.1 m/s turning by 90 degrees every second (a square in the base's
+y-z plane, free space), then stopped. On-time share of the ticks (the rule above); input-to-command latency
+from outside (the bench publishing a twist that changes the commanded velocity -> the first command whose
+FK tool velocity departs from the steady one, see ``first_departure``; from rest exact, while moving an
+upper bound); the steady tool-velocity tracking error (FK of the commands per control period, the last
+0.5 s of each segment); peak acceleration/jerk ratios; the stop after the stream ends (at rest, ~/status
+``command_timeout``).
+
 Memory: the node's RSS every second (slope after 60 s, "flat" below 0.1 MB/min); ``--tracemalloc``
 reports the node's top growing Python allocation sites.
 
