@@ -84,3 +84,47 @@ def test_command_ratios_and_goal_time():
     tcp[:, 0] = [0.0, 0.05, 0.1, 0.1995, 0.2011, 0.1999, 0.2, 0.2, 0.2, 0.2]  # 1.1 mm past at index 4
     assert goal_time(np.arange(10.0), tcp, np.array([0.2, 0.0, 0.0]), t_sent=0.0) == 5.0
     assert np.isnan(goal_time(np.arange(4.0), tcp[:4] * 0, np.array([0.2, 0.0, 0.0]), t_sent=0.0))
+
+
+def test_first_departure_finds_the_first_changed_sample_despite_drift_noise_and_an_outlier():
+    from bench_node import first_departure
+
+    rng = np.random.default_rng(0)
+    t = np.arange(0.0, 0.3, 0.002)
+    v = np.column_stack([0.1 + 0.01 * t, np.zeros_like(t), np.zeros_like(t)])  # a slow drift: steady
+    v += rng.normal(0.0, 1e-6, v.shape)
+    v[20, 0] += 1e-3  # one odd period in the noise window
+    k_change = 100
+    v[k_change:, 1] += 1e-3 * np.arange(1, len(t) - k_change + 1)  # the turn, 1 mm/s per period
+    t_change = t[k_change] - 0.001  # the twist is published between two commands
+    assert first_departure(t, v, t_change) == k_change
+    assert first_departure(t, v, t[60] - 0.001) == k_change  # before: the drift alone is not a change
+    steady = v.copy()
+    steady[k_change:, 1] = steady[k_change - 1, 1]
+    assert first_departure(t, steady, t_change) is None
+    assert first_departure(t, v, t[1]) is None  # no window before the change
+    # along the change only, signed: a departure across or against it is not the change
+    assert first_departure(t, v, t_change, direction=[0.0, 1.0, 0.0]) == k_change
+    assert first_departure(t, v, t_change, direction=[0.0, -1.0, 0.0]) is None
+    assert first_departure(t, v, t_change, direction=[0.0, 0.0, 1.0]) is None
+
+
+def test_tracking_error_pct_per_control_period():
+    from bench_node import tracking_error_pct
+
+    dt = 0.002
+    v_cmd = np.array([0.0, 0.1, 0.0])
+    p = np.outer(np.arange(50), [0.0, 0.1 * 0.98 * dt, 0.0])
+    err, v = tracking_error_pct(p, dt, v_cmd)
+    assert err == pytest.approx(2.0) and v == pytest.approx([0.0, 0.098, 0.0])
+
+
+def test_tick_on_time_counts_a_stall_of_n_periods_as_n_ticks():
+    from bench_node import tick_on_time
+
+    rate = 500.0
+    starts = np.arange(0.0, 1.0, 1.0 / rate)
+    assert tick_on_time(starts, rate, 0.0, 1.0)[0] == pytest.approx(99.8)  # 499 gaps of 500 expected
+    stalled = np.delete(starts, np.arange(100, 110))  # 10 ticks missing: one gap of 11 periods
+    on_time, late = tick_on_time(stalled, rate, 0.0, 1.0)
+    assert on_time == pytest.approx(100.0 * 488 / 500) and late == pytest.approx(100.0 / 489)
