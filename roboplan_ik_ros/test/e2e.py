@@ -40,6 +40,7 @@ from pathlib import Path
 
 import numpy as np
 import pinocchio as pin
+import pytest
 
 ARM = tuple(f"panda_joint{i}" for i in range(1, 8))
 TIP = "panda_hand_tcp"
@@ -786,3 +787,14 @@ def summary() -> str:
 
         Path(out).write_text(json.dumps(FIGURES, indent=1, default=str))
     return "\n".join(lines)
+
+
+@pytest.fixture
+def rig(ros, tmp_path):
+    """A fresh :class:`Rig` per test (its processes closed afterwards); import it into a test module
+    (``from e2e import rig``) to use it."""
+    r = Rig(tmp_path)
+    try:
+        yield r
+    finally:
+        r.close()

@@ -20,7 +20,7 @@ import pinocchio as pin
 import pytest
 
 import e2e
-from e2e import ARM, Rig, box_margins, panda, report, write_config
+from e2e import ARM, Rig, box_margins, panda, report, write_config, rig  # noqa: F401 - rig is a fixture
 
 #: node: keys of every scenario's config (on top of config/panda.yaml)
 NODE = {"activation_timeout": 20.0}
@@ -34,15 +34,6 @@ def _figures_summary():
     yield
     if e2e.FIGURES:
         print("\n" + e2e.summary(), flush=True)
-
-
-@pytest.fixture
-def rig(ros, tmp_path):
-    r = Rig(tmp_path)
-    try:
-        yield r
-    finally:
-        r.close()
 
 
 def _start(rig: Rig, node=None, mock=None, **config_kw) -> None:

@@ -14,22 +14,12 @@ from __future__ import annotations
 import time
 
 import numpy as np
-import pytest
 
 import e2e
-from e2e import Rig, write_config
+from e2e import rig, write_config  # noqa: F401 - rig is a fixture
 
 WAIT = 60.0
 NODE = {"activation_timeout": 20.0}
-
-
-@pytest.fixture
-def rig(ros, tmp_path):
-    r = Rig(tmp_path)
-    try:
-        yield r
-    finally:
-        r.close()
 
 
 def _posture_first(data) -> None:

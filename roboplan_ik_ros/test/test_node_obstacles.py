@@ -14,19 +14,10 @@ import pinocchio as pin
 import pytest
 
 import e2e
-from e2e import ROOT_FRAME, Rig, write_config
+from e2e import ROOT_FRAME, Rig, write_config, rig  # noqa: F401 - rig is a fixture
 
 WAIT = 60.0
 D_MIN = next(b["d_min"] for b in e2e.shipped_config()["barriers"] if b["name"] == "obstacles")
-
-
-@pytest.fixture
-def rig(ros, tmp_path):
-    r = Rig(tmp_path)
-    try:
-        yield r
-    finally:
-        r.close()
 
 
 def pose(xyz=(0.0, 0.0, 0.0), xyzw=(0.0, 0.0, 0.0, 1.0)):

@@ -47,6 +47,30 @@ def _drop_outward(v: np.ndarray, u: np.ndarray) -> None:
         v -= along * u
 
 
+def leash_target(T_world_target: pin.SE3, T_world_frame: pin.SE3, distance: float, angle: float,
+                 linear_velocity: np.ndarray, angular_velocity: np.ndarray) -> pin.SE3 | None:
+    """The target pulled back to within ``distance`` [m] / ``angle`` [rad] of the frame (None: it is
+    within), dropping in place the target velocity [m/s, rad/s, world] that points further away (it
+    would wind the target up again next tick)."""
+    p, R = T_world_frame.translation, T_world_frame.rotation
+    d = T_world_target.translation - p  # [m] world frame, frame -> target
+    dist = float(np.linalg.norm(d))
+    r = R @ pin.log3(R.T @ T_world_target.rotation)  # [rad] rotation vector frame -> target, world frame
+    rot = float(np.linalg.norm(r))
+    if dist <= distance and rot <= angle:
+        return None
+    translation, rotation = T_world_target.translation, T_world_target.rotation
+    if dist > distance:
+        u = d / dist
+        translation = p + distance * u
+        _drop_outward(linear_velocity, u)
+    if rot > angle:
+        u = r / rot
+        rotation = pin.exp3(angle * u) @ R
+        _drop_outward(angular_velocity, u)
+    return pin.SE3(rotation, translation)
+
+
 def _limit_change(v: np.ndarray, v_des: np.ndarray, max_change: float) -> None:
     """In place: v moves toward v_des by at most max_change (Euclidean)."""
     dv = v_des - v
@@ -119,26 +143,10 @@ class GoalSmoother:
         return self.target
 
     def _leash(self, T_world_frame: pin.SE3) -> None:
-        """Pull the target back to within ``leash_distance`` / ``leash_angle`` of the frame, and drop
-        the target velocity that points further away (it would wind up again next tick)."""
-        cfg, T = self.cfg, self.target
-        p, R = T_world_frame.translation, T_world_frame.rotation
-        d = T.translation - p  # [m] world frame, frame -> target
-        dist = float(np.linalg.norm(d))
-        r = R @ pin.log3(R.T @ T.rotation)  # [rad] rotation vector frame -> target, world frame
-        angle = float(np.linalg.norm(r))
-        if dist <= cfg.leash_distance and angle <= cfg.leash_angle:
-            return
-        translation, rotation = T.translation, T.rotation
-        if dist > cfg.leash_distance:
-            u = d / dist
-            translation = p + cfg.leash_distance * u
-            _drop_outward(self.linear_velocity, u)
-        if angle > cfg.leash_angle:
-            u = r / angle
-            rotation = pin.exp3(cfg.leash_angle * u) @ R
-            _drop_outward(self.angular_velocity, u)
-        self.target = pin.SE3(rotation, translation)
+        leashed = leash_target(self.target, T_world_frame, self.cfg.leash_distance, self.cfg.leash_angle,
+                               self.linear_velocity, self.angular_velocity)
+        if leashed is not None:
+            self.target = leashed
 
     def _step_first_order(self, dt: float) -> None:
         T, G = self.target, self.goal

@@ -23,7 +23,7 @@ import numpy as np
 import pinocchio as pin
 
 from ..errors import InvalidInputError
-from .goal_followers import _drop_outward, _limit_change
+from .goal_followers import _limit_change, leash_target
 
 COMMAND_IN_TYPES = ("unitless", "speed_units")
 
@@ -196,24 +196,9 @@ class TwistFollower:
         return self.target
 
     def _leash(self, T_world_frame: pin.SE3) -> None:
-        """As GoalSmoother's leash: pull the target back to within the leash of the frame and drop
-        the target velocity pointing further away."""
-        cfg, T = self.cfg, self.target
-        p, R = T_world_frame.translation, T_world_frame.rotation
-        d = T.translation - p
-        dist = float(np.linalg.norm(d))
-        r = R @ pin.log3(R.T @ T.rotation)
-        angle = float(np.linalg.norm(r))
-        if dist <= cfg.leash_distance and angle <= cfg.leash_angle:
-            return
-        translation, rotation = T.translation, T.rotation
-        if dist > cfg.leash_distance:
-            u = d / dist
-            translation = p + cfg.leash_distance * u
-            _drop_outward(self.linear_velocity, u)
-        if angle > cfg.leash_angle:
-            u = r / angle
-            rotation = pin.exp3(cfg.leash_angle * u) @ R
-            _drop_outward(self.angular_velocity, u)
-        self.target = pin.SE3(rotation, translation)
-        self.leashed = True
+        """As GoalSmoother's leash (:func:`~.goal_followers.leash_target`)."""
+        leashed = leash_target(self.target, T_world_frame, self.cfg.leash_distance, self.cfg.leash_angle,
+                               self.linear_velocity, self.angular_velocity)
+        if leashed is not None:
+            self.target = leashed
+            self.leashed = True
