@@ -175,3 +175,10 @@ def test_two_frame_tasks_stream_at_once_each_with_its_own_timeout(panda):
     assert np.linalg.norm(hand - v_hand) <= 0.02 * np.linalg.norm(v_hand), hand
     assert loop.counts.stream_timeouts == 1
     within_bounds(loop, sim.commands)
+
+
+def test_barrier_episodes_are_counted_once_per_episode(panda):
+    loop, _ = started(panda)
+    for binding in (False, True, True, True, False, True, False):
+        loop.note_barrier_limit(binding)
+    assert loop.counts.motion_limits.get("barrier") == 2

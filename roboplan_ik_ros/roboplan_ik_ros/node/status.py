@@ -63,6 +63,8 @@ class LoopSnapshot:
                     binding = (b.upper - b.G @ dq <= BINDING_SLACK * norm) & (norm > 0.0)
             barriers.append((b.name, list(b.row_names), b.value.copy(), binding))
         c, accel = loop.counts, loop.acceleration_limit
+        motion_limit = cls._motion_limit(loop, now, barriers)
+        loop.note_barrier_limit(motion_limit[0] == "barrier")  # episodes counted in motion_limit.barrier
         return cls(
             mode=loop.mode, holding=loop.holding, hold_reason=loop.hold_reason,
             qp_status=out.result.status if out is not None else "",
@@ -81,7 +83,7 @@ class LoopSnapshot:
             acceleration=("off" if accel is None else
                           f"a_max {np.round(accel.a_max, 3).tolist()}, j_max {np.round(accel.j_max, 1).tolist()}"),
             closest_obstacle=loop.closest_obstacle(), obstacles=len(loop.scene.obstacles),
-            motion_limit=cls._motion_limit(loop, now, barriers),
+            motion_limit=motion_limit,
         )
 
     def status_message(self, tick_us: float, solve_us: float) -> ControllerStatus:

@@ -73,6 +73,7 @@ LIMIT_PAUSED = "paused"
 LEASH = "leash"
 JOINT_BOUND = "joint_bound"
 SINGULARITY = "singularity"
+BARRIER = "barrier"  # the step is bounded by barrier rows (the node reads them from the step's outcome)
 STATE_FEEDBACK = ("commanded", "measured")
 STALE_BEHAVIORS = ("stop", "hold")
 SMOOTHING = ("none", "low_pass", "max_speed", "max_acceleration")
@@ -219,6 +220,7 @@ class ControlLoop:
         self.paused = False
         self._resume_pending = False
         self._stream_limit: dict[str, str] = {}  # per task: the motion limit of its stream at the last tick
+        self._barrier_limit = False  # a stream's step bounded by barrier rows at the last note_barrier_limit
         ramp_accel = None if accel is None else RAMP_ACCELERATION_SHARE * accel.a_max
         self._ramps = {n: JointGoalRamp(scene, self.group, self._task_config(n).max_target_speed, ramp_accel)
                        for n, t in self.ctrl.tasks.items() if isinstance(t, ConfigurationTask)}
@@ -473,6 +475,14 @@ class ControlLoop:
 
     def _count_limit(self, code: str) -> None:
         self.counts.motion_limits[code] = self.counts.motion_limits.get(code, 0) + 1
+
+    def note_barrier_limit(self, binding: bool) -> None:
+        """Count a ``barrier`` motion-limit episode: ``binding`` = a stream's step is bounded by barrier
+        rows now (the caller reads the rows from the step's outcome; episodes are counted at the rate
+        the caller samples them, the node's status rate)."""
+        if binding and not self._barrier_limit:
+            self._count_limit(BARRIER)
+        self._barrier_limit = binding
 
     def _note_stream_limit(self, name: str, code: str) -> None:
         """Count an episode when task ``name``'s stream enters motion limit ``code`` ("" = none)."""
