@@ -152,6 +152,13 @@ def test_unreachable_objectives_fail_cleanly(panda):
     res = ik.solve([apart], q0)
     assert not res.success and check.valid(res.q)
     np.testing.assert_array_equal(res.q, q0)
+    # the hand's pose relative to panda_link3 moved by 2 cm and 0.2 rad about z: joints 4-7 (4 DOF) cannot
+    T_rel = s.frame_pose(q0, REF).actInv(s.frame_pose(q0, TIP)) * pin.SE3(pin.exp3(np.array([0.0, 0.0, 0.2])),
+                                                                         np.array([0.02, 0.0, 0.0]))
+    res = ik.solve([FrameGoal(TIP, T_rel, relative_to=REF)], q0)
+    assert not res.success and "no solution" in res.message
+    np.testing.assert_array_equal(res.q, q0)
+    np.testing.assert_allclose([res.position_errors[0], res.orientation_errors[0]], [0.02, 0.2], rtol=1e-9)
 
 
 def test_bad_objectives_are_named(panda):

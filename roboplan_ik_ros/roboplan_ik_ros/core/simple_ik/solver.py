@@ -720,11 +720,11 @@ class SimpleIK:
             ws.clip(q)
         ref_err, ref_it = math.inf, 0
         prev_err, flat = math.inf, 0
+        pos, rot = np.empty(len(objectives)), np.empty(len(objectives))  # the errors of this iteration
         for it in range(max_iters + 1):
             pin.computeJointJacobians(model, data, q)
             pin.updateFramePlacements(model, data)
             converged, r = True, 0
-            pos, rot = np.empty(len(objectives)), np.empty(len(objectives))
             for k, o in enumerate(objectives):
                 ek = e[r : r + o.rows]
                 o.compute(model, data, vs, ek, J[r : r + o.rows])
