@@ -16,7 +16,7 @@ from roboplan_ik_ros.core import FrameGoal, InvalidInputError, SimpleIK, SimpleI
 from roboplan_ik_ros.core.simple_ik import AxisGoal, PointGoal
 from roboplan_ik_ros.core.simple_ik.objectives import bind
 from roboplan_ik_ros.core.simple_ik.solver import _inverse_target
-from test_simple_ik import MAX_TIME, SOLVER_SEED, Checker, random_goal_configurations
+from test_simple_ik import MAX_TIME, SOLVER_SEED, Checker, continuous_ur5, random_goal_configurations
 
 TIP = "panda_hand_tcp"
 REF = "panda_link3"  # a reference link that moves with q
@@ -196,3 +196,23 @@ def test_plain_frame_goals_still_take_their_loops(panda):
     b = ik.solve([goal], q0)
     assert a.success and b.success
     np.testing.assert_array_equal(a.q, b.q)
+
+
+def test_objectives_on_a_continuous_joint():
+    """UR5 with a continuous wrist_3 (q as cos/sin: the loop's integrate path): point + axis goals from the
+    forward kinematics of random configurations are solved, the answers valid and the criteria met."""
+    s = continuous_ur5()
+    check = Checker("ur5", s)
+    ik = SimpleIK(s, SimpleIKOptions(max_time=MAX_TIME, seed=SOLVER_SEED))
+    q0 = s.neutral()
+    n, solved = 12, 0
+    for q_goal in random_goal_configurations(s, "", q0, n, seed=61):
+        goals = [PointGoal("tool0", [0.0, 0.0, 0.05], point_in(s, q_goal, "tool0", [0.0, 0.0, 0.05], None)),
+                 AxisGoal("tool0", [1.0, 0.0, 0.0], axis_in(s, q_goal, "tool0", [1.0, 0.0, 0.0], "base_link"),
+                          relative_to="base_link")]
+        res = ik.solve(goals, q0)
+        assert check.valid(res.q)
+        if res.success:
+            assert all(reached(s, res.q, g) for g in goals)
+            solved += 1
+    assert solved >= n - 1, f"solved {solved}/{n}"
