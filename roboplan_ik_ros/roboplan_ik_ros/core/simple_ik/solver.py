@@ -66,6 +66,8 @@ from ..errors import InvalidInputError, check_positive
 from ..model.joint_group import JointGroup
 from ..oink.tasks.frame_task import as_se3
 from ..model.scene import Scene
+from .objectives import AxisGoal, BoundObjective, PointGoal
+from .objectives import bind as bind_objective
 from .null_space import Manipulability, joint_limit_gradient, project_into_null_space
 
 _LOCAL = pin.ReferenceFrame.LOCAL
@@ -229,11 +231,14 @@ def check_error_weights(w, name: str) -> None:
 @dataclass
 class FrameGoal:
     """Reach ``T_world_tip`` (pin.SE3 or 4x4, model world frame) with frame ``tip_frame``; ``weights``:
-    this goal's 6 error weights (as SimpleIKOptions.error_weights; None: the options')."""
+    this goal's 6 error weights (as SimpleIKOptions.error_weights; None: the options'). With
+    ``relative_to`` (a frame name), ``T_world_tip`` is the tip's pose in that frame, which moves with q
+    (objectives.py)."""
 
     tip_frame: str
     T_world_tip: object
     weights: Sequence[float] | None = None
+    relative_to: str | None = None
 
 
 @dataclass
@@ -251,11 +256,12 @@ class _Workspace:
     """Buffers, limits and index views for one (group, number of goals), built once and reused."""
 
     def __init__(self, scene: Scene, group: JointGroup, n_goals: int, lo: np.ndarray | None = None,
-                 hi: np.ndarray | None = None) -> None:
-        """``lo``, ``hi`` (group v order): limits narrower than the scene's (solve_nearby)."""
+                 hi: np.ndarray | None = None, rows: int | None = None) -> None:
+        """``lo``, ``hi`` (group v order): limits narrower than the scene's (solve_nearby); ``rows``: the
+        stacked error rows of objectives (objectives.py; default 6 per FrameGoal)."""
         model = scene.model
         self.group = group
-        nv, m = group.nv, 6 * n_goals
+        nv, m = group.nv, 6 * n_goals if rows is None else rows
         self.e = np.empty(m)  # stacked errors and Jacobians (several goals)
         self.J = np.empty((m, nv))
         self.D = np.zeros((m, m))  # damping * I (the lm_* methods set their lambda per iteration)
@@ -454,25 +460,38 @@ class SimpleIK:
             goals = [goals]
         if not goals:
             raise InvalidInputError("goals: expected at least one FrameGoal")
+        if isinstance(goals, (PointGoal, AxisGoal)):
+            goals = [goals]
         frame_ids, inv_targets = [], []
-        for k, g in enumerate(goals):
-            if not isinstance(g, FrameGoal):
-                raise InvalidInputError(f"goals[{k}]: expected a FrameGoal, got {type(g).__name__}")
+        objectives: list[BoundObjective] | None = None
+        if any(not isinstance(g, FrameGoal) or g.relative_to is not None for g in goals):
+            objectives = self._bind_objectives(goals, opt)
+        for k, g in enumerate(goals if objectives is None else ()):
             frame_ids.append(self._frame_id(g.tip_frame))
             if g.weights is not None:
                 check_error_weights(g.weights, f"goals[{k}].weights")
             inv_targets.append(_inverse_target(g.T_world_tip, k))
         q_seed = self._check_seed(q_seed)
         deadline = time.perf_counter() + opt.max_time
-        ws = self._workspace(group, len(goals))
+        if objectives is None:
+            ws = self._workspace(group, len(goals))
+        else:
+            ws = self._workspace(group, len(goals), sum(o.rows for o in objectives))
         if max_deviation is None and opt.max_deviation < math.inf:
             max_deviation = opt.max_deviation
         if max_deviation is not None:
             ws = self._nearby_workspace(ws, q_seed, max_deviation)
+        if objectives is not None and (opt.joint_limit_gain > 0.0 or opt.manipulability_gain > 0.0
+                                       or opt.bias_gain > 0.0):
+            raise InvalidInputError("joint_limit_gain, manipulability_gain, bias_gain: the null-space terms take "
+                                    "world FrameGoals only; set them to 0 with PointGoal, AxisGoal or relative_to")
         if opt.joint_limit_gain > 0.0 or opt.manipulability_gain > 0.0 or opt.bias_gain > 0.0:
             self._check_null_space(opt, ws, len(goals))
         ws.set_damping(opt.damping)
-        if any(g.weights is not None for g in goals):
+        if objectives is not None:  # each objective carries its own row weights
+            ws.sw[:] = np.concatenate([o.sqrt_weights for o in objectives])
+            ws.weights = None  # (set_weights refills sw for the next FrameGoal solve on this workspace)
+        elif any(g.weights is not None for g in goals):
             ws.set_weights([opt.error_weights if g.weights is None else g.weights for g in goals])
         else:
             ws.set_weights(opt.error_weights)
@@ -487,7 +506,10 @@ class SimpleIK:
         reasons: dict[str, int] = {}  # how the failed attempts ended
         stop = ""
         while True:
-            status, iters, errors = self._descend(q, frame_ids, inv_targets, ws, opt, deadline, consts)
+            if objectives is None:
+                status, iters, errors = self._descend(q, frame_ids, inv_targets, ws, opt, deadline, consts)
+            else:
+                status, iters, errors = self._descend_objectives(q, objectives, ws, opt, deadline, consts)
             iterations += iters
             if status == "converged":
                 if opt.check_collisions and self._in_collision(q):
@@ -512,7 +534,10 @@ class SimpleIK:
             attempt += 1
             q = ws.random_configuration(self.rng, q_seed)  # a new array: best is never overwritten
         if best is None:
-            pos, rot = self._errors(q_seed, frame_ids, inv_targets)
+            if objectives is None:
+                pos, rot = self._errors(q_seed, frame_ids, inv_targets)
+            else:
+                pos, rot = self._objective_errors(q_seed, objectives, ws)
             why = ", ".join(f"{n} {r}" for r, n in reasons.items())
             return IKResult(False, q_seed.copy(), pos, rot, iterations, attempt,
                             f"no solution after {attempt + 1} attempts, {iterations} iterations ({why}); {stop}")
@@ -542,10 +567,11 @@ class SimpleIK:
             j = ws.group.joint_names[int(empty[0])]
             raise InvalidInputError(f"q_seed: joint {j} at {x[empty[0]]:g} is more than max_deviation "
                                     f"{max_deviation:g} outside its limits [{ws.lo[empty[0]]:g}, {ws.hi[empty[0]]:g}]")
-        key = (ws.group.name, len(ws.e) // 6)
+        key = (ws.group.name, len(ws.e) // 6, len(ws.e))
         nearby = self._nearby_workspaces.get(key)
         if nearby is None or nearby.group is not ws.group:
-            nearby = self._nearby_workspaces[key] = _Workspace(self.scene, ws.group, len(ws.e) // 6, lo, hi)
+            nearby = self._nearby_workspaces[key] = _Workspace(self.scene, ws.group, len(ws.e) // 6, lo, hi,
+                                                               rows=len(ws.e))
         else:
             nearby.set_limits(lo, hi)
         return nearby
@@ -567,12 +593,24 @@ class SimpleIK:
             if ws.manipulability is None:
                 ws.manipulability = Manipulability(self.scene.model, ws.group)
 
-    def _workspace(self, group: JointGroup, n_goals: int) -> _Workspace:
-        key = (group.name, n_goals)
+    def _workspace(self, group: JointGroup, n_goals: int, rows: int | None = None) -> _Workspace:
+        """The workspace of (group, n_goals) FrameGoals, or with ``rows`` stacked objective rows."""
+        key = (group.name, n_goals) if rows is None else (group.name, n_goals, rows)
         ws = self._workspaces.get(key)
         if ws is None or ws.group is not group:
-            ws = self._workspaces[key] = _Workspace(self.scene, group, n_goals)
+            ws = self._workspaces[key] = _Workspace(self.scene, group, n_goals, rows=rows)
         return ws
+
+    def _bind_objectives(self, goals, opt: SimpleIKOptions) -> list[BoundObjective]:
+        """Every goal as a BoundObjective (objectives.py), or InvalidInputError naming the bad goal."""
+        bound = []
+        for k, g in enumerate(goals):
+            if not isinstance(g, (FrameGoal, PointGoal, AxisGoal)):
+                raise InvalidInputError(f"goals[{k}]: expected a FrameGoal, PointGoal or AxisGoal, got {type(g).__name__}")
+            if isinstance(g, FrameGoal) and g.weights is not None:
+                check_error_weights(g.weights, f"goals[{k}].weights")
+            bound.append(bind_objective(g, k, self._frame_id, opt.error_weights, _inverse_target))
+        return bound
 
     def _frame_id(self, name) -> int:
         fid = self._frame_ids.get(name) if isinstance(name, str) else None
@@ -649,6 +687,98 @@ class SimpleIK:
             if views is not None:
                 return self._descend_fast(q, frame_ids[0], views, ws, opt, deadline, c)
         return self._descend_general(q, frame_ids, inv_targets, ws, opt, deadline, c)
+
+    def _objective_errors(self, q: np.ndarray, objectives: list[BoundObjective],
+                          ws: _Workspace) -> tuple[np.ndarray, np.ndarray]:
+        """Position [m] and orientation [rad] error of every objective at q (objectives.py's errors)."""
+        model, data = self.scene.model, self.data
+        pin.computeJointJacobians(model, data, q)
+        pin.updateFramePlacements(model, data)
+        pos, rot = np.empty(len(objectives)), np.empty(len(objectives))
+        r = 0
+        for k, o in enumerate(objectives):
+            e, J = ws.e[r : r + o.rows], ws.J[r : r + o.rows]
+            o.compute(model, data, ws.vs, e, J)
+            pos[k], rot[k] = o.errors(e)
+            r += o.rows
+        return pos, rot
+
+    def _descend_objectives(self, q, objectives: list[BoundObjective], ws: _Workspace, opt: SimpleIKOptions,
+                            deadline: float, c: _Constants):
+        """_descend_general's iteration on stacked objectives (objectives.py): the same step (method,
+        damping, cap), limits (active set), stall/plateau/time checks; converged when every objective's
+        position and orientation errors are within the thresholds. No null-space terms (refused by _solve)."""
+        model, data = self.scene.model, self.data
+        lo, hi, qs, vs = ws.lo, ws.hi, ws.qs, ws.vs
+        lin, ang = opt.max_linear_error_norm, opt.max_angular_error_norm
+        neg_step, step2, max_step, max_step2 = c.neg_step, c.step2, c.max_step, c.max_step2
+        clamp, max_iters, method = opt.clamp_limits, opt.max_iters, c.method
+        e, J, sw, sw_col = ws.e, ws.J, ws.sw, ws.sw_col
+        ew = ws.ew
+        qg = q[qs] if qs is not None else None
+        if qg is not None and ws.margin(qg) < 0.0:
+            ws.clip(q)
+        ref_err, ref_it = math.inf, 0
+        prev_err, flat = math.inf, 0
+        pos, rot = np.empty(len(objectives)), np.empty(len(objectives))  # the errors of this iteration
+        for it in range(max_iters + 1):
+            pin.computeJointJacobians(model, data, q)
+            pin.updateFramePlacements(model, data)
+            converged, r = True, 0
+            for k, o in enumerate(objectives):
+                ek = e[r : r + o.rows]
+                o.compute(model, data, vs, ek, J[r : r + o.rows])
+                pos[k], rot[k] = o.errors(ek)
+                converged = converged and pos[k] <= lin and rot[k] <= ang
+                r += o.rows
+            if converged:
+                return "converged", it, (pos, rot)
+            np.multiply(e, sw, out=ew)  # W^1/2 e, W^1/2 J
+            np.multiply(J, sw_col, out=J)
+            err = float(ew.dot(ew))
+            if it == max_iters:
+                return f"not converged in {max_iters} iterations", it, None
+            if err < _STALL_FACTOR * ref_err:
+                ref_err, ref_it = err, it
+            elif it - ref_it >= c.stall_iters:
+                return "stalled", it, None
+            if err > _PLATEAU_RATIO * prev_err:
+                flat += 1
+                if flat >= c.plateau_iters:
+                    return "plateau", it, None
+            else:
+                flat = 0
+            prev_err = err
+            if time.perf_counter() >= deadline:
+                return "time out", it, None
+            Jt = J.T
+            if method == _DLS:
+                _, y, info = dposv(dsyrk(1.0, Jt, beta=1.0, c=ws.D, trans=1), ew, overwrite_a=1)
+                dq = dgemv(1.0, Jt, y) if info == 0 else None
+            else:
+                dq = _direction(method, J, Jt, ew, err, c.gain, ws)
+            if dq is None:
+                return "singular system", it + 1, None
+            n2 = dq.dot(dq)
+            factor = neg_step if n2 * step2 <= max_step2 else -max_step / math.sqrt(n2)
+            if qg is not None:
+                x = qg.copy()
+                daxpy(dq, qg, a=factor)
+                if ws.margin(qg) < 0.0:
+                    _back_into_limits(clamp, x, qg, J, ew, neg_step, lo, hi, max_step, ws)
+            else:
+                dq *= factor
+                if clamp and len(ws.bounded_v):
+                    dlo, dhi = lo.copy(), hi.copy()
+                    x = q[ws.bounded_q]
+                    dlo[ws.bounded_v] -= x
+                    dhi[ws.bounded_v] -= x
+                    if np.count_nonzero(dq > dhi) or np.count_nonzero(dq < dlo):
+                        _clamped_step(np.zeros_like(dq), dq, J, ew, neg_step, dlo, dhi, max_step, ws)
+                ws.dq_full[vs] = dq
+                q[:] = pin.integrate(model, q, ws.dq_full)
+                ws.clip(q)
+        return "not converged", max_iters, None  # pragma: no cover (the loop always returns)
 
     def _null_space_motion(self, q: np.ndarray, J: np.ndarray, fid: int, ws: _Workspace,
                            opt: SimpleIKOptions) -> np.ndarray:

@@ -1,0 +1,219 @@
+"""SimpleIK objectives beyond a world frame pose: points on a link, a link axis, and goals relative to another link.
+
+Klamp't's IKObjective family (``ik.objective(link, ref=..., local=..., world=...)``):
+
+* :class:`PointGoal`: points ``p_link`` (link frame) onto target points (reference frame), 3 rows each;
+* :class:`AxisGoal`: a unit axis ``a_link`` (link frame) along a unit direction (reference frame), 3 rows
+  ``R a_link - d`` of rank 2 (rotation about the axis is free);
+* ``relative_to``: the reference frame is another frame of the model, moving with q (None: the world),
+  also on :class:`~roboplan_ik_ros.core.simple_ik.solver.FrameGoal`.
+
+Each bound objective (``bind``) computes its stacked error ``e`` and its Jacobian ``de/dq`` (group v
+columns) after ``computeJointJacobians`` and ``updateFramePlacements`` on the solver's data. With
+``R_ref, t_ref`` the reference frame's world placement and ``w_ref, w_link`` the world angular velocities:
+
+* point: ``e = R_ref^T (p_w - t_ref) - p_target``, ``p_w = t_link + R_link p_link``;
+  ``de = R_ref^T (dp_w - dt_ref + [p_w - t_ref]x w_ref)``, ``dp_w = v_link - [R_link p_link]x w_link``
+  (v, w of LOCAL_WORLD_ALIGNED Jacobians);
+* axis: ``e = R_ref^T R_link a_link - d``; ``de = -R_ref^T [R_link a_link]x (w_link - w_ref)``;
+* relative frame: ``e = log6(T_target^-1 T_ref^-1 T_link)``; ``de = Jlog6(T_err) (J_link - Ad(T_link^-1 T_ref) J_ref)``
+  (LOCAL Jacobians).
+
+test_simple_ik_objectives checks every Jacobian against finite differences.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import pinocchio as pin
+
+from ..errors import InvalidInputError
+
+_LOCAL = pin.ReferenceFrame.LOCAL
+_LWA = pin.ReferenceFrame.LOCAL_WORLD_ALIGNED
+
+
+def _skew(v: np.ndarray) -> np.ndarray:
+    return np.array([[0.0, -v[2], v[1]], [v[2], 0.0, -v[0]], [-v[1], v[0], 0.0]])
+
+
+def _points(value, name: str) -> np.ndarray:
+    """value as an (n, 3) finite float array (one 3-vector or a list of them), or InvalidInputError."""
+    try:
+        a = np.array(value, dtype=float)
+    except (TypeError, ValueError):
+        a = None
+    if a is not None and a.shape == (3,):
+        a = a[None, :]
+    if a is None or a.ndim != 2 or a.shape[1] != 3 or len(a) == 0 or not np.all(np.isfinite(a)):
+        raise InvalidInputError(f"{name}: expected a 3-vector or a list of finite 3-vectors [m], got {value!r}")
+    return a
+
+
+def _unit(value, name: str) -> np.ndarray:
+    """value as a finite 3-vector of norm > 0, normalised, or InvalidInputError."""
+    try:
+        a = np.array(value, dtype=float)
+    except (TypeError, ValueError):
+        a = None
+    if a is None or a.shape != (3,) or not np.all(np.isfinite(a)) or np.linalg.norm(a) < 1e-9:
+        raise InvalidInputError(f"{name}: expected a finite nonzero 3-vector (a direction; normalised), got {value!r}")
+    return a / np.linalg.norm(a)
+
+
+@dataclass
+class PointGoal:
+    """Bring the points ``points_link`` (frame ``link_frame``'s coordinates [m]) onto ``points_target``
+    (coordinates in ``relative_to``'s frame, the world's if None [m]); one 3-vector or a list of them
+    (as many targets as points). ``weight`` (> 0) scales the objective's squared error."""
+
+    link_frame: str
+    points_link: object
+    points_target: object
+    relative_to: str | None = None
+    weight: float = 1.0
+
+
+@dataclass
+class AxisGoal:
+    """Align the unit axis ``axis_link`` (frame ``link_frame``'s coordinates) with the unit direction
+    ``direction_target`` (in ``relative_to``'s frame, the world's if None); both normalised. 2 DOF: the
+    rotation about the axis and the position stay free. ``weight`` (> 0) scales the squared error."""
+
+    link_frame: str
+    axis_link: object
+    direction_target: object
+    relative_to: str | None = None
+    weight: float = 1.0
+
+
+def _check_weight(w, name: str) -> float:
+    if isinstance(w, bool) or not isinstance(w, (int, float)) or not math.isfinite(w) or w <= 0.0:
+        raise InvalidInputError(f"{name}: expected a finite number > 0, got {w!r}")
+    return float(w)
+
+
+class BoundObjective:
+    """An objective with its frame ids resolved: ``rows`` error rows; ``compute`` fills e and J."""
+
+    rows: int
+    sqrt_weights: np.ndarray  # per row, applied by the solver (W^1/2 e, W^1/2 J)
+
+    def compute(self, model: pin.Model, data: pin.Data, vs, e: np.ndarray, J: np.ndarray) -> None:
+        raise NotImplementedError
+
+    def errors(self, e: np.ndarray) -> tuple[float, float]:
+        """(position [m], orientation [rad]) errors from this objective's (unweighted) rows e."""
+        raise NotImplementedError
+
+
+class _BoundPoints(BoundObjective):
+    def __init__(self, fid: int, ref: int | None, p_link: np.ndarray, p_target: np.ndarray, weight: float):
+        self.fid, self.ref, self.p_link, self.p_target = fid, ref, p_link, p_target
+        self.rows = 3 * len(p_link)
+        self.sqrt_weights = np.full(self.rows, math.sqrt(weight))
+
+    def compute(self, model, data, vs, e, J) -> None:
+        T = data.oMf[self.fid]
+        Jl = pin.getFrameJacobian(model, data, self.fid, _LWA)[:, vs]
+        if self.ref is not None:
+            Tr = data.oMf[self.ref]
+            Rr_T, tr = Tr.rotation.T, Tr.translation
+            Jr = pin.getFrameJacobian(model, data, self.ref, _LWA)[:, vs]
+        for i, (pl, pt) in enumerate(zip(self.p_link, self.p_target)):
+            r = T.rotation @ pl
+            p_w = T.translation + r
+            Jp = Jl[:3] - _skew(r) @ Jl[3:]  # dp_w/dq
+            rows = slice(3 * i, 3 * i + 3)
+            if self.ref is None:
+                e[rows] = p_w - pt
+                J[rows] = Jp
+            else:
+                d = p_w - tr
+                e[rows] = Rr_T @ d - pt
+                J[rows] = Rr_T @ (Jp - Jr[:3] + _skew(d) @ Jr[3:])
+
+    def errors(self, e) -> tuple[float, float]:
+        return float(np.max(np.linalg.norm(e.reshape(-1, 3), axis=1))), 0.0
+
+
+class _BoundAxis(BoundObjective):
+    rows = 3
+
+    def __init__(self, fid: int, ref: int | None, a_link: np.ndarray, d_target: np.ndarray, weight: float):
+        self.fid, self.ref, self.a_link, self.d_target = fid, ref, a_link, d_target
+        self.sqrt_weights = np.full(3, math.sqrt(weight))
+
+    def compute(self, model, data, vs, e, J) -> None:
+        a_w = data.oMf[self.fid].rotation @ self.a_link
+        Jw = pin.getFrameJacobian(model, data, self.fid, _LWA)[3:, vs]
+        if self.ref is None:
+            e[:] = a_w - self.d_target
+            J[:] = -_skew(a_w) @ Jw
+        else:
+            Rr_T = data.oMf[self.ref].rotation.T
+            Jw = Jw - pin.getFrameJacobian(model, data, self.ref, _LWA)[3:, vs]
+            e[:] = Rr_T @ a_w - self.d_target
+            J[:] = -Rr_T @ _skew(a_w) @ Jw
+
+    def errors(self, e) -> tuple[float, float]:
+        a = e + self.d_target  # the axis in the reference frame (unit)
+        return 0.0, math.atan2(float(np.linalg.norm(np.cross(a, self.d_target))), float(a @ self.d_target))
+
+
+class _BoundFrame(BoundObjective):
+    """A FrameGoal relative to another frame (the world's FrameGoals take the solver's own loops)."""
+
+    rows = 6
+
+    def __init__(self, fid: int, ref: int | None, T_target_inv: pin.SE3, weights: Sequence[float]):
+        self.fid, self.ref, self.Tinv = fid, ref, T_target_inv
+        w = np.asarray(weights, dtype=float)
+        self.sqrt_weights = np.sqrt(w)
+        self.mask = (w > 0.0).astype(float)
+        self.translation_full = bool(np.all(w[:3] > 0.0))
+        self._T_err = pin.SE3.Identity()
+
+    def compute(self, model, data, vs, e, J) -> None:
+        T = data.oMf[self.fid]
+        Jl = pin.getFrameJacobian(model, data, self.fid, _LOCAL)[:, vs]
+        if self.ref is None:
+            T_rel, Jrel = T, Jl
+        else:
+            Tr = data.oMf[self.ref]
+            T_rel = Tr.actInv(T)
+            Jr = pin.getFrameJacobian(model, data, self.ref, _LOCAL)[:, vs]
+            Jrel = Jl - T.actInv(Tr).toActionMatrix() @ Jr
+        self._T_err = T_err = self.Tinv * T_rel
+        e[:] = pin.log6(T_err).vector
+        J[:] = pin.Jlog6(T_err) @ Jrel
+        self._t = T_err.translation.copy()
+
+    def errors(self, e) -> tuple[float, float]:
+        em = e * self.mask
+        p = float(np.linalg.norm(self._t)) if self.translation_full else float(np.linalg.norm(em[:3]))
+        return p, float(np.linalg.norm(em[3:]))
+
+
+def bind(goal, k: int, frame_id, default_weights: Sequence[float], inverse_target) -> BoundObjective:
+    """goal k (PointGoal, AxisGoal or a FrameGoal) with its frames resolved by ``frame_id(name)``
+    (raises for unknown frames); InvalidInputError names the bad field."""
+    ref = None if goal.relative_to is None else frame_id(goal.relative_to)
+    if isinstance(goal, PointGoal):
+        p_link = _points(goal.points_link, f"goals[{k}].points_link")
+        p_target = _points(goal.points_target, f"goals[{k}].points_target")
+        if len(p_link) != len(p_target):
+            raise InvalidInputError(f"goals[{k}].points_target: expected {len(p_link)} points (one per points_link), "
+                                    f"got {len(p_target)}")
+        return _BoundPoints(frame_id(goal.link_frame), ref, p_link, p_target,
+                            _check_weight(goal.weight, f"goals[{k}].weight"))
+    if isinstance(goal, AxisGoal):
+        return _BoundAxis(frame_id(goal.link_frame), ref, _unit(goal.axis_link, f"goals[{k}].axis_link"),
+                          _unit(goal.direction_target, f"goals[{k}].direction_target"),
+                          _check_weight(goal.weight, f"goals[{k}].weight"))
+    w = default_weights if goal.weights is None else goal.weights
+    return _BoundFrame(frame_id(goal.tip_frame), ref, inverse_target(goal.T_world_tip, k), w)
