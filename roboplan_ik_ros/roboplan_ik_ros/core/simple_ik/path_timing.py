@@ -15,10 +15,11 @@ as one forward and one backward pass):
 * start: each ``dt_k`` is the least that keeps every joint within ``v_max`` on segment k;
 * forward pass (k = 0 .. N-1): ``dt_k`` grows to the least duration that keeps ``|a_k| <= a_max``
   given segment k-1 (already final in this pass): per joint, ``|dq/dt - v| <= a (d + dt) / 2``
-  holds for every dt beyond the largest root of two quadratics in dt; this is the acceleration
-  ramp from rest;
-* backward pass (waypoint N .. 0): the same, growing ``dt_k-1`` given segment k (the deceleration
-  ramp to rest). Each step fixes waypoint k for good (later steps change only earlier
+  is two upward parabolas in dt (``a/2 dt^2 + (a d / 2 +- v) dt -+ dq >= 0``), so it changes only
+  at their roots and holds beyond the largest: the answer is the current ``dt_k`` or the first root
+  above it where every joint holds (``_least_duration``); this is the acceleration ramp from rest;
+* backward pass: the end (``dt_N-1 >= sqrt(|dq| / a)``), then waypoints N-1 .. 1, growing
+  ``dt_k-1`` given segment k the same way (the deceleration ramp to rest). Each step fixes waypoint k for good (later steps change only earlier
   segments, which waypoint k does not involve), so after it every waypoint is within ``a_max``;
   durations only grow, so the velocity bound keeps holding;
 * a closing uniform stretch by ``sqrt(r)`` if rounding left a waypoint over ``a_max`` by a ratio r
