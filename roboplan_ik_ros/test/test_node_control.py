@@ -421,3 +421,39 @@ def test_measured_feedback_and_diagnostics(rig):
     finally:
         rig.client.node.destroy_subscription(sub)
         rig.client.set_parameter("state_feedback", "commanded")
+
+
+def test_solve_path_service_on_the_running_node(rig):
+    """~/solve_path of the node (its config: panda.yaml with panda_joint_limits.yaml): the 0.5 m line
+    at 1 cm from the default pose (explicit seed), answered while the loop runs, every waypoint reached
+    (the mock's own model), no joint jump, within the file's velocity and acceleration limits."""
+    from pathlib import Path
+
+    from roboplan_ik_interfaces.srv import SolvePath
+    from roboplan_ik_ros.core.model.joint_limits_file import load_joint_limits
+    from test_path_timing import finite_difference_limits
+
+    limits = load_joint_limits(Path(__file__).resolve().parents[1] / "config" / "panda_joint_limits.yaml")
+    v_max = np.array([limits.velocity[j] for j in ARM])
+    a_max = np.array([limits.acceleration[j] for j in ARM])
+    scene = rig.mock.scene
+    q_seed = scene.named_configuration("default")
+    seed = JointState(name=ARM, position=q_seed[:7].tolist())
+    T0 = scene.frame_pose(q_seed, TIP)
+    direction = np.array([0.3, 0.2, -0.3]) / np.linalg.norm([0.3, 0.2, -0.3])
+    poses = [pin.SE3(T0.rotation, T0.translation + direction * 0.5 * k / 50) for k in range(51)]
+    client = rig.client.node.create_client(SolvePath, f"/{rig.name}/solve_path")
+    assert client.wait_for_service(timeout_sec=10.0)
+    res = wait_future(client.call_async(SolvePath.Request(waypoints=[_goal(T) for T in poses], seed=seed,
+                                                          max_joint_step=0.1, max_time=0.2)), timeout=30.0)
+    assert res.success and res.fraction == 1.0 and res.error_code == SolvePath.Response.SUCCESS, res.message
+    assert list(res.trajectory.joint_names) == ARM and len(res.trajectory.points) == 52
+    positions = np.array([p.positions for p in res.trajectory.points])
+    times = np.array([p.time_from_start.sec + 1e-9 * p.time_from_start.nanosec for p in res.trajectory.points])
+    assert np.allclose(positions[0], q_seed[:7]) and np.abs(np.diff(positions, axis=0)).max() <= 0.1 + 1e-9
+    for row, T in zip(positions[1:], poses):
+        q = scene.q_from_joint_positions(ARM, row.tolist(), q_seed)
+        assert _errors(T, scene.frame_pose(q, TIP))[0] < 1e-3
+    v, a = finite_difference_limits(positions, times)
+    assert np.all(np.abs(v) <= v_max) and np.all(np.abs(a) <= a_max)
+    rig.client.node.destroy_client(client)

@@ -1,0 +1,165 @@
+"""``~/solve_path`` (roboplan_ik_interfaces/srv/SolvePath) over DDS, served by SolveIKServer beside
+``~/solve_ik`` (Panda with its shipped joint_limits.yaml): a 0.5 m straight line at 1 cm spacing is
+solved without a joint jump and its trajectory stays within the velocity and acceleration limits
+(finite differences of the points, and every point reaches its waypoint by independent FK); a path
+through an unreachable pose stops there and says how far it got; bad requests are named.
+
+No test asserts a time or a rate: the timeouts only bound how long something may take to happen.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pinocchio as pin
+import pytest
+
+from conftest import Spinner, unique_name, wait_future
+from models import robot
+from roboplan_ik_ros.core import Scene, SimpleIK, SimpleIKOptions
+from roboplan_ik_ros.core.model.joint_limits_file import load_joint_limits
+from test_path_timing import finite_difference_limits
+
+TIP = "panda_hand_tcp"
+LIMITS = Path(__file__).resolve().parents[1] / "config" / "panda_joint_limits.yaml"
+MAX_JOINT_STEP = 0.1  # [rad]
+
+
+class PathSetup:
+    def __init__(self) -> None:
+        import rclpy
+
+        from roboplan_ik_interfaces.srv import SolvePath
+        from roboplan_ik_ros.node.goals import FrameResolver
+        from roboplan_ik_ros.node.rosbridge import root_frame_name
+        from roboplan_ik_ros.node.service import SolveIKServer
+
+        r = robot("panda")
+        limits = load_joint_limits(LIMITS)
+        self.scene = Scene(r.urdf_xml, r.srdf_xml, r.package_paths, acceleration_limits=limits.acceleration)
+        self.check_scene = Scene(r.urdf_xml, r.srdf_xml, r.package_paths)  # independent FK
+        self.q0 = self.scene.named_configuration("default")
+        self.node = rclpy.create_node(unique_name("solve_path_only"))
+        resolver = FrameResolver(self.scene, root_frame_name(self.scene))
+        ik = SimpleIK(self.scene, SimpleIKOptions(group_name="arm", max_time=0.05, seed=1))
+        self.srv = SolveIKServer(self.node, self.scene, ik, resolver, 1e-3, lambda: self.q0.copy())
+        self.client_node = rclpy.create_node(unique_name("solve_path_client"))
+        self.spinner = Spinner(self.client_node)
+        self.client = self.client_node.create_client(SolvePath, self.srv.path_service_name)
+        assert self.client.wait_for_service(timeout_sec=10.0)
+        group = self.scene.group("arm")
+        self.v_max = self.scene.v_max[group.v_indices]
+        self.a_max = np.array([limits.acceleration[j] for j in group.joint_names])
+
+    def call(self, request, timeout: float = 60.0):
+        return wait_future(self.client.call_async(request), timeout=timeout)
+
+    def close(self) -> None:
+        self.srv.destroy()
+        self.spinner.stop()
+        self.client_node.destroy_node()
+        self.node.destroy_node()
+
+
+@pytest.fixture(scope="module")
+def setup(ros):
+    s = PathSetup()
+    yield s
+    s.close()
+
+
+def _request(poses, tip=TIP, **kw):
+    from roboplan_ik_interfaces.msg import PoseGoal
+    from roboplan_ik_interfaces.srv import SolvePath
+    from roboplan_ik_ros.node.rosbridge import pose_from_se3
+
+    waypoints = []
+    for T in poses:
+        g = PoseGoal(tip_frame=tip)
+        g.pose.header.frame_id = "panda_link0"
+        pose_from_se3(T, g.pose.pose)
+        waypoints.append(g)
+    return SolvePath.Request(waypoints=waypoints, **({"max_joint_step": MAX_JOINT_STEP} | kw))
+
+
+def _line(T0: pin.SE3, direction, length: float, spacing: float) -> list[pin.SE3]:
+    n = int(round(length / spacing))
+    d = np.asarray(direction, dtype=float) / np.linalg.norm(direction)
+    return [pin.SE3(T0.rotation, T0.translation + d * (length * k / n)) for k in range(n + 1)]
+
+
+def _check_trajectory(setup: PathSetup, res, poses) -> np.ndarray:
+    """Points: the seed, then one per solved waypoint, each reaching it (independent FK); times
+    increasing from 0; no joint jump; within v_max and a_max by finite differences, rest to rest."""
+    traj = res.trajectory
+    group = setup.scene.group("arm")
+    assert traj.joint_names == list(group.joint_names)
+    times = np.array([p.time_from_start.sec + 1e-9 * p.time_from_start.nanosec for p in traj.points])
+    positions = np.array([p.positions for p in traj.points])
+    assert times[0] == 0.0 and np.all(np.diff(times) > 0.0)
+    assert np.allclose(positions[0], setup.q0[group.q_indices])
+    assert np.abs(np.diff(positions, axis=0)).max() <= MAX_JOINT_STEP + 1e-9  # no joint jump
+    for row, T in zip(positions[1:], poses):
+        q = setup.q0.copy()
+        q[group.q_indices] = row
+        err = pin.log6(T.actInv(setup.check_scene.frame_pose(q, TIP))).vector
+        assert np.linalg.norm(err[:3]) < 1e-3 and np.linalg.norm(err[3:]) < 1e-2
+    v, a = finite_difference_limits(positions, times)
+    assert np.all(np.abs(v) <= setup.v_max)
+    assert np.all(np.abs(a) <= setup.a_max)
+    assert np.max(np.abs(a) / setup.a_max) > 0.99  # and not slower than needed: a limit is reached
+    assert np.all(np.array(traj.points[-1].velocities) == 0.0)
+    return positions
+
+
+def test_straight_line_at_1cm_without_joint_jump_within_limits(setup):
+    from roboplan_ik_interfaces.srv import SolvePath
+
+    poses = _line(setup.scene.frame_pose(setup.q0, TIP), [0.3, 0.2, -0.3], 0.5, 0.01)
+    res = setup.call(_request(poses))
+    assert res.success and res.error_code == SolvePath.Response.SUCCESS and res.fraction == 1.0, res.message
+    assert len(res.trajectory.points) == len(poses) + 1 == 52
+    _check_trajectory(setup, res, poses)
+
+
+def test_path_through_an_unreachable_pose_stops_with_the_fraction(setup):
+    from roboplan_ik_interfaces.srv import SolvePath
+
+    T0 = setup.scene.frame_pose(setup.q0, TIP)
+    poses = _line(T0, [0.0, 0.0, -1.0], 0.2, 0.01)
+    poses[12] = pin.SE3(T0.rotation, np.array([2.0, 0.0, 0.5]))  # 2 m out: beyond the Panda's reach
+    res = setup.call(_request(poses))
+    assert not res.success and res.error_code == SolvePath.Response.NO_SOLUTION
+    assert res.fraction == pytest.approx(12 / len(poses))
+    assert "waypoint 12 of 21" in res.message
+    assert len(res.trajectory.points) == 13  # the seed and the 12 waypoints before it, timed
+    _check_trajectory(setup, res, poses[:12])
+
+
+@pytest.mark.parametrize("kw, words", [
+    (dict(max_joint_step=0.0), "max_joint_step"),
+    (dict(max_joint_step=float("nan")), "max_joint_step"),
+    (dict(max_time=100.0), "max_time"),
+    (dict(group_name="nope"), "nope"),
+])
+def test_bad_requests_are_named(setup, kw, words):
+    from roboplan_ik_interfaces.srv import SolvePath
+
+    res = setup.call(_request([setup.scene.frame_pose(setup.q0, TIP)], **kw))
+    assert not res.success and res.error_code == SolvePath.Response.INVALID_REQUEST
+    assert words in res.message and not res.trajectory.points
+
+
+def test_mixed_tip_frames_and_unknown_frames(setup):
+    from roboplan_ik_interfaces.srv import SolvePath
+
+    T = setup.scene.frame_pose(setup.q0, TIP)
+    req = _request([T, T])
+    req.waypoints[1].tip_frame = "panda_link7"
+    res = setup.call(req)
+    assert res.error_code == SolvePath.Response.INVALID_REQUEST and "waypoints[1].tip_frame" in res.message
+    res = setup.call(_request([T], tip="no_such_frame"))
+    assert res.error_code == SolvePath.Response.UNKNOWN_FRAME and "waypoints[0].tip_frame" in res.message
+    res = setup.call(_request([]))
+    assert res.error_code == SolvePath.Response.INVALID_REQUEST and "waypoints" in res.message
