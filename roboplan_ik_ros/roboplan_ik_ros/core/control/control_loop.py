@@ -708,8 +708,11 @@ class ControlLoop:
             twist = self._twists[name]
             if not (smoother.moving or twist.streaming):
                 continue
-            if not kinematics:  # the leash's anchor: where the frames are at this step's q
-                pin.forwardKinematics(model, data, q)
+            if not kinematics:  # the leash's anchor (and, for twists, the singularity scale's Jacobian) at q
+                if any(t.streaming for t in self._twists.values()):
+                    pin.computeJointJacobians(model, data, q)  # forward kinematics included
+                else:
+                    pin.forwardKinematics(model, data, q)
                 kinematics = True
             T_world_frame = pin.updateFramePlacement(model, data, tasks[name].frame_id)
             if twist.streaming:
@@ -717,16 +720,12 @@ class ControlLoop:
                 if not twist.timed_out and twist.command_age(now) <= self.settings.streaming.command_timeout:
                     sing = self._singularity[name]
                     sing.row_weights = self.ctrl.tasks[name].sqrt_weight  # the live task's (a rate change rebuilds it)
-                    scale = sing.scale(q, *twist.commanded)
+                    scale = sing.scale(q, *twist.commanded, data=data)
                 target = twist.step(dt, now, T_world_frame, scale)
                 self._note_stream_limit(name, COMMAND_TIMEOUT if twist.timed_out else SINGULARITY if scale < 1.0
                                         else LEASH if twist.leashed else "")
                 if not twist.streaming:  # timed out and braked to rest: the target stays there
-                    self._stream_end[name] = self._timeout_text(name, twist.command_age(now), "stopped")
-                    self.counts.stream_timeouts += 1
-                    self.log("warning", self._stream_end[name])
-                    smoother.reset(target)
-                    twist.stop()
+                    self._end_stream(name, twist, smoother, target, now)
             else:
                 target = smoother.step(dt, T_world_frame)
             if target is not None:
@@ -738,15 +737,19 @@ class ControlLoop:
                 self._note_stream_limit(name, COMMAND_TIMEOUT if jog.timed_out else JOINT_BOUND if jog.at_bound.any()
                                         else LEASH if jog.leashed else "")
                 if not jog.streaming:
-                    self._stream_end[name] = self._timeout_text(name, jog.command_age(now), "stopped")
-                    self.counts.stream_timeouts += 1
-                    self.log("warning", self._stream_end[name])
-                    ramp.reset(target)
-                    jog.stop()
+                    self._end_stream(name, jog, ramp, target, now)
             else:
                 target = ramp.step(dt)
             if target is not None:
                 tasks[name].set_target(target)
+
+    def _end_stream(self, name: str, follower, goal_follower, target, now: float) -> None:
+        """A stream that timed out and braked to rest: say so, and keep the target where it stopped."""
+        self._stream_end[name] = self._timeout_text(name, follower.command_age(now), "stopped")
+        self.counts.stream_timeouts += 1
+        self.log("warning", self._stream_end[name])
+        goal_follower.reset(target)
+        follower.stop()
 
     def _hold(self, reason: str) -> None:
         if self.mode != HOLDING:

@@ -39,14 +39,21 @@ class SingularityScale:
         self.kappa = 1.0  # at the last call
         self.value = 1.0  # the last scale
 
-    def _jacobian(self, q: np.ndarray) -> np.ndarray:
-        J = pin.computeFrameJacobian(self.scene.model, self._data, q, self.frame_id, pin.LOCAL_WORLD_ALIGNED)
+    def _jacobian(self, q: np.ndarray, data: pin.Data | None = None) -> np.ndarray:
+        """The constrained rows of the frame Jacobian at q; ``data``: joint Jacobians at q already
+        computed (the caller's), else computed here."""
+        if data is None:
+            J = pin.computeFrameJacobian(self.scene.model, self._data, q, self.frame_id, pin.LOCAL_WORLD_ALIGNED)
+        else:
+            J = pin.getFrameJacobian(self.scene.model, data, self.frame_id, pin.LOCAL_WORLD_ALIGNED)
         J = J[:, self.group.v_columns]
         return J if self.row_weights is None else J[self.row_weights != 0.0]
 
-    def scale(self, q: np.ndarray, linear: np.ndarray, angular: np.ndarray) -> float:
-        """The factor in [0, 1] for the twist (``linear`` [m/s], ``angular`` [rad/s], world axes) at q."""
-        J = self._jacobian(q)
+    def scale(self, q: np.ndarray, linear: np.ndarray, angular: np.ndarray, data: pin.Data | None = None) -> float:
+        """The factor in [0, 1] for the twist (``linear`` [m/s], ``angular`` [rad/s], world axes) at q;
+        ``data``: pinocchio data whose joint Jacobians and frame placements are those at q (saves one
+        kinematics pass), None = computed here."""
+        J = self._jacobian(q, data)
         if J.shape[0] == 0:
             return 1.0
         S = np.linalg.svd(J, compute_uv=False)  # the singular values only, until they matter
