@@ -228,3 +228,16 @@ def test_null_space_terms_with_objectives(panda):
     assert margin["limits"] > margin["plain"], margin
     res = ik_of(s, manipulability_gain=5.0).solve([goals[0][0]], q0)
     assert res.success, res.message
+
+
+def test_standing_objectives_hold_along_solve_path(panda):
+    """solve_path's waypoints are solves too: with "tool down" standing, every waypoint's answer keeps it."""
+    s, q0 = panda
+    ik = ik_of(s, objectives=[AxisGoal(TIP, [0, 0, 1], DOWN)])
+    T0 = s.frame_pose(q0, TIP)
+    poses = [pin.SE3(T0.rotation, T0.translation + np.array([0.2, 0.1, -0.1]) * k / 20) for k in range(21)]
+    res = ik.solve_path(TIP, poses, q0, 0.1)
+    assert res.success and res.fraction == 1.0, res.message
+    for q, T in zip(res.q_path, poses):
+        assert np.linalg.norm(s.frame_pose(q, TIP).translation - T.translation) <= 1e-3
+        assert angle(tool_z(s, q), DOWN) <= 1e-3
