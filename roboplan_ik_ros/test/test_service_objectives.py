@@ -271,3 +271,25 @@ def test_unknown_frames_answer_unknown_frame_and_the_server_keeps_answering(setu
     res = setup.call(solve_request(objectives=[objective("point", points=[[0, 0, 0]], targets=[[0.4, 0, 0.4]])],
                                    max_time=0.5))
     assert res.success, res.message
+
+
+def test_position_only_and_orientation_only_frames(setup):
+    """TYPE_FRAME masks over a request: orientation only (the pose's position far away, weight 0 there)
+    plus position only for another link, each reached by FK; the free components are not constrained."""
+    s = setup.scene
+    q_goal = s.named_configuration("default")
+    q_goal[:7] += [0.2, -0.1, 0.1, 0.2, 0.1, 0.1, -0.2]
+    T_tip, T_link4 = s.frame_pose(q_goal, TIP), s.frame_pose(q_goal, "panda_link4")
+    far = pin.SE3(T_tip.rotation, np.array([3.0, 0.0, 0.0]))  # only its orientation counts
+    res = setup.call(solve_request(objectives=[
+        objective("frame", pose=far, weights=[0.0, 0, 0, 1, 1, 1]),
+        objective("frame", link="panda_link4", pose=pin.SE3(np.eye(3), T_link4.translation),
+                  weights=[1.0, 1, 1, 0, 0, 0]),
+        # panda_link2's origin stays on the shoulder: always met, but it makes this the objectives loop
+        objective("point", link="panda_link2", points=[[0, 0, 0]],
+                  targets=[s.frame_pose(q_goal, "panda_link2").translation])], max_time=0.5))
+    assert res.success and len(res.position_errors) == 3, res.message
+    q = s.q_from_joint_positions(list(res.solution.name), list(res.solution.position), setup.q0)
+    assert np.linalg.norm(pin.log3(T_tip.rotation.T @ s.frame_pose(q, TIP).rotation)) <= 1e-3
+    assert np.linalg.norm(s.frame_pose(q, "panda_link4").translation - T_link4.translation) <= 1e-3
+    assert res.position_errors[0] > 2.0  # the true (free) position error of the orientation-only objective

@@ -126,8 +126,14 @@ class BoundObjective:
         raise NotImplementedError
 
     def errors(self, e: np.ndarray) -> tuple[float, float]:
-        """(position [m], orientation [rad]) errors from this objective's (unweighted) rows e."""
+        """(position [m], orientation [rad]) errors from this objective's (unweighted) rows e, components
+        with a zero weight left out (the convergence test)."""
         raise NotImplementedError
+
+    def true_errors(self, e: np.ndarray) -> tuple[float, float]:
+        """The errors reported in IKResult: every component, the free ones included (as the world
+        FrameGoal loops report them)."""
+        return self.errors(e)
 
 
 class _BoundPoints(BoundObjective):
@@ -163,6 +169,10 @@ class _BoundPoints(BoundObjective):
         if self.mask is None and self.rows == 3:  # one point (the common case): no temporaries
             return math.sqrt(float(e.dot(e))), 0.0
         e3 = e.reshape(-1, 3) if self.mask is None else e.reshape(-1, 3) * self.mask
+        return math.sqrt(float(np.max(np.einsum("ij,ij->i", e3, e3)))), 0.0
+
+    def true_errors(self, e) -> tuple[float, float]:
+        e3 = e.reshape(-1, 3)
         return math.sqrt(float(np.max(np.einsum("ij,ij->i", e3, e3)))), 0.0
 
 
@@ -228,6 +238,9 @@ class _BoundFrame(BoundObjective):
         em = e * self.mask
         p = float(np.linalg.norm(self._t)) if self.translation_full else float(np.linalg.norm(em[:3]))
         return p, float(np.linalg.norm(em[3:]))
+
+    def true_errors(self, e) -> tuple[float, float]:
+        return float(np.linalg.norm(self._t)), float(np.linalg.norm(e[3:]))  # |t|, |log3(R_err)|
 
 
 def bind(goal, k: int | str, frame_id, default_weights: Sequence[float], inverse_target) -> BoundObjective:

@@ -717,7 +717,7 @@ class SimpleIK:
         for k, o in enumerate(objectives):
             e, J = ws.e[r : r + o.rows], ws.J[r : r + o.rows]
             o.compute(model, data, ws.vs, e, J)
-            pos[k], rot[k] = o.errors(e)
+            pos[k], rot[k] = o.true_errors(e)
             r += o.rows
         return pos, rot
 
@@ -751,7 +751,11 @@ class SimpleIK:
                 pos[k], rot[k] = o.errors(ek)
                 converged = converged and pos[k] <= lin and rot[k] <= ang
                 r += o.rows
-            if converged:
+            if converged:  # report the true errors (free components included), as the FrameGoal loops do
+                r = 0
+                for k, o in enumerate(objectives):
+                    pos[k], rot[k] = o.true_errors(e[r : r + o.rows])
+                    r += o.rows
                 return "converged", it, (pos, rot)
             np.multiply(e, sw, out=ew)  # W^1/2 e, W^1/2 J
             np.multiply(J, sw_col, out=J)
