@@ -30,7 +30,7 @@ import numpy as np
 import pinocchio as pin
 
 from ..errors import InvalidInputError
-from .objectives import AxisGoal, PointGoal, _check_axis_weights, _check_weight, _points, _unit
+from .objectives import AxisGoal, PointGoal, check_axis_weights, check_objective_weight, as_points, as_direction
 from .solver import FrameGoal, check_error_weights
 
 OBJECTIVE_TYPES = ("frame", "point", "axis")
@@ -96,17 +96,17 @@ def make_objective(path: str, type: str, link: str, relative_to: str | None = No
     if relative_to is not None and not isinstance(relative_to, str):
         raise InvalidInputError(f"{at('relative_to')}: expected a frame name (empty: the world), got {relative_to!r}")
     relative_to = relative_to or None
-    weight = _check_weight(weight, at("weight"))
+    weight = check_objective_weight(weight, at("weight"))
     if type == "point":
-        p_link = _points(points, at("points"))
-        p_target = _points(targets, at("targets"))
+        p_link = as_points(points, at("points"))
+        p_target = as_points(targets, at("targets"))
         if len(p_link) != len(p_target):
             raise InvalidInputError(f"{at('targets')}: expected {len(p_link)} points (one per point of 'points'), "
                                     f"got {len(p_target)}")
-        w = None if weights is None else _check_axis_weights(weights, at("weights")).tolist()
+        w = None if weights is None else check_axis_weights(weights, at("weights")).tolist()
         return PointGoal(link, p_link, p_target, relative_to=relative_to, weight=weight, weights=w)
     if type == "axis":
-        return AxisGoal(link, _unit(axis, at("axis")), _unit(direction, at("direction")),
+        return AxisGoal(link, as_direction(axis, at("axis")), as_direction(direction, at("direction")),
                         relative_to=relative_to, weight=weight)
     t = _vector(position, 3, at("position"), "[m]")
     x, y, z, w = _quaternion([0.0, 0.0, 0.0, 1.0] if orientation is None else orientation, at("orientation"))

@@ -41,7 +41,7 @@ def _skew(v: np.ndarray) -> np.ndarray:
     return np.array([[0.0, -v[2], v[1]], [v[2], 0.0, -v[0]], [-v[1], v[0], 0.0]])
 
 
-def _points(value, name: str) -> np.ndarray:
+def as_points(value, name: str) -> np.ndarray:
     """value as an (n, 3) finite float array (one 3-vector or a list of them), or InvalidInputError."""
     try:
         a = np.array(value, dtype=float)
@@ -54,7 +54,7 @@ def _points(value, name: str) -> np.ndarray:
     return a
 
 
-def _unit(value, name: str) -> np.ndarray:
+def as_direction(value, name: str) -> np.ndarray:
     """value as a finite 3-vector of norm > 0, normalised, or InvalidInputError."""
     try:
         a = np.array(value, dtype=float)
@@ -95,14 +95,14 @@ class AxisGoal:
     weight: float = 1.0
 
 
-def _check_weight(w, name: str) -> float:
+def check_objective_weight(w, name: str) -> float:
     if isinstance(w, (bool, np.bool_)) or not isinstance(w, (int, float, np.integer, np.floating)) \
             or not math.isfinite(w) or w <= 0.0:
         raise InvalidInputError(f"{name}: expected a finite number > 0, got {w!r}")
     return float(w)
 
 
-def _check_axis_weights(w, name: str) -> np.ndarray:
+def check_axis_weights(w, name: str) -> np.ndarray:
     """w as 3 finite numbers >= 0, not all 0 (the x, y, z weights of a point's error), or InvalidInputError."""
     try:
         a = np.array(w, dtype=float)
@@ -257,17 +257,17 @@ def bind(goal, k: int | str, frame_id, default_weights: Sequence[float], inverse
 
     ref = None if goal.relative_to is None else resolve(goal.relative_to, "relative_to")
     if isinstance(goal, PointGoal):
-        p_link = _points(goal.points_link, f"{name}.points_link")
-        p_target = _points(goal.points_target, f"{name}.points_target")
+        p_link = as_points(goal.points_link, f"{name}.points_link")
+        p_target = as_points(goal.points_target, f"{name}.points_target")
         if len(p_link) != len(p_target):
             raise InvalidInputError(f"{name}.points_target: expected {len(p_link)} points (one per points_link), "
                                     f"got {len(p_target)}")
-        axis_weights = None if goal.weights is None else _check_axis_weights(goal.weights, f"{name}.weights")
+        axis_weights = None if goal.weights is None else check_axis_weights(goal.weights, f"{name}.weights")
         return _BoundPoints(resolve(goal.link_frame, "link_frame"), ref, p_link, p_target,
-                            _check_weight(goal.weight, f"{name}.weight"), axis_weights)
+                            check_objective_weight(goal.weight, f"{name}.weight"), axis_weights)
     if isinstance(goal, AxisGoal):
-        return _BoundAxis(resolve(goal.link_frame, "link_frame"), ref, _unit(goal.axis_link, f"{name}.axis_link"),
-                          _unit(goal.direction_target, f"{name}.direction_target"),
-                          _check_weight(goal.weight, f"{name}.weight"))
+        return _BoundAxis(resolve(goal.link_frame, "link_frame"), ref, as_direction(goal.axis_link, f"{name}.axis_link"),
+                          as_direction(goal.direction_target, f"{name}.direction_target"),
+                          check_objective_weight(goal.weight, f"{name}.weight"))
     w = default_weights if goal.weights is None else goal.weights
     return _BoundFrame(resolve(goal.tip_frame, "tip_frame"), ref, inverse_target(goal.T_world_tip, k), w)
