@@ -1,4 +1,6 @@
-"""``~/solve_ik``: one-shot SimpleIK (roboplan_ik_interfaces/srv/SolveIK) next to the control loop;
+"""``~/solve_ik``: one-shot SimpleIK (roboplan_ik_interfaces/srv/SolveIK) next to the control loop: pose
+goals and IKObjective objectives (objective_msgs.py), per-request overrides of the configured options
+(the null-space terms, a bias configuration, the standing objectives; 0/empty = configured);
 ``~/solve_path`` (SolvePath): SimpleIK.solve_path along a list of poses, timed by
 :func:`~roboplan_ik_ros.core.simple_ik.path_timing.time_parametrize` within the scene's ``v_max`` and
 ``a_max`` (robot.joint_limits_file; joints without an acceleration limit are timed by velocity
