@@ -40,18 +40,23 @@ def braking_speed(distance, speed_max, accel, dt):
     return np.minimum(brake, speed_max)
 
 
-def _drop_outward(v: np.ndarray, u: np.ndarray) -> None:
-    """In place: remove v's component along the unit vector u when it points along u."""
+def _drop_outward(v: np.ndarray, u: np.ndarray, keep: float = 0.0) -> None:
+    """In place: v's component along the unit vector u down to ``keep`` (>= 0) when it is larger."""
     along = float(v @ u)
-    if along > 0.0:
-        v -= along * u
+    keep = max(keep, 0.0)
+    if along > keep:
+        v -= (along - keep) * u
 
 
 def leash_target(T_world_target: pin.SE3, T_world_frame: pin.SE3, distance: float, angle: float,
-                 linear_velocity: np.ndarray, angular_velocity: np.ndarray) -> pin.SE3 | None:
+                 linear_velocity: np.ndarray, angular_velocity: np.ndarray,
+                 previous_frame: tuple[np.ndarray, np.ndarray] | None = None, dt: float = 0.0) -> pin.SE3 | None:
     """The target pulled back to within ``distance`` [m] / ``angle`` [rad] of the frame (None: it is
-    within), dropping in place the target velocity [m/s, rad/s, world] that points further away (it
-    would wind the target up again next tick)."""
+    within), dropping in place the target velocity [m/s, rad/s, world] that points further away than
+    the frame itself moves (it would wind the target up again next tick). ``previous_frame``: the
+    frame's (position, rotation matrix) ``dt`` [s] before, whose difference is the frame's own velocity
+    (a target held at the leash then moves on with the frame, at the leash, instead of stopping and
+    catching up again); None: the frame is taken as still (the whole outward velocity is dropped)."""
     p, R = T_world_frame.translation, T_world_frame.rotation
     d = T_world_target.translation - p  # [m] world frame, frame -> target
     dist = float(np.linalg.norm(d))
@@ -60,14 +65,15 @@ def leash_target(T_world_target: pin.SE3, T_world_frame: pin.SE3, distance: floa
     if dist <= distance and rot <= angle:
         return None
     translation, rotation = T_world_target.translation, T_world_target.rotation
+    moving = previous_frame is not None and dt > 0.0
     if dist > distance:
         u = d / dist
         translation = p + distance * u
-        _drop_outward(linear_velocity, u)
+        _drop_outward(linear_velocity, u, float((p - previous_frame[0]) @ u) / dt if moving else 0.0)
     if rot > angle:
         u = r / rot
         rotation = pin.exp3(angle * u) @ R
-        _drop_outward(angular_velocity, u)
+        _drop_outward(angular_velocity, u, float(pin.log3(R @ previous_frame[1].T) @ u) / dt if moving else 0.0)
     return pin.SE3(rotation, translation)
 
 
