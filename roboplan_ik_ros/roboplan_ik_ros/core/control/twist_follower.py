@@ -23,7 +23,7 @@ import numpy as np
 import pinocchio as pin
 
 from ..errors import InvalidInputError
-from .goal_followers import _limit_change, leash_target
+from .goal_followers import _limit_change, integrate_in_place, leash_target
 
 COMMAND_IN_TYPES = ("unitless", "speed_units")
 
@@ -137,6 +137,7 @@ class TwistFollower:
         self._p_previous = np.zeros(3)  # [m] the leash's anchor (the frame) at the previous step, world frame
         self._R_previous = np.eye(3)
         self._anchored = False  # _p_previous/_R_previous hold the previous step's anchor
+        self._dv, self._p_step, self._R_step = np.zeros(3), np.zeros(3), np.eye(3)  # scratch of the tick
 
     def start(self, T: pin.SE3, linear_velocity=None, angular_velocity=None) -> None:
         """Continue from target ``T`` moving at the given velocities (world frame; None = at rest)."""
@@ -186,10 +187,10 @@ class TwistFollower:
             np.multiply(self._v_cmd, speed_scale, out=self._v_des)
             np.multiply(self._w_cmd, speed_scale, out=self._w_des)
         v, w = self.linear_velocity, self.angular_velocity
-        _limit_change(v, self._v_des, cfg.max_linear_acceleration * dt)
-        _limit_change(w, self._w_des, cfg.max_angular_acceleration * dt)
-        T = self.target
-        self.target = pin.SE3(pin.exp3(w * dt) @ T.rotation, T.translation + v * dt)
+        _limit_change(v, self._v_des, cfg.max_linear_acceleration * dt, self._dv)
+        _limit_change(w, self._w_des, cfg.max_angular_acceleration * dt, self._dv)
+        # the target is this follower's own copy (start copies it, the leash makes a new one)
+        integrate_in_place(self.target, v, w, dt, self._R_step, self._p_step)
         self.leashed = False
         if T_world_frame is not None:
             self._leash(T_world_frame, dt)
