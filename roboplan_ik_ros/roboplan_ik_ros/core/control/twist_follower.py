@@ -194,8 +194,8 @@ class TwistFollower:
         self.leashed = False
         if T_world_frame is not None:
             self._leash(T_world_frame, dt)
-            np.copyto(self._p_previous, T_world_frame.translation)
-            np.copyto(self._R_previous, T_world_frame.rotation)
+            self._p_previous[:] = T_world_frame.translation
+            self._R_previous[:] = T_world_frame.rotation
             self._anchored = True
         if self.timed_out and float(v @ v) < self._REST and float(w @ w) < self._REST:
             v.fill(0.0)
