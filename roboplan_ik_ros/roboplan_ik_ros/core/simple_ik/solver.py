@@ -3,7 +3,8 @@
 ``method`` replaces the DLS step below by Levenberg-Marquardt with Wampler, Chan or Sugihara damping,
 Newton-Raphson or Gauss-Newton (see _direction); ``error_weights`` (and FrameGoal.weights) weight or
 free the six error components; the null-space terms (null_space.py) add joint-limit avoidance and
-manipulability maximisation; solve_nearby bounds the motion from the seed. Everything else below
+manipulability maximisation; solve_nearby bounds the motion from the seed (continuous joints by the
+angle pin.difference measures). Everything else below
 (cap, active set on the limits, stall/plateau, restarts, collision check) is shared by every method.
 
 Per iteration, for the stacked goals: ``e = log6(T_goal^-1 T(q))`` (LOCAL frame of each tip, 6 per
@@ -159,7 +160,7 @@ class SimpleIKOptions:
     joint_limit_pi: float = 0.3  # [rad or m] influence distance: Sigma acts closer than this to a limit
     manipulability_gain: float = 0.0  # k_m [rad per iteration per unit of dm/dq] (one goal only)
     max_deviation: float = math.inf  # [rad or m] no joint moves more than this from the seed (see solve_nearby)
-    bias_configuration: list[float] | None = None  # group joint values the null space pulls toward (bias_gain)
+    bias_configuration: list[float] | None = None  # group joint values (continuous: angles) the null space pulls toward
     bias_gain: float = 0.0  # [1 per iteration] fraction of (bias - q) added per iteration, projected (0: off)
     active_joints: list[str] | None = None  # the group's joints that move (None: all); the others keep the seed
 
@@ -277,6 +278,7 @@ class _Workspace:
         self.translation_full = [True] * n_goals  # per goal: no zero weight among its translation components
         self.Jw, self.ew = np.empty((m, nv)), np.empty(m)  # weighted J and e
         self.manipulability: Manipulability | None = None  # built on first use (manipulability_gain)
+        self.q_bias: np.ndarray | None = None  # full q of bias_configuration (set per solve with bias_gain)
         self.dq_full = np.zeros(model.nv)
         iv = group.v_indices
         self.scene_lo = scene.q_min_v[iv].copy()  # per group v: -inf/inf for unbounded joints
@@ -308,10 +310,24 @@ class _Workspace:
         free = np.setdiff1d(np.arange(nv), group.bounded_v)
         joints = [model.joints[int(group.joint_ids[k])] for k in free]
         self.unbounded = [(j.idx_q, j.nq == 2) for j in joints]
+        # restarts draw each unbounded joint in center +- half (an angle; solve_nearby: the seed's +- max_deviation)
+        self.unbounded_center, self.unbounded_half = [0.0] * len(joints), [math.pi] * len(joints)
+        # General path (continuous joints or scattered indices; qs is None): the limits apply to each joint's
+        # limit coordinate x_v (group v order), kept across the iterations of an attempt (start_attempt,
+        # step_general): a scalar joint's position; a continuous joint's angle from the seed, its displacement
+        # pin.difference(seed, q) (solve_nearby's bounds; its lo, hi are -inf, inf otherwise).
+        self.q_of_v = np.array([model.joints[int(j)].idx_q for j in group.joint_ids], dtype=int)
+        self.cont_v = np.array([k for k, j in enumerate(group.joint_ids) if model.joints[int(j)].nq == 2], dtype=int)
+        self.cont_q = self.q_of_v[self.cont_v]  # their cos coordinates (sin follows)
+        self.seed_cos, self.seed_sin = np.ones(len(self.cont_v)), np.zeros(len(self.cont_v))
+        self.deviation_bounded = False  # some continuous joint has a finite deviation bound
+        self.x_v, self.x_next = np.zeros(nv), np.zeros(nv)
 
     def set_limits(self, lo: np.ndarray, hi: np.ndarray) -> None:
-        """The position limits of the search (group v order; the scene's, or narrower for solve_nearby)."""
+        """The position limits of the search (group v order, limit coordinates: see x_v; the scene's, or
+        narrower for solve_nearby)."""
         self.lo, self.hi = lo, hi
+        self.limited = bool(np.any(np.isfinite(lo)) or np.any(np.isfinite(hi)))
         self.c_lohi = np.concatenate([lo, -hi])
         finite = np.abs(np.concatenate([self.scene_lo, self.scene_hi]))
         finite = finite[np.isfinite(finite)]
@@ -327,6 +343,56 @@ class _Workspace:
         self.sample_lo = np.where(wide, mid - np.pi, self.bounded_lo)
         self.sample_hi = np.where(wide, mid + np.pi, self.bounded_hi)
         self.sample_width = self.sample_hi - self.sample_lo
+
+    def limit_coordinates(self, q: np.ndarray) -> np.ndarray:
+        """(nv,) the group's limit coordinates at q (see x_v): positions of the scalar joints, 0 for the continuous
+        ones (their angle from the seed q is 0)."""
+        x = q[self.q_of_v]
+        x[self.cont_v] = 0.0
+        return x
+
+    def set_nearby(self, q_seed: np.ndarray, max_deviation: float) -> None:
+        """solve_nearby: the search limits (set_limits) are already narrowed to the seed +- max_deviation;
+        this centres the restarts of the unbounded joints there too and sets the continuous joints' seed
+        angles, from which their deviation is measured (pin.difference)."""
+        c, s = q_seed[self.cont_q], q_seed[self.cont_q + 1]
+        norm = np.hypot(c, s)
+        self.seed_cos, self.seed_sin = c / norm, s / norm
+        self.deviation_bounded = len(self.cont_v) > 0 and max_deviation < math.pi
+        for k, (iq, continuous) in enumerate(self.unbounded):
+            center = math.atan2(q_seed[iq + 1], q_seed[iq]) if continuous else float(q_seed[iq])
+            self.unbounded_center[k] = center
+            self.unbounded_half[k] = min(max_deviation, math.pi)
+
+    def start_attempt(self, q: np.ndarray) -> None:
+        """x_v at q, the start of an attempt on the general path: continuous joints at their angle from the seed."""
+        x = self.x_v
+        np.take(q, self.q_of_v, out=x)
+        if len(self.cont_v):
+            if self.deviation_bounded:  # atan2 of (seed^-1 q)'s sin and cos: pin.difference(seed, q) of the joint
+                c, s = q[self.cont_q], q[self.cont_q + 1]
+                x[self.cont_v] = np.arctan2(self.seed_cos * s - self.seed_sin * c, self.seed_cos * c + self.seed_sin * s)
+            else:  # unbounded: the value does not matter (lo, hi are -inf, inf)
+                x[self.cont_v] = 0.0
+
+    def step_general(self, model: pin.Model, q: np.ndarray, dq: np.ndarray, J: np.ndarray, e: np.ndarray,
+                     neg_step: float, max_step: float, clamp: bool) -> None:
+        """q <- q ⊕ dq (group v order, in place; dq too) with the step kept inside the limits [lo, hi] of the
+        limit coordinates x_v (start_attempt): the active set of _clamped_step (clamp) or a clip, as the
+        fast path does on q itself; continuous joints integrate (cos, sin)."""
+        x, t = self.x_v, self.x_next
+        np.add(x, dq, out=t)
+        if self.limited and self.margin(t) < 0.0:
+            if clamp:
+                _clamped_step(x, t, J, e, neg_step, self.lo, self.hi, max_step, self)
+            else:
+                np.minimum(t, self.hi, out=t)
+                np.maximum(t, self.lo, out=t)
+            np.subtract(t, x, out=dq)
+        self.x_v, self.x_next = t, x
+        self.dq_full[self.vs] = dq
+        q[:] = pin.integrate(model, q, self.dq_full)
+        self.clip(q)  # (rounding: q + (t - x) may differ from t by an ulp)
 
     def margin(self, x: np.ndarray) -> float:
         """min over the group's joints of the distance of x to their limits (negative: outside; inf: no limits)."""
@@ -356,8 +422,9 @@ class _Workspace:
         x *= self.sample_width
         x += self.sample_lo
         q[self.bounded_qs] = x
-        for iq, continuous in self.unbounded:
-            angle = rng.uniform(-np.pi, np.pi)
+        for k, (iq, continuous) in enumerate(self.unbounded):
+            center, half = self.unbounded_center[k], self.unbounded_half[k]
+            angle = rng.uniform(center - half, center + half)
             if continuous:
                 q[iq], q[iq + 1] = math.cos(angle), math.sin(angle)
             else:
@@ -442,9 +509,10 @@ class SimpleIK:
                      options: SimpleIKOptions | None = None) -> IKResult:
         """:meth:`solve` with no joint of the group moving more than ``max_deviation`` [rad or m] from
         ``q_seed``: the limits become ``[max(lo, seed - d), min(hi, seed + d)]`` for the search, the
-        restarts included (Klamp't's solve_nearby). Needs a group of scalar joints; a seed farther than
-        ``max_deviation`` outside a limit is refused. (``solve`` does the same when the options'
-        ``max_deviation`` is finite; this argument overrides it.)"""
+        restarts included (Klamp't's solve_nearby). A continuous joint's motion is its angle from the
+        seed the short way round (pin.difference, <= pi; max_deviation >= pi leaves it free). A seed
+        farther than ``max_deviation`` outside a limit is refused. (``solve`` does the same when the
+        options' ``max_deviation`` is finite; this argument overrides it.)"""
         check_positive(max_deviation, "max_deviation")
         return self._solve(goals, q_seed, options, max_deviation)
 
@@ -486,7 +554,7 @@ class SimpleIK:
             raise InvalidInputError("joint_limit_gain, manipulability_gain, bias_gain: the null-space terms take "
                                     "world FrameGoals only; set them to 0 with PointGoal, AxisGoal or relative_to")
         if opt.joint_limit_gain > 0.0 or opt.manipulability_gain > 0.0 or opt.bias_gain > 0.0:
-            self._check_null_space(opt, ws, len(goals))
+            self._check_null_space(opt, ws, len(goals), q_seed)
         ws.set_damping(opt.damping)
         if objectives is not None:  # each objective carries its own row weights
             ws.sw[:] = np.concatenate([o.sqrt_weights for o in objectives])
@@ -557,11 +625,10 @@ class SimpleIK:
 
     def _nearby_workspace(self, ws: _Workspace, q_seed: np.ndarray, max_deviation: float) -> _Workspace:
         """A workspace whose limits are ws's intersected with q_seed +- max_deviation."""
-        if ws.qs is None:
-            raise InvalidInputError(f"max_deviation: needs a group of scalar joints (no continuous joint); group "
-                                    f"{ws.group.name!r} has other joints")
-        x = q_seed[ws.qs]
+        x = ws.limit_coordinates(q_seed)  # a continuous joint's deviation from the seed is 0 there
         lo, hi = np.maximum(ws.lo, x - max_deviation), np.minimum(ws.hi, x + max_deviation)
+        if max_deviation >= math.pi:  # every angle of a continuous joint is within pi of the seed's
+            lo[ws.cont_v], hi[ws.cont_v] = -math.inf, math.inf
         empty = np.flatnonzero(lo > hi)
         if len(empty):
             j = ws.group.joint_names[int(empty[0])]
@@ -574,18 +641,19 @@ class SimpleIK:
                                                                rows=len(ws.e))
         else:
             nearby.set_limits(lo, hi)
+        nearby.set_nearby(q_seed, max_deviation)
         return nearby
 
-    def _check_null_space(self, opt: SimpleIKOptions, ws: _Workspace, n_goals: int) -> None:
+    def _check_null_space(self, opt: SimpleIKOptions, ws: _Workspace, n_goals: int, q_seed: np.ndarray) -> None:
         """The null-space terms' requirements, or InvalidInputError naming the option."""
         name = ("manipulability_gain" if opt.manipulability_gain > 0.0 else
                 "joint_limit_gain" if opt.joint_limit_gain > 0.0 else "bias_gain")
-        if ws.qs is None:
-            raise InvalidInputError(f"{name}: needs a group of scalar joints (no continuous joint); group "
-                                    f"{ws.group.name!r} has other joints")
-        if opt.bias_gain > 0.0 and len(opt.bias_configuration) != ws.nv:
-            raise InvalidInputError(f"bias_configuration: expected {ws.nv} values (group {ws.group.name!r}: "
-                                    f"{list(ws.group.joint_names)}), got {len(opt.bias_configuration)}")
+        if opt.bias_gain > 0.0:
+            if len(opt.bias_configuration) != ws.nv:
+                raise InvalidInputError(f"bias_configuration: expected {ws.nv} values (group {ws.group.name!r}: "
+                                        f"{list(ws.group.joint_names)}), got {len(opt.bias_configuration)}")
+            # the full q of the bias (angles of continuous joints as cos, sin), for pin.difference per iteration
+            ws.q_bias = self.scene.q_from_joint_positions(ws.group.joint_names, opt.bias_configuration, q_seed)
         if opt.manipulability_gain > 0.0:
             if n_goals != 1:
                 raise InvalidInputError(f"manipulability_gain: one goal only (the manipulability of its tip), "
@@ -718,6 +786,8 @@ class SimpleIK:
         qg = q[qs] if qs is not None else None
         if qg is not None and ws.margin(qg) < 0.0:
             ws.clip(q)
+        if qg is None:
+            ws.start_attempt(q)
         ref_err, ref_it = math.inf, 0
         prev_err, flat = math.inf, 0
         pos, rot = np.empty(len(objectives)), np.empty(len(objectives))  # the errors of this iteration
@@ -768,32 +838,25 @@ class SimpleIK:
                     _back_into_limits(clamp, x, qg, J, ew, neg_step, lo, hi, max_step, ws)
             else:
                 dq *= factor
-                if clamp and len(ws.bounded_v):
-                    dlo, dhi = lo.copy(), hi.copy()
-                    x = q[ws.bounded_q]
-                    dlo[ws.bounded_v] -= x
-                    dhi[ws.bounded_v] -= x
-                    if np.count_nonzero(dq > dhi) or np.count_nonzero(dq < dlo):
-                        _clamped_step(np.zeros_like(dq), dq, J, ew, neg_step, dlo, dhi, max_step, ws)
-                ws.dq_full[vs] = dq
-                q[:] = pin.integrate(model, q, ws.dq_full)
-                ws.clip(q)
+                ws.step_general(model, q, dq, J, ew, neg_step, max_step, clamp)
         return "not converged", max_iters, None  # pragma: no cover (the loop always returns)
 
     def _null_space_motion(self, q: np.ndarray, J: np.ndarray, fid: int, ws: _Workspace,
                            opt: SimpleIKOptions) -> np.ndarray:
-        """(I - J^+ J) (k_sigma Sigma + k_m grad m + k_b (q_bias - q)) at q (null_space.py), J the step's
-        (weighted) Jacobian;
-        self.data holds q's joint Jacobians."""
-        x = q[ws.qs]
+        """(I - J^+ J) (k_sigma Sigma + k_m grad m + k_b (q_bias ⊖ q)) at q (null_space.py), J the step's
+        (weighted) Jacobian; self.data holds q's joint Jacobians. Sigma acts on the joints with position
+        limits (the scene's, not solve_nearby's box; continuous joints have none to avoid), the bias by
+        pin.difference (a continuous joint turns the short way to its bias angle)."""
         g = np.zeros(ws.nv)
         if opt.joint_limit_gain > 0.0:
-            g += opt.joint_limit_gain * joint_limit_gradient(x, ws.lo, ws.hi, opt.joint_limit_ps, opt.joint_limit_pi)
+            x = q[ws.qs] if ws.qs is not None else ws.x_v  # (x_v: continuous joints' entries meet infinite limits)
+            g += opt.joint_limit_gain * joint_limit_gradient(x, ws.scene_lo, ws.scene_hi, opt.joint_limit_ps,
+                                                             opt.joint_limit_pi)
         if opt.manipulability_gain > 0.0:
             J_world = pin.getFrameJacobian(self.scene.model, self.data, fid, pin.ReferenceFrame.WORLD)[:, ws.vs]
             g += opt.manipulability_gain * ws.manipulability.value_and_gradient(J_world)[1]
         if opt.bias_gain > 0.0:
-            g += opt.bias_gain * (np.asarray(opt.bias_configuration, dtype=float) - x)
+            g += opt.bias_gain * pin.difference(self.scene.model, q, ws.q_bias)[ws.group.v_indices]
         return project_into_null_space(J, g)
 
     def _descend_fast(self, q, fid: int, views: tuple, ws: _Workspace, opt: SimpleIKOptions, deadline: float,
@@ -882,7 +945,7 @@ class SimpleIK:
         model, data = self.scene.model, self.data
         computeJointJacobians, updateFramePlacement = pin.computeJointJacobians, pin.updateFramePlacement
         getFrameJacobian, log6, Jlog6 = pin.getFrameJacobian, pin.log6, pin.Jlog6
-        perf_counter, sqrt, count_nonzero = time.perf_counter, math.sqrt, np.count_nonzero
+        perf_counter, sqrt = time.perf_counter, math.sqrt
         D, lo, hi, qs, vs, all_v = ws.D, ws.lo, ws.hi, ws.qs, ws.vs, ws.all_v
         single = len(frame_ids) == 1
         fid0, Tinv0 = frame_ids[0], inv_targets[0]
@@ -901,6 +964,8 @@ class SimpleIK:
         if margin < 0.0:  # a seed outside the limits
             ws.clip(q)
             margin = 0.0
+        if qg is None:
+            ws.start_attempt(q)
         ref_err, ref_it = math.inf, 0  # stall detection
         prev_err, flat = math.inf, 0  # plateau detection
         for it in range(max_iters + 1):
@@ -1006,18 +1071,9 @@ class SimpleIK:
                 if margin < 0.0:
                     _back_into_limits(clamp, x, qg, J, e, neg_step, lo, hi, max_step, ws)
                     margin = 0.0  # a joint is on its limit
-            else:  # general path (continuous joints, scattered indices): bounds on the displacement
+            else:  # general path (continuous joints, scattered indices): the limits on x_v (_Workspace)
                 dq *= factor
-                if clamp and len(ws.bounded_v):
-                    dlo, dhi = lo.copy(), hi.copy()
-                    x = q[ws.bounded_q]
-                    dlo[ws.bounded_v] -= x
-                    dhi[ws.bounded_v] -= x
-                    if count_nonzero(dq > dhi) or count_nonzero(dq < dlo):
-                        _clamped_step(np.zeros_like(dq), dq, J, e, neg_step, dlo, dhi, max_step, ws)
-                ws.dq_full[vs] = dq
-                q[:] = pin.integrate(model, q, ws.dq_full)
-                ws.clip(q)
+                ws.step_general(model, q, dq, J, e, neg_step, max_step, clamp)
         return "not converged", max_iters, None  # pragma: no cover (the loop always returns)
 
 
