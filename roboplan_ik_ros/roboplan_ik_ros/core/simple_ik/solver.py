@@ -35,7 +35,8 @@ between a planner's other work. The common case (one goal, scalar joints in cont
 ranges) therefore runs a dedicated loop (_descend_fast) of ~12 calls per iteration:
 
 * kinematics on a copy of the model whose root joints are placed in the goal frame, so that the
-  tip's oMf (a view held across solves) is T_goal^-1 T(q) itself, with no SE3 product;
+  tip's placement (a view held across solves) is T_goal^-1 T(q) itself, with no SE3 product, by one
+  computeFrameJacobian over the joints that carry the tip only (the LOCAL Jacobian comes with it);
 * the linear algebra in BLAS/LAPACK with positional arguments (dsyrk, dposv, dgemv, daxpy on
   J^T, which is F-ordered and passes without a copy), the step factor (step_size or the cap)
   applied by the in-place daxpy;
@@ -470,7 +471,7 @@ class SimpleIK:
         self._root_joints = [(j, pin.SE3(model.jointPlacements[j])) for j in range(1, model.njoints)
                              if model.parents[j] == 0]
         self._goal_model_Tinv: pin.SE3 | None = None  # the T_goal^-1 the goal model is placed for
-        self._goal_placements: dict[int, tuple | None] = {}  # held views _goal_data.oMf[fid], its translation
+        self._goal_placements: dict[int, tuple | None] = {}  # held views _goal_data.iMf[0], its translation
         self._warm_up()
 
     # ------------------------------------------------------------------ public
@@ -694,15 +695,15 @@ class SimpleIK:
         return M
 
     def _goal_frame_placement(self, fid: int, Tinv: pin.SE3) -> tuple[pin.SE3, np.ndarray] | None:
-        """The goal model placed for ``Tinv`` and held views of its oMf[fid] (= T_goal^-1 T(q) after its
-        kinematics) and of that placement's translation, or None for a frame on the universe (the
-        root joints do not carry it)."""
+        """The goal model placed for ``Tinv`` and held views of its iMf[0] (= T_goal^-1 T(q) after its
+        computeFrameJacobian for fid) and of that placement's translation, or None for a frame on the
+        universe (the root joints do not carry it)."""
         views = self._goal_placements.get(fid, 0)
         if views == 0:
             if self.scene.model.frames[fid].parentJoint == 0:
                 views = None
-            else:
-                M = self._goal_data.oMf[fid]
+            else:  # computeFrameJacobian leaves the universe-to-frame placement in iMf[0]
+                M = self._goal_data.iMf[0]
                 views = (M, M.translation)
             self._goal_placements[fid] = views
         if views is not None and self._goal_model_Tinv is not Tinv:  # once per solve (Tinv is held)
@@ -862,14 +863,13 @@ class SimpleIK:
     def _descend_fast(self, q, fid: int, views: tuple, ws: _Workspace, opt: SimpleIKOptions, deadline: float,
                       c: _Constants):
         """_descend_general's iteration for the common case (one goal, scalar joints in contiguous q and
-        v ranges, no Jlog6), in fewer Python statements, which are most of an iteration's cost: the
-        kinematics of the goal model (``T_err``, a held view of its oMf[fid], is T_goal^-1 T(q); ``t``
-        its translation),
-        BLAS/LAPACK called with positional arguments, the limits checked only when the step could
-        reach them."""
+        v ranges, no Jlog6), in fewer Python statements, which are most of an iteration's cost: one
+        kinematics call on the goal model per iteration, computeFrameJacobian, which visits only the
+        joints that carry the tip (TALOS: 9 of 32) and leaves ``T_err`` (a held view of its iMf[0]) =
+        T_goal^-1 T(q) (``t`` its translation); BLAS/LAPACK called with positional arguments, the limits
+        checked only when the step could reach them."""
         model, data = self._goal_model, self._goal_data
-        computeJointJacobians, updateFramePlacement = pin.computeJointJacobians, pin.updateFramePlacement
-        getFrameJacobian, log6, perf_counter, sqrt = pin.getFrameJacobian, pin.log6, time.perf_counter, math.sqrt
+        computeFrameJacobian, log6, perf_counter, sqrt = pin.computeFrameJacobian, pin.log6, time.perf_counter, math.sqrt
         D, lo, hi, vs, nv, sliced = ws.D, ws.lo, ws.hi, ws.vs, ws.nv, not ws.all_v
         P, c_lohi, slack = ws.P, ws.c_lohi, ws.margin_slack
         lin2, ang2, near, neg_step, max_step = c.lin2, c.ang2, c.near, c.neg_step, c.max_step
@@ -885,8 +885,9 @@ class SimpleIK:
         stall_ref, ref_it = math.inf, 0  # stall: err must drop below half the error at ref_it
         flat_ref, flat = math.inf, 0  # plateau: err above 98 % of the previous error is a flat iteration
         for it in range(max_iters + 1):
-            computeJointJacobians(model, data, q)  # also the joint placements
-            updateFramePlacement(model, data, fid)  # T_err follows
+            # the LOCAL Jacobian of the tip from the joints that carry it only (not the whole model), and
+            # T_err (a held view of iMf[0], the universe-to-tip placement that pass leaves) = T_goal^-1 T(q)
+            J = computeFrameJacobian(model, data, q, fid, _LOCAL)
             e = log6(T_err).vector
             err = ddot(e, e)
             if err <= near:
@@ -908,7 +909,6 @@ class SimpleIK:
             flat_ref = _PLATEAU_RATIO * err
             if perf_counter() >= deadline:
                 return "time out", it, None
-            J = getFrameJacobian(model, data, fid, _LOCAL)
             if sliced:
                 J = J[:, vs]
             # dq = -step_size J^T (J J^T + damping I)^-1 e capped to max_step_norm, as in _descend_general
