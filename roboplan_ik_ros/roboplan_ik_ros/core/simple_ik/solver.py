@@ -296,6 +296,7 @@ class _Workspace:
         self.all_v = contiguous and nv == model.nv  # the group's J is the whole frame Jacobian
         self.nv = nv
         self.clamped, self.free, self.d_c = np.empty(nv), np.empty(nv), np.empty(nv)  # _clamped_step's buffers
+        self.inside, self.Jf = np.empty(nv), np.empty((m, nv))
         # margin(): distance of the group's q to its limits, min of [q - lo; hi - q] = P q - c_lohi, one
         # dgemv (exact: one nonzero per row of P = [I; -I], so each entry is a single rounded difference)
         self.P = np.asfortranarray(np.vstack([np.eye(nv), -np.eye(nv)]))
@@ -1216,21 +1217,21 @@ def _clamped_step(x, target, J, e, neg_step, lo, hi, max_step, ws: _Workspace) -
     always inside. Masks are 0/1 floats (float-only numpy loops are the cheap ones).
     """
     minimum, maximum, subtract = np.minimum, np.maximum, np.subtract
-    clamped, free, d_c, D = ws.clamped, ws.free, ws.d_c, ws.D
-    P, c_lohi = ws.P, np.concatenate([lo, -hi]) if lo is not ws.lo else ws.c_lohi  # margins [t - lo; hi - t]
-    inside = maximum(minimum(target, hi), lo)
+    clamped, free, d_c, D, inside, Jf = ws.clamped, ws.free, ws.d_c, ws.D, ws.inside, ws.Jf
+    Jft = Jf.T  # J_f^T (F-ordered view): J with the clamped joints' columns zeroed
+    maximum(minimum(target, hi, out=inside), lo, out=inside)
     np.not_equal(inside, target, out=clamped)  # 1.0 for the joints out of range (the caller found one)
     for rnd in range(_CLAMP_ROUNDS):
         if rnd:
-            if min(dgemv(1.0, P, target, -1.0, c_lohi).tolist()) >= 0.0:
-                return  # inside: done
-            inside = maximum(minimum(target, hi), lo)
+            maximum(minimum(target, hi, out=inside), lo, out=inside)
             np.not_equal(inside, target, out=free)  # (free as scratch) the newly violated joints
+            if dnrm2(free) == 0.0:
+                return  # inside: done
             maximum(clamped, free, out=clamped)
         subtract(1.0, clamped, out=free)
         subtract(inside, x, out=d_c)
         d_c *= clamped  # known motion of the clamped joints, 0 for the free ones
-        Jft = (J * free).T  # J_f^T (F-ordered): the clamped joints' columns zeroed
+        np.multiply(J, free, out=Jf)
         b = dgemv(-1.0, J, d_c, neg_step, e)  # rhs - J d_c, rhs = neg_step e (e is not overwritten)
         _, y, info = dposv(dsyrk(1.0, Jft, 1.0, D, 1), b, 0, 1, 1)  # (J_f J_f^T + D)^-1 (rhs - J d_c)
         if info != 0:
@@ -1238,9 +1239,7 @@ def _clamped_step(x, target, J, e, neg_step, lo, hi, max_step, ws: _Workspace) -
             return
         d_f = dgemv(1.0, Jft, y)
         norm = dnrm2(d_f)
-        if norm > max_step:
-            d_f *= max_step / norm
-        np.add(x, d_f, out=target)
-        target += d_c
+        np.add(x, d_c, out=target)
+        daxpy(d_f, target, a=max_step / norm if norm > max_step else 1.0)  # target = x + d_c + d_f (capped)
     minimum(target, hi, out=target)
     maximum(target, lo, out=target)
