@@ -71,12 +71,14 @@ from ..model.scene import Scene
 from .objectives import AxisGoal, BoundObjective, PointGoal
 from .objectives import bind as bind_objective
 from .null_space import Manipulability, joint_limit_gradient, project_into_null_space
+from .compiled_step import CompiledStep, load_step_kernel
 
 _LOCAL = pin.ReferenceFrame.LOCAL
 _STALL_FACTOR = 0.5  # stall_iters: the squared error must drop below this fraction of its reference
 _PLATEAU_RATIO = 0.98  # plateau_iters: an iteration is flat if the squared error drops by less than 2 %
 _CLAMP_ROUNDS = 3  # clamp_limits: re-solves per iteration when the re-solved step hits other limits
 _FLOAT64 = np.dtype(np.float64)
+USE_COMPILED_STEP = True  # dls and lm_* steps of the fast loop in C when the kernel is built (tests switch it)
 _PINV_RCOND = 1e-10  # newton_raphson, gauss_newton: singular values below this fraction of the largest are cut
 # SimpleIKOptions.method: the step direction dq (J dq ~ e, then q <- q - step_size dq), see _direction
 METHODS = ("dls", "lm_wampler", "lm_chan", "lm_sugihara", "newton_raphson", "gauss_newton")
@@ -297,6 +299,7 @@ class _Workspace:
         self.nv = nv
         self.clamped, self.free, self.d_c = np.empty(nv), np.empty(nv), np.empty(nv)  # _clamped_step's buffers
         self.inside, self.Jf = np.empty(nv), np.empty((m, nv))
+        self._compiled: CompiledStep | None = None  # compiled_step()
         # margin(): distance of the group's q to its limits, min of [q - lo; hi - q] = P q - c_lohi, one
         # dgemv (exact: one nonzero per row of P = [I; -I], so each entry is a single rounded difference)
         self.P = np.asfortranarray(np.vstack([np.eye(nv), -np.eye(nv)]))
@@ -324,6 +327,12 @@ class _Workspace:
         self.seed_cos, self.seed_sin = np.ones(len(self.cont_v)), np.zeros(len(self.cont_v))
         self.deviation_bounded = False  # some continuous joint has a finite deviation bound
         self.x_v, self.x_next = np.zeros(nv), np.zeros(nv)
+
+    def compiled_step(self) -> CompiledStep | None:
+        """The compiled step on this workspace's sizes (built once), or None without the kernel."""
+        if self._compiled is None and USE_COMPILED_STEP and load_step_kernel()[0] is not None:
+            self._compiled = CompiledStep(len(self.e), self.nv, _CLAMP_ROUNDS)
+        return self._compiled if USE_COMPILED_STEP else None
 
     def set_limits(self, lo: np.ndarray, hi: np.ndarray) -> None:
         """The position limits of the search (group v order, limit coordinates: see x_v; the scene's, or
@@ -883,6 +892,12 @@ class SimpleIK:
         if margin < 0.0:  # a seed outside the limits
             ws.clip(q)
             margin = 0.0
+        # dls and lm_*: the whole step (direction, cap, limits) in one call of the compiled kernel
+        compiled = ws.compiled_step() if method <= _LM_SUGIHARA else None
+        if compiled is not None:
+            compiled.configure(lo, hi, ws.damping, step_size, max_step, clamp)
+            compiled.bind(qg)
+            Jc, ec, run_step, set_damping, copyto = compiled.J, compiled.e, compiled.run, compiled.set_damping, np.copyto
         stall_ref, ref_it = math.inf, 0  # stall: err must drop below half the error at ref_it
         flat_ref, flat = math.inf, 0  # plateau: err above 98 % of the previous error is a flat iteration
         for it in range(max_iters + 1):
@@ -912,6 +927,15 @@ class SimpleIK:
                 return "time out", it, None
             if sliced:
                 J = J[:, vs]
+            if compiled is not None:  # the same step as below, in C (compiled_step.py)
+                copyto(Jc, J)
+                copyto(ec, e)
+                if method != _DLS:  # lambda_k of _direction
+                    set_damping(gain if method == _LM_WAMPLER else gain * 0.5 * err if method == _LM_CHAN
+                                else 0.5 * err + gain)
+                if run_step() < 0:
+                    return "singular system", it + 1, None
+                continue
             # dq = -step_size J^T (J J^T + damping I)^-1 e capped to max_step_norm, as in _descend_general
             Jt = J.T
             if method == _DLS:
