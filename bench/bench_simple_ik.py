@@ -235,7 +235,10 @@ def run_path(core, spec, repeats: int) -> dict | None:
         from roboplan_ik_ros.core.simple_ik.path_timing import time_parametrize
 
         group = scene.group(spec.group)
-        q_path = np.array([q0] + res.q_path)[:, group.q_indices]
+        names = list(group.joint_names)
+        q_path = np.array([scene.joint_positions(q, names) for q in [q0] + res.q_path])
+        continuous = [k for k, j in enumerate(group.joint_ids) if scene.model.joints[int(j)].nq == 2]
+        q_path[:, continuous] = np.unwrap(q_path[:, continuous], axis=0)  # angles: no 2 pi step through pi
         timing = []
         for i in range(repeats + 1):
             t0 = time.perf_counter()
