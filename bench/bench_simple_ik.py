@@ -231,11 +231,14 @@ def run_path(core, spec, repeats: int) -> dict | None:
             times.append(time.perf_counter() - t0)
     row = {"robot": spec.name, "name": "solve_path 0.5 m line", "success": res.success, "fraction": res.fraction,
            "median_ms": 1e3 * float(np.median(times))}
-    if res.q_path:  # its timing (what ~/solve_path adds): the scene's v_max, a_max 5 rad/s^2 per joint
+    if res.q_path:  # its timing (what ~/solve_path adds; the controller's cubic within the scene's v_max, a_max 5 rad/s^2)
         from roboplan_ik_ros.core.simple_ik.path_timing import time_parametrize
 
         group = scene.group(spec.group)
-        q_path = np.array([q0] + res.q_path)[:, group.q_indices]
+        names = list(group.joint_names)
+        q_path = np.array([scene.joint_positions(q, names) for q in [q0] + res.q_path])
+        continuous = [k for k, j in enumerate(group.joint_ids) if scene.model.joints[int(j)].nq == 2]
+        q_path[:, continuous] = np.unwrap(q_path[:, continuous], axis=0)  # angles: no 2 pi step through pi
         timing = []
         for i in range(repeats + 1):
             t0 = time.perf_counter()
