@@ -242,3 +242,28 @@ def test_standing_objectives_hold_along_solve_path(panda):
     for q, T in zip(res.q_path, poses):
         assert np.linalg.norm(s.frame_pose(q, TIP).translation - T.translation) <= 1e-3
         assert angle(tool_z(s, q), DOWN) <= 1e-3
+
+
+@pytest.mark.parametrize("method", ["dls", "lm_chan"])
+def test_objective_solves_take_the_same_steps_compiled_or_not(panda, monkeypatch, method):
+    """The objectives loop runs the compiled step (dls and lm_*, scalar joints, no null-space terms) or the
+    Python step: the same iterations and answers (to rounding) on 20 point + axis goals, every one reached."""
+    from roboplan_ik_ros.core.simple_ik import solver as solver_module
+
+    s, q0 = panda
+    configs = random_goal_configurations(s, "arm", q0, 20, seed=91)
+    goals = [[PointGoal(TIP, [0, 0, 0], s.frame_pose(q, TIP).translation), AxisGoal(TIP, [0, 0, 1], tool_z(s, q))]
+             for q in configs]
+    answers = {}
+    for compiled in (True, False):
+        monkeypatch.setattr(solver_module, "USE_COMPILED_STEP", compiled)
+        ik = ik_of(s, method=method)
+        answers[compiled] = [ik.solve(g, q0) for g in goals]
+    same = 0
+    for a, b, g in zip(answers[True], answers[False], goals):
+        assert a.success and b.success, (a.message, b.message)
+        for r in (a, b):
+            assert np.linalg.norm(s.frame_pose(r.q, TIP).translation - g[0].points_target) <= 1e-3
+            assert angle(tool_z(s, r.q), g[1].direction_target) <= 1e-3
+        same += a.iterations == b.iterations and np.abs(a.q - b.q).max() < 1e-9
+    assert same >= 18, f"{same}/20 solves alike"  # (20/20 measured; a few may part on rounding near a test)

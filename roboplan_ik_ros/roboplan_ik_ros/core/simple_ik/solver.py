@@ -819,6 +819,12 @@ class SimpleIK:
             ws.clip(q)
         if qg is None:
             ws.start_attempt(q)
+        # scalar joints, dls or lm_*, no null-space terms: the step (direction, cap, limits) in one call of the
+        # compiled kernel, as _descend_fast (the same arithmetic as the Python step below)
+        compiled = ws.compiled_step() if qg is not None and method <= _LM_SUGIHARA and not c.null_space else None
+        if compiled is not None:
+            compiled.configure(lo, hi, ws.damping, opt.step_size, max_step, clamp)
+            compiled.bind(qg)
         ref_err, ref_it = math.inf, 0
         prev_err, flat = math.inf, 0
         pos, rot = np.empty(len(objectives)), np.empty(len(objectives))  # the errors of this iteration
@@ -856,6 +862,16 @@ class SimpleIK:
             prev_err = err
             if time.perf_counter() >= deadline:
                 return "time out", it, None
+            if compiled is not None:
+                np.copyto(compiled.J, J)
+                np.copyto(compiled.e, ew)
+                if method != _DLS:  # lambda_k of _direction
+                    gain = c.gain
+                    compiled.set_damping(gain if method == _LM_WAMPLER else gain * 0.5 * err if method == _LM_CHAN
+                                         else 0.5 * err + gain)
+                if compiled.run() < 0:
+                    return "singular system", it + 1, None
+                continue
             Jt = J.T
             if method == _DLS:
                 _, y, info = dposv(dsyrk(1.0, Jt, beta=1.0, c=ws.D, trans=1), ew, overwrite_a=1)
