@@ -538,18 +538,64 @@ def test_compiled_and_python_steps_solve_alike(panda, method, monkeypatch):
     assert same >= 27, f"{same}/30 solves alike"
 
 
-@pytest.mark.parametrize("name", ["panda", "ur5"])
+def talos_torso_left_arm() -> Scene:
+    """TALOS (example-robot-data's talos_reduced, its SRDF's 887 collision pairs) with a group of the torso
+    and the left arm (bench_simple_ik's long chain)."""
+    from roboplan_ik_ros.core.model.robots import example_robot_data_share
+
+    share = example_robot_data_share()
+    d = share / "example-robot-data" / "robots" / "talos_data"
+    joints = ["torso_1_joint", "torso_2_joint", *(f"arm_left_{i}_joint" for i in range(1, 8))]
+    srdf = (d / "srdf" / "talos.srdf").read_text().replace(
+        "</robot>", '<group name="torso_left_arm">' + "".join(f'<joint name="{j}"/>' for j in joints)
+        + "</group>\n</robot>", 1)
+    return Scene((d / "robots" / "talos_reduced.urdf").read_text(), srdf, (str(share),))
+
+
+def test_tree_broad_phase_follows_obstacles():
+    """TALOS (the AABB-tree broad phase): a box added far away, then moved onto every 5th configuration's wrist,
+    then removed:
+    the solver's check agrees with Scene.in_collision every time (the tree is refitted to the obstacle's
+    placement of now, rebuilt when obstacles come or go)."""
+    from roboplan_ik_ros.core import Obstacle
+
+    s = talos_torso_left_arm()
+    ik = SimpleIK(s, SimpleIKOptions(group_name="torso_left_arm", seed=SOLVER_SEED))
+    rng = np.random.default_rng(GOAL_SEED)
+    qs = [q for q in (s.random_configuration(rng, ik.group, s.neutral()) for _ in range(300))
+          if not s.in_collision(q)][:60]
+    s.add_obstacle(Obstacle("box", "box", (0.15, 0.15, 0.15), position=(5.0, 0.0, 0.0)))
+    hits = 0  # configurations free of self-collision that hit the box
+    try:
+        for k, q in enumerate(qs):
+            if k % 5 == 0:  # moved onto this configuration's wrist: it hits that one, maybe others
+                s.move_obstacle("box", s.frame_pose(q, "arm_left_7_link").translation, (0, 0, 0, 1))
+            expected = s.in_collision(q)
+            assert ik._in_collision(q) == expected, k
+            hits += expected
+    finally:
+        s.remove_obstacle("box")
+    assert len(qs) == 60 and 12 <= hits <= 57, hits
+    assert all(ik._in_collision(q) == s.in_collision(q) for q in qs[:10])
+
+
+@pytest.mark.parametrize("name", ["panda", "ur5", "talos"])
 def test_collision_check_equals_plain_pinocchio(name):
-    """The solver's collision check (a broad phase when available) agrees with Scene.in_collision
-    (pinocchio's computeCollisions over every active pair) on random configurations."""
-    s = scene(name)
-    ik = SimpleIK(s, SimpleIKOptions(group_name="arm" if name == "panda" else "", seed=SOLVER_SEED))
+    """The solver's collision check (a broad phase when available: naive on Panda and UR5, the AABB tree on
+    TALOS's 887 pairs) agrees with Scene.in_collision (pinocchio's computeCollisions over every active
+    pair) on random configurations."""
+    s = talos_torso_left_arm() if name == "talos" else scene(name)
+    group_name = {"panda": "arm", "talos": "torso_left_arm"}.get(name, "")
+    ik = SimpleIK(s, SimpleIKOptions(group_name=group_name, seed=SOLVER_SEED))
+    if name == "talos":
+        assert type(ik._collision_manager).__name__ == "BroadPhaseManager_DynamicAABBTreeArrayCollisionManager"
     rng = np.random.default_rng(GOAL_SEED)
     q0 = s.named_configuration("default") if name == "panda" else s.neutral()
     colliding = 0
-    for _ in range(2000):
+    n = 500 if name == "talos" else 2000
+    for _ in range(n):
         q = s.random_configuration(rng, ik.group, q0)
         expected = s.in_collision(q)
         assert ik._in_collision(q) == expected, q.tolist()
         colliding += expected
-    assert 20 <= colliding <= 1980  # both outcomes were exercised
+    assert 20 <= colliding <= n - 20  # both outcomes were exercised
