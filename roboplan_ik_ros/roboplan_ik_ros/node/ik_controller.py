@@ -428,6 +428,8 @@ class IKControllerNode(LifecycleNode):
                 f"loop_priority: 0 leaves it alone)")
         group = loop.group
         self.simple_ik = SimpleIK(scene, config.simple_ik)  # every simple_ik key, group defaulting to robot.group
+        self.get_logger().info(f"SimpleIK: {self.simple_ik.step} step"
+                               + (f" ({self.simple_ik.step_note})" if self.simple_ik.step_note else ""))
         # ~/solve_ik runs SimpleIK in a worker process with its own scene: off the loop's interpreter (GIL)
         self._ik_worker_spec = WorkerSpec.from_robot_config(urdf, srdf, config.robot, package_paths,
                                                             self.simple_ik.options)
