@@ -169,6 +169,10 @@ class SimpleIKOptions:
     bias_configuration: list[float] | None = None  # group joint values (continuous: angles) the null space pulls toward
     bias_gain: float = 0.0  # [1 per iteration] fraction of (bias - q) added per iteration, projected (0: off)
     active_joints: list[str] | None = None  # the group's joints that move (None: all); the others keep the seed
+    # standing objectives (FrameGoal, PointGoal, AxisGoal) added to the goals of every solve, e.g. "the tool
+    # points down" for every planner query (YAML simple_ik.objectives, objective_config.py); labelled
+    # objectives[k] in errors, their errors reported after the request's goals
+    objectives: list = field(default_factory=list)
 
     def resolved_lm_gain(self) -> float:
         """lm_gain, or the method's default (0.0 for the methods without one)."""
@@ -220,6 +224,13 @@ class SimpleIKOptions:
         if self.lm_gain is not None:
             check_positive(self.lm_gain, "lm_gain")
         check_error_weights(self.error_weights, "error_weights")
+        if isinstance(self.objectives, (str, bytes)) or not isinstance(self.objectives, (list, tuple)):
+            raise InvalidInputError(f"objectives: expected a list of FrameGoal, PointGoal or AxisGoal, "
+                                    f"got {self.objectives!r}")
+        for k, g in enumerate(self.objectives):
+            if not isinstance(g, (FrameGoal, PointGoal, AxisGoal)):
+                raise InvalidInputError(f"objectives[{k}]: expected a FrameGoal, PointGoal or AxisGoal, "
+                                        f"got {type(g).__name__}")
 
 
 def check_error_weights(w, name: str) -> None:
@@ -560,15 +571,22 @@ class SimpleIK:
             raise InvalidInputError("goals: expected at least one FrameGoal")
         if isinstance(goals, (PointGoal, AxisGoal)):
             goals = [goals]
+        n_request = len(goals)
+        if opt.objectives:  # the standing objectives, labelled objectives[k]
+            goals = [*goals, *opt.objectives]
         frame_ids, inv_targets = [], []
         objectives: list[BoundObjective] | None = None
         if any(not isinstance(g, FrameGoal) or g.relative_to is not None for g in goals):
-            objectives = self._bind_objectives(goals, opt)
+            objectives = self._bind_objectives(goals, opt, n_request)
         for k, g in enumerate(goals if objectives is None else ()):
-            frame_ids.append(self._frame_id(g.tip_frame))
+            label = k if k < n_request else f"objectives[{k - n_request}]"
+            try:
+                frame_ids.append(self._frame_id(g.tip_frame))
+            except InvalidInputError as exc:
+                raise InvalidInputError(f"{_goal_label(label)}.tip_frame: {exc}") from None
             if g.weights is not None:
-                check_error_weights(g.weights, f"goals[{k}].weights")
-            inv_targets.append(_inverse_target(g.T_world_tip, k))
+                check_error_weights(g.weights, f"{_goal_label(label)}.weights")
+            inv_targets.append(_inverse_target(g.T_world_tip, label))
         q_seed = self._check_seed(q_seed)
         deadline = time.perf_counter() + opt.max_time
         if objectives is None:
@@ -579,10 +597,6 @@ class SimpleIK:
             max_deviation = opt.max_deviation
         if max_deviation is not None:
             ws = self._nearby_workspace(ws, q_seed, max_deviation)
-        if objectives is not None and (opt.joint_limit_gain > 0.0 or opt.manipulability_gain > 0.0
-                                       or opt.bias_gain > 0.0):
-            raise InvalidInputError("joint_limit_gain, manipulability_gain, bias_gain: the null-space terms take "
-                                    "world FrameGoals only; set them to 0 with PointGoal, AxisGoal or relative_to")
         if opt.joint_limit_gain > 0.0 or opt.manipulability_gain > 0.0 or opt.bias_gain > 0.0:
             self._check_null_space(opt, ws, len(goals), q_seed)
         ws.set_damping(opt.damping)
@@ -699,15 +713,19 @@ class SimpleIK:
             ws = self._workspaces[key] = _Workspace(self.scene, group, n_goals, rows=rows)
         return ws
 
-    def _bind_objectives(self, goals, opt: SimpleIKOptions) -> list[BoundObjective]:
-        """Every goal as a BoundObjective (objectives.py), or InvalidInputError naming the bad goal."""
+    def _bind_objectives(self, goals, opt: SimpleIKOptions, n_request: int | None = None) -> list[BoundObjective]:
+        """Every goal as a BoundObjective (objectives.py), or InvalidInputError naming the bad goal (goals
+        from ``n_request`` on are the options' standing objectives, labelled objectives[k])."""
         bound = []
+        n_request = len(goals) if n_request is None else n_request
         for k, g in enumerate(goals):
+            label = k if k < n_request else f"objectives[{k - n_request}]"
             if not isinstance(g, (FrameGoal, PointGoal, AxisGoal)):
-                raise InvalidInputError(f"goals[{k}]: expected a FrameGoal, PointGoal or AxisGoal, got {type(g).__name__}")
+                raise InvalidInputError(f"{_goal_label(label)}: expected a FrameGoal, PointGoal or AxisGoal, "
+                                        f"got {type(g).__name__}")
             if isinstance(g, FrameGoal) and g.weights is not None:
-                check_error_weights(g.weights, f"goals[{k}].weights")
-            bound.append(bind_objective(g, k, self._frame_id, opt.error_weights, _inverse_target))
+                check_error_weights(g.weights, f"{_goal_label(label)}.weights")
+            bound.append(bind_objective(g, label, self._frame_id, opt.error_weights, _inverse_target))
         return bound
 
     def _frame_id(self, name) -> int:
@@ -797,7 +815,7 @@ class SimpleIK:
         for k, o in enumerate(objectives):
             e, J = ws.e[r : r + o.rows], ws.J[r : r + o.rows]
             o.compute(model, data, ws.vs, e, J)
-            pos[k], rot[k] = o.errors(e)
+            pos[k], rot[k] = o.true_errors(e)
             r += o.rows
         return pos, rot
 
@@ -805,7 +823,9 @@ class SimpleIK:
                             deadline: float, c: _Constants):
         """_descend_general's iteration on stacked objectives (objectives.py): the same step (method,
         damping, cap), limits (active set), stall/plateau/time checks; converged when every objective's
-        position and orientation errors are within the thresholds. No null-space terms (refused by _solve)."""
+        position and orientation errors are within the thresholds. The null-space terms are projected
+        into the null space of the stacked (weighted) objective Jacobian; the manipulability is that of
+        the one objective's link frame (_check_null_space allows it with one objective only)."""
         model, data = self.scene.model, self.data
         lo, hi, qs, vs = ws.lo, ws.hi, ws.qs, ws.vs
         lin, ang = opt.max_linear_error_norm, opt.max_angular_error_norm
@@ -831,7 +851,11 @@ class SimpleIK:
                 pos[k], rot[k] = o.errors(ek)
                 converged = converged and pos[k] <= lin and rot[k] <= ang
                 r += o.rows
-            if converged:
+            if converged:  # report the true errors (free components included), as the FrameGoal loops do
+                r = 0
+                for k, o in enumerate(objectives):
+                    pos[k], rot[k] = o.true_errors(e[r : r + o.rows])
+                    r += o.rows
                 return "converged", it, (pos, rot)
             np.multiply(e, sw, out=ew)  # W^1/2 e, W^1/2 J
             np.multiply(J, sw_col, out=J)
@@ -859,8 +883,13 @@ class SimpleIK:
                 dq = _direction(method, J, Jt, ew, err, c.gain, ws)
             if dq is None:
                 return "singular system", it + 1, None
-            n2 = dq.dot(dq)
-            factor = neg_step if n2 * step2 <= max_step2 else -max_step / math.sqrt(n2)
+            if c.null_space:  # the task step plus the projected null-space terms, then the cap (as _descend_general)
+                dq = neg_step * dq + self._null_space_motion(q, J, objectives[0].fid, ws, opt)
+                n2 = dq.dot(dq)
+                factor = 1.0 if n2 <= max_step2 else max_step / math.sqrt(n2)
+            else:
+                n2 = dq.dot(dq)
+                factor = neg_step if n2 * step2 <= max_step2 else -max_step / math.sqrt(n2)
             if qg is not None:
                 x = qg.copy()
                 daxpy(dq, qg, a=factor)
@@ -1188,8 +1217,14 @@ def _collision_manager(scene: Scene, geom_data: pin.GeometryData):
     return cls(scene.model, scene.collision_model, geom_data)
 
 
-def _inverse_target(T, k: int) -> pin.SE3:
-    """T_goal^-1 of goal k (a pin.SE3 or a 4x4 matrix), or InvalidInputError (as_se3's checks)."""
+def _goal_label(k: int | str) -> str:
+    """"goals[k]" for a request's goal k, the label itself (e.g. "objectives[0]") for a standing objective."""
+    return k if isinstance(k, str) else f"goals[{k}]"
+
+
+def _inverse_target(T, k: int | str) -> pin.SE3:
+    """T_goal^-1 of goal k (a pin.SE3 or a 4x4 matrix; k its index or its label, e.g. "objectives[0]"), or
+    InvalidInputError (as_se3's checks)."""
     if type(T) is pin.SE3:
         Tinv = T.inverse()  # a new SE3: the caller's goal is never aliased
         # A pin.SE3 always holds a rotation: check finiteness only. T^-1's translation -R^T t is finite
@@ -1197,7 +1232,7 @@ def _inverse_target(T, k: int) -> pin.SE3:
         t = Tinv.translation
         if math.isfinite(ddot(t, t)):  # (an overflow to inf falls back to as_se3, which accepts it)
             return Tinv
-    return as_se3(T, f"goals[{k}].T_world_tip").inverse()
+    return as_se3(T, f"{k}.T_world_tip" if isinstance(k, str) else f"goals[{k}].T_world_tip").inverse()
 
 
 def _reached(T_err: pin.SE3, e: np.ndarray, lin2: float, ang2: float) -> bool:
