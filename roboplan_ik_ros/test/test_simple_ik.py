@@ -519,6 +519,24 @@ def test_compiled_step_is_built():
     assert kernel is not None, why
 
 
+def test_without_the_kernel_simple_ik_says_so_and_solves(panda, monkeypatch):
+    """No built library (no C compiler at install): SimpleIK.step is "python", step_note says why (the node
+    logs it at configure), and solves still succeed through the Python step."""
+    from roboplan_ik_ros.core.simple_ik import compiled_step
+
+    monkeypatch.setattr(compiled_step, "_kernel", None)
+    monkeypatch.setattr(compiled_step, "_kernel_error", "")
+    monkeypatch.setattr(compiled_step, "_library_path", lambda: None)
+    s, check, q0 = panda
+    ik = panda_ik(s)
+    assert ik.step == "python" and "_simple_ik_kernel is not built" in ik.step_note
+    goal = FrameGoal("panda_hand_tcp", check.pose(random_goal_configurations(s, "arm", q0, 1, seed=62)[0],
+                                                  "panda_hand_tcp"))
+    res = ik.solve([goal], q0)
+    assert res.success and check.reached(res.q, [goal])
+    assert all(ws._compiled is None for ws in ik._workspaces.values())
+
+
 @pytest.mark.parametrize("method", ["dls", "lm_chan"])
 def test_compiled_and_python_steps_solve_alike(panda, method, monkeypatch):
     """Whole solves with and without the kernel: the same answers on 30 Panda goals (the same iterations, up
