@@ -436,6 +436,8 @@ class IKControllerNode(LifecycleNode):
             text = str(exc)
             raise ConfigureError(f"config_file {path!r}: {'' if text.startswith('simple_ik.') else 'simple_ik.'}"
                                  f"{text}") from exc
+        self.get_logger().info(f"SimpleIK: {self.simple_ik.step} step"
+                               + (f" ({self.simple_ik.step_note})" if self.simple_ik.step_note else ""))
         # ~/solve_ik runs SimpleIK in a worker process with its own scene: off the loop's interpreter (GIL)
         self._ik_worker_spec = WorkerSpec.from_robot_config(urdf, srdf, config.robot, package_paths,
                                                             self.simple_ik.options)
