@@ -426,12 +426,13 @@ def test_measured_feedback_and_diagnostics(rig):
 def test_solve_path_service_on_the_running_node(rig):
     """~/solve_path of the node (its config: panda.yaml with panda_joint_limits.yaml): the 0.5 m line
     at 1 cm from the default pose (explicit seed), answered while the loop runs, every waypoint reached
-    (the mock's own model), no joint jump, within the file's velocity and acceleration limits."""
+    (the mock's own model), no joint jump, within the file's velocity and acceleration limits all
+    along joint_trajectory_controller's cubic between the points."""
     from pathlib import Path
 
     from roboplan_ik_interfaces.srv import SolvePath
     from roboplan_ik_ros.core.model.joint_limits_file import load_joint_limits
-    from test_path_timing import finite_difference_limits
+    from jtc_spline import limit_ratios
 
     limits = load_joint_limits(Path(__file__).resolve().parents[1] / "config" / "panda_joint_limits.yaml")
     v_max = np.array([limits.velocity[j] for j in ARM])
@@ -454,6 +455,8 @@ def test_solve_path_service_on_the_running_node(rig):
     for row, T in zip(positions[1:], poses):
         q = scene.q_from_joint_positions(ARM, row.tolist(), q_seed)
         assert _errors(T, scene.frame_pose(q, TIP))[0] < 1e-3
-    v, a = finite_difference_limits(positions, times)
-    assert np.all(np.abs(v) <= v_max) and np.all(np.abs(a) <= a_max)
+    velocities = np.array([p.velocities for p in res.trajectory.points])
+    assert not any(p.accelerations for p in res.trajectory.points)  # the controller runs its cubic
+    r_v, r_a = limit_ratios(times, positions, velocities, None, v_max, a_max)
+    assert np.all(r_v <= 1.0) and np.all(r_a <= 1.0), (r_v, r_a)
     rig.client.node.destroy_client(client)

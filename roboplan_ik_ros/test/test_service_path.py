@@ -1,7 +1,8 @@
 """``~/solve_path`` (roboplan_ik_interfaces/srv/SolvePath) over DDS, served by SolveIKServer beside
 ``~/solve_ik`` (Panda with its shipped joint_limits.yaml): a 0.5 m straight line at 1 cm spacing is
 solved without a joint jump and its trajectory stays within the velocity and acceleration limits
-(finite differences of the points, and every point reaches its waypoint by independent FK); a path
+all along joint_trajectory_controller's cubic between the points (jtc_spline, dense samples), and
+every point reaches its waypoint by independent FK; a path
 through an unreachable pose stops there and says how far it got; bad requests are named.
 
 No test asserts a time or a rate: the timeouts only bound how long something may take to happen.
@@ -19,7 +20,7 @@ from conftest import Spinner, unique_name, wait_future
 from models import robot
 from roboplan_ik_ros.core import Scene, SimpleIK, SimpleIKOptions
 from roboplan_ik_ros.core.model.joint_limits_file import load_joint_limits
-from test_path_timing import finite_difference_limits
+from jtc_spline import limit_ratios
 
 TIP = "panda_hand_tcp"
 LIMITS = Path(__file__).resolve().parents[1] / "config" / "panda_joint_limits.yaml"
@@ -33,6 +34,8 @@ class PathSetup:
         from roboplan_ik_interfaces.srv import SolvePath
         from roboplan_ik_ros.node.goals import FrameResolver
         from roboplan_ik_ros.node.rosbridge import root_frame_name
+        from roboplan_ik_ros.core.simple_ik.worker import WorkerSpec
+        from roboplan_ik_ros.node.path_service import SolvePathServer
         from roboplan_ik_ros.node.service import SolveIKServer
 
         r = robot("panda")
@@ -44,9 +47,11 @@ class PathSetup:
         resolver = FrameResolver(self.scene, root_frame_name(self.scene))
         ik = SimpleIK(self.scene, SimpleIKOptions(group_name="arm", max_time=0.05, seed=1))
         self.srv = SolveIKServer(self.node, self.scene, ik, resolver, 1e-3, lambda: self.q0.copy())
+        self.paths = SolvePathServer(self.srv, WorkerSpec(r.urdf_xml, r.srdf_xml, tuple(r.package_paths),
+                                                          options=ik.options))
         self.client_node = rclpy.create_node(unique_name("solve_path_client"))
         self.spinner = Spinner(self.client_node)
-        self.client = self.client_node.create_client(SolvePath, self.srv.path_service_name)
+        self.client = self.client_node.create_client(SolvePath, self.paths.service_name)
         assert self.client.wait_for_service(timeout_sec=10.0)
         group = self.scene.group("arm")
         self.v_max = self.scene.v_max[group.v_indices]
@@ -56,6 +61,7 @@ class PathSetup:
         return wait_future(self.client.call_async(request), timeout=timeout)
 
     def close(self) -> None:
+        self.paths.destroy(5.0)
         self.srv.destroy()
         self.spinner.stop()
         self.client_node.destroy_node()
@@ -105,11 +111,13 @@ def _check_trajectory(setup: PathSetup, res, poses) -> np.ndarray:
         q[group.q_indices] = row
         err = pin.log6(T.actInv(setup.check_scene.frame_pose(q, TIP))).vector
         assert np.linalg.norm(err[:3]) < 1e-3 and np.linalg.norm(err[3:]) < 1e-2
-    v, a = finite_difference_limits(positions, times)
-    assert np.all(np.abs(v) <= setup.v_max)
-    assert np.all(np.abs(a) <= setup.a_max)
-    assert np.max(np.abs(a) / setup.a_max) > 0.99  # and not slower than needed: a limit is reached
-    assert np.all(np.array(traj.points[-1].velocities) == 0.0)
+    # as joint_trajectory_controller plays it: positions + velocities (no accelerations) -> its cubic
+    assert all(len(p.velocities) == len(group.joint_names) and not p.accelerations for p in traj.points)
+    velocities = np.array([p.velocities for p in traj.points])
+    r_v, r_a = limit_ratios(times, positions, velocities, None, setup.v_max, setup.a_max)
+    assert np.all(r_v <= 1.0) and np.all(r_a <= 1.0), (r_v, r_a)
+    assert max(r_v.max(), r_a.max()) > 0.9  # and not slower than needed: a limit is (nearly) reached
+    assert np.all(velocities[[0, -1]] == 0.0)
     return positions
 
 
@@ -163,3 +171,34 @@ def test_mixed_tip_frames_and_unknown_frames(setup):
     assert res.error_code == SolvePath.Response.UNKNOWN_FRAME and "waypoints[0].tip_frame" in res.message
     res = setup.call(_request([]))
     assert res.error_code == SolvePath.Response.INVALID_REQUEST and "waypoints" in res.message
+
+
+def test_the_path_is_checked_against_the_nodes_obstacles(setup):
+    """~/solve_path solves on a private scene: it still checks the obstacles the node's scene holds
+    when the request starts. A plate across a line straight down stops the path before it; once
+    the plate is removed, the same request is solved to the end."""
+    from roboplan_ik_interfaces.srv import SolvePath
+    from roboplan_ik_ros.core import Obstacle
+
+    T0 = setup.scene.frame_pose(setup.q0, TIP)
+    poses = _line(T0, [0.0, 0.0, -1.0], 0.2, 0.01)
+    below = T0.translation + [0.0, 0.0, -0.12]
+    plate = Obstacle("plate", "box", (0.3, 0.3, 0.02), position=tuple(below))
+    with setup.srv.scene_lock:
+        setup.scene.add_obstacle(plate)
+    try:
+        res = setup.call(_request(poses))
+        assert not res.success and res.error_code == SolvePath.Response.NO_SOLUTION, res.message
+        assert 0.0 < res.fraction < 12 / len(poses), res.message  # stopped above the plate
+        check = Scene(robot("panda").urdf_xml, robot("panda").srdf_xml, robot("panda").package_paths)
+        check.add_obstacle(plate)
+        group = setup.scene.group("arm")
+        for p in res.trajectory.points:  # every point it did return is clear of the plate
+            q = setup.q0.copy()
+            q[group.q_indices] = p.positions
+            assert not check.in_collision(q)
+    finally:
+        with setup.srv.scene_lock:
+            setup.scene.remove_obstacle("plate")
+    res = setup.call(_request(poses))
+    assert res.success and res.fraction == 1.0, res.message

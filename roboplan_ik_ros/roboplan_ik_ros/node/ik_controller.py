@@ -52,6 +52,7 @@ from ..core.oink.controller import scene_from_config
 from ..core.errors import InvalidInputError
 from ..core.simple_ik.worker import WorkerSpec
 from ..core.oink import FrameTask
+from ..core.simple_ik.objective_config import check_objective_frames
 from ..core.simple_ik.solver import SimpleIK
 from . import diagnostics as diag
 from .descriptions import LATCHED, LatchedDescriptions
@@ -65,6 +66,7 @@ from .node_config import NodeConfig, load_node_config
 from .outputs import CommandEncoder, output_joints
 from .parameters import ParamSpec, barrier_specs, loop_specs, task_specs, unknown_parameter_reason
 from .rosbridge import JointStateDecoder, root_frame_name
+from .path_service import SolvePathServer
 from .service import SolveIKServer
 from .status import LoopSnapshot, diagnostics_report
 
@@ -165,6 +167,7 @@ class IKControllerNode(LifecycleNode):
         self.simple_ik: SimpleIK | None = None
         self._ik_worker_spec: WorkerSpec | None = None
         self._service: SolveIKServer | None = None
+        self._paths: SolvePathServer | None = None
         self._collision_objects: CollisionObjectsEndpoint | None = None
         self._decoder: JointStateDecoder | None = None
         self._encoders: list[CommandEncoder] = []
@@ -387,8 +390,7 @@ class IKControllerNode(LifecycleNode):
 
     def destroy_node(self) -> None:
         self._stop_loop()  # the loop thread must not publish on destroyed publishers
-        if self._service is not None:
-            self._service.destroy()  # no worker process, service thread or helper node outlives the node
+        self._destroy_solve_services()  # no worker process, service thread or helper node outlives the node
         super().destroy_node()
 
     def autostart(self) -> bool:
@@ -427,7 +429,13 @@ class IKControllerNode(LifecycleNode):
                 f"executor's thread, which gets SCHED_FIFO while active (with every callback it runs; "
                 f"loop_priority: 0 leaves it alone)")
         group = loop.group
-        self.simple_ik = SimpleIK(scene, config.simple_ik)  # every simple_ik key, group defaulting to robot.group
+        try:  # every simple_ik key, group defaulting to robot.group; the standing objectives' frames named by key
+            check_objective_frames(config.simple_ik.objectives, scene.frame_id, "simple_ik.objectives")
+            self.simple_ik = SimpleIK(scene, config.simple_ik)
+        except InvalidInputError as exc:
+            text = str(exc)
+            raise ConfigureError(f"config_file {path!r}: {'' if text.startswith('simple_ik.') else 'simple_ik.'}"
+                                 f"{text}") from exc
         # ~/solve_ik runs SimpleIK in a worker process with its own scene: off the loop's interpreter (GIL)
         self._ik_worker_spec = WorkerSpec.from_robot_config(urdf, srdf, config.robot, package_paths,
                                                             self.simple_ik.options)
@@ -521,6 +529,8 @@ class IKControllerNode(LifecycleNode):
         self._service = SolveIKServer(self, self.scene, self.simple_ik, self._resolver, cfg.quaternion_tolerance,
                                       self._current_q, worker_spec=self._ik_worker_spec,
                                       wait_for_gap=self._wait_for_tick_gap)
+        # its own thread and a private scene built from the worker's spec: a long path blocks nothing
+        self._paths = SolvePathServer(self._service, self._ik_worker_spec)
         reader = CollisionObjectReader(self._resolver, self.scene.link_names, self._root, cfg.quaternion_tolerance)
         self._collision_objects = CollisionObjectsEndpoint(
             self, self.loop, reader, self._lock, self._service.scene_lock, self._current_q,
@@ -565,8 +575,7 @@ class IKControllerNode(LifecycleNode):
     def _release(self) -> None:
         """Destroy everything configure created (safe on a partial configure)."""
         self._stop_loop()
-        if self._service is not None:
-            self._service.destroy()
+        self._destroy_solve_services()
         if self._interactive is not None:
             self._interactive.shutdown()
         if self._diag is not None:
@@ -957,13 +966,21 @@ class IKControllerNode(LifecycleNode):
             arr.markers.extend(obstacle_markers(obstacle, self._root, k))
         self._marker_pub.publish(arr)
 
+    def _destroy_solve_services(self) -> None:
+        """~/solve_path's thread and helper node, then ~/solve_ik's (and its worker); idempotent."""
+        if self._paths is not None:
+            self._paths.destroy(5.0 if self.context.ok() else 0.5)  # a path in flight ends within its max_time's
+            self._paths = None
+        if self._service is not None:
+            self._service.destroy()
+
     def _diagnostics_report(self):
         if self.loop is None:
             return diag.WARN, "unconfigured", []
         with self._lock:
             snap = LoopSnapshot.take(self.loop)
         return diagnostics_report(snap, self._stats.summary(), self.node_cfg, self._service, self._last_rejection,
-                                  self.loop_scheduling)
+                                  self.loop_scheduling, self._paths)
 
 
 def make_executor(context=None):

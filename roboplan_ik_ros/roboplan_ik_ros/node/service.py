@@ -1,10 +1,5 @@
-"""``~/solve_ik``: one-shot SimpleIK (roboplan_ik_interfaces/srv/SolveIK) next to the control loop;
-``~/solve_path`` (SolvePath): SimpleIK.solve_path along a list of poses, timed by
-:func:`~roboplan_ik_ros.core.simple_ik.path_timing.time_parametrize` within the scene's ``v_max`` and
-``a_max`` (robot.joint_limits_file; joints without an acceleration limit are timed by velocity
-only and the response's message names them). ``~/solve_path`` is served by the same thread and
-helper node, always in-process (never in the worker process: a path is many solves chained on each
-other's answers), under ``scene_lock``; while it runs, ``~/solve_ik`` requests wait in their queue.
+"""``~/solve_ik``: one-shot SimpleIK (roboplan_ik_interfaces/srv/SolveIK) next to the control loop.
+(``~/solve_path`` has a thread, helper node and solver of its own: path_service.py.)
 
 The service is served by a thread of its own ("solve_ik"), not by the node's executor: the
 server creates a small helper node (``<node name>_solve_ik``, same context and namespace, no
@@ -74,27 +69,23 @@ import numpy as np
 import rclpy
 from rclpy.qos import QoSProfile
 
-from roboplan_ik_interfaces.srv import SolveIK, SolvePath
-from trajectory_msgs.msg import JointTrajectoryPoint
+from roboplan_ik_interfaces.srv import SolveIK
 
 from ..core.errors import InvalidInputError
-from ..core.simple_ik.path_timing import time_parametrize
+from ..core.simple_ik.objective_config import check_objective_frames
 from ..core.simple_ik.worker import FAILED, STARTING, IKWorker, WorkerError, WorkerSpec
 from ..core.model.scene import Scene
 from ..core.simple_ik.solver import FrameGoal, IKResult, SimpleIK, SimpleIKOptions
 from .goals import FrameResolver, GoalError
+from .objective_msgs import objective_from_msg
 from .loop_thread import _set_os_thread_name
 from .rosbridge import JointMap
 
 MAX_TIME_LIMIT = 10.0  # [s] longest max_time a request may ask for
-#: ~/solve_path times the path within the limits times this: time_from_start has a 1 ns resolution,
-#: whose rounding moves the points' finite-difference accelerations by ~1e-6 relative (measured 1.2e-6)
-TIMING_MARGIN = 1.0 - 1e-5
-MAX_PATH_WAYPOINTS = 10000  # most waypoints a ~/solve_path request may have
 SERVICE_QOS = QoSProfile(depth=100)  # the services default (reliable, volatile) with room for a burst
 THREAD_NAME = "solve_ik"  # the service thread, also its OS name (top -H)
 
-_GOAL_CODES = {
+GOAL_CODES = {
     GoalError.INVALID: SolveIK.Response.INVALID_REQUEST,
     GoalError.UNKNOWN_FRAME: SolveIK.Response.UNKNOWN_FRAME,
     GoalError.TRANSFORM_FAILED: SolveIK.Response.TRANSFORM_FAILED,
@@ -151,9 +142,6 @@ class SolveIKServer:
                                       context=node.context, use_global_arguments=False, enable_rosout=False,
                                       start_parameter_services=False)
         self.service = self.host.create_service(SolveIK, self.service_name, self._on_request, qos_profile=SERVICE_QOS)
-        self.path_service_name = node.resolve_service_name("~/solve_path")
-        self.path_service = self.host.create_service(SolvePath, self.path_service_name, self._on_path_request,
-                                                     qos_profile=SERVICE_QOS)
         self._executor = make_executor(context=node.context)
         self._executor.add_node(self.host)
         self._stop = threading.Event()
@@ -201,7 +189,6 @@ class SolveIKServer:
         try:
             self._executor.shutdown()
             self.host.destroy_service(self.service)
-            self.host.destroy_service(self.path_service)
             self.host.destroy_node()
         except Exception as exc:  # e.g. the context is already shut down: nothing left to release
             self.node.get_logger().debug(f"solve_ik: releasing the helper node: {exc!r}")
@@ -231,7 +218,7 @@ class SolveIKServer:
             goals, q_seed, options = self.parse(request)
             result = self._solve(goals, q_seed, options)
         except GoalError as exc:
-            return self._error(response, _GOAL_CODES[exc.code], str(exc))
+            return self._error(response, GOAL_CODES[exc.code], str(exc))
         except NotReady as exc:
             return self._error(response, SolveIK.Response.NOT_READY, str(exc))
         except InvalidInputError as exc:
@@ -260,59 +247,6 @@ class SolveIKServer:
         self.node.get_logger().warning(f"solve_ik: {message}", throttle_duration_sec=1.0)
         return response
 
-    # ------------------------------------------------------------------ ~/solve_path (service thread)
-    def _on_path_request(self, request: SolvePath.Request, response: SolvePath.Response) -> SolvePath.Response:
-        """SimpleIK.solve_path in this thread (in-process, never in the worker: a path is many solves
-        chained on each other's answers), then time_parametrize within the scene's v_max and a_max."""
-        self.calls += 1
-        if self.wait_for_gap is not None:
-            self.wait_for_gap()
-        try:
-            tip_frame, poses, q_seed, max_joint_step, options = self.parse_path(request)
-            if self._closing:
-                raise NotReady("the node is shutting down")
-            with self.scene_lock:
-                result = self.solver.solve_path(tip_frame, poses, q_seed, max_joint_step, options)
-        except GoalError as exc:
-            return self._error(response, _GOAL_CODES[exc.code], str(exc))
-        except NotReady as exc:
-            return self._error(response, SolvePath.Response.NOT_READY, str(exc))
-        except InvalidInputError as exc:
-            return self._error(response, SolvePath.Response.INVALID_REQUEST, str(exc))
-        response.success = bool(result.success)
-        response.fraction = float(result.fraction)
-        response.error_code = SolvePath.Response.SUCCESS if result.success else SolvePath.Response.NO_SOLUTION
-        response.message = result.message
-        if result.q_path:
-            joints = self._joint_map(options.group_name)
-            positions = np.array([joints.from_q(q, np.empty(len(joints.names))) for q in [q_seed] + result.q_path])
-            if joints.has_continuous:  # from_q wraps angles to (-pi, pi]: a path through pi must not jump 2 pi
-                positions[:, joints.cont_src] = np.unwrap(positions[:, joints.cont_src], axis=0)
-            a_max = self.scene.a_max[joints.v_idx]
-            try:
-                timed = time_parametrize(positions, self.scene.v_max[joints.v_idx] * TIMING_MARGIN, a_max * TIMING_MARGIN)
-            except InvalidInputError as exc:  # e.g. a joint without a velocity limit in the URDF
-                response.success = False
-                return self._error(response, SolvePath.Response.INVALID_REQUEST, f"timing the path: {exc}")
-            trajectory = response.trajectory
-            trajectory.header.stamp = self.node.get_clock().now().to_msg()
-            trajectory.joint_names = list(joints.names)
-            for t, p, v, a in zip(timed.times, positions, timed.velocities, timed.accelerations):
-                point = JointTrajectoryPoint(positions=p.tolist(), velocities=v.tolist(), accelerations=a.tolist())
-                point.time_from_start.sec = int(t)
-                point.time_from_start.nanosec = int(round((t - int(t)) * 1e9))
-                if point.time_from_start.nanosec >= 1_000_000_000:
-                    point.time_from_start.sec += 1
-                    point.time_from_start.nanosec -= 1_000_000_000
-                trajectory.points.append(point)
-            unbounded = [n for n, a in zip(joints.names, a_max) if not np.isfinite(a)]
-            if unbounded:
-                response.message += (f"; timed within the velocity limits only for {unbounded}: no acceleration "
-                                     f"limit configured (robot.joint_limits_file)")
-        if not result.success:
-            self.failures += 1
-        return response
-
     def _joint_map(self, group_name: str) -> JointMap:
         joints = self._joint_maps.get(group_name)
         if joints is None:
@@ -320,46 +254,18 @@ class SolveIKServer:
             self._joint_maps[group_name] = joints
         return joints
 
-    def parse_path(self, request: SolvePath.Request):
-        """(tip_frame, poses, q_seed, max_joint_step, options) of a ~/solve_path request, or raise
-        GoalError / InvalidInputError / NotReady."""
-        base = self.solver.options
-        group_name = request.group_name or base.group_name
-        group = self.scene.group(group_name)  # raises listing the valid groups
-        q_seed = self._seed(request.seed, group)
-        if not request.waypoints or len(request.waypoints) > MAX_PATH_WAYPOINTS:
-            raise InvalidInputError(f"waypoints: expected 1 to {MAX_PATH_WAYPOINTS} poses, got {len(request.waypoints)}")
-        tip_frame = request.waypoints[0].tip_frame
-        try:
-            self.scene.frame_id(tip_frame)
-        except InvalidInputError as exc:
-            raise GoalError(f"waypoints[0].tip_frame: {exc}", GoalError.UNKNOWN_FRAME) from exc
-        poses = []
-        for k, w in enumerate(request.waypoints):
-            if w.tip_frame != tip_frame:
-                raise InvalidInputError(f"waypoints[{k}].tip_frame: expected {tip_frame!r} like waypoints[0] (one "
-                                        f"tip along a path), got {w.tip_frame!r}")
-            poses.append(self._resolver.resolve(w.pose, q_seed, self.quaternion_tolerance, f"waypoints[{k}].pose"))
-        if not (math.isfinite(request.max_joint_step) and request.max_joint_step > 0.0):
-            raise InvalidInputError(f"max_joint_step: expected a finite value > 0 [rad or m] (largest motion of "
-                                    f"any joint between consecutive waypoints), got {request.max_joint_step}")
-        if not (math.isfinite(request.max_time) and request.max_time <= MAX_TIME_LIMIT):
-            raise InvalidInputError(f"max_time: expected <= {MAX_TIME_LIMIT:g} s per waypoint (<= 0: the configured "
-                                    f"{base.max_time:g} s), got {request.max_time}")
-        options = dataclasses.replace(base, group_name=group_name,
-                                      max_time=request.max_time if request.max_time > 0 else base.max_time)
-        options.validate()
-        return tip_frame, poses, q_seed, float(request.max_joint_step), options
-
     # ------------------------------------------------------------------ request
-    def parse(self, request: SolveIK.Request) -> tuple[list[FrameGoal], np.ndarray, SimpleIKOptions]:
-        """(goals, q_seed, options) of a request, or raise GoalError / InvalidInputError / NotReady."""
+    def parse(self, request: SolveIK.Request) -> tuple[list, np.ndarray, SimpleIKOptions]:
+        """(goals, q_seed, options) of a request, or raise GoalError / InvalidInputError / NotReady: the
+        goals are the PoseGoals as FrameGoals, then the objectives (IKObjective, objective_msgs.py); the
+        options carry the request's overrides (empty/0: the configured value), the null-space terms and
+        the standing objectives (simple_ik.objectives) unless ``standing_objectives`` is OPTION_FALSE."""
         base = self.solver.options
         group_name = request.group_name or base.group_name
         group = self.scene.group(group_name)  # raises listing the valid groups
         q_seed = self._seed(request.seed, group)
-        if not request.goals:
-            raise InvalidInputError("goals: expected at least one goal")
+        if not request.goals and not request.objectives:
+            raise InvalidInputError("goals, objectives: expected at least one goal or objective")
         goals = []
         for k, g in enumerate(request.goals):
             try:
@@ -369,7 +275,7 @@ class SolveIKServer:
             T = self._resolver.resolve(g.pose, q_seed, self.quaternion_tolerance, f"goals[{k}].pose")
             goals.append(FrameGoal(g.tip_frame, T))
         o = SolveIK.Request
-        for name in ("check_collisions", "fast_return"):
+        for name in ("check_collisions", "fast_return", "standing_objectives"):
             if getattr(request, name) not in (o.OPTION_DEFAULT, o.OPTION_TRUE, o.OPTION_FALSE):
                 raise InvalidInputError(f"{name}: expected OPTION_DEFAULT (0), OPTION_TRUE (1) or OPTION_FALSE (2), "
                                         f"got {getattr(request, name)}")
@@ -394,10 +300,26 @@ class SolveIKServer:
             max_deviation=request.max_deviation if request.max_deviation > 0.0 else base.max_deviation,
             active_joints=list(request.active_joints) if len(request.active_joints) else base.active_joints,
         )
+        moving = group if options.active_joints is None else self.scene.subgroup(group, options.active_joints)
+        # (unknown active joints: InvalidInputError listing the group's)
+        options = dataclasses.replace(
+            options, **null_space_overrides(request, base),
+            objectives=base.objectives if request.standing_objectives != o.OPTION_FALSE else [])
+        bias = bias_override(request.bias_configuration, group, moving)
+        if bias is not None:
+            options.bias_configuration = bias
+            if options.bias_gain == 0.0:
+                raise InvalidInputError(f"bias_configuration: given, but bias_gain is 0 (configured "
+                                        f"{base.bias_gain:g}{' and turned off' if request.bias_gain < 0 else ''}); "
+                                        f"expected a bias_gain > 0 with it")
         options.validate()
-        if options.active_joints is not None:
-            self.scene.subgroup(group, options.active_joints)  # unknown joints: InvalidInputError listing the group's
-        return goals, q_seed, options
+        objectives = [objective_from_msg(m, f"objectives[{k}]", options.error_weights)
+                      for k, m in enumerate(request.objectives)]
+        try:
+            check_objective_frames(objectives, self.scene.frame_id, "objectives")
+        except InvalidInputError as exc:
+            raise GoalError(str(exc), GoalError.UNKNOWN_FRAME) from exc
+        return goals + objectives, q_seed, options
 
     def _seed(self, seed, group) -> np.ndarray:
         """Full q of a request's seed (sensor_msgs/JointState; empty: the node's current state), or raise
@@ -415,3 +337,61 @@ class SolveIKServer:
         else:
             q_seed = current
         return q_seed
+
+
+_GAINS = ("joint_limit_gain", "manipulability_gain", "bias_gain")  # 0: configured; GAIN_OFF: off; > 0
+_DISTANCES = ("joint_limit_ps", "joint_limit_pi")  # 0: configured; > 0
+
+
+def null_space_overrides(request: SolveIK.Request, base: SimpleIKOptions) -> dict:
+    """The null-space options of a request (SolveIK's gains and distances: 0 = configured), or
+    InvalidInputError naming the field."""
+    out = {}
+    for name in _GAINS:
+        v = getattr(request, name)
+        if v == SolveIK.Request.GAIN_OFF:
+            out[name] = 0.0
+        elif v == 0.0:
+            out[name] = getattr(base, name)
+        elif math.isfinite(v) and v > 0.0:
+            out[name] = float(v)
+        else:
+            raise InvalidInputError(f"{name}: expected a finite gain > 0, 0 (the configured "
+                                    f"{getattr(base, name):g}) or GAIN_OFF (-1: off), got {v}")
+    for name in _DISTANCES:
+        v = getattr(request, name)
+        if v == 0.0:
+            out[name] = getattr(base, name)
+        elif math.isfinite(v) and v > 0.0:
+            out[name] = float(v)
+        else:
+            raise InvalidInputError(f"{name}: expected a finite distance > 0 [rad or m] or 0 (the configured "
+                                    f"{getattr(base, name):g}), got {v}")
+    return out
+
+
+def bias_override(bias, group, moving) -> list[float] | None:
+    """A request's bias_configuration (sensor_msgs/JointState; empty: None = configured) as the moving
+    joints' values in their order, or InvalidInputError: names and positions of equal length, each a
+    joint of the group, once, finite, every moving joint named."""
+    if not bias.name and not bias.position:
+        return None
+    if len(bias.name) != len(bias.position):
+        raise InvalidInputError(f"bias_configuration: {len(bias.name)} names but {len(bias.position)} positions "
+                                f"(expected one position per name)")
+    values: dict[str, float] = {}
+    for k, (name, value) in enumerate(zip(bias.name, bias.position)):
+        if name not in group.joint_names:
+            raise InvalidInputError(f"bias_configuration.name[{k}]: {name!r} is not a joint of group "
+                                    f"{group.name!r}; valid: {list(group.joint_names)}")
+        if name in values:
+            raise InvalidInputError(f"bias_configuration.name[{k}]: {name!r} named twice")
+        if not math.isfinite(value):
+            raise InvalidInputError(f"bias_configuration.position[{k}] ({name}): expected a finite value [rad or m], "
+                                    f"got {value}")
+        values[name] = float(value)
+    missing = [j for j in moving.joint_names if j not in values]
+    if missing:
+        raise InvalidInputError(f"bias_configuration: expected a value for every moving joint of group "
+                                f"{moving.name!r}; missing {missing}")
+    return [values[j] for j in moving.joint_names]

@@ -109,7 +109,7 @@ class LoopSnapshot:
 
 
 def diagnostics_report(snap: LoopSnapshot, summary: dict[str, float], node_cfg, service, last_rejection: str,
-                       loop_scheduling: str = ""):
+                       loop_scheduling: str = "", paths=None):
     """(level, message, [(key, value)]) of the control loop for /diagnostics."""
     normal = snap.mode in (TRACKING, WAITING_FOR_GOAL)
     if normal and summary["late_pct"] <= 1.0:
@@ -137,6 +137,8 @@ def diagnostics_report(snap: LoopSnapshot, summary: dict[str, float], node_cfg, 
         *((k, str(v)) for k, v in snap.counters.items()),
         ("solve_ik_calls", str(service.calls)),
         ("solve_ik_failures", str(service.failures)),
+        *((("solve_path_calls", str(paths.calls)), ("solve_path_busy", str(paths.busy).lower()))
+          if paths is not None else ()),
         ("last_rejection", last_rejection),
     ]
     return level, message, values
