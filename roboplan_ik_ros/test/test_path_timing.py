@@ -77,6 +77,14 @@ def test_repeated_waypoint_reversal_and_infinite_acceleration_limit():
     assert np.diff(timed.times)[1] == pytest.approx(1e-3)  # the pause: a short rest
 
 
+def test_one_segment_is_the_rest_to_rest_cubic_at_its_acceleration_limit():
+    """Two waypoints 1 rad apart, v_max 1, a_max 2: the cubic 3 s^2 - 2 s^3 peaks at 6 / T^2 in
+    acceleration and 1.5 / T in velocity, so the least duration is sqrt(3) s."""
+    timed = time_parametrize([[0.0], [1.0]], [1.0], [2.0])
+    check_within(np.array([[0.0], [1.0]]), timed, np.array([1.0]), np.array([2.0]))
+    assert timed.times[-1] == pytest.approx(np.sqrt(3.0), rel=1e-9)
+
+
 def test_a_path_that_starts_at_its_seed_starts_at_once():
     """solve_path's first waypoint is often the seed's own pose: that still segment is a 1 ms rest,
     not a long wait, and the next segment starts from rest (the old timing gave it 1 ns and a
