@@ -54,9 +54,10 @@ consecutive commands at the nominal period, as ratios of config/panda_joint_limi
 (Franka's), and the share of command steps over an acceleration bound.
 
 Twist stream (on by default; ``--no-twist`` skips it, ``--twist-only`` runs only it; ``--twist-duration``,
-``--twist-rates``): config (c), timer trigger, at 500 Hz and 1 kHz, each in a fresh node + mock pair: a 100 Hz
-TwistStamped stream on ~/ee/target_twist, 0.1 m/s turning by 90 degrees every second (a square in the base's
-y-z plane, free space), then stopped. On-time share of the ticks (the rule above); input-to-command latency
+``--twist-rates``, ``--twist-changes``): config (c), timer trigger, at 500 Hz and 1 kHz, each in a fresh node +
+mock pair: a 100 Hz TwistStamped stream on ~/ee/target_twist, 0.1 m/s turning by 90 degrees every second (a
+square in the base's y-z plane, free space; the tracking error), then 100 more turns every 0.35 s (a smaller
+square; the latency's percentiles rest on ~110 changes per rate), then stopped. On-time share of the ticks (the rule above); input-to-command latency
 from outside (the bench publishing a twist that changes the commanded velocity -> the first command whose
 FK tool velocity departs from the steady one, see ``first_departure``; from rest exact, while moving an
 upper bound); the steady tool-velocity tracking error (FK of the commands per control period, the last
@@ -1212,8 +1213,12 @@ TWIST_HZ = 100.0  # [Hz] the input stream
 TWIST_SPEED = 0.1  # [m/s] commanded tool speed (unitless 0.4 x max_linear_speed 0.25)
 TWIST_MAX_LINEAR_SPEED = 0.25  # [m/s] panda.yaml node.streaming.max_linear_speed
 TWIST_DIRECTIONS = ((0.0, 1.0, 0.0), (0.0, 0.0, 1.0), (0.0, -1.0, 0.0), (0.0, 0.0, -1.0))  # base frame
-TWIST_SEGMENT_S = 1.0  # [s] between direction changes
-TWIST_STEADY_S = 0.5  # [s] the last part of each segment where the tracking error is measured
+TWIST_SEGMENT_S = 1.0  # [s] between direction changes of the square (tracking)
+TWIST_STEADY_S = 0.5  # [s] the last part of each such segment where the tracking error is measured
+# then --twist-changes quicker turns (a smaller square) for the latency's percentiles: the turn's ramp (the
+# target's velocity turns by 0.14 m/s at max_linear_acceleration 1 m/s^2: 0.14 s) and the detector's 0.1 s
+# steady window before the next change fit in a segment
+TWIST_QUICK_SEGMENT_S = 0.35  # [s]
 TWIST_TARGETS = {"on_time_pct": 99.5, "tracking_error_pct": 2.0, "peak_ratio": 1.0}
 
 
@@ -1257,6 +1262,19 @@ def first_departure(times: np.ndarray, velocity: np.ndarray, t_change: float, di
     return int(later[np.argmax(departed)]) if departed.any() else None
 
 
+def twist_schedule(n_square: int, n_quick: int) -> list[tuple[float, float, tuple]]:
+    """(start [s], duration [s], direction) of each segment of the twist run: ``n_square`` segments of
+    TWIST_SEGMENT_S (the tracking error is measured in their last TWIST_STEADY_S), then ``n_quick`` of
+    TWIST_QUICK_SEGMENT_S (more direction changes for the latency); directions cycle through
+    TWIST_DIRECTIONS, so each run of four closes a square."""
+    out, t = [], 0.0
+    for k in range(n_square + n_quick):
+        duration = TWIST_SEGMENT_S if k < n_square else TWIST_QUICK_SEGMENT_S
+        out.append((t, duration, TWIST_DIRECTIONS[k % len(TWIST_DIRECTIONS)]))
+        t += duration
+    return out
+
+
 def tracking_error_pct(positions: np.ndarray, dt: float, v_cmd: np.ndarray) -> tuple[float, np.ndarray]:
     """(|v - v_cmd| / |v_cmd| in %, v) with v the mean velocity of consecutive positions (rows, one per
     command at the nominal period ``dt``: the path per control period, as a drive executes it)."""
@@ -1267,7 +1285,8 @@ def tracking_error_pct(positions: np.ndarray, dt: float, v_cmd: np.ndarray) -> t
 
 def run_twist(k: int, rate: float, args, tmp: Path) -> dict:
     """One node + mock pair at ``rate`` (config (c), timer trigger): a 100 Hz twist stream turning every
-    TWIST_SEGMENT_S for ``args.twist_duration`` s, then stopped. Returns the run's row."""
+    TWIST_SEGMENT_S for ``args.twist_duration`` s, then ``args.twist_changes`` times every
+    TWIST_QUICK_SEGMENT_S (:func:`twist_schedule`), then stopped. Returns the run's row."""
     import rclpy
     from geometry_msgs.msg import TwistStamped
 
@@ -1281,7 +1300,10 @@ def run_twist(k: int, rate: float, args, tmp: Path) -> dict:
     cfg_path = tmp / f"bench_{tag}.yaml"
     cfg_path.write_text(yaml.safe_dump(data))
     stats_out = tmp / f"stats_{tag}.json"
-    capacity = int((args.twist_duration + 60) * rate * 1.2)
+    n_segments = max(2, int(round(args.twist_duration / TWIST_SEGMENT_S)))
+    schedule = twist_schedule(n_segments, args.twist_changes)
+    total_s = schedule[-1][0] + schedule[-1][1]
+    capacity = int((total_s + 60) * rate * 1.2)
     urdf, srdf, pkgs, _ = load_robot("panda")
     scene = Scene(urdf, srdf, pkgs)
     group = scene.group("arm")
@@ -1317,14 +1339,15 @@ def run_twist(k: int, rate: float, args, tmp: Path) -> dict:
         _wait(lambda: twist_pub.get_subscription_count() > 0 and len(rec.times) > 100, 30.0,
               "twist subscription, commands", procs)
         time.sleep(0.3)  # a steady (resting) command stream before the first twist
-        n_segments = max(2, int(round(args.twist_duration / TWIST_SEGMENT_S)))
         t0 = time.perf_counter()
         next_t, segment = t0, -1
-        while (t := time.perf_counter()) < t0 + n_segments * TWIST_SEGMENT_S:
-            s = int((t - t0) / TWIST_SEGMENT_S)
+        while (t := time.perf_counter()) < t0 + total_s:
+            s = segment
+            while s + 1 < len(schedule) and t - t0 >= schedule[s + 1][0]:
+                s += 1
             if s != segment:
                 segment = s
-                unitless = np.array(TWIST_DIRECTIONS[s % len(TWIST_DIRECTIONS)]) * TWIST_SPEED / TWIST_MAX_LINEAR_SPEED
+                unitless = np.array(schedule[s][2]) * TWIST_SPEED / TWIST_MAX_LINEAR_SPEED
                 msg.twist.linear.x, msg.twist.linear.y, msg.twist.linear.z = (float(x) for x in unitless)
                 new = True
             msg.header.stamp = aux.get_clock().now().to_msg()
@@ -1360,20 +1383,24 @@ def run_twist(k: int, rate: float, args, tmp: Path) -> dict:
     v_tcp = np.vstack([np.zeros((1, 3)), np.diff(tcp, axis=0) / dt])  # per command period [m/s]
     n_cmds = int(np.sum((times >= changes[0][0]) & (times <= t_rest)))
     # latency: the bench publishing a changed twist -> the bench receiving the first changed command
-    latencies, undetected = [], 0
+    latencies, undetected, from_rest = [], 0, None
     v_before = np.zeros(3)
-    for t_pub, v_cmd in changes:
+    for n, (t_pub, v_cmd) in enumerate(changes):
         i = first_departure(times, v_tcp, t_pub, direction=v_cmd - v_before)
         v_before = v_cmd
         if i is None:
             undetected += 1
+        elif n == 0:
+            from_rest = times[i] - t_pub  # the first twist starts from rest: exact
         else:
             latencies.append(times[i] - t_pub)
-    lat_ms = np.array(latencies) * 1e3
-    # the per-period tool velocity's scatter in steady motion (residual of a line over each segment's steady
-    # window, median over the segments): what a change must exceed to be seen
+    lat_ms = np.array(([from_rest] if from_rest is not None else []) + latencies) * 1e3
+    moving_ms = np.array(latencies) * 1e3
+    # the per-period tool velocity's scatter in steady motion (residual of a line over each square segment's
+    # steady window, median over the segments): what a change must exceed to be seen
     scatter = []
-    for (t_pub, _), t_next in zip(changes, [c[0] for c in changes[1:]] + [t_stop]):
+    square = changes[:n_segments]  # the long segments (the quick ones have no steady half-second)
+    for (t_pub, _), t_next in zip(square, [c[0] for c in changes[1:n_segments + 1]] + [t_stop]):
         keep = (times >= t_next - TWIST_STEADY_S) & (times < t_next)
         if keep.sum() >= 10:
             A = np.column_stack([np.ones(keep.sum()), times[keep] - t_next])
@@ -1382,8 +1409,8 @@ def run_twist(k: int, rate: float, args, tmp: Path) -> dict:
     velocity_noise = float(np.median(scatter)) if scatter else float("nan")
     # tracking: the last TWIST_STEADY_S of each segment (the 90-degree turn's ramp is over)
     errors, limits_seen, velocities = [], [], []  # per segment; the ~/status motion_limit codes in its steady window
-    bounds = [c[0] for c in changes[1:]] + [t_stop]
-    for (t_pub, v_cmd), t_next in zip(changes, bounds):
+    bounds = [c[0] for c in changes[1:n_segments + 1]] + [t_stop]
+    for (t_pub, v_cmd), t_next in zip(square, bounds):
         keep = (times >= t_next - TWIST_STEADY_S) & (times < t_next)
         if keep.sum() >= 10:
             err, v = tracking_error_pct(tcp[keep], dt, v_cmd)
@@ -1402,14 +1429,16 @@ def run_twist(k: int, rate: float, args, tmp: Path) -> dict:
     timeout_status = bool(reasons) and reasons[-1][0] == "command_timeout"
     return {
         "kind": "twist", "rate_set_hz": rate, "duration_s": t_rest - changes[0][0], "segments": len(changes),
+        "square_segments": n_segments,
         "ticks": n_ticks, "commands": n_cmds, "on_time_pct": on_time_pct, "late_gaps_pct": late_gaps_pct,
         "latency_p50_ms": float(np.percentile(lat_ms, 50)) if lat_ms.size else float("nan"),
         "latency_p99_ms": float(np.percentile(lat_ms, 99)) if lat_ms.size else float("nan"),
         "latency_max_ms": float(lat_ms.max()) if lat_ms.size else float("nan"),
         # the first twist starts from rest: no noise, the first changed command is exact
-        "latency_from_rest_ms": float(latencies[0] * 1e3) if latencies and undetected == 0 else float("nan"),
-        "latency_moving_p50_ms": float(np.percentile(lat_ms[1:], 50)) if lat_ms.size > 1 else float("nan"),
-        "latency_moving_p99_ms": float(np.percentile(lat_ms[1:], 99)) if lat_ms.size > 1 else float("nan"),
+        "latency_from_rest_ms": float(from_rest * 1e3) if from_rest is not None else float("nan"),
+        "latency_moving_p50_ms": float(np.percentile(moving_ms, 50)) if moving_ms.size else float("nan"),
+        "latency_moving_p99_ms": float(np.percentile(moving_ms, 99)) if moving_ms.size else float("nan"),
+        "latency_moving_n": int(moving_ms.size),
         "velocity_noise_mm_s": velocity_noise * 1e3,
         "latencies_ms": lat_ms.round(3).tolist(), "undetected_changes": undetected,
         "tracking_error_max_pct": max(errors) if errors else float("nan"),
@@ -1449,13 +1478,15 @@ def print_twist(rows: list[dict], targets: list[dict]) -> None:
     if not rows:
         return
     print_table(f"Twist stream: {TWIST_HZ:g} Hz TwistStamped on ~/ee/target_twist, {TWIST_SPEED:g} m/s turning 90 deg "
-                f"every {TWIST_SEGMENT_S:g} s (a square in the base y-z plane), then stopped; config (c), timer trigger",
-                ["control rate Hz", "s", "ticks", "on time %", "latency from rest ms", "latency moving p50/p99 ms",
+                f"every {TWIST_SEGMENT_S:g} s (a square in the base y-z plane), then every {TWIST_QUICK_SEGMENT_S:g} s, "
+                "then stopped; config (c), timer trigger",
+                ["control rate Hz", "s", "ticks", "on time %", "latency from rest ms", "latency moving p50/p99 ms (n)",
                  "tool velocity scatter mm/s", "changes detected",
                  "tracking error median/max %", "peak accel / jerk x bound", "stop: at rest after s", "status after stop"],
                 [[fmt(r["rate_set_hz"], ".0f"), fmt(r["duration_s"], ".1f"), str(r["ticks"]), fmt(r["on_time_pct"], ".2f"),
                   fmt(r["latency_from_rest_ms"], ".2f"),
-                  f"{fmt(r['latency_moving_p50_ms'], '.2f')} / {fmt(r['latency_moving_p99_ms'], '.2f')}",
+                  f"{fmt(r['latency_moving_p50_ms'], '.2f')} / {fmt(r['latency_moving_p99_ms'], '.2f')} "
+                  f"({r['latency_moving_n']})",
                   fmt(r["velocity_noise_mm_s"], ".2f"),
                   f"{r['segments'] - r['undetected_changes']} / {r['segments']}",
                   f"{fmt(r['tracking_error_median_pct'], '.3f')} / {fmt(r['tracking_error_max_pct'], '.3f')}",
@@ -1699,7 +1730,11 @@ def main() -> None:
                    help="skip the twist-stream runs (100 Hz twist input at each --twist-rates: on-time share, "
                         "input-to-command latency, tool-velocity tracking error, acceleration/jerk, timeout stop)")
     p.add_argument("--twist-only", action="store_true", help="only the twist-stream runs")
-    p.add_argument("--twist-duration", type=float, default=10.0, help="[s] of twist stream per rate")
+    p.add_argument("--twist-duration", type=float, default=10.0,
+                   help="[s] of the twist stream's square (1 s segments: tracking) per rate")
+    p.add_argument("--twist-changes", type=int, default=100,
+                   help=f"then this many quicker direction changes ({TWIST_QUICK_SEGMENT_S:g} s apart) for the "
+                        "latency's percentiles")
     p.add_argument("--twist-rates", default=",".join(f"{r:g}" for r in TWIST_RATES),
                    help="comma-separated control rates [Hz] of the twist-stream runs")
     p.add_argument("--repeat", type=int, default=1, help="repetitions (interleaved: repetition > variant > load)")
@@ -1742,7 +1777,8 @@ def main() -> None:
             rates = [float(r) for r in args.twist_rates.split(",") if r]
             for k, rate in enumerate(rates):
                 print(f"[bench_node twist {k + 1}/{len(rates)}] config (c), timer trigger at {rate:g} Hz: a "
-                      f"{TWIST_HZ:g} Hz twist stream for {args.twist_duration:g} s, then stopped")
+                      f"{TWIST_HZ:g} Hz twist stream: a {args.twist_duration:g} s square, then {args.twist_changes} "
+                      f"turns {TWIST_QUICK_SEGMENT_S:g} s apart, then stopped")
                 try:
                     twist_rows.append(run_twist(2000 + k, rate, args, Path(tmp)))
                 except Exception as exc:  # report, keep the other runs

@@ -235,7 +235,10 @@ def run_path(core, spec, repeats: int) -> dict | None:
         from roboplan_ik_ros.core.simple_ik.path_timing import time_parametrize
 
         group = scene.group(spec.group)
-        q_path = np.array([q0] + res.q_path)[:, group.q_indices]
+        names = list(group.joint_names)
+        q_path = np.array([scene.joint_positions(q, names) for q in [q0] + res.q_path])
+        continuous = [k for k, j in enumerate(group.joint_ids) if scene.model.joints[int(j)].nq == 2]
+        q_path[:, continuous] = np.unwrap(q_path[:, continuous], axis=0)  # angles: no 2 pi step through pi
         timing = []
         for i in range(repeats + 1):
             t0 = time.perf_counter()
@@ -244,6 +247,121 @@ def run_path(core, spec, repeats: int) -> dict | None:
                 timing.append(time.perf_counter() - t0)
         row |= {"timing_median_ms": 1e3 * float(np.median(timing)), "trajectory_s": float(timed.times[-1])}
     return row
+
+
+# objectives rows: a link between the base and the tip that moves with q (the "relative to another link" row)
+OBJECTIVE_REF_LINKS = {"panda": "panda_link3", "ur5": "forearm_link"}
+# "pose (world)": a world FrameGoal (the fast loop), the same goals' reference for the other rows' times
+OBJECTIVE_KINDS = ("pose (world)", "point", "axis", "point + axis", "frame relative to ref")
+
+
+def _frame(robot: Robot, values, name: str) -> pin.SE3:
+    """The checker's FK (its own model) of frame ``name``."""
+    pin.framesForwardKinematics(robot.model, robot.data, robot.full_q(values))
+    return robot.data.oMf[robot.model.getFrameId(name)].copy()
+
+
+def _angle(a, b) -> float:
+    return float(np.arctan2(np.linalg.norm(np.cross(a, b)), np.dot(a, b)))
+
+
+def _objective_goals(core, robot: Robot, kind: str, values_goal, ref: str) -> list:
+    """The objectives of one kind whose targets the goal configuration's FK (the checker's) meets."""
+    from roboplan_ik_ros.core.simple_ik import AxisGoal, PointGoal
+
+    tip = robot.spec.tip_frame
+    T = _frame(robot, values_goal, tip)
+    point = PointGoal(tip, [0.0, 0.0, 0.0], T.translation)
+    axis = AxisGoal(tip, [0.0, 0.0, 1.0], T.rotation[:, 2])
+    if kind == "point":
+        return [point]
+    if kind == "axis":
+        return [axis]
+    if kind == "point + axis":
+        return [point, axis]
+    if kind == "pose (world)":
+        return [core.FrameGoal(tip, T)]
+    return [core.FrameGoal(tip, _frame(robot, values_goal, ref).actInv(T), relative_to=ref)]
+
+
+def _objective_check(robot: Robot, values, goals, collisions: bool) -> str:
+    """'' when every objective is met by the checker's FK (1 mm, 1 mrad), within limits, collision-free."""
+    if values is None or not np.all(np.isfinite(values)):
+        return "none"
+    tip = robot.spec.tip_frame
+    T = _frame(robot, values, tip)
+    for g in goals:
+        if hasattr(g, "points_target"):
+            if np.linalg.norm(T.translation - np.ravel(g.points_target)) > POS_TOL:
+                return "pos"
+        elif hasattr(g, "direction_target"):
+            if _angle(T.rotation[:, 2], g.direction_target) > ROT_TOL:
+                return "rot"
+        else:
+            M = T if g.relative_to is None else _frame(robot, values, g.relative_to).actInv(T)
+            if np.linalg.norm(M.translation - g.T_world_tip.translation) > POS_TOL:
+                return "pos"
+            if np.linalg.norm(pin.log3(g.T_world_tip.rotation.T @ M.rotation)) > ROT_TOL:
+                return "rot"
+    if not robot.within_limits(values):
+        return "lim"
+    if collisions and robot.in_collision(values):
+        return "col"
+    return ""
+
+
+def run_objectives(core, spec, args) -> list[dict]:
+    """Issue 14's objectives row: on --objectives goal configurations (the goals' protocol), a point (the TCP
+    at the goal's TCP position), an axis (the TCP's z axis along the goal's), both, and the TCP's pose
+    relative to OBJECTIVE_REF_LINKS[robot] (a moving link), solved by ours (default method, the run's
+    max_time, collisions on) from the same start, kinds interleaved in a fresh random order per goal;
+    success checked by the checker's own FK. Iterations and searches as the solver reports them."""
+    from peers import _ours_scene
+
+    robot = Robot(spec)
+    ref = OBJECTIVE_REF_LINKS[spec.name]
+    scene, q_ref = _ours_scene(robot, core)
+    ik = core.SimpleIK(scene, core.SimpleIKOptions(group_name=spec.group, seed=args.seed + 7919,
+                                                   max_time=args.max_time, max_iters=args.max_iters,
+                                                   max_restarts=args.max_restarts,
+                                                   check_collisions=not args.no_collisions))
+    goals, _ = make_goals(robot, args.objectives, args.seed + 31)
+    warm, _ = make_goals(robot, args.warmup, args.seed + 1_000_033)
+    q_seed = scene.q_from_joint_positions(robot.joints, robot.values(robot.q_ref), q_ref)
+    for v, _ in warm:
+        for kind in OBJECTIVE_KINDS:
+            ik.solve(_objective_goals(core, robot, kind, v, ref), q_seed)
+    res = {k: {"t": [], "ok": 0, "iters": [], "searches": [], "fail": {}} for k in OBJECTIVE_KINDS}
+    order = np.random.default_rng(args.seed + 15485863)
+    for v, _ in goals:
+        for kind in (OBJECTIVE_KINDS[i] for i in order.permutation(len(OBJECTIVE_KINDS))):
+            g = _objective_goals(core, robot, kind, v, ref)
+            t0 = time.perf_counter()
+            out = ik.solve(g, q_seed)
+            dt = time.perf_counter() - t0
+            values = scene.joint_positions(out.q, robot.joints) if out.success else None
+            why = _objective_check(robot, values, g, not args.no_collisions)
+            r = res[kind]
+            r["t"].append(dt)
+            r["ok"] += not why
+            r["iters"].append(out.iterations)
+            r["searches"].append(out.restarts + 1)
+            if why:
+                r["fail"][why] = r["fail"].get(why, 0) + 1
+    rows = []
+    for kind, r in res.items():
+        label = kind.replace("ref", ref)
+        rows.append({"name": f"ours objectives: {label}", "robot": spec.name, "n": args.objectives,
+                     "success_rate": r["ok"] / args.objectives, **time_stats(r["t"]),
+                     "mean_iters": float(np.mean(r["iters"])), "mean_searches": float(np.mean(r["searches"])),
+                     "failures": r["fail"], "max_time": args.max_time, "seed": args.seed, "kind": "objectives"})
+    print_table(f"SimpleIK objectives — {spec.name} (n={args.objectives}, default method, max_time="
+                f"{args.max_time * 1e3:g} ms, collisions {'off' if args.no_collisions else 'on'})",
+                ["objective", "success %", "median µs", "p99 µs", "mean iters", "mean searches", "failures"],
+                [[r["name"].removeprefix("ours objectives: "), fmt(100 * r["success_rate"]), fmt(r["median_us"]),
+                  fmt(r["p99_us"]), fmt(r["mean_iters"]), fmt(r["mean_searches"], ".2f"),
+                  " ".join(f"{k}:{v}" for k, v in sorted(r["failures"].items())) or "-"] for r in rows])
+    return rows
 
 
 def main() -> None:
@@ -257,6 +375,10 @@ def main() -> None:
                    help="ours and roboplan (matched); 100 is ours' default, max_time bounds the search first")
     p.add_argument("--no-collisions", action="store_true", help="solvers and checker ignore collisions")
     p.add_argument("--path-repeats", type=int, default=20, help="timed solve_path runs per robot (0: skip)")
+    p.add_argument("--objectives", type=int, default=200,
+                   help="goals of the objectives rows (point, axis, point + axis, frame relative to a link; "
+                        "Panda and UR5; 0: skip)")
+    p.add_argument("--objectives-only", action="store_true", help="only the objectives rows")
     p.add_argument("--methods", nargs="*", default=None,
                    help="SimpleIK methods with a row each (default: all; the default method is the row 'ours')")
     args = p.parse_args()
@@ -270,6 +392,13 @@ def main() -> None:
     else:
         args.methods = []
     rows = []
+    if core is not None and args.objectives > 0:
+        for spec in robot_specs(args):
+            if spec.name in OBJECTIVE_REF_LINKS:
+                rows += run_objectives(core, spec, args)
+        if args.objectives_only:
+            write_json(args.json, rows)
+            return
     for spec in robot_specs(args):
         rows += run_robot(spec, args, core, core_err)
     if core is not None and args.path_repeats > 0:

@@ -24,7 +24,13 @@ setup(
             package_name + ".core.oink._oink_kernel",
             sources=["roboplan_ik_ros/core/oink/kernel/oink_kernel.c"],
             extra_compile_args=["-O3", "-fno-math-errno"],
-        )
+        ),
+        # SimpleIK's step (core/simple_ik/compiled_step.py; without it SimpleIK runs its Python step)
+        Extension(
+            package_name + ".core.simple_ik._simple_ik_kernel",
+            sources=["roboplan_ik_ros/core/simple_ik/kernel/simple_ik_kernel.c"],
+            extra_compile_args=["-O3", "-fno-math-errno"],
+        ),
     ],
     install_requires=["setuptools"],
     zip_safe=False,

@@ -93,10 +93,14 @@ fi
 # 4. roboplan_ik_ros (editable: imports resolve to the source tree) ---------------------------
 h_pkg=$(hash_files scripts/bootstrap.sh roboplan_ik_ros/setup.py roboplan_ik_ros/setup.cfg \
     roboplan_ik_ros/package.xml roboplan_ik_ros/launch/*.launch.py roboplan_ik_ros/config/*.yaml \
-    roboplan_ik_ros/roboplan_ik_ros/core/oink/kernel/*.c)
-kernel_built() { compgen -G "roboplan_ik_ros/roboplan_ik_ros/core/oink/_oink_kernel*.so" >/dev/null; }
+    roboplan_ik_ros/roboplan_ik_ros/core/oink/kernel/*.c roboplan_ik_ros/roboplan_ik_ros/core/simple_ik/kernel/*.c)
+kernel_built() {
+    compgen -G "roboplan_ik_ros/roboplan_ik_ros/core/oink/_oink_kernel*.so" >/dev/null &&
+        compgen -G "roboplan_ik_ros/roboplan_ik_ros/core/simple_ik/_simple_ik_kernel*.so" >/dev/null
+}
 if ! stage_done package "$h_pkg" || ! kernel_built; then
-    # also builds OInK's C kernel in place (setup.py ext_modules; core/oink/compiled_assembly.py loads it)
+    # also builds the C kernels in place (setup.py ext_modules; core/oink/compiled_assembly.py and
+    # core/simple_ik/compiled_step.py load them)
     say "installing roboplan_ik_ros (editable; log: build/logs/pip-package.log)"
     run_logged "$LOGS/pip-package.log" "${PIP[@]}" install -q --no-deps -e ./roboplan_ik_ros
     # pip does not install data_files in editable mode: lay out what ament/colcon would, with

@@ -128,3 +128,18 @@ def test_tick_on_time_counts_a_stall_of_n_periods_as_n_ticks():
     stalled = np.delete(starts, np.arange(100, 110))  # 10 ticks missing: one gap of 11 periods
     on_time, late = tick_on_time(stalled, rate, 0.0, 1.0)
     assert on_time == pytest.approx(100.0 * 488 / 500) and late == pytest.approx(100.0 / 489)
+
+
+def test_twist_schedule_square_then_quick_turns():
+    from bench_node import TWIST_DIRECTIONS, TWIST_QUICK_SEGMENT_S, TWIST_SEGMENT_S, twist_schedule
+
+    s = twist_schedule(10, 100)
+    assert len(s) == 110  # 109 changes while moving (the first starts from rest)
+    starts, durations, directions = zip(*s)
+    assert durations[:10] == (TWIST_SEGMENT_S,) * 10 and durations[10:] == (TWIST_QUICK_SEGMENT_S,) * 100
+    assert np.allclose(np.diff(starts), durations[:-1])  # back to back
+    assert all(d == TWIST_DIRECTIONS[k % 4] for k, d in enumerate(directions))  # each change turns by 90 degrees
+    # every closed run of four returns to the start: the tool stays within one square of each size
+    path = np.cumsum([np.array(d) * T for _, T, d in s], axis=0)
+    assert np.allclose(path[3], 0.0) and np.allclose(path[7], 0.0)
+    assert np.abs(path).max() <= TWIST_SEGMENT_S + 1e-12  # [s of motion along an axis] the tool stays near

@@ -180,5 +180,5 @@ def test_two_frame_tasks_stream_at_once_each_with_its_own_timeout(panda):
 def test_barrier_episodes_are_counted_once_per_episode(panda):
     loop, _ = started(panda)
     for binding in (False, True, True, True, False, True, False):
-        loop.note_barrier_limit(binding)
+        loop.note_motion_limit("barrier" if binding else "")
     assert loop.counts.motion_limits.get("barrier") == 2

@@ -5,7 +5,10 @@ separate processes, 100 Hz streams from this process):
   pose task: the jog is the whole motion): the joint brakes to a stop at the limit, never past it,
   ~/status says ``joint_bound``, and the reverse jog moves it away again;
 - a TwistStamped straight down into the table (the workspace box lowered below it): the obstacle
-  barrier holds the arm d_min above the table, ~/status names the pair, and the reverse twist lifts it.
+  barrier holds the arm d_min above the table, ~/status names the pair, and the reverse twist lifts it;
+- a TwistStamped faster than the joints' velocity limit allows (``limits[].v_max`` 0.2 rad/s): the hand
+  follows slower, ~/status says ``velocity_bound`` and names joints that the commands move at 0.2 rad/s,
+  and /diagnostics counts the episode (``motion_limit.velocity_bound``).
 
 Every command within the limits, v_max*dt and Franka's acceleration and jerk bounds (rig.check)."""
 
@@ -112,3 +115,56 @@ def test_twisting_down_into_the_table_stops_d_min_above_it_and_reverses(rig):
     rig.check()  # limits, v_max*dt, guard_cuts 0, and the strict drive ok (acceleration and jerk)
     rig.node.destroy_publisher(pub)
 
+
+
+SLOW_V_MAX = 0.2  # [rad/s] every joint: a 0.25 m/s twist (unitless 1.0) of the hand needs more
+
+
+def _slow_joints(data) -> None:
+    for lim in data["limits"]:
+        if lim["type"] == "velocity":
+            lim["v_max"] = SLOW_V_MAX
+
+
+def test_a_twist_faster_than_the_velocity_limit_says_velocity_bound_and_names_the_joints(rig):
+    from diagnostic_msgs.msg import DiagnosticArray
+    from geometry_msgs.msg import TwistStamped
+
+    rig.start_mock()
+    rig.start_ik(write_config(rig.log_dir, node={**NODE, "diagnostics_rate_hz": 5.0}, edit=_slow_joints))
+    pub = rig.node.create_publisher(TwistStamped, f"/{rig.ik.name}/ee/target_twist", 10)
+    diagnostics = []
+    sub = rig.node.create_subscription(DiagnosticArray, "/diagnostics", diagnostics.append, 10)
+    rig.activate()
+    rig.wait(lambda: pub.get_subscription_count() > 0, WAIT, "the node's twist subscription")
+    t0 = time.perf_counter()
+    msg = TwistStamped()
+    msg.header.frame_id = "panda_link0"
+    msg.twist.linear.y = 1.0  # unitless: max_linear_speed (0.25 m/s)
+    deadline = time.monotonic() + WAIT
+    status = None
+    while status is None or status.motion_limit != "velocity_bound":
+        assert time.monotonic() < deadline, f"no velocity_bound status; last: {rig.last_status()}"
+        msg.header.stamp = rig.node.get_clock().now().to_msg()
+        pub.publish(msg)
+        time.sleep(0.01)
+        status = rig.last_status()
+    t_status = time.perf_counter()
+    rig.wait_status(lambda s: s.motion_limit == "command_timeout", WAIT, "the stream timed out", since=t_status)
+    names = [j for j in e2e.ARM if j in status.motion_limit_reason]
+    print(f"\ntwist 0.25 m/s with v_max {SLOW_V_MAX} rad/s: {status.motion_limit}: {status.motion_limit_reason}")
+    assert names and "velocity limit" in status.motion_limit_reason
+    # the named joints move at v_max in the commands around that status (per command period, the node's 500 Hz)
+    cmds = np.array([c for t, c in rig.rec.commands if t0 <= t <= t_status])
+    speed = np.abs(np.diff(cmds, axis=0)).max(axis=0) * rig.rate_hz
+    for j in names:
+        k = e2e.ARM.index(j)
+        assert abs(speed[k] - SLOW_V_MAX) <= 1e-6 * SLOW_V_MAX, (j, speed[k])
+    assert (speed <= SLOW_V_MAX * (1 + 1e-6)).all(), speed  # and no joint faster
+    counted = rig.wait(lambda: next((kv.value for a in list(diagnostics) for st in a.status if rig.ik.name in st.name
+                                     for kv in st.values if kv.key == "motion_limit.velocity_bound"), None),
+                       WAIT, "/diagnostics motion_limit.velocity_bound")
+    assert int(counted) >= 1
+    rig.check()  # limits, v_max*dt, guard_cuts 0, and the strict drive ok (acceleration and jerk)
+    rig.node.destroy_subscription(sub)
+    rig.node.destroy_publisher(pub)

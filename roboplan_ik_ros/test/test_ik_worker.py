@@ -166,6 +166,38 @@ def test_goal_forms_and_bad_input(worker):
     assert worker.ready and worker.crashes == 0  # bad input does not hurt the worker
 
 
+def test_worker_solves_objectives_like_in_process(worker):
+    """PointGoal, AxisGoal, a relative FrameGoal with weights and standing objectives in the options reach
+    the child intact: the same answers as in-process (same seed: the same descent), checked by FK."""
+    from roboplan_ik_ros.core.simple_ik import AxisGoal, PointGoal
+
+    s = scene("panda")
+    q0 = s.named_configuration("default")
+    q_goal = q0.copy()
+    q_goal[:7] += [0.15, -0.1, 0.1, 0.2, -0.1, 0.15, 0.2]
+    T_goal = s.frame_pose(q_goal, TIP)
+    down = [0.0, 0.0, -1.0]
+    point = PointGoal(TIP, [0.0, 0.0, 0.0], T_goal.translation, weights=[1.0, 1.0, 0.5])
+    axis = AxisGoal(TIP, [0.0, 0.0, 1.0], T_goal.rotation[:, 2])
+    rel = FrameGoal(TIP, s.frame_pose(q_goal, "panda_link3").actInv(T_goal), weights=[2, 2, 2, 1, 1, 1],
+                    relative_to="panda_link3")
+    standing = replace(worker.spec.options, max_time=MAX_TIME, objectives=[AxisGoal(TIP, [0, 0, 1], down)])
+    opt = replace(worker.spec.options, max_time=MAX_TIME)
+    local = SimpleIK(scene("panda"), replace(worker.spec.options))
+    for goals, o in (([point, axis], opt), ([rel], opt), ([PointGoal(TIP, [0, 0, 0], [0.45, 0.1, 0.3])], standing)):
+        mine, theirs = local.solve(goals, q0, o), worker.solve(goals, q0, o)
+        assert theirs.success and mine.success, (theirs.message, mine.message)
+        if mine.restarts == 0:  # the seeded attempt: deterministic, whatever the restart RNG's state
+            np.testing.assert_allclose(theirs.q, mine.q, atol=1e-9)
+        assert len(theirs.position_errors) == len(goals) + len(o.objectives)
+    M = s.frame_pose(theirs.q, TIP)
+    assert np.linalg.norm(M.translation - [0.45, 0.1, 0.3]) <= POS_TOL
+    assert np.degrees(np.arccos(np.clip(M.rotation[:, 2] @ down, -1, 1))) <= np.degrees(ROT_TOL)
+    with pytest.raises(InvalidInputError, match=r"objectives\[0\].link_frame: unknown frame 'nope'"):
+        worker.solve([point], q0, replace(opt, objectives=[AxisGoal("nope", [0, 0, 1], down)]))
+    assert worker.ready and worker.crashes == 0
+
+
 def test_requests_from_several_threads_are_serialized(worker):
     q0, problems = goal_set(6)
     results, errors = {}, []

@@ -84,6 +84,23 @@ def test_a_jog_times_out_and_the_leash_holds_a_blocked_joint(arm):
     assert f.timed_out and not f.velocity.any()
 
 
+def test_a_jog_target_held_at_the_leash_moves_on_with_a_slower_joint(arm):
+    """The joint follows at 0.1 rad/s a jog of 0.4 rad/s: its target stays at the leash, held at every
+    step and moving at the joint's speed (not dropped to zero and caught up again)."""
+    f, q0 = jog(arm, joint_leash=0.05)
+    dq = np.zeros(7)
+    dq[0] = 0.4
+    q, t = q0.copy(), 0.0
+    for k in range(400):
+        t += DT
+        q[0] += 0.1 * DT
+        f.command(dq, t)
+        f.step(DT, t, q)
+        if k >= 150:
+            assert f.leashed and f.target[0] - q[0] == pytest.approx(0.05, abs=1e-12)
+    assert f.velocity[0] == pytest.approx(0.1, abs=1e-9)  # the joint's speed (cut after this step's increase)
+
+
 def test_jog_scaling():
     cfg = StreamingConfig(command_in_type="unitless", max_joint_speed=0.4, speed_override=0.5)
     assert np.allclose(scale_joint_velocities(cfg, [1.0, -0.5]), [0.2, -0.1])

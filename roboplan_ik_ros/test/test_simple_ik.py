@@ -16,6 +16,8 @@ import pytest
 
 from models import robot, scene
 from roboplan_ik_ros.core import FrameGoal, InvalidInputError, Scene, SimpleIK, SimpleIKOptions
+from roboplan_ik_ros.core.simple_ik import solver as solver_module
+from roboplan_ik_ros.core.simple_ik.compiled_step import load_step_kernel
 from roboplan_ik_ros.core.simple_ik.solver import _CLAMP_ROUNDS
 
 MAX_TIME = 0.05  # [s] generous: the tests check correctness, not speed
@@ -470,9 +472,12 @@ def continuous_ur5() -> Scene:
     ("panda-two-goals", {"method": "gauss_newton", "error_weights": [1.0, 1.0, 1.0, 1.0, 1.0, 0.0]}),
     ("ur5", {"error_weights": [0.0, 0.0, 0.0, 1.0, 1.0, 1.0]}),
 ])
-def test_one_iteration_equals_reference(model, variant):
-    """The solver's iteration (buffers, BLAS, held views, limit shortcuts) against reference_step: 200
-    random configurations and goals (near and far, so that the cap and the limits act), to 1e-10."""
+@pytest.mark.parametrize("compiled", [True, False], ids=["compiled-step", "python-step"])
+def test_one_iteration_equals_reference(model, variant, compiled, monkeypatch):
+    """The solver's iteration (buffers, BLAS, held views, limit shortcuts; dls and lm_* through the compiled
+    kernel, or its Python step) against reference_step: 200 random configurations and goals (near and far,
+    so that the cap and the limits act), to 1e-10."""
+    monkeypatch.setattr(solver_module, "USE_COMPILED_STEP", compiled)
     s = continuous_ur5() if model == "ur5-continuous" else scene(model.split("-")[0])
     panda_model = model.startswith("panda")
     group_name = "arm" if panda_model else ""
@@ -506,6 +511,31 @@ def test_one_iteration_equals_reference(model, variant):
         assert capped >= 10, f"the step cap acted in only {capped} cases"
     if panda_model:
         assert limited >= 10, f"the limits acted in only {limited} cases"
+
+
+def test_compiled_step_is_built():
+    """The bootstrap builds the step kernel (setup.py), so the tests above check it, not only the Python step."""
+    kernel, why = load_step_kernel()
+    assert kernel is not None, why
+
+
+@pytest.mark.parametrize("method", ["dls", "lm_chan"])
+def test_compiled_and_python_steps_solve_alike(panda, method, monkeypatch):
+    """Whole solves with and without the kernel: the same answers on 30 Panda goals (the same iterations, up
+    to rounding: answers within 1e-9), both valid."""
+    s, check, q0 = panda
+    goals = [FrameGoal("panda_hand_tcp", check.pose(q, "panda_hand_tcp"))
+             for q in random_goal_configurations(s, "arm", q0, 30, seed=61)]
+    answers = {}
+    for compiled in (True, False):
+        monkeypatch.setattr(solver_module, "USE_COMPILED_STEP", compiled)
+        ik = panda_ik(s, method=method, max_time=1.0)
+        answers[compiled] = [ik.solve([g], q0) for g in goals]
+    same = 0
+    for a, b, g in zip(answers[True], answers[False], goals):
+        assert a.success and b.success and check.reached(a.q, [g]) and check.reached(b.q, [g])
+        same += a.iterations == b.iterations and np.abs(a.q - b.q).max() < 1e-9
+    assert same >= 27, f"{same}/30 solves alike"
 
 
 @pytest.mark.parametrize("name", ["panda", "ur5"])

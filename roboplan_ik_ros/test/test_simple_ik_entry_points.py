@@ -90,12 +90,142 @@ def test_seed_far_outside_the_limits_is_named(panda):
         ik.solve_nearby([FrameGoal(TIP, check.pose(q0, TIP))], q, 0.1)
 
 
-def test_continuous_joint_group_is_refused():
-    s = continuous_ur5()
-    ik = SimpleIK(s, SimpleIKOptions())
-    q = s.neutral()
-    with pytest.raises(InvalidInputError, match="max_deviation: needs a group of scalar joints"):
-        ik.solve_nearby([FrameGoal("tool0", s.frame_pose(q, "tool0"))], q, 0.2)
+# ------------------------------------------------------- continuous joints (Kinova: q as cos, sin)
+KINOVA_TIP = "j2s6s200_end_effector"
+
+
+@pytest.fixture(scope="module")
+def kinova():
+    s = scene("kinova")
+    return s, Checker("kinova", s)
+
+
+def _deviation(s, q_from, q_to) -> np.ndarray:
+    """|q_to ⊖ q_from| per group joint: the angle a continuous joint turns the short way (pin.difference)."""
+    return np.abs(s.difference(q_from, q_to)[s.group("").v_indices])
+
+
+def _angle(q, iq) -> float:
+    return float(np.arctan2(q[iq + 1], q[iq]))
+
+
+def _with_angle(q, iq, angle) -> np.ndarray:
+    q = q.copy()
+    q[iq], q[iq + 1] = np.cos(angle), np.sin(angle)
+    return q
+
+
+def test_kinova_nearby_goals_within_the_deviation(kinova):
+    """Kinova (joints 1, 4, 6 continuous): seeds with joint 1 just below +pi, goals a random displacement
+    of up to 0.2 rad per joint away (about half of them across pi): every answer moves no joint more
+    than max_deviation from the seed, measured by pin.difference (the short way round), and is reached."""
+    s, check = kinova
+    group = s.group("")
+    iq1 = int(group.continuous_q[0])
+    ik = SimpleIK(s, SimpleIKOptions(max_time=MAX_TIME, seed=SOLVER_SEED))
+    rng = np.random.default_rng(41)
+    d, solved, crossed, tried = 0.3, 0, 0, 0
+    for q in random_goal_configurations(s, "", s.neutral(), 60, seed=42):
+        q_seed = _with_angle(q, iq1, np.pi - 0.05)
+        q_goal = s.integrate(q_seed, rng.uniform(-0.2, 0.2, s.model.nv))
+        s.clip_to_limits(q_goal, group)
+        if s.in_collision(q_seed) or s.in_collision(q_goal):
+            continue
+        tried += 1
+        goal = FrameGoal(KINOVA_TIP, check.pose(q_goal, KINOVA_TIP))
+        res = ik.solve_nearby([goal], q_seed, d)
+        assert check.valid(res.q)
+        assert _deviation(s, q_seed, res.q).max() <= d + 1e-9
+        if res.success:
+            assert check.reached(res.q, [goal])
+            solved += 1
+            crossed += _angle(res.q, iq1) < 0.0  # joint 1 went past +pi (the angle wrapped to -pi)
+        if tried == 25:
+            break
+    assert tried == 25 and solved >= 23, f"solved {solved}/{tried}"
+    assert crossed >= 5, f"only {crossed} answers crossed pi"
+
+
+def test_kinova_goal_needing_a_larger_turn_fails_nearby(kinova):
+    """The wrist (joint 6, continuous) must turn 1 rad: solve_nearby(0.3) finds no answer and returns the
+    seed, solve finds one; with max_deviation >= pi nothing bounds the continuous joints."""
+    s, check = kinova
+    group = s.group("")
+    q0 = random_goal_configurations(s, "", s.neutral(), 1, seed=43)[0]
+    iq6 = int(group.continuous_q[2])
+    q_goal = _with_angle(q0, iq6, _angle(q0, iq6) + 1.0)
+    goal = FrameGoal(KINOVA_TIP, check.pose(q_goal, KINOVA_TIP))
+    ik = SimpleIK(s, SimpleIKOptions(max_time=0.02, seed=SOLVER_SEED))
+    res = ik.solve_nearby([goal], q0, 0.3)
+    assert not res.success and "no solution" in res.message
+    np.testing.assert_array_equal(res.q, q0)
+    assert ik.solve([goal], q0).success
+    res = ik.solve_nearby([goal], q0, 1.2)
+    assert res.success and check.reached(res.q, [goal]) and _deviation(s, q0, res.q).max() <= 1.2 + 1e-9
+
+
+def test_kinova_nearby_restarts_stay_within_the_deviation(kinova):
+    """The restarts of solve_nearby draw every joint within max_deviation of the seed, continuous joints
+    included (by pin.difference, from a seed angle near -pi so that the window wraps), and cover it."""
+    s, check = kinova
+    group = s.group("")
+    q_seed = _with_angle(s.neutral(), int(group.continuous_q[1]), -np.pi + 0.1)
+    ik = SimpleIK(s, SimpleIKOptions(seed=SOLVER_SEED))
+    ws = ik._nearby_workspace(ik._workspace(group, 1), q_seed, 0.4)
+    rng = np.random.default_rng(44)
+    dev = np.array([s.difference(q_seed, ws.random_configuration(rng, q_seed))[group.v_indices] for _ in range(500)])
+    assert np.abs(dev).max() <= 0.4 + 1e-12
+    assert np.all(dev.min(axis=0) < -0.3) and np.all(dev.max(axis=0) > 0.3)
+
+
+def _kinova_line_start(s):
+    """A bent, collision-free Kinova configuration 0.35 m from the base axis with joint 1 (the base,
+    continuous) at pi - 0.1 and the wrist (joint 6, continuous) at -2.865."""
+    q = s.q_from_joint_positions(list(s.group("").joint_names), [np.pi - 0.1, 3.744, 0.595, 1.271, 0.811, -2.865])
+    assert not s.in_collision(q) and s.within_limits(q)
+    return q
+
+
+def test_kinova_straight_line_without_joint_jump(kinova):
+    """A 0.3 m line at 1 cm spacing tangential to the base, so that the base joint (continuous) turns
+    through pi: every waypoint reached, valid, and no joint turns more than max_joint_step between
+    consecutive waypoints (pin.difference, the short way)."""
+    s, check = kinova
+    group = s.group("")
+    q0 = _kinova_line_start(s)
+    T0 = check.pose(q0, KINOVA_TIP)
+    radial = np.r_[T0.translation[:2], 0.0]
+    tangent = np.cross(radial, [0.0, 0.0, 1.0])  # the direction in which the base angle grows
+    ik = SimpleIK(s, SimpleIKOptions(max_time=MAX_TIME, seed=SOLVER_SEED))
+    poses = _line(T0, tangent, 0.3, 0.01)
+    res = ik.solve_path(KINOVA_TIP, poses, q0, max_joint_step=0.1)
+    assert res.success and res.fraction == 1.0, res.message
+    previous = q0
+    for q, T in zip(res.q_path, poses):
+        assert check.reached(q, [FrameGoal(KINOVA_TIP, T)])
+        assert _deviation(s, previous, q).max() <= 0.1 + 1e-9
+        previous = q
+    iq1 = int(group.continuous_q[0])
+    assert _angle(q0, iq1) > 3.0 and _angle(res.q_path[-1], iq1) < -1.0  # the base turned through pi
+
+
+def test_kinova_path_refuses_a_joint_jump(kinova):
+    """Waypoint 5 turns the tool 1 rad about its axis (the continuous wrist would jump 1 rad): the path
+    stops there, with the fraction and the waypoint named, the first 5 solved without a jump."""
+    s, check = kinova
+    q0 = _kinova_line_start(s)
+    T0 = check.pose(q0, KINOVA_TIP)
+    poses = _line(T0, [0.0, 0.0, 1.0], 0.04, 0.01)
+    turned = pin.SE3(T0.rotation @ pin.exp3(np.array([0.0, 0.0, 1.0])), poses[-1].translation)
+    poses = poses + [turned]
+    ik = SimpleIK(s, SimpleIKOptions(max_time=0.02, seed=SOLVER_SEED))
+    res = ik.solve_path(KINOVA_TIP, poses, q0, max_joint_step=0.1)
+    assert not res.success and res.fraction == pytest.approx(5 / 6)
+    assert "waypoint 5 of 6: no solution within max_joint_step 0.1" in res.message
+    previous = q0
+    for q in res.q_path:
+        assert _deviation(s, previous, q).max() <= 0.1 + 1e-9
+        previous = q
 
 
 # ------------------------------------------------------------------------------- solve_global

@@ -178,3 +178,93 @@ def test_bias_of_the_wrong_size_names_the_group(panda):
         SimpleIK(s, bad)
     with pytest.raises(InvalidInputError, match=r"bias_configuration: expected 7 values \(group 'arm'"):
         SimpleIK(s, SimpleIKOptions(group_name="arm")).solve([FrameGoal(TIP, check.pose(q0, TIP))], q0, bad)
+
+
+# ------------------------------------------------------- continuous joints (Kinova: q as cos, sin)
+KINOVA_TIP = "j2s6s200_end_effector"
+POSITION_ONLY = [1.0, 1.0, 1.0, 0.0, 0.0, 0.0]  # 3 DOF of 6 joints: a 3-dimensional null space
+
+
+@pytest.fixture(scope="module")
+def kinova():
+    s = scene("kinova")
+    return s, Checker("kinova", s)
+
+
+def test_null_space_terms_on_continuous_joints(kinova):
+    """With J = 0 (the projection is the identity) the null-space motion is the raw term: the bias turns
+    a continuous joint the short way (from -3.1 to +3.1 rad: -0.083 rad, not +6.2), scalar joints by
+    bias - q; joint-limit avoidance acts on the bounded joints only (Sigma's formula), 0 on the
+    continuous ones (no limit to avoid) at any angle."""
+    s, _ = kinova
+    group = s.group("")
+    names = list(group.joint_names)
+    bias = [3.1, 3.0, 1.0, 3.1, 1.0, -3.1]
+    q = s.q_from_joint_positions(names, [-3.1, 0.85, 2.0, 3.0, 5.7, 0.5])  # joints 2 and 5 near their limits
+    ik = SimpleIK(s, SimpleIKOptions(seed=SOLVER_SEED))
+    ws = ik._workspace(group, 1)
+    fid = s.frame_id(KINOVA_TIP)
+    bias_opt = SimpleIKOptions(bias_gain=0.5, bias_configuration=bias)
+    ik._check_null_space(bias_opt, ws, 1, q)
+    g = ik._null_space_motion(q, np.zeros((6, 6)), fid, ws, bias_opt)
+    short = lambda a: (a + np.pi) % (2 * np.pi) - np.pi  # noqa: E731
+    expected = 0.5 * (np.array(bias) - np.array([-3.1, 0.85, 2.0, 3.0, 5.7, 0.5]))
+    expected[[0, 3, 5]] = short(2.0 * expected[[0, 3, 5]]) * 0.5  # joints 1, 4, 6: continuous
+    np.testing.assert_allclose(g, expected, atol=1e-12)
+    assert abs(g[0]) < 0.05  # the short way
+    ws.start_attempt(q)
+    limit_opt = SimpleIKOptions(joint_limit_gain=0.5, joint_limit_pi=0.3)
+    g = ik._null_space_motion(q, np.zeros((6, 6)), fid, ws, limit_opt)
+    lo, hi = s.q_min_v[group.v_indices], s.q_max_v[group.v_indices]
+    x = s.joint_positions(q, names)
+    expected = np.zeros(6)
+    b = group.bounded_v
+    expected[b] = 0.5 * joint_limit_gradient(x[b], lo[b], hi[b], 0.0, 0.3)
+    np.testing.assert_allclose(g, expected, atol=1e-12)
+    assert g[1] > 0.0 and g[4] < 0.0 and np.all(g[[0, 3, 5]] == 0.0)  # joints 1, 4, 6: continuous
+
+
+@pytest.mark.parametrize("term", [dict(joint_limit_gain=0.5), dict(manipulability_gain=1.0),
+                                  dict(bias_gain=0.5, bias_configuration=[3.1, 3.0, 1.0, 3.1, 1.0, -3.1])])
+def test_null_space_terms_solve_on_the_kinova(kinova, term):
+    """Each term on the Kinova (three continuous joints), position-only goals (a 3-dimensional null
+    space): the goals are reached, the answers valid."""
+    s, check = kinova
+    q0 = s.neutral()
+    goals = [check.pose(q, KINOVA_TIP) for q in random_goal_configurations(s, "", q0, 15, seed=51)]
+    seeds = random_goal_configurations(s, "", q0, 15, seed=52)
+    ik = SimpleIK(s, SimpleIKOptions(max_time=MAX_TIME, seed=SOLVER_SEED, error_weights=POSITION_ONLY, **term))
+    solved = 0
+    for T, q_seed in zip(goals, seeds):
+        res = ik.solve([FrameGoal(KINOVA_TIP, T)], q_seed)
+        assert check.valid(res.q)
+        if res.success:
+            p = check.pose(res.q, KINOVA_TIP).translation
+            assert np.linalg.norm(p - T.translation) <= 1e-3
+            solved += 1
+    assert solved >= 14, f"solved {solved}/15"
+
+
+def test_bias_pulls_continuous_joints_the_short_way(kinova):
+    """Position-only goals on the Kinova, bias angles at +-3.1 rad for the continuous joints: answers end
+    nearer to the bias (by the wrapped angle, pin.difference) than without the bias."""
+    s, check = kinova
+    group = s.group("")
+    names = list(group.joint_names)
+    bias = [3.1, 3.0, 1.0, -3.1, 3.0, 3.1]
+    q_bias = s.q_from_joint_positions(names, bias)
+    q0 = s.neutral()
+    goals = [check.pose(q, KINOVA_TIP) for q in random_goal_configurations(s, "", q0, 20, seed=53)]
+    seeds = random_goal_configurations(s, "", q0, 20, seed=54)
+    base = dict(max_time=MAX_TIME, seed=SOLVER_SEED, error_weights=POSITION_ONLY)
+    plain = SimpleIK(s, SimpleIKOptions(**base))
+    biased = SimpleIK(s, SimpleIKOptions(**base, bias_gain=0.5, bias_configuration=bias))
+    d_plain, d_bias = [], []
+    for T, q_seed in zip(goals, seeds):
+        goal = FrameGoal(KINOVA_TIP, T)
+        a, p = biased.solve([goal], q_seed), plain.solve([goal], q_seed)
+        if a.success and p.success:
+            d_bias.append(np.linalg.norm(s.difference(q_bias, a.q)[group.v_indices]))
+            d_plain.append(np.linalg.norm(s.difference(q_bias, p.q)[group.v_indices]))
+    assert len(d_bias) >= 18
+    assert np.mean(d_bias) < 0.8 * np.mean(d_plain), (np.mean(d_bias), np.mean(d_plain))

@@ -178,8 +178,9 @@ def test_bad_objectives_are_named(panda):
     for goal, name in cases:
         with pytest.raises(InvalidInputError, match=name.replace("[", r"\[").replace("]", r"\]")):
             ik.solve([goal], q0)
-    with pytest.raises(InvalidInputError, match="null-space"):
-        ik.solve([PointGoal(TIP, [0, 0, 0], [0.4, 0, 0.4])], q0, SimpleIKOptions(group_name="arm", joint_limit_gain=0.1))
+    with pytest.raises(InvalidInputError, match="manipulability_gain: one goal only"):
+        ik.solve([PointGoal(TIP, [0, 0, 0], [0.4, 0, 0.4]), AxisGoal(TIP, [0, 0, 1], [0, 0, -1])], q0,
+                 SimpleIKOptions(group_name="arm", manipulability_gain=1.0))
 
 
 def test_plain_frame_goals_still_take_their_loops(panda):

@@ -98,6 +98,39 @@ def test_the_leash_keeps_a_blocked_target_close_and_releases_at_once():
     assert f.target.translation[0] < x  # reversing moves back at once: nothing wound up
 
 
+def test_a_target_held_at_the_leash_moves_on_with_a_slower_frame():
+    """The frame follows at 0.1 m/s a twist of 0.25 m/s (a velocity bound): the target runs ahead to the
+    leash and then stays there, held at every step and moving at the frame's speed (the velocity it
+    keeps); it does not stop and fall back toward the frame (a sawtooth of the target's lead)."""
+    f = follower(leash_distance=0.02, max_linear_acceleration=10.0)
+    t, x_frame, leads = 0.0, 0.0, []
+    for k in range(500):
+        t += DT
+        x_frame += 0.1 * DT
+        f.command(np.array([0.25, 0, 0]), np.zeros(3), now=t)
+        f.step(DT, t, pin.SE3(np.eye(3), np.array([x_frame, 0.0, 0.0])))
+        leads.append(f.target.translation[0] - x_frame)
+        if k >= 100:
+            assert f.leashed
+    assert np.allclose(leads[100:], 0.02, atol=1e-12)
+    assert f.linear_velocity[0] == pytest.approx(0.1, abs=1e-9)  # the frame's speed (cut after this step's increase)
+
+
+def test_a_rotating_frame_keeps_its_angular_velocity_at_the_leash():
+    f = follower(leash_angle=0.1, max_angular_acceleration=40.0)
+    t, angle = 0.0, 0.0
+    for k in range(400):
+        t += DT
+        angle += 0.5 * DT  # the frame turns at 0.5 rad/s about z; the twist asks 1 rad/s
+        f.command(np.zeros(3), np.array([0.0, 0.0, 1.0]), now=t)
+        f.step(DT, t, pin.SE3(pin.exp3(np.array([0.0, 0.0, angle])), np.zeros(3)))
+        if k >= 200:
+            assert f.leashed
+            lead = pin.log3(f.target.rotation)[2] - angle
+            assert lead == pytest.approx(0.1, abs=1e-9)
+    assert f.angular_velocity[2] == pytest.approx(0.5, abs=1e-6)
+
+
 @pytest.mark.parametrize("kind", ["unitless", "speed_units"])
 def test_scaling(kind):
     cfg = StreamingConfig(command_in_type=kind, max_linear_speed=0.2, max_angular_speed=1.0, speed_override=0.5)

@@ -18,6 +18,7 @@ from typing import Any, Union, get_args, get_origin, get_type_hints
 import yaml
 
 from .errors import InvalidInputError
+from .simple_ik.objective_config import objectives_from_config
 from .simple_ik.solver import SimpleIKOptions
 
 Number = float
@@ -200,7 +201,11 @@ class IKConfig:
     def __post_init__(self) -> None:
         raw = self.simple_ik or {}
         if isinstance(raw, Mapping):
+            raw = dict(raw)
+            standing = raw.pop("objectives", None)  # mappings: parsed below (objective_config.py)
             self.simple_ik = from_mapping(SimpleIKOptions, {"group_name": self.robot.group, **raw}, "config.simple_ik")
+            self.simple_ik.objectives = objectives_from_config(standing, "config.simple_ik.objectives",
+                                                               self.simple_ik.error_weights)
             try:
                 self.simple_ik.validate()
             except InvalidInputError as exc:

@@ -52,6 +52,7 @@ from ..core.oink.controller import scene_from_config
 from ..core.errors import InvalidInputError
 from ..core.simple_ik.worker import WorkerSpec
 from ..core.oink import FrameTask
+from ..core.simple_ik.objective_config import check_objective_frames
 from ..core.simple_ik.solver import SimpleIK
 from . import diagnostics as diag
 from .descriptions import LATCHED, LatchedDescriptions
@@ -428,7 +429,13 @@ class IKControllerNode(LifecycleNode):
                 f"executor's thread, which gets SCHED_FIFO while active (with every callback it runs; "
                 f"loop_priority: 0 leaves it alone)")
         group = loop.group
-        self.simple_ik = SimpleIK(scene, config.simple_ik)  # every simple_ik key, group defaulting to robot.group
+        try:  # every simple_ik key, group defaulting to robot.group; the standing objectives' frames named by key
+            check_objective_frames(config.simple_ik.objectives, scene.frame_id, "simple_ik.objectives")
+            self.simple_ik = SimpleIK(scene, config.simple_ik)
+        except InvalidInputError as exc:
+            text = str(exc)
+            raise ConfigureError(f"config_file {path!r}: {'' if text.startswith('simple_ik.') else 'simple_ik.'}"
+                                 f"{text}") from exc
         # ~/solve_ik runs SimpleIK in a worker process with its own scene: off the loop's interpreter (GIL)
         self._ik_worker_spec = WorkerSpec.from_robot_config(urdf, srdf, config.robot, package_paths,
                                                             self.simple_ik.options)

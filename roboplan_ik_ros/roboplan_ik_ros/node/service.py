@@ -72,10 +72,12 @@ from rclpy.qos import QoSProfile
 from roboplan_ik_interfaces.srv import SolveIK
 
 from ..core.errors import InvalidInputError
+from ..core.simple_ik.objective_config import check_objective_frames
 from ..core.simple_ik.worker import FAILED, STARTING, IKWorker, WorkerError, WorkerSpec
 from ..core.model.scene import Scene
 from ..core.simple_ik.solver import FrameGoal, IKResult, SimpleIK, SimpleIKOptions
 from .goals import FrameResolver, GoalError
+from .objective_msgs import objective_from_msg
 from .loop_thread import _set_os_thread_name
 from .rosbridge import JointMap
 
@@ -253,14 +255,17 @@ class SolveIKServer:
         return joints
 
     # ------------------------------------------------------------------ request
-    def parse(self, request: SolveIK.Request) -> tuple[list[FrameGoal], np.ndarray, SimpleIKOptions]:
-        """(goals, q_seed, options) of a request, or raise GoalError / InvalidInputError / NotReady."""
+    def parse(self, request: SolveIK.Request) -> tuple[list, np.ndarray, SimpleIKOptions]:
+        """(goals, q_seed, options) of a request, or raise GoalError / InvalidInputError / NotReady: the
+        goals are the PoseGoals as FrameGoals, then the objectives (IKObjective, objective_msgs.py); the
+        options carry the request's overrides (empty/0: the configured value), the null-space terms and
+        the standing objectives (simple_ik.objectives) unless ``standing_objectives`` is OPTION_FALSE."""
         base = self.solver.options
         group_name = request.group_name or base.group_name
         group = self.scene.group(group_name)  # raises listing the valid groups
         q_seed = self._seed(request.seed, group)
-        if not request.goals:
-            raise InvalidInputError("goals: expected at least one goal")
+        if not request.goals and not request.objectives:
+            raise InvalidInputError("goals, objectives: expected at least one goal or objective")
         goals = []
         for k, g in enumerate(request.goals):
             try:
@@ -270,7 +275,7 @@ class SolveIKServer:
             T = self._resolver.resolve(g.pose, q_seed, self.quaternion_tolerance, f"goals[{k}].pose")
             goals.append(FrameGoal(g.tip_frame, T))
         o = SolveIK.Request
-        for name in ("check_collisions", "fast_return"):
+        for name in ("check_collisions", "fast_return", "standing_objectives"):
             if getattr(request, name) not in (o.OPTION_DEFAULT, o.OPTION_TRUE, o.OPTION_FALSE):
                 raise InvalidInputError(f"{name}: expected OPTION_DEFAULT (0), OPTION_TRUE (1) or OPTION_FALSE (2), "
                                         f"got {getattr(request, name)}")
@@ -295,10 +300,26 @@ class SolveIKServer:
             max_deviation=request.max_deviation if request.max_deviation > 0.0 else base.max_deviation,
             active_joints=list(request.active_joints) if len(request.active_joints) else base.active_joints,
         )
+        moving = group if options.active_joints is None else self.scene.subgroup(group, options.active_joints)
+        # (unknown active joints: InvalidInputError listing the group's)
+        options = dataclasses.replace(
+            options, **null_space_overrides(request, base),
+            objectives=base.objectives if request.standing_objectives != o.OPTION_FALSE else [])
+        bias = bias_override(request.bias_configuration, group, moving)
+        if bias is not None:
+            options.bias_configuration = bias
+            if options.bias_gain == 0.0:
+                raise InvalidInputError(f"bias_configuration: given, but bias_gain is 0 (configured "
+                                        f"{base.bias_gain:g}{' and turned off' if request.bias_gain < 0 else ''}); "
+                                        f"expected a bias_gain > 0 with it")
         options.validate()
-        if options.active_joints is not None:
-            self.scene.subgroup(group, options.active_joints)  # unknown joints: InvalidInputError listing the group's
-        return goals, q_seed, options
+        objectives = [objective_from_msg(m, f"objectives[{k}]", options.error_weights)
+                      for k, m in enumerate(request.objectives)]
+        try:
+            check_objective_frames(objectives, self.scene.frame_id, "objectives")
+        except InvalidInputError as exc:
+            raise GoalError(str(exc), GoalError.UNKNOWN_FRAME) from exc
+        return goals + objectives, q_seed, options
 
     def _seed(self, seed, group) -> np.ndarray:
         """Full q of a request's seed (sensor_msgs/JointState; empty: the node's current state), or raise
@@ -316,3 +337,61 @@ class SolveIKServer:
         else:
             q_seed = current
         return q_seed
+
+
+_GAINS = ("joint_limit_gain", "manipulability_gain", "bias_gain")  # 0: configured; GAIN_OFF: off; > 0
+_DISTANCES = ("joint_limit_ps", "joint_limit_pi")  # 0: configured; > 0
+
+
+def null_space_overrides(request: SolveIK.Request, base: SimpleIKOptions) -> dict:
+    """The null-space options of a request (SolveIK's gains and distances: 0 = configured), or
+    InvalidInputError naming the field."""
+    out = {}
+    for name in _GAINS:
+        v = getattr(request, name)
+        if v == SolveIK.Request.GAIN_OFF:
+            out[name] = 0.0
+        elif v == 0.0:
+            out[name] = getattr(base, name)
+        elif math.isfinite(v) and v > 0.0:
+            out[name] = float(v)
+        else:
+            raise InvalidInputError(f"{name}: expected a finite gain > 0, 0 (the configured "
+                                    f"{getattr(base, name):g}) or GAIN_OFF (-1: off), got {v}")
+    for name in _DISTANCES:
+        v = getattr(request, name)
+        if v == 0.0:
+            out[name] = getattr(base, name)
+        elif math.isfinite(v) and v > 0.0:
+            out[name] = float(v)
+        else:
+            raise InvalidInputError(f"{name}: expected a finite distance > 0 [rad or m] or 0 (the configured "
+                                    f"{getattr(base, name):g}), got {v}")
+    return out
+
+
+def bias_override(bias, group, moving) -> list[float] | None:
+    """A request's bias_configuration (sensor_msgs/JointState; empty: None = configured) as the moving
+    joints' values in their order, or InvalidInputError: names and positions of equal length, each a
+    joint of the group, once, finite, every moving joint named."""
+    if not bias.name and not bias.position:
+        return None
+    if len(bias.name) != len(bias.position):
+        raise InvalidInputError(f"bias_configuration: {len(bias.name)} names but {len(bias.position)} positions "
+                                f"(expected one position per name)")
+    values: dict[str, float] = {}
+    for k, (name, value) in enumerate(zip(bias.name, bias.position)):
+        if name not in group.joint_names:
+            raise InvalidInputError(f"bias_configuration.name[{k}]: {name!r} is not a joint of group "
+                                    f"{group.name!r}; valid: {list(group.joint_names)}")
+        if name in values:
+            raise InvalidInputError(f"bias_configuration.name[{k}]: {name!r} named twice")
+        if not math.isfinite(value):
+            raise InvalidInputError(f"bias_configuration.position[{k}] ({name}): expected a finite value [rad or m], "
+                                    f"got {value}")
+        values[name] = float(value)
+    missing = [j for j in moving.joint_names if j not in values]
+    if missing:
+        raise InvalidInputError(f"bias_configuration: expected a value for every moving joint of group "
+                                f"{moving.name!r}; missing {missing}")
+    return [values[j] for j in moving.joint_names]

@@ -34,15 +34,19 @@ class LoopSnapshot:
 
     @staticmethod
     def _motion_limit(loop: ControlLoop, now: float, barriers) -> tuple[str, str]:
-        """The loop's own cause (pause, command timeout, leash), else while a stream is followed the
-        barrier rows binding the last step (name, row, value [m])."""
+        """The loop's own cause (pause, command timeout, what holds a target at the leash), else while a
+        stream is followed the barrier rows binding the last step (name, row, value [m])."""
         code, text = loop.motion_limit(now)
-        if code in ("", "leash", "singularity") and loop.streaming:  # a binding barrier stops; these slow
+        # a binding barrier stops the stream; a singularity slows it; what holds the leash may be the barrier's
+        # doing too (joints braking for it)
+        if (code in ("", "singularity") or code == loop.leash_cause) and loop.streaming:
             binding = [f"{name} {rows[k]} (h = {value[k]:.4f} m)" for name, rows, value, active in barriers
                        for k in np.flatnonzero(active)]
             if binding:
+                # the leash code without a bound says only that nothing else holds it: the rows do
+                also = code and code != "leash"
                 return "barrier", ("the step is bounded by barrier rows: " + ", ".join(binding)
-                                   + (f"; also {code}: {text}" if code else ""))
+                                   + (f"; also {code}: {text}" if also else ""))
         return code, text
 
     @classmethod
@@ -64,7 +68,7 @@ class LoopSnapshot:
             barriers.append((b.name, list(b.row_names), b.value.copy(), binding))
         c, accel = loop.counts, loop.acceleration_limit
         motion_limit = cls._motion_limit(loop, now, barriers)
-        loop.note_barrier_limit(motion_limit[0] == "barrier")  # episodes counted in motion_limit.barrier
+        loop.note_motion_limit(motion_limit[0])  # barrier and leash-cause episodes: counted when sampled
         return cls(
             mode=loop.mode, holding=loop.holding, hold_reason=loop.hold_reason,
             qp_status=out.result.status if out is not None else "",

@@ -43,6 +43,8 @@ from typing import Union
 import numpy as np
 import pinocchio as pin
 
+from .binding_bounds import (ACCELERATION_BOUND, BOUND_CODES, FOLLOWING_ERROR, JOINT_BOUND, VELOCITY_BOUND,
+                             binding_bounds)
 from .command_guard import CommandGuard
 from ..config import IKConfig
 from ..oink.controller import OinkController, StepOutcome
@@ -70,8 +72,9 @@ MOVING_MODES = (TRACKING, RECOVERING)
 # Why the arm moves slower than a stream asks (ControllerStatus MOTION_LIMIT_*; "" = nothing limits it).
 COMMAND_TIMEOUT = "command_timeout"
 LIMIT_PAUSED = "paused"
-LEASH = "leash"
-JOINT_BOUND = "joint_bound"
+LEASH = "leash"  # a stream's target is held at its leash and no joint bound holds the step (task weights, damping)
+# JOINT_BOUND, VELOCITY_BOUND, ACCELERATION_BOUND, FOLLOWING_ERROR: binding_bounds.py (a jogged joint at its
+# limit, or what holds a step whose target is at the leash)
 SINGULARITY = "singularity"
 BARRIER = "barrier"  # the step is bounded by barrier rows (the node reads them from the step's outcome)
 STATE_FEEDBACK = ("commanded", "measured")
@@ -148,7 +151,9 @@ class LoopCounters:
     collision_objects_refused: int = 0  # obstacles from the node's topic refused as malformed (reason logged)
     stream_timeouts: int = 0  # twist streams stopped by command_timeout
     # episodes of each stream motion limit (a task entering it): command_timeout, joint_bound, singularity,
-    # leash, paused (barrier episodes are not counted here: ~/status names the binding rows)
+    # paused; and, sampled by the caller (note_motion_limit: they are read off the step's solution), barrier
+    # and the cause of a target held at the leash (joint_bound, velocity_bound, acceleration_bound,
+    # following_error, leash)
     motion_limits: dict = field(default_factory=dict)
 
 
@@ -220,7 +225,8 @@ class ControlLoop:
         self.paused = False
         self._resume_pending = False
         self._stream_limit: dict[str, str] = {}  # per task: the motion limit of its stream at the last tick
-        self._barrier_limit = False  # a stream's step bounded by barrier rows at the last note_barrier_limit
+        self._leash_cause = ""  # the code the last motion_limit() gave a target held at the leash ("" = none)
+        self._sampled_limit = ""  # the sampled code (barrier or a leash cause) at the last note_motion_limit
         ramp_accel = None if accel is None else RAMP_ACCELERATION_SHARE * accel.a_max
         self._ramps = {n: JointGoalRamp(scene, self.group, self._task_config(n).max_target_speed, ramp_accel)
                        for n, t in self.ctrl.tasks.items() if isinstance(t, ConfigurationTask)}
@@ -441,6 +447,7 @@ class ControlLoop:
         """(code, text) of why a stream is not followed as asked: paused, a timed-out stream (the
         command's age), a target held at the leash; ("", "") otherwise. Barriers binding the step are
         the caller's to add (they are in the step's outcome)."""
+        self._leash_cause = ""
         if self.paused or self._resume_pending:
             return LIMIT_PAUSED, self.hold_reason
         for name, follower in (*self._twists.items(), *self._jogs.items()):
@@ -461,12 +468,40 @@ class ControlLoop:
                                      f"{sing.kappa:.1f} (lower_singularity_threshold {sing.lower:g}, hard stop "
                                      f"{sing.hard:g}): the twist toward it is scaled by {sing.value:.2f} (away: "
                                      "not scaled)")
+        st = self.settings.streaming
         for name, twist in self._twists.items():
             if twist.streaming and twist.leashed:
-                return LEASH, (f"task {name!r}: the frame cannot follow the twist (its target is held "
-                               f"{self.settings.streaming.leash_distance:g} m / {self.settings.streaming.leash_angle:g} "
-                               "rad from it: a barrier, a limit or a velocity bound)")
+                return self._held_at_leash(name, f"the frame cannot follow the twist (its target is held "
+                                                 f"{st.leash_distance:g} m / {st.leash_angle:g} rad from it)")
+        for name, jog in self._jogs.items():
+            if jog.streaming and jog.leashed:
+                return self._held_at_leash(name, f"the joints cannot follow the jog (its target is held "
+                                                 f"{st.joint_leash:g} rad from them)")
         return "", ""
+
+    def _held_at_leash(self, name: str, what: str) -> tuple[str, str]:
+        """(code, text) of a stream whose target is held at the leash: the joint bounds the last step
+        sits on (binding_bounds: which joint, its value and bound), else LEASH."""
+        hits = self.binding_bounds()
+        code = hits[0].code if hits else LEASH
+        self._leash_cause = code
+        if not hits:
+            return LEASH, (f"task {name!r}: {what}; no joint limit, velocity or acceleration bound holds the step "
+                           "(the task's weight against the others, its damping)")
+        return code, f"task {name!r}: {what}: " + "; ".join(f"{h.code} {h.text}" for h in hits)
+
+    @property
+    def leash_cause(self) -> str:
+        """The code the last :meth:`motion_limit` gave a stream held at its leash ("" if it gave another)."""
+        return self._leash_cause
+
+    def binding_bounds(self):
+        """The joint bounds the last step sits on (:func:`binding_bounds`); [] unless it moved the arm."""
+        out = self.last_outcome
+        if self.mode not in MOVING_MODES or out is None or not (out.result.ok and out.barriers_ok):
+            return []
+        return binding_bounds(self.scene, self.group, self.ctrl.limits, self._q_start, out.result.dq, self.dt,
+                              self.ctrl.oink.constraint_tolerance)
 
     @property
     def streaming(self) -> bool:
@@ -476,17 +511,21 @@ class ControlLoop:
     def _count_limit(self, code: str) -> None:
         self.counts.motion_limits[code] = self.counts.motion_limits.get(code, 0) + 1
 
-    def note_barrier_limit(self, binding: bool) -> None:
-        """Count a ``barrier`` motion-limit episode: ``binding`` = a stream's step is bounded by barrier
-        rows now (the caller reads the rows from the step's outcome; episodes are counted at the rate
-        the caller samples them, the node's status rate)."""
-        if binding and not self._barrier_limit:
-            self._count_limit(BARRIER)
-        self._barrier_limit = binding
+    def note_motion_limit(self, code: str) -> None:
+        """Count an episode of a motion limit known only from the step's solution, sampled by the caller
+        (the node's status and diagnostics rates): ``code`` is what it reports now, :meth:`motion_limit`'s
+        or BARRIER (barrier rows bound a stream's step: the caller reads them from the step's outcome).
+        Counted: BARRIER, and what held a target at the leash (the code :meth:`motion_limit` just gave it);
+        the other codes are counted by the tick."""
+        sampled = code if code == BARRIER or (code and code == self._leash_cause) else ""
+        if sampled and sampled != self._sampled_limit:
+            self._count_limit(sampled)
+        self._sampled_limit = sampled
 
     def _note_stream_limit(self, name: str, code: str) -> None:
-        """Count an episode when task ``name``'s stream enters motion limit ``code`` ("" = none)."""
-        if code and self._stream_limit.get(name) != code:
+        """Count an episode when task ``name``'s stream enters motion limit ``code`` ("" = none; LEASH is
+        counted by its cause, when sampled: :meth:`note_motion_limit`)."""
+        if code and code != LEASH and self._stream_limit.get(name) != code:
             self._count_limit(code)
         self._stream_limit[name] = code
 

@@ -40,44 +40,72 @@ def braking_speed(distance, speed_max, accel, dt):
     return np.minimum(brake, speed_max)
 
 
-def _drop_outward(v: np.ndarray, u: np.ndarray) -> None:
-    """In place: remove v's component along the unit vector u when it points along u."""
+def _braking_speed_scalar(distance: float, speed_max: float, accel: float, dt: float) -> float:
+    """:func:`braking_speed` of one number, in plain floats (the same operations; the tick's smoother
+    calls it twice a step, where numpy's per-call cost on a 0-d array dominated)."""
+    alpha = accel * dt * dt
+    brake = (math.sqrt(2.0 * alpha * distance) - 0.5 * alpha if distance > alpha else distance) / dt
+    return min(brake, speed_max)
+
+
+def _drop_outward(v: np.ndarray, u: np.ndarray, keep: float = 0.0) -> None:
+    """In place: v's component along the unit vector u down to ``keep`` (>= 0) when it is larger."""
     along = float(v @ u)
-    if along > 0.0:
-        v -= along * u
+    keep = max(keep, 0.0)
+    if along > keep:
+        v -= (along - keep) * u
 
 
 def leash_target(T_world_target: pin.SE3, T_world_frame: pin.SE3, distance: float, angle: float,
-                 linear_velocity: np.ndarray, angular_velocity: np.ndarray) -> pin.SE3 | None:
+                 linear_velocity: np.ndarray, angular_velocity: np.ndarray,
+                 previous_frame: tuple[np.ndarray, np.ndarray] | None = None, dt: float = 0.0) -> pin.SE3 | None:
     """The target pulled back to within ``distance`` [m] / ``angle`` [rad] of the frame (None: it is
-    within), dropping in place the target velocity [m/s, rad/s, world] that points further away (it
-    would wind the target up again next tick)."""
+    within), dropping in place the target velocity [m/s, rad/s, world] that points further away than
+    the frame itself moves (it would wind the target up again next tick). ``previous_frame``: the
+    frame's (position, rotation matrix) ``dt`` [s] before, whose difference is the frame's own velocity
+    (a target held at the leash then moves on with the frame, at the leash, instead of stopping and
+    catching up again); None: the frame is taken as still (the whole outward velocity is dropped)."""
     p, R = T_world_frame.translation, T_world_frame.rotation
     d = T_world_target.translation - p  # [m] world frame, frame -> target
-    dist = float(np.linalg.norm(d))
-    r = R @ pin.log3(R.T @ T_world_target.rotation)  # [rad] rotation vector frame -> target, world frame
-    rot = float(np.linalg.norm(r))
+    dist = math.sqrt(float(d @ d))
+    r_frame = pin.log3(R.T @ T_world_target.rotation)  # [rad] rotation vector frame -> target, frame axes
+    rot = math.sqrt(float(r_frame @ r_frame))  # the same length in world axes
     if dist <= distance and rot <= angle:
         return None
     translation, rotation = T_world_target.translation, T_world_target.rotation
+    moving = previous_frame is not None and dt > 0.0
     if dist > distance:
         u = d / dist
         translation = p + distance * u
-        _drop_outward(linear_velocity, u)
+        _drop_outward(linear_velocity, u, float((p - previous_frame[0]) @ u) / dt if moving else 0.0)
     if rot > angle:
-        u = r / rot
+        u = (R @ r_frame) / rot  # world axes
         rotation = pin.exp3(angle * u) @ R
-        _drop_outward(angular_velocity, u)
+        _drop_outward(angular_velocity, u, float(pin.log3(R @ previous_frame[1].T) @ u) / dt if moving else 0.0)
     return pin.SE3(rotation, translation)
 
 
-def _limit_change(v: np.ndarray, v_des: np.ndarray, max_change: float) -> None:
-    """In place: v moves toward v_des by at most max_change (Euclidean)."""
-    dv = v_des - v
-    n = float(np.linalg.norm(dv))
+def _limit_change(v: np.ndarray, v_des: np.ndarray, max_change: float, dv: np.ndarray | None = None) -> None:
+    """In place: v moves toward v_des by at most max_change (Euclidean); ``dv``: a scratch buffer of v's
+    shape (None: allocated)."""
+    dv = np.subtract(v_des, v, out=dv)
+    n = math.sqrt(float(dv @ dv))  # what np.linalg.norm computes for a vector
     if n > max_change:
         dv *= max_change / n
     v += dv
+
+
+def integrate_in_place(T: pin.SE3, linear_velocity: np.ndarray, angular_velocity: np.ndarray, dt: float,
+                       R_buffer: np.ndarray, p_buffer: np.ndarray) -> None:
+    """``T`` := (exp3(w dt) R, p + v dt) in place (w, v in world axes [rad/s, m/s]); without rotation
+    (w = 0, exp3 = I) R stays as it is. ``R_buffer`` (3x3), ``p_buffer`` (3): scratch."""
+    if angular_velocity.any():
+        np.multiply(angular_velocity, dt, out=p_buffer)
+        np.matmul(pin.exp3(p_buffer), T.rotation, out=R_buffer)
+        T.rotation = R_buffer
+    np.multiply(linear_velocity, dt, out=p_buffer)
+    translation = T.translation  # a view into T
+    translation += p_buffer
 
 
 class GoalSmoother:
@@ -102,6 +130,9 @@ class GoalSmoother:
         self.moving = False
         self.linear_velocity = np.zeros(3)  # [m/s] of the target (max_acceleration)
         self.angular_velocity = np.zeros(3)  # [rad/s] of the target, world frame (max_acceleration)
+        # scratch of the tick (max_acceleration): the step allocates only what pinocchio returns
+        self._dp, self._r, self._v_des, self._w_des, self._dv = (np.zeros(3) for _ in range(5))
+        self._R = np.eye(3)
 
     def reset(self, T: pin.SE3) -> None:
         """Target and goal := T (nothing to do until the next goal)."""
@@ -167,21 +198,28 @@ class GoalSmoother:
 
     def _step_accelerated(self, dt: float) -> None:
         cfg, T, G = self.cfg, self.target, self.goal
-        v, w = self.linear_velocity, self.angular_velocity
-        dp = G.translation - T.translation
-        r = T.rotation @ pin.log3(T.rotation.T @ G.rotation)  # rotation vector to the goal, world frame
-        dist, angle = float(np.linalg.norm(dp)), float(np.linalg.norm(r))
-        v_des = dp * (float(braking_speed(dist, cfg.max_linear_speed, cfg.max_linear_acceleration, dt)) / dist) \
-            if dist > 0.0 else np.zeros(3)
-        w_des = r * (float(braking_speed(angle, cfg.max_angular_speed, cfg.max_angular_acceleration, dt)) / angle) \
-            if angle > 0.0 else np.zeros(3)
-        _limit_change(v, v_des, cfg.max_linear_acceleration * dt)
-        _limit_change(w, w_des, cfg.max_angular_acceleration * dt)
+        v, w, v_des, w_des = self.linear_velocity, self.angular_velocity, self._v_des, self._w_des
+        dp = np.subtract(G.translation, T.translation, out=self._dp)
+        R = T.rotation
+        r = np.matmul(R, pin.log3(R.T @ G.rotation), out=self._r)  # rotation vector to the goal, world frame
+        dist, angle = math.sqrt(float(dp @ dp)), math.sqrt(float(r @ r))
+        if dist > 0.0:
+            np.multiply(dp, _braking_speed_scalar(dist, cfg.max_linear_speed, cfg.max_linear_acceleration, dt) / dist,
+                        out=v_des)
+        else:
+            v_des.fill(0.0)
+        if angle > 0.0:
+            np.multiply(r, _braking_speed_scalar(angle, cfg.max_angular_speed, cfg.max_angular_acceleration, dt)
+                        / angle, out=w_des)
+        else:
+            w_des.fill(0.0)
+        _limit_change(v, v_des, cfg.max_linear_acceleration * dt, self._dv)
+        _limit_change(w, w_des, cfg.max_angular_acceleration * dt, self._dv)
         if (dist < self._DONE and angle < self._DONE and float(v @ v) * dt * dt < self._DONE**2
                 and float(w @ w) * dt * dt < self._DONE**2):
             self.reset(G)
             return
-        self.target = pin.SE3(pin.exp3(w * dt) @ T.rotation, T.translation + v * dt)
+        integrate_in_place(T, v, w, dt, self._R, self._dp)  # the target is the smoother's own copy
 
 
 class JointGoalRamp:

@@ -52,6 +52,8 @@ class JointJogFollower:
         self.timed_out = False
         self.at_bound = np.zeros(nv, dtype=bool)  # jogged toward a limit it has reached
         self.leashed = False
+        self._q_previous = scene.neutral()  # the leash's anchor (the configuration) at the previous step, full q
+        self._anchored = False
 
     @property
     def target(self) -> np.ndarray:
@@ -62,6 +64,7 @@ class JointJogFollower:
         self._target[self.group.q_indices] = q_group
         self.velocity[:] = 0.0 if velocity is None else velocity
         self.streaming = True
+        self._anchored = False
 
     def stop(self) -> None:
         self.streaming = False
@@ -115,12 +118,17 @@ class JointJogFollower:
         self._target[:] = pin.integrate(self.scene.model, self._target, self._step_full)
         self.leashed = False
         if q_actual is not None:
-            self._leash(q_actual)
+            self._leash(q_actual, dt)
+            self._q_previous[:] = q_actual
+            self._anchored = True
         if self.timed_out and not v.any():
             self.streaming = False
         return self.target
 
-    def _leash(self, q_actual: np.ndarray) -> None:
+    def _leash(self, q_actual: np.ndarray, dt: float) -> None:
+        """Each jogged joint's target within joint_leash of the joint; its target velocity away from the
+        joint down to the joint's own velocity (from the previous step's anchor): a jog the arm follows
+        slower than asked holds its target at the leash, moving with the joint, at every step."""
         gv, L = self.group.v_indices, self.cfg.joint_leash
         d = pin.difference(self.scene.model, q_actual, self._target)[gv]  # target ⊖ actual
         over = np.abs(d) > L
@@ -131,4 +139,10 @@ class JointJogFollower:
         self._step_full[gv] = np.where(over, np.clip(d, -L, L), d)
         self._target[:] = pin.integrate(self.scene.model, q_actual, self._step_full)  # only the group's entries count
         outward = over & (self.velocity * d > 0.0)
-        self.velocity[outward] = 0.0
+        if not outward.any():
+            return
+        keep = np.zeros(len(d))  # the joint's own speed away from it (0: still, or no previous step)
+        if self._anchored and dt > 0.0:
+            v_joint = pin.difference(self.scene.model, self._q_previous, q_actual)[gv] / dt
+            np.maximum(np.sign(d) * v_joint, 0.0, out=keep)
+        self.velocity[outward] = (np.sign(d) * np.minimum(np.abs(self.velocity), keep))[outward]

@@ -23,7 +23,7 @@ import numpy as np
 import pinocchio as pin
 
 from ..errors import InvalidInputError
-from .goal_followers import _limit_change, leash_target
+from .goal_followers import _limit_change, integrate_in_place, leash_target
 
 COMMAND_IN_TYPES = ("unitless", "speed_units")
 
@@ -134,6 +134,10 @@ class TwistFollower:
         self.streaming = False
         self.timed_out = False  # the latest command is older than command_timeout
         self.leashed = False  # the last step pulled the target back to the leash
+        self._p_previous = np.zeros(3)  # [m] the leash's anchor (the frame) at the previous step, world frame
+        self._R_previous = np.eye(3)
+        self._anchored = False  # _p_previous/_R_previous hold the previous step's anchor
+        self._dv, self._p_step, self._R_step = np.zeros(3), np.zeros(3), np.eye(3)  # scratch of the tick
 
     def start(self, T: pin.SE3, linear_velocity=None, angular_velocity=None) -> None:
         """Continue from target ``T`` moving at the given velocities (world frame; None = at rest)."""
@@ -141,6 +145,7 @@ class TwistFollower:
         self.linear_velocity[:] = 0.0 if linear_velocity is None else linear_velocity
         self.angular_velocity[:] = 0.0 if angular_velocity is None else angular_velocity
         self.streaming = True
+        self._anchored = False
 
     def stop(self) -> None:
         """Forget the stream (the caller takes the target and its velocity over)."""
@@ -182,23 +187,29 @@ class TwistFollower:
             np.multiply(self._v_cmd, speed_scale, out=self._v_des)
             np.multiply(self._w_cmd, speed_scale, out=self._w_des)
         v, w = self.linear_velocity, self.angular_velocity
-        _limit_change(v, self._v_des, cfg.max_linear_acceleration * dt)
-        _limit_change(w, self._w_des, cfg.max_angular_acceleration * dt)
-        T = self.target
-        self.target = pin.SE3(pin.exp3(w * dt) @ T.rotation, T.translation + v * dt)
+        _limit_change(v, self._v_des, cfg.max_linear_acceleration * dt, self._dv)
+        _limit_change(w, self._w_des, cfg.max_angular_acceleration * dt, self._dv)
+        # the target is this follower's own copy (start copies it, the leash makes a new one)
+        integrate_in_place(self.target, v, w, dt, self._R_step, self._p_step)
         self.leashed = False
         if T_world_frame is not None:
-            self._leash(T_world_frame)
+            self._leash(T_world_frame, dt)
+            self._p_previous[:] = T_world_frame.translation
+            self._R_previous[:] = T_world_frame.rotation
+            self._anchored = True
         if self.timed_out and float(v @ v) < self._REST and float(w @ w) < self._REST:
             v.fill(0.0)
             w.fill(0.0)
             self.streaming = False
         return self.target
 
-    def _leash(self, T_world_frame: pin.SE3) -> None:
-        """As GoalSmoother's leash (:func:`~.goal_followers.leash_target`)."""
+    def _leash(self, T_world_frame: pin.SE3, dt: float) -> None:
+        """As GoalSmoother's leash (:func:`~.goal_followers.leash_target`), keeping the frame's own
+        velocity: a twist the arm follows slower than asked (a velocity or acceleration bound) holds
+        its target at the leash, moving with the frame, at every step."""
+        previous = (self._p_previous, self._R_previous) if self._anchored else None
         leashed = leash_target(self.target, T_world_frame, self.cfg.leash_distance, self.cfg.leash_angle,
-                               self.linear_velocity, self.angular_velocity)
+                               self.linear_velocity, self.angular_velocity, previous, dt)
         if leashed is not None:
             self.target = leashed
             self.leashed = True

@@ -228,6 +228,12 @@ class Oink:
         else:
             self._slack = _SlackProblem(n, self.osqp_settings)
 
+    @property
+    def constraint_tolerance(self) -> float:
+        """[rad or m] how closely a solution meets the constraints it is held by (DAQP: its primal tolerance;
+        OSQP: eps_abs): a dq this close to a bound is taken to sit on it (reports of what binds a step)."""
+        return _DAQP_PRIMAL_TOL if self.qp_solver == "daqp" else self.osqp_settings["eps_abs"]
+
     def set_barrier_braking(self, alpha, lag: float) -> None:
         """Make every barrier row account for braking (see :class:`Barrier`): ``alpha`` [rad or m per
         step^2] the per-joint deceleration a row may count on (a_max dt^2 times a share), ``lag`` the

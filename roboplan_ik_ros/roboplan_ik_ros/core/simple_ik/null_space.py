@@ -14,7 +14,8 @@ Jacobian so that they do not disturb the pose error's step.
   motion cross product ``(w_i x v_j + v_i x w_j, w_i x w_j)``).
 
 The gains multiply (the notebook divides by its lambda_Sigma, lambda_m: gain = 1 / lambda). Both terms
-need a group of one-degree-of-freedom joints (the bracket formula is per joint).
+need a group of one-degree-of-freedom joints (the bracket formula is per joint); continuous joints
+(q as cos, sin; one velocity) are such joints: Sigma is 0 for them (no limit to avoid).
 """
 
 from __future__ import annotations

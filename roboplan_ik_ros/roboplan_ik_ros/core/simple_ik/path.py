@@ -1,7 +1,8 @@
 """IK along a Cartesian path (a list of tip poses a planner wants to follow), one waypoint after the
 other, each seeded from the previous solution by :meth:`SimpleIK.solve_nearby`: no joint moves more
 than ``max_joint_step`` between consecutive waypoints (MoveIt's jump threshold idea, as an absolute
-bound on every joint), so a path never jumps to another IK branch. The search stops at the first
+bound on every joint; a continuous joint's motion is the angle pin.difference measures, the short way
+round), so a path never jumps to another IK branch. The search stops at the first
 waypoint without such a solution; the result tells how far along the path it got.
 """
 

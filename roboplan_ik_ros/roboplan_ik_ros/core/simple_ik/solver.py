@@ -3,7 +3,8 @@
 ``method`` replaces the DLS step below by Levenberg-Marquardt with Wampler, Chan or Sugihara damping,
 Newton-Raphson or Gauss-Newton (see _direction); ``error_weights`` (and FrameGoal.weights) weight or
 free the six error components; the null-space terms (null_space.py) add joint-limit avoidance and
-manipulability maximisation; solve_nearby bounds the motion from the seed. Everything else below
+manipulability maximisation; solve_nearby bounds the motion from the seed (continuous joints by the
+angle pin.difference measures). Everything else below
 (cap, active set on the limits, stall/plateau, restarts, collision check) is shared by every method.
 
 Per iteration, for the stacked goals: ``e = log6(T_goal^-1 T(q))`` (LOCAL frame of each tip, 6 per
@@ -34,7 +35,8 @@ between a planner's other work. The common case (one goal, scalar joints in cont
 ranges) therefore runs a dedicated loop (_descend_fast) of ~12 calls per iteration:
 
 * kinematics on a copy of the model whose root joints are placed in the goal frame, so that the
-  tip's oMf (a view held across solves) is T_goal^-1 T(q) itself, with no SE3 product;
+  tip's placement (a view held across solves) is T_goal^-1 T(q) itself, with no SE3 product, by one
+  computeFrameJacobian over the joints that carry the tip only (the LOCAL Jacobian comes with it);
 * the linear algebra in BLAS/LAPACK with positional arguments (dsyrk, dposv, dgemv, daxpy on
   J^T, which is F-ordered and passes without a copy), the step factor (step_size or the cap)
   applied by the in-place daxpy;
@@ -69,12 +71,14 @@ from ..model.scene import Scene
 from .objectives import AxisGoal, BoundObjective, PointGoal
 from .objectives import bind as bind_objective
 from .null_space import Manipulability, joint_limit_gradient, project_into_null_space
+from .compiled_step import CompiledStep, load_step_kernel
 
 _LOCAL = pin.ReferenceFrame.LOCAL
 _STALL_FACTOR = 0.5  # stall_iters: the squared error must drop below this fraction of its reference
 _PLATEAU_RATIO = 0.98  # plateau_iters: an iteration is flat if the squared error drops by less than 2 %
 _CLAMP_ROUNDS = 3  # clamp_limits: re-solves per iteration when the re-solved step hits other limits
 _FLOAT64 = np.dtype(np.float64)
+USE_COMPILED_STEP = True  # dls and lm_* steps of the fast loop in C when the kernel is built (tests switch it)
 _PINV_RCOND = 1e-10  # newton_raphson, gauss_newton: singular values below this fraction of the largest are cut
 # SimpleIKOptions.method: the step direction dq (J dq ~ e, then q <- q - step_size dq), see _direction
 METHODS = ("dls", "lm_wampler", "lm_chan", "lm_sugihara", "newton_raphson", "gauss_newton")
@@ -159,9 +163,13 @@ class SimpleIKOptions:
     joint_limit_pi: float = 0.3  # [rad or m] influence distance: Sigma acts closer than this to a limit
     manipulability_gain: float = 0.0  # k_m [rad per iteration per unit of dm/dq] (one goal only)
     max_deviation: float = math.inf  # [rad or m] no joint moves more than this from the seed (see solve_nearby)
-    bias_configuration: list[float] | None = None  # group joint values the null space pulls toward (bias_gain)
+    bias_configuration: list[float] | None = None  # group joint values (continuous: angles) the null space pulls toward
     bias_gain: float = 0.0  # [1 per iteration] fraction of (bias - q) added per iteration, projected (0: off)
     active_joints: list[str] | None = None  # the group's joints that move (None: all); the others keep the seed
+    # standing objectives (FrameGoal, PointGoal, AxisGoal) added to the goals of every solve, e.g. "the tool
+    # points down" for every planner query (YAML simple_ik.objectives, objective_config.py); labelled
+    # objectives[k] in errors, their errors reported after the request's goals
+    objectives: list = field(default_factory=list)
 
     def resolved_lm_gain(self) -> float:
         """lm_gain, or the method's default (0.0 for the methods without one)."""
@@ -213,6 +221,13 @@ class SimpleIKOptions:
         if self.lm_gain is not None:
             check_positive(self.lm_gain, "lm_gain")
         check_error_weights(self.error_weights, "error_weights")
+        if isinstance(self.objectives, (str, bytes)) or not isinstance(self.objectives, (list, tuple)):
+            raise InvalidInputError(f"objectives: expected a list of FrameGoal, PointGoal or AxisGoal, "
+                                    f"got {self.objectives!r}")
+        for k, g in enumerate(self.objectives):
+            if not isinstance(g, (FrameGoal, PointGoal, AxisGoal)):
+                raise InvalidInputError(f"objectives[{k}]: expected a FrameGoal, PointGoal or AxisGoal, "
+                                        f"got {type(g).__name__}")
 
 
 def check_error_weights(w, name: str) -> None:
@@ -277,6 +292,7 @@ class _Workspace:
         self.translation_full = [True] * n_goals  # per goal: no zero weight among its translation components
         self.Jw, self.ew = np.empty((m, nv)), np.empty(m)  # weighted J and e
         self.manipulability: Manipulability | None = None  # built on first use (manipulability_gain)
+        self.q_bias: np.ndarray | None = None  # full q of bias_configuration (set per solve with bias_gain)
         self.dq_full = np.zeros(model.nv)
         iv = group.v_indices
         self.scene_lo = scene.q_min_v[iv].copy()  # per group v: -inf/inf for unbounded joints
@@ -293,6 +309,8 @@ class _Workspace:
         self.all_v = contiguous and nv == model.nv  # the group's J is the whole frame Jacobian
         self.nv = nv
         self.clamped, self.free, self.d_c = np.empty(nv), np.empty(nv), np.empty(nv)  # _clamped_step's buffers
+        self.inside, self.Jf = np.empty(nv), np.empty((m, nv))
+        self._compiled: CompiledStep | None = None  # compiled_step()
         # margin(): distance of the group's q to its limits, min of [q - lo; hi - q] = P q - c_lohi, one
         # dgemv (exact: one nonzero per row of P = [I; -I], so each entry is a single rounded difference)
         self.P = np.asfortranarray(np.vstack([np.eye(nv), -np.eye(nv)]))
@@ -308,10 +326,30 @@ class _Workspace:
         free = np.setdiff1d(np.arange(nv), group.bounded_v)
         joints = [model.joints[int(group.joint_ids[k])] for k in free]
         self.unbounded = [(j.idx_q, j.nq == 2) for j in joints]
+        # restarts draw each unbounded joint in center +- half (an angle; solve_nearby: the seed's +- max_deviation)
+        self.unbounded_center, self.unbounded_half = [0.0] * len(joints), [math.pi] * len(joints)
+        # General path (continuous joints or scattered indices; qs is None): the limits apply to each joint's
+        # limit coordinate x_v (group v order), kept across the iterations of an attempt (start_attempt,
+        # step_general): a scalar joint's position; a continuous joint's angle from the seed, its displacement
+        # pin.difference(seed, q) (solve_nearby's bounds; its lo, hi are -inf, inf otherwise).
+        self.q_of_v = np.array([model.joints[int(j)].idx_q for j in group.joint_ids], dtype=int)
+        self.cont_v = np.array([k for k, j in enumerate(group.joint_ids) if model.joints[int(j)].nq == 2], dtype=int)
+        self.cont_q = self.q_of_v[self.cont_v]  # their cos coordinates (sin follows)
+        self.seed_cos, self.seed_sin = np.ones(len(self.cont_v)), np.zeros(len(self.cont_v))
+        self.deviation_bounded = False  # some continuous joint has a finite deviation bound
+        self.x_v, self.x_next = np.zeros(nv), np.zeros(nv)
+
+    def compiled_step(self) -> CompiledStep | None:
+        """The compiled step on this workspace's sizes (built once), or None without the kernel."""
+        if self._compiled is None and USE_COMPILED_STEP and load_step_kernel()[0] is not None:
+            self._compiled = CompiledStep(len(self.e), self.nv, _CLAMP_ROUNDS)
+        return self._compiled if USE_COMPILED_STEP else None
 
     def set_limits(self, lo: np.ndarray, hi: np.ndarray) -> None:
-        """The position limits of the search (group v order; the scene's, or narrower for solve_nearby)."""
+        """The position limits of the search (group v order, limit coordinates: see x_v; the scene's, or
+        narrower for solve_nearby)."""
         self.lo, self.hi = lo, hi
+        self.limited = bool(np.any(np.isfinite(lo)) or np.any(np.isfinite(hi)))
         self.c_lohi = np.concatenate([lo, -hi])
         finite = np.abs(np.concatenate([self.scene_lo, self.scene_hi]))
         finite = finite[np.isfinite(finite)]
@@ -327,6 +365,56 @@ class _Workspace:
         self.sample_lo = np.where(wide, mid - np.pi, self.bounded_lo)
         self.sample_hi = np.where(wide, mid + np.pi, self.bounded_hi)
         self.sample_width = self.sample_hi - self.sample_lo
+
+    def limit_coordinates(self, q: np.ndarray) -> np.ndarray:
+        """(nv,) the group's limit coordinates at q (see x_v): positions of the scalar joints, 0 for the continuous
+        ones (their angle from the seed q is 0)."""
+        x = q[self.q_of_v]
+        x[self.cont_v] = 0.0
+        return x
+
+    def set_nearby(self, q_seed: np.ndarray, max_deviation: float) -> None:
+        """solve_nearby: the search limits (set_limits) are already narrowed to the seed +- max_deviation;
+        this centres the restarts of the unbounded joints there too and sets the continuous joints' seed
+        angles, from which their deviation is measured (pin.difference)."""
+        c, s = q_seed[self.cont_q], q_seed[self.cont_q + 1]
+        norm = np.hypot(c, s)
+        self.seed_cos, self.seed_sin = c / norm, s / norm
+        self.deviation_bounded = len(self.cont_v) > 0 and max_deviation < math.pi
+        for k, (iq, continuous) in enumerate(self.unbounded):
+            center = math.atan2(q_seed[iq + 1], q_seed[iq]) if continuous else float(q_seed[iq])
+            self.unbounded_center[k] = center
+            self.unbounded_half[k] = min(max_deviation, math.pi)
+
+    def start_attempt(self, q: np.ndarray) -> None:
+        """x_v at q, the start of an attempt on the general path: continuous joints at their angle from the seed."""
+        x = self.x_v
+        np.take(q, self.q_of_v, out=x)
+        if len(self.cont_v):
+            if self.deviation_bounded:  # atan2 of (seed^-1 q)'s sin and cos: pin.difference(seed, q) of the joint
+                c, s = q[self.cont_q], q[self.cont_q + 1]
+                x[self.cont_v] = np.arctan2(self.seed_cos * s - self.seed_sin * c, self.seed_cos * c + self.seed_sin * s)
+            else:  # unbounded: the value does not matter (lo, hi are -inf, inf)
+                x[self.cont_v] = 0.0
+
+    def step_general(self, model: pin.Model, q: np.ndarray, dq: np.ndarray, J: np.ndarray, e: np.ndarray,
+                     neg_step: float, max_step: float, clamp: bool) -> None:
+        """q <- q ⊕ dq (group v order, in place; dq too) with the step kept inside the limits [lo, hi] of the
+        limit coordinates x_v (start_attempt): the active set of _clamped_step (clamp) or a clip, as the
+        fast path does on q itself; continuous joints integrate (cos, sin)."""
+        x, t = self.x_v, self.x_next
+        np.add(x, dq, out=t)
+        if self.limited and self.margin(t) < 0.0:
+            if clamp:
+                _clamped_step(x, t, J, e, neg_step, self.lo, self.hi, max_step, self)
+            else:
+                np.minimum(t, self.hi, out=t)
+                np.maximum(t, self.lo, out=t)
+            np.subtract(t, x, out=dq)
+        self.x_v, self.x_next = t, x
+        self.dq_full[self.vs] = dq
+        q[:] = pin.integrate(model, q, self.dq_full)
+        self.clip(q)  # (rounding: q + (t - x) may differ from t by an ulp)
 
     def margin(self, x: np.ndarray) -> float:
         """min over the group's joints of the distance of x to their limits (negative: outside; inf: no limits)."""
@@ -356,8 +444,9 @@ class _Workspace:
         x *= self.sample_width
         x += self.sample_lo
         q[self.bounded_qs] = x
-        for iq, continuous in self.unbounded:
-            angle = rng.uniform(-np.pi, np.pi)
+        for k, (iq, continuous) in enumerate(self.unbounded):
+            center, half = self.unbounded_center[k], self.unbounded_half[k]
+            angle = rng.uniform(center - half, center + half)
             if continuous:
                 q[iq], q[iq + 1] = math.cos(angle), math.sin(angle)
             else:
@@ -403,7 +492,7 @@ class SimpleIK:
         self._root_joints = [(j, pin.SE3(model.jointPlacements[j])) for j in range(1, model.njoints)
                              if model.parents[j] == 0]
         self._goal_model_Tinv: pin.SE3 | None = None  # the T_goal^-1 the goal model is placed for
-        self._goal_placements: dict[int, tuple | None] = {}  # held views _goal_data.oMf[fid], its translation
+        self._goal_placements: dict[int, tuple | None] = {}  # held views _goal_data.iMf[0], its translation
         self._warm_up()
 
     # ------------------------------------------------------------------ public
@@ -442,9 +531,10 @@ class SimpleIK:
                      options: SimpleIKOptions | None = None) -> IKResult:
         """:meth:`solve` with no joint of the group moving more than ``max_deviation`` [rad or m] from
         ``q_seed``: the limits become ``[max(lo, seed - d), min(hi, seed + d)]`` for the search, the
-        restarts included (Klamp't's solve_nearby). Needs a group of scalar joints; a seed farther than
-        ``max_deviation`` outside a limit is refused. (``solve`` does the same when the options'
-        ``max_deviation`` is finite; this argument overrides it.)"""
+        restarts included (Klamp't's solve_nearby). A continuous joint's motion is its angle from the
+        seed the short way round (pin.difference, <= pi; max_deviation >= pi leaves it free). A seed
+        farther than ``max_deviation`` outside a limit is refused. (``solve`` does the same when the
+        options' ``max_deviation`` is finite; this argument overrides it.)"""
         check_positive(max_deviation, "max_deviation")
         return self._solve(goals, q_seed, options, max_deviation)
 
@@ -462,15 +552,22 @@ class SimpleIK:
             raise InvalidInputError("goals: expected at least one FrameGoal")
         if isinstance(goals, (PointGoal, AxisGoal)):
             goals = [goals]
+        n_request = len(goals)
+        if opt.objectives:  # the standing objectives, labelled objectives[k]
+            goals = [*goals, *opt.objectives]
         frame_ids, inv_targets = [], []
         objectives: list[BoundObjective] | None = None
         if any(not isinstance(g, FrameGoal) or g.relative_to is not None for g in goals):
-            objectives = self._bind_objectives(goals, opt)
+            objectives = self._bind_objectives(goals, opt, n_request)
         for k, g in enumerate(goals if objectives is None else ()):
-            frame_ids.append(self._frame_id(g.tip_frame))
+            label = k if k < n_request else f"objectives[{k - n_request}]"
+            try:
+                frame_ids.append(self._frame_id(g.tip_frame))
+            except InvalidInputError as exc:
+                raise InvalidInputError(f"{_goal_label(label)}.tip_frame: {exc}") from None
             if g.weights is not None:
-                check_error_weights(g.weights, f"goals[{k}].weights")
-            inv_targets.append(_inverse_target(g.T_world_tip, k))
+                check_error_weights(g.weights, f"{_goal_label(label)}.weights")
+            inv_targets.append(_inverse_target(g.T_world_tip, label))
         q_seed = self._check_seed(q_seed)
         deadline = time.perf_counter() + opt.max_time
         if objectives is None:
@@ -481,12 +578,8 @@ class SimpleIK:
             max_deviation = opt.max_deviation
         if max_deviation is not None:
             ws = self._nearby_workspace(ws, q_seed, max_deviation)
-        if objectives is not None and (opt.joint_limit_gain > 0.0 or opt.manipulability_gain > 0.0
-                                       or opt.bias_gain > 0.0):
-            raise InvalidInputError("joint_limit_gain, manipulability_gain, bias_gain: the null-space terms take "
-                                    "world FrameGoals only; set them to 0 with PointGoal, AxisGoal or relative_to")
         if opt.joint_limit_gain > 0.0 or opt.manipulability_gain > 0.0 or opt.bias_gain > 0.0:
-            self._check_null_space(opt, ws, len(goals))
+            self._check_null_space(opt, ws, len(goals), q_seed)
         ws.set_damping(opt.damping)
         if objectives is not None:  # each objective carries its own row weights
             ws.sw[:] = np.concatenate([o.sqrt_weights for o in objectives])
@@ -557,11 +650,10 @@ class SimpleIK:
 
     def _nearby_workspace(self, ws: _Workspace, q_seed: np.ndarray, max_deviation: float) -> _Workspace:
         """A workspace whose limits are ws's intersected with q_seed +- max_deviation."""
-        if ws.qs is None:
-            raise InvalidInputError(f"max_deviation: needs a group of scalar joints (no continuous joint); group "
-                                    f"{ws.group.name!r} has other joints")
-        x = q_seed[ws.qs]
+        x = ws.limit_coordinates(q_seed)  # a continuous joint's deviation from the seed is 0 there
         lo, hi = np.maximum(ws.lo, x - max_deviation), np.minimum(ws.hi, x + max_deviation)
+        if max_deviation >= math.pi:  # every angle of a continuous joint is within pi of the seed's
+            lo[ws.cont_v], hi[ws.cont_v] = -math.inf, math.inf
         empty = np.flatnonzero(lo > hi)
         if len(empty):
             j = ws.group.joint_names[int(empty[0])]
@@ -574,18 +666,19 @@ class SimpleIK:
                                                                rows=len(ws.e))
         else:
             nearby.set_limits(lo, hi)
+        nearby.set_nearby(q_seed, max_deviation)
         return nearby
 
-    def _check_null_space(self, opt: SimpleIKOptions, ws: _Workspace, n_goals: int) -> None:
+    def _check_null_space(self, opt: SimpleIKOptions, ws: _Workspace, n_goals: int, q_seed: np.ndarray) -> None:
         """The null-space terms' requirements, or InvalidInputError naming the option."""
         name = ("manipulability_gain" if opt.manipulability_gain > 0.0 else
                 "joint_limit_gain" if opt.joint_limit_gain > 0.0 else "bias_gain")
-        if ws.qs is None:
-            raise InvalidInputError(f"{name}: needs a group of scalar joints (no continuous joint); group "
-                                    f"{ws.group.name!r} has other joints")
-        if opt.bias_gain > 0.0 and len(opt.bias_configuration) != ws.nv:
-            raise InvalidInputError(f"bias_configuration: expected {ws.nv} values (group {ws.group.name!r}: "
-                                    f"{list(ws.group.joint_names)}), got {len(opt.bias_configuration)}")
+        if opt.bias_gain > 0.0:
+            if len(opt.bias_configuration) != ws.nv:
+                raise InvalidInputError(f"bias_configuration: expected {ws.nv} values (group {ws.group.name!r}: "
+                                        f"{list(ws.group.joint_names)}), got {len(opt.bias_configuration)}")
+            # the full q of the bias (angles of continuous joints as cos, sin), for pin.difference per iteration
+            ws.q_bias = self.scene.q_from_joint_positions(ws.group.joint_names, opt.bias_configuration, q_seed)
         if opt.manipulability_gain > 0.0:
             if n_goals != 1:
                 raise InvalidInputError(f"manipulability_gain: one goal only (the manipulability of its tip), "
@@ -601,15 +694,19 @@ class SimpleIK:
             ws = self._workspaces[key] = _Workspace(self.scene, group, n_goals, rows=rows)
         return ws
 
-    def _bind_objectives(self, goals, opt: SimpleIKOptions) -> list[BoundObjective]:
-        """Every goal as a BoundObjective (objectives.py), or InvalidInputError naming the bad goal."""
+    def _bind_objectives(self, goals, opt: SimpleIKOptions, n_request: int | None = None) -> list[BoundObjective]:
+        """Every goal as a BoundObjective (objectives.py), or InvalidInputError naming the bad goal (goals
+        from ``n_request`` on are the options' standing objectives, labelled objectives[k])."""
         bound = []
+        n_request = len(goals) if n_request is None else n_request
         for k, g in enumerate(goals):
+            label = k if k < n_request else f"objectives[{k - n_request}]"
             if not isinstance(g, (FrameGoal, PointGoal, AxisGoal)):
-                raise InvalidInputError(f"goals[{k}]: expected a FrameGoal, PointGoal or AxisGoal, got {type(g).__name__}")
+                raise InvalidInputError(f"{_goal_label(label)}: expected a FrameGoal, PointGoal or AxisGoal, "
+                                        f"got {type(g).__name__}")
             if isinstance(g, FrameGoal) and g.weights is not None:
-                check_error_weights(g.weights, f"goals[{k}].weights")
-            bound.append(bind_objective(g, k, self._frame_id, opt.error_weights, _inverse_target))
+                check_error_weights(g.weights, f"{_goal_label(label)}.weights")
+            bound.append(bind_objective(g, label, self._frame_id, opt.error_weights, _inverse_target))
         return bound
 
     def _frame_id(self, name) -> int:
@@ -626,15 +723,15 @@ class SimpleIK:
         return M
 
     def _goal_frame_placement(self, fid: int, Tinv: pin.SE3) -> tuple[pin.SE3, np.ndarray] | None:
-        """The goal model placed for ``Tinv`` and held views of its oMf[fid] (= T_goal^-1 T(q) after its
-        kinematics) and of that placement's translation, or None for a frame on the universe (the
-        root joints do not carry it)."""
+        """The goal model placed for ``Tinv`` and held views of its iMf[0] (= T_goal^-1 T(q) after its
+        computeFrameJacobian for fid) and of that placement's translation, or None for a frame on the
+        universe (the root joints do not carry it)."""
         views = self._goal_placements.get(fid, 0)
         if views == 0:
             if self.scene.model.frames[fid].parentJoint == 0:
                 views = None
-            else:
-                M = self._goal_data.oMf[fid]
+            else:  # computeFrameJacobian leaves the universe-to-frame placement in iMf[0]
+                M = self._goal_data.iMf[0]
                 views = (M, M.translation)
             self._goal_placements[fid] = views
         if views is not None and self._goal_model_Tinv is not Tinv:  # once per solve (Tinv is held)
@@ -699,7 +796,7 @@ class SimpleIK:
         for k, o in enumerate(objectives):
             e, J = ws.e[r : r + o.rows], ws.J[r : r + o.rows]
             o.compute(model, data, ws.vs, e, J)
-            pos[k], rot[k] = o.errors(e)
+            pos[k], rot[k] = o.true_errors(e)
             r += o.rows
         return pos, rot
 
@@ -707,7 +804,9 @@ class SimpleIK:
                             deadline: float, c: _Constants):
         """_descend_general's iteration on stacked objectives (objectives.py): the same step (method,
         damping, cap), limits (active set), stall/plateau/time checks; converged when every objective's
-        position and orientation errors are within the thresholds. No null-space terms (refused by _solve)."""
+        position and orientation errors are within the thresholds. The null-space terms are projected
+        into the null space of the stacked (weighted) objective Jacobian; the manipulability is that of
+        the one objective's link frame (_check_null_space allows it with one objective only)."""
         model, data = self.scene.model, self.data
         lo, hi, qs, vs = ws.lo, ws.hi, ws.qs, ws.vs
         lin, ang = opt.max_linear_error_norm, opt.max_angular_error_norm
@@ -718,6 +817,8 @@ class SimpleIK:
         qg = q[qs] if qs is not None else None
         if qg is not None and ws.margin(qg) < 0.0:
             ws.clip(q)
+        if qg is None:
+            ws.start_attempt(q)
         ref_err, ref_it = math.inf, 0
         prev_err, flat = math.inf, 0
         pos, rot = np.empty(len(objectives)), np.empty(len(objectives))  # the errors of this iteration
@@ -731,7 +832,11 @@ class SimpleIK:
                 pos[k], rot[k] = o.errors(ek)
                 converged = converged and pos[k] <= lin and rot[k] <= ang
                 r += o.rows
-            if converged:
+            if converged:  # report the true errors (free components included), as the FrameGoal loops do
+                r = 0
+                for k, o in enumerate(objectives):
+                    pos[k], rot[k] = o.true_errors(e[r : r + o.rows])
+                    r += o.rows
                 return "converged", it, (pos, rot)
             np.multiply(e, sw, out=ew)  # W^1/2 e, W^1/2 J
             np.multiply(J, sw_col, out=J)
@@ -759,8 +864,13 @@ class SimpleIK:
                 dq = _direction(method, J, Jt, ew, err, c.gain, ws)
             if dq is None:
                 return "singular system", it + 1, None
-            n2 = dq.dot(dq)
-            factor = neg_step if n2 * step2 <= max_step2 else -max_step / math.sqrt(n2)
+            if c.null_space:  # the task step plus the projected null-space terms, then the cap (as _descend_general)
+                dq = neg_step * dq + self._null_space_motion(q, J, objectives[0].fid, ws, opt)
+                n2 = dq.dot(dq)
+                factor = 1.0 if n2 <= max_step2 else max_step / math.sqrt(n2)
+            else:
+                n2 = dq.dot(dq)
+                factor = neg_step if n2 * step2 <= max_step2 else -max_step / math.sqrt(n2)
             if qg is not None:
                 x = qg.copy()
                 daxpy(dq, qg, a=factor)
@@ -768,45 +878,37 @@ class SimpleIK:
                     _back_into_limits(clamp, x, qg, J, ew, neg_step, lo, hi, max_step, ws)
             else:
                 dq *= factor
-                if clamp and len(ws.bounded_v):
-                    dlo, dhi = lo.copy(), hi.copy()
-                    x = q[ws.bounded_q]
-                    dlo[ws.bounded_v] -= x
-                    dhi[ws.bounded_v] -= x
-                    if np.count_nonzero(dq > dhi) or np.count_nonzero(dq < dlo):
-                        _clamped_step(np.zeros_like(dq), dq, J, ew, neg_step, dlo, dhi, max_step, ws)
-                ws.dq_full[vs] = dq
-                q[:] = pin.integrate(model, q, ws.dq_full)
-                ws.clip(q)
+                ws.step_general(model, q, dq, J, ew, neg_step, max_step, clamp)
         return "not converged", max_iters, None  # pragma: no cover (the loop always returns)
 
     def _null_space_motion(self, q: np.ndarray, J: np.ndarray, fid: int, ws: _Workspace,
                            opt: SimpleIKOptions) -> np.ndarray:
-        """(I - J^+ J) (k_sigma Sigma + k_m grad m + k_b (q_bias - q)) at q (null_space.py), J the step's
-        (weighted) Jacobian;
-        self.data holds q's joint Jacobians."""
-        x = q[ws.qs]
+        """(I - J^+ J) (k_sigma Sigma + k_m grad m + k_b (q_bias ⊖ q)) at q (null_space.py), J the step's
+        (weighted) Jacobian; self.data holds q's joint Jacobians. Sigma acts on the joints with position
+        limits (the scene's, not solve_nearby's box; continuous joints have none to avoid), the bias by
+        pin.difference (a continuous joint turns the short way to its bias angle)."""
         g = np.zeros(ws.nv)
         if opt.joint_limit_gain > 0.0:
-            g += opt.joint_limit_gain * joint_limit_gradient(x, ws.lo, ws.hi, opt.joint_limit_ps, opt.joint_limit_pi)
+            x = q[ws.qs] if ws.qs is not None else ws.x_v  # (x_v: continuous joints' entries meet infinite limits)
+            g += opt.joint_limit_gain * joint_limit_gradient(x, ws.scene_lo, ws.scene_hi, opt.joint_limit_ps,
+                                                             opt.joint_limit_pi)
         if opt.manipulability_gain > 0.0:
             J_world = pin.getFrameJacobian(self.scene.model, self.data, fid, pin.ReferenceFrame.WORLD)[:, ws.vs]
             g += opt.manipulability_gain * ws.manipulability.value_and_gradient(J_world)[1]
         if opt.bias_gain > 0.0:
-            g += opt.bias_gain * (np.asarray(opt.bias_configuration, dtype=float) - x)
+            g += opt.bias_gain * pin.difference(self.scene.model, q, ws.q_bias)[ws.group.v_indices]
         return project_into_null_space(J, g)
 
     def _descend_fast(self, q, fid: int, views: tuple, ws: _Workspace, opt: SimpleIKOptions, deadline: float,
                       c: _Constants):
         """_descend_general's iteration for the common case (one goal, scalar joints in contiguous q and
-        v ranges, no Jlog6), in fewer Python statements, which are most of an iteration's cost: the
-        kinematics of the goal model (``T_err``, a held view of its oMf[fid], is T_goal^-1 T(q); ``t``
-        its translation),
-        BLAS/LAPACK called with positional arguments, the limits checked only when the step could
-        reach them."""
+        v ranges, no Jlog6), in fewer Python statements, which are most of an iteration's cost: one
+        kinematics call on the goal model per iteration, computeFrameJacobian, which visits only the
+        joints that carry the tip (TALOS: 9 of 32) and leaves ``T_err`` (a held view of its iMf[0]) =
+        T_goal^-1 T(q) (``t`` its translation); BLAS/LAPACK called with positional arguments, the limits
+        checked only when the step could reach them."""
         model, data = self._goal_model, self._goal_data
-        computeJointJacobians, updateFramePlacement = pin.computeJointJacobians, pin.updateFramePlacement
-        getFrameJacobian, log6, perf_counter, sqrt = pin.getFrameJacobian, pin.log6, time.perf_counter, math.sqrt
+        computeFrameJacobian, log6, perf_counter, sqrt = pin.computeFrameJacobian, pin.log6, time.perf_counter, math.sqrt
         D, lo, hi, vs, nv, sliced = ws.D, ws.lo, ws.hi, ws.vs, ws.nv, not ws.all_v
         P, c_lohi, slack = ws.P, ws.c_lohi, ws.margin_slack
         lin2, ang2, near, neg_step, max_step = c.lin2, c.ang2, c.near, c.neg_step, c.max_step
@@ -819,11 +921,18 @@ class SimpleIK:
         if margin < 0.0:  # a seed outside the limits
             ws.clip(q)
             margin = 0.0
+        # dls and lm_*: the whole step (direction, cap, limits) in one call of the compiled kernel
+        compiled = ws.compiled_step() if method <= _LM_SUGIHARA else None
+        if compiled is not None:
+            compiled.configure(lo, hi, ws.damping, step_size, max_step, clamp)
+            compiled.bind(qg)
+            Jc, ec, run_step, set_damping, copyto = compiled.J, compiled.e, compiled.run, compiled.set_damping, np.copyto
         stall_ref, ref_it = math.inf, 0  # stall: err must drop below half the error at ref_it
         flat_ref, flat = math.inf, 0  # plateau: err above 98 % of the previous error is a flat iteration
         for it in range(max_iters + 1):
-            computeJointJacobians(model, data, q)  # also the joint placements
-            updateFramePlacement(model, data, fid)  # T_err follows
+            # the LOCAL Jacobian of the tip from the joints that carry it only (not the whole model), and
+            # T_err (a held view of iMf[0], the universe-to-tip placement that pass leaves) = T_goal^-1 T(q)
+            J = computeFrameJacobian(model, data, q, fid, _LOCAL)
             e = log6(T_err).vector
             err = ddot(e, e)
             if err <= near:
@@ -845,9 +954,17 @@ class SimpleIK:
             flat_ref = _PLATEAU_RATIO * err
             if perf_counter() >= deadline:
                 return "time out", it, None
-            J = getFrameJacobian(model, data, fid, _LOCAL)
             if sliced:
                 J = J[:, vs]
+            if compiled is not None:  # the same step as below, in C (compiled_step.py)
+                copyto(Jc, J)
+                copyto(ec, e)
+                if method != _DLS:  # lambda_k of _direction
+                    set_damping(gain if method == _LM_WAMPLER else gain * 0.5 * err if method == _LM_CHAN
+                                else 0.5 * err + gain)
+                if run_step() < 0:
+                    return "singular system", it + 1, None
+                continue
             # dq = -step_size J^T (J J^T + damping I)^-1 e capped to max_step_norm, as in _descend_general
             Jt = J.T
             if method == _DLS:
@@ -882,7 +999,7 @@ class SimpleIK:
         model, data = self.scene.model, self.data
         computeJointJacobians, updateFramePlacement = pin.computeJointJacobians, pin.updateFramePlacement
         getFrameJacobian, log6, Jlog6 = pin.getFrameJacobian, pin.log6, pin.Jlog6
-        perf_counter, sqrt, count_nonzero = time.perf_counter, math.sqrt, np.count_nonzero
+        perf_counter, sqrt = time.perf_counter, math.sqrt
         D, lo, hi, qs, vs, all_v = ws.D, ws.lo, ws.hi, ws.qs, ws.vs, ws.all_v
         single = len(frame_ids) == 1
         fid0, Tinv0 = frame_ids[0], inv_targets[0]
@@ -901,6 +1018,8 @@ class SimpleIK:
         if margin < 0.0:  # a seed outside the limits
             ws.clip(q)
             margin = 0.0
+        if qg is None:
+            ws.start_attempt(q)
         ref_err, ref_it = math.inf, 0  # stall detection
         prev_err, flat = math.inf, 0  # plateau detection
         for it in range(max_iters + 1):
@@ -1006,18 +1125,9 @@ class SimpleIK:
                 if margin < 0.0:
                     _back_into_limits(clamp, x, qg, J, e, neg_step, lo, hi, max_step, ws)
                     margin = 0.0  # a joint is on its limit
-            else:  # general path (continuous joints, scattered indices): bounds on the displacement
+            else:  # general path (continuous joints, scattered indices): the limits on x_v (_Workspace)
                 dq *= factor
-                if clamp and len(ws.bounded_v):
-                    dlo, dhi = lo.copy(), hi.copy()
-                    x = q[ws.bounded_q]
-                    dlo[ws.bounded_v] -= x
-                    dhi[ws.bounded_v] -= x
-                    if count_nonzero(dq > dhi) or count_nonzero(dq < dlo):
-                        _clamped_step(np.zeros_like(dq), dq, J, e, neg_step, dlo, dhi, max_step, ws)
-                ws.dq_full[vs] = dq
-                q[:] = pin.integrate(model, q, ws.dq_full)
-                ws.clip(q)
+                ws.step_general(model, q, dq, J, e, neg_step, max_step, clamp)
         return "not converged", max_iters, None  # pragma: no cover (the loop always returns)
 
 
@@ -1068,8 +1178,14 @@ def _collision_manager(scene: Scene, geom_data: pin.GeometryData):
     return cls(scene.model, scene.collision_model, geom_data)
 
 
-def _inverse_target(T, k: int) -> pin.SE3:
-    """T_goal^-1 of goal k (a pin.SE3 or a 4x4 matrix), or InvalidInputError (as_se3's checks)."""
+def _goal_label(k: int | str) -> str:
+    """"goals[k]" for a request's goal k, the label itself (e.g. "objectives[0]") for a standing objective."""
+    return k if isinstance(k, str) else f"goals[{k}]"
+
+
+def _inverse_target(T, k: int | str) -> pin.SE3:
+    """T_goal^-1 of goal k (a pin.SE3 or a 4x4 matrix; k its index or its label, e.g. "objectives[0]"), or
+    InvalidInputError (as_se3's checks)."""
     if type(T) is pin.SE3:
         Tinv = T.inverse()  # a new SE3: the caller's goal is never aliased
         # A pin.SE3 always holds a rotation: check finiteness only. T^-1's translation -R^T t is finite
@@ -1077,7 +1193,7 @@ def _inverse_target(T, k: int) -> pin.SE3:
         t = Tinv.translation
         if math.isfinite(ddot(t, t)):  # (an overflow to inf falls back to as_se3, which accepts it)
             return Tinv
-    return as_se3(T, f"goals[{k}].T_world_tip").inverse()
+    return as_se3(T, f"{k}.T_world_tip" if isinstance(k, str) else f"goals[{k}].T_world_tip").inverse()
 
 
 def _reached(T_err: pin.SE3, e: np.ndarray, lin2: float, ang2: float) -> bool:
@@ -1160,21 +1276,21 @@ def _clamped_step(x, target, J, e, neg_step, lo, hi, max_step, ws: _Workspace) -
     always inside. Masks are 0/1 floats (float-only numpy loops are the cheap ones).
     """
     minimum, maximum, subtract = np.minimum, np.maximum, np.subtract
-    clamped, free, d_c, D = ws.clamped, ws.free, ws.d_c, ws.D
-    P, c_lohi = ws.P, np.concatenate([lo, -hi]) if lo is not ws.lo else ws.c_lohi  # margins [t - lo; hi - t]
-    inside = maximum(minimum(target, hi), lo)
+    clamped, free, d_c, D, inside, Jf = ws.clamped, ws.free, ws.d_c, ws.D, ws.inside, ws.Jf
+    Jft = Jf.T  # J_f^T (F-ordered view): J with the clamped joints' columns zeroed
+    maximum(minimum(target, hi, out=inside), lo, out=inside)
     np.not_equal(inside, target, out=clamped)  # 1.0 for the joints out of range (the caller found one)
     for rnd in range(_CLAMP_ROUNDS):
         if rnd:
-            if min(dgemv(1.0, P, target, -1.0, c_lohi).tolist()) >= 0.0:
-                return  # inside: done
-            inside = maximum(minimum(target, hi), lo)
+            maximum(minimum(target, hi, out=inside), lo, out=inside)
             np.not_equal(inside, target, out=free)  # (free as scratch) the newly violated joints
+            if dnrm2(free) == 0.0:
+                return  # inside: done
             maximum(clamped, free, out=clamped)
         subtract(1.0, clamped, out=free)
         subtract(inside, x, out=d_c)
         d_c *= clamped  # known motion of the clamped joints, 0 for the free ones
-        Jft = (J * free).T  # J_f^T (F-ordered): the clamped joints' columns zeroed
+        np.multiply(J, free, out=Jf)
         b = dgemv(-1.0, J, d_c, neg_step, e)  # rhs - J d_c, rhs = neg_step e (e is not overwritten)
         _, y, info = dposv(dsyrk(1.0, Jft, 1.0, D, 1), b, 0, 1, 1)  # (J_f J_f^T + D)^-1 (rhs - J d_c)
         if info != 0:
@@ -1182,9 +1298,7 @@ def _clamped_step(x, target, J, e, neg_step, lo, hi, max_step, ws: _Workspace) -
             return
         d_f = dgemv(1.0, Jft, y)
         norm = dnrm2(d_f)
-        if norm > max_step:
-            d_f *= max_step / norm
-        np.add(x, d_f, out=target)
-        target += d_c
+        np.add(x, d_c, out=target)
+        daxpy(d_f, target, a=max_step / norm if norm > max_step else 1.0)  # target = x + d_c + d_f (capped)
     minimum(target, hi, out=target)
     maximum(target, lo, out=target)

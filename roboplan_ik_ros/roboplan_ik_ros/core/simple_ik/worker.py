@@ -61,6 +61,7 @@ from multiprocessing.connection import wait as _wait_any
 import numpy as np
 
 from ..errors import InvalidInputError
+from .objectives import AxisGoal, PointGoal
 from .solver import FrameGoal, IKResult, SimpleIKOptions
 
 STARTING, READY, RESTARTING, FAILED, STOPPED = "starting", "ready", "restarting", "failed", "stopped"
@@ -164,7 +165,7 @@ def _worker_main(conn, spec: WorkerSpec, parent_pid: int, nice: int = 0, sched_i
                 _set_obstacles(solver.scene, obstacles)
             budget = max(deadline - time.monotonic(), _MIN_BUDGET)  # what is left of max_time
             opt = replace(options, max_time=min(options.max_time, budget))
-            result = solver.solve([FrameGoal(name, T) for name, T in goals], q_seed, opt)
+            result = solver.solve(goals, q_seed, opt)
             if opt.max_time != options.max_time:  # the message names the requested max_time
                 result.message = result.message.replace(f"max_time {opt.max_time:g} s",
                                                         f"max_time {options.max_time:g} s")
@@ -221,18 +222,25 @@ def _describe_exit(code: int | None) -> str:
     return f"exit code {code}"
 
 
-def _goal_tuple(goal, k: int) -> tuple[str, np.ndarray]:
-    """(frame name, 4x4 homogeneous matrix) of a FrameGoal or a (name, pin.SE3 or 4x4) pair."""
+def _request_goal(goal, k: int):
+    """The goal as sent to the child: a FrameGoal (its target as a 4x4 array, weights and relative_to
+    kept) from a FrameGoal or a (name, pin.SE3 or 4x4) pair; a PointGoal or AxisGoal as it is (plain
+    data). The child checks everything else, as SimpleIK does in-process."""
+    if isinstance(goal, (PointGoal, AxisGoal)):
+        return goal
     try:
-        name, T = (goal.tip_frame, goal.T_world_tip) if isinstance(goal, FrameGoal) else goal
+        if isinstance(goal, FrameGoal):
+            name, T, weights, relative_to = goal.tip_frame, goal.T_world_tip, goal.weights, goal.relative_to
+        else:
+            (name, T), weights, relative_to = goal, None, None
         homogeneous = getattr(T, "homogeneous", None)  # pin.SE3
         M = np.array(homogeneous if homogeneous is not None else T, dtype=float)
     except (TypeError, ValueError):
-        raise InvalidInputError(f"goals[{k}]: expected a FrameGoal or a (frame name, pin.SE3 or 4x4 matrix) "
-                                f"pair, got {goal!r}") from None
+        raise InvalidInputError(f"goals[{k}]: expected a FrameGoal, PointGoal, AxisGoal or a (frame name, pin.SE3 "
+                                f"or 4x4 matrix) pair, got {goal!r}") from None
     if not isinstance(name, str):
         raise InvalidInputError(f"goals[{k}].tip_frame: expected a string, got {name!r}")
-    return name, M  # the child checks the shape and the rotation (as SimpleIK does in-process)
+    return FrameGoal(name, M, None if weights is None else list(weights), relative_to)
 
 
 class IKWorker:
@@ -485,15 +493,16 @@ class IKWorker:
             self._obstacles_version += 1
 
     def solve(self, goals: Sequence, q_seed: np.ndarray, options: SimpleIKOptions | None = None) -> IKResult:
-        """SimpleIK.solve in the child: ``goals`` are FrameGoals or (frame name, pin.SE3 or 4x4)
-        pairs. Blocks for at most ``max_time`` + ``answer_grace``. Raises InvalidInputError for bad
+        """SimpleIK.solve in the child: ``goals`` are FrameGoals (weights and relative_to included),
+        PointGoals, AxisGoals or (frame name, pin.SE3 or 4x4) pairs; ``options``' standing objectives
+        travel with the options. Blocks for at most ``max_time`` + ``answer_grace``. Raises InvalidInputError for bad
         input (as SimpleIK.solve) and WorkerError when the worker cannot answer."""
         opt = options if options is not None else self.spec.options
         if options is not None:
             options.validate()
-        if isinstance(goals, FrameGoal):
+        if isinstance(goals, (FrameGoal, PointGoal, AxisGoal)):
             goals = [goals]
-        request_goals = [_goal_tuple(g, k) for k, g in enumerate(goals)]
+        request_goals = [_request_goal(g, k) for k, g in enumerate(goals)]
         q = np.array(q_seed, dtype=float)
         with self._request_lock:
             with self._cond:

@@ -109,6 +109,7 @@ class AccelerationLimit(Limit):
         self._d_lo = np.full(n, np.inf)
         self._room_up = np.full(n, np.inf)  # set_following_room: travel left before a moving window's edge
         self._room_lo = np.full(n, np.inf)
+        self._box_kept = False  # _lower/_upper hold the box of the last bounds() (braking_step reuses _lower)
         self._d_up_all = np.zeros(n)
         self._d_lo_all = np.zeros(n)
         self.nonviable = 0  # steps whose state had already left the viable set (clamped; should stay 0)
@@ -196,7 +197,31 @@ class AccelerationLimit(Limit):
         np.add(self.u1, hi, out=self._upper)
         self._lower += self.offset
         self._upper += self.offset
+        self._box_kept = True
         return Bounds(None, self._lower, self._upper)
+
+    def last_bounds(self) -> Bounds | None:
+        """The box of the last :meth:`bounds` call; None after a :meth:`braking_step` (it reuses the buffer)."""
+        return Bounds(None, self._lower, self._upper) if self._box_kept else None
+
+    def bound_cause(self, k: int, upper: bool) -> str:
+        """Which term of the last box (:meth:`bounds`) sets joint ``k``'s (group v index) ``upper`` (else
+        lower) bound: "acceleration" or "jerk" (the reachable window itself), "velocity" (the velocity can
+        still level off at v_max under the jerk bound), "position" (the joint can still brake before its
+        position limit), "following" (before the edge of the following-error window). For reports, off the tick."""
+        u1, w_p, alpha, delta = self.u1[k], self.u1[k] - self.u2[k], self.alpha[k], self.delta[k]
+        sign = 1.0 if upper else -1.0
+        box = self._upper[k] if upper else self._lower[k]
+        w = sign * (box - self.offset[k] - u1)  # the bound in increments, mirrored to the upper side
+        eps = _ROUND_OFF * alpha
+        jerk = sign * w_p + delta
+        if w >= min(alpha, jerk) - eps:
+            return "jerk" if jerk < alpha else "acceleration"
+        if self.has_jerk and np.isfinite(delta) and w >= _velocity_room(np.array([sign * u1]), self.V[k:k + 1],
+                                                                        self.delta[k:k + 1])[0] - eps:
+            return "velocity"
+        room, d = (self._room_up[k], self._d_up[k]) if upper else (self._room_lo[k], self._d_lo[k])
+        return "following" if room < d else "position"
 
     def _numpy_box(self) -> tuple[np.ndarray, np.ndarray]:
         """The admissible w = u - u1 per joint (the kernel's oink_acceleration_box does the same)."""
@@ -272,6 +297,7 @@ class AccelerationLimit(Limit):
             if not (s <= s_max and np.all(lo[~moving] <= 0.0) and np.all(hi[~moving] >= 0.0)):
                 s = math.nan  # no uniform scale fits every joint
         step = self._lower  # reuse: bounds() is done with it
+        self._box_kept = False
         if math.isnan(s):
             np.minimum(np.maximum(0.0, lo), hi, out=step)
         else:

@@ -24,3 +24,8 @@ class Limit(ABC):
     @abstractmethod
     def bounds(self, q: np.ndarray) -> Bounds:
         """Bounds at configuration q (full nq) on the group's displacement dq."""
+
+    def last_bounds(self) -> Bounds | None:
+        """The bounds the last :meth:`bounds` call returned (what the last step was solved with), for
+        reports of which bound a step met; None when the limit does not keep them."""
+        return None

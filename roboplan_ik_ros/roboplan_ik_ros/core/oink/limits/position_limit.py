@@ -49,6 +49,9 @@ class PositionLimit(Limit):
             self._lower[self._v_idx], self._upper[self._v_idx] = lower, upper
         return Bounds(None, self._lower, self._upper)
 
+    def last_bounds(self) -> Bounds:
+        return Bounds(None, self._lower, self._upper)
+
 
 def _as_slice(idx: np.ndarray) -> slice | np.ndarray:
     """Contiguous indices as a slice (indexing with it is a view), others unchanged."""

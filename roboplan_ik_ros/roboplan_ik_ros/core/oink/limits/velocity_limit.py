@@ -55,3 +55,6 @@ class VelocityLimit(Limit):
 
     def bounds(self, q: np.ndarray) -> Bounds:
         return Bounds(None, self._lower, self._upper)
+
+    def last_bounds(self) -> Bounds:
+        return Bounds(None, self._lower, self._upper)
