@@ -57,7 +57,8 @@ Durations ``dt_k`` of the segments, in three vectorized steps (no Python loop ov
    steps, whose trapezoid takes 3.5 s): 1.24 / 1.02 / 3.89 s. Alternatives, measured before the
    still-segment rule below and step 3's shrink (this design then: 1.30 / 1.11 / 3.89 s):
    full-budget ramps 1.17 / 1.35 / 5.0 s, no step 2 1.50 / 1.53 / 4.78 s. Waypoint velocities of a
-   C2 cubic spline (not monotonic) instead: 1.24 / 0.99 / 3.89 s, not worth the overshoot.
+   C2 cubic spline (not monotonic) instead of these, with the still-segment rule, before the
+   shrink: 1.24 / 0.99 / 3.89 s against 1.24 / 1.02 / 3.89 s, not worth the overshoot.
 3. A closing uniform scaling of every segment by ``max_k r_k``: a stretch if some ratio is left over
    1, else a shrink until the binding segment is at its limit (steps 1 and 2 are conservative:
    the finite-difference model with its split budgets, the window). It is exact:
