@@ -13,11 +13,12 @@ was done. No assertion is about a duration; the timeouts are generous.
 from __future__ import annotations
 
 import threading
+import time
 
 import numpy as np
 import pinocchio as pin
 
-from e2e import ARM, ROOT_FRAME, TIP, panda, pose_errors, rig, write_config  # noqa: F401 (fixture)
+from e2e import ARM, ROOT_FRAME, TIP, panda, pose_errors, report, rig, write_config  # noqa: F401 (fixture)
 
 WAIT = 120.0
 N_WAYPOINTS = 10000  # ~/solve_path's most
@@ -67,6 +68,7 @@ def test_a_solve_ik_call_made_during_a_long_path_is_answered_first(rig):  # noqa
         waypoints.append(g)
     seed = JointState(name=list(ARM), position=q_seed.tolist())
     path_done = threading.Event()
+    t_path = time.perf_counter()
     # max_time 0.5 s per waypoint: the default 5 ms can run out with 0 iterations when the thread
     # waits for the CPU or the GIL (seen here on 2 cores: the path then stops at that waypoint)
     path_future = path_client.call_async(SolvePath.Request(waypoints=waypoints, seed=seed, max_joint_step=0.1,
@@ -85,17 +87,22 @@ def test_a_solve_ik_call_made_during_a_long_path_is_answered_first(rig):  # noqa
     goal.pose.pose.orientation.x, goal.pose.pose.orientation.y = quat.x, quat.y
     goal.pose.pose.orientation.z, goal.pose.pose.orientation.w = quat.z, quat.w
     ik_done = threading.Event()
+    t_ik = time.perf_counter()
     # max_time 1 s: the path keeps a CPU busy, and on a 2-core machine the IK worker may wait for one
     ik_future = ik_client.call_async(SolveIK.Request(goals=[goal], seed=seed, max_time=1.0))
     ik_future.add_done_callback(lambda _: ik_done.set())
     rig.wait(lambda: ik_done.is_set() or path_done.is_set(), WAIT, "an answer")
     assert ik_done.is_set() and not path_done.is_set(), "~/solve_ik waited for the path"
+    ik_seconds = time.perf_counter() - t_ik
     ik = ik_future.result()
     assert ik.success and ik.error_code == SolveIK.Response.SUCCESS, ik.message
     q = np.array([ik.solution.position[list(ik.solution.name).index(j)] for j in ARM])
     assert pose_errors(goal_T, robot.fk(q))[0] < 1e-3
 
     rig.wait(path_done.is_set, WAIT, "the path's answer")
+    # figures for the record (-s), not assertions
+    report("solve_ik during a long solve_path", path_s=time.perf_counter() - t_path, solve_ik_s=ik_seconds,
+           solve_ik_sent_after_s=t_ik - t_path)
     res = path_future.result()
     assert res.success and res.fraction == 1.0 and len(res.trajectory.points) == N_WAYPOINTS + 1, res.message
     rig.wait(lambda: _diagnostic(diagnostics, name, "solve_path_busy") == "false", WAIT, "diagnostics: path done")
