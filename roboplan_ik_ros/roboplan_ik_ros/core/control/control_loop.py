@@ -487,8 +487,9 @@ class ControlLoop:
         code = hits[0].code if hits else LEASH
         self._leash_cause = code
         if not hits:
-            return LEASH, (f"task {name!r}: {what}; no joint limit, velocity or acceleration bound holds the step "
-                           "(the task's weight against the others, its damping)")
+            return LEASH, (f"task {name!r}: {what}; no joint limit, velocity or acceleration bound holds this step "
+                           "(the task is traded against the others: task weights and priorities, regularization, "
+                           "the barriers' soft terms)")
         return code, f"task {name!r}: {what}: " + "; ".join(f"{h.code} {h.text}" for h in hits)
 
     @property
