@@ -12,8 +12,8 @@ import yaml
 
 from conftest import CONFIG_DIR
 from roboplan_ik_ros.core.config import load_config
-from roboplan_ik_ros.core.control.binding_bounds import (ACCELERATION_BOUND, JOINT_BOUND, VELOCITY_BOUND,
-                                                         binding_bounds)
+from roboplan_ik_ros.core.control.binding_bounds import (ACCELERATION_BOUND, FOLLOWING_ERROR, JOINT_BOUND,
+                                                         VELOCITY_BOUND, binding_bounds)
 from roboplan_ik_ros.core.control.control_loop import LEASH, ControlLoop, LoopConfig
 from roboplan_ik_ros.core.control.twist_follower import StreamingConfig
 from test_control_loop import SimRobot, panda  # noqa: F401 - panda is a fixture
@@ -135,6 +135,23 @@ def test_the_acceleration_bound_is_read_off_the_commands(panda):
     names = list(loop.group.joint_names)
     for j in joints:
         assert abs(a[names.index(j)]) == pytest.approx(1.0, rel=1e-6)
+
+
+def test_a_robot_that_trails_its_commands_says_following_error(panda):
+    """A robot that follows its commands with a 0.9 s lag (commanded feedback): the commands run ahead
+    until max_state_divergence holds them; the status says following_error and names joints whose
+    command leads the measured joint by most of that window."""
+    loop, sim = started(panda)
+    sim.lag = 0.9  # [s] first-order lag of the simulated robot
+    samples = stream(loop, sim, [0.0, 0.25, 0.0], np.zeros(3), 800)
+    code, text = samples[-1]
+    assert code == FOLLOWING_ERROR and "following-error window" in text, samples[-1]
+    joints = named_joints(loop, FOLLOWING_ERROR)
+    names, e = list(loop.group.joint_names), loop.settings.max_state_divergence
+    lead = np.abs(sim.commands[-1] - sim.q[loop.group.q_indices])
+    for j in joints:
+        assert 0.5 * e < lead[names.index(j)] <= e + 1e-9, (j, lead[names.index(j)], e)
+    within_bounds(loop, sim.commands)
 
 
 def test_a_twist_held_by_a_higher_priority_task_says_leash(panda):

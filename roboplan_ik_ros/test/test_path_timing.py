@@ -77,6 +77,14 @@ def test_repeated_waypoint_reversal_and_infinite_acceleration_limit():
     assert np.diff(timed.times)[1] == pytest.approx(1e-3)  # the pause: a short rest
 
 
+def test_one_segment_is_the_rest_to_rest_cubic_at_its_acceleration_limit():
+    """Two waypoints 1 rad apart, v_max 1, a_max 2: the cubic 3 s^2 - 2 s^3 peaks at 6 / T^2 in
+    acceleration and 1.5 / T in velocity, so the least duration is sqrt(3) s."""
+    timed = time_parametrize([[0.0], [1.0]], [1.0], [2.0])
+    check_within(np.array([[0.0], [1.0]]), timed, np.array([1.0]), np.array([2.0]))
+    assert timed.times[-1] == pytest.approx(np.sqrt(3.0), rel=1e-9)
+
+
 def test_a_path_that_starts_at_its_seed_starts_at_once():
     """solve_path's first waypoint is often the seed's own pose: that still segment is a 1 ms rest,
     not a long wait, and the next segment starts from rest (the old timing gave it 1 ns and a
@@ -85,6 +93,22 @@ def test_a_path_that_starts_at_its_seed_starts_at_once():
     timed = time_parametrize(q_path, [1.0, 1.0], [5.0, 5.0])
     check_within(q_path, timed, np.array([1.0, 1.0]), np.array([5.0, 5.0]))
     assert timed.times[1] == pytest.approx(1e-3) and np.all(timed.velocities[1] == 0.0)
+
+
+def test_the_checker_reproduces_the_controllers_polynomials():
+    """jtc_spline itself: from rest to rest over T, the cubic is 3 s^2 - 2 s^3 and the quintic (zero
+    end accelerations) the minimum-jerk 10 s^3 - 15 s^4 + 6 s^5 (s = t / T); both pass through the
+    points with the given end velocities and accelerations."""
+    T, d = 2.0, 0.7
+    s = np.linspace(0.0, 1.0, 201)
+    t, q, qd, qdd = sample([0.0, T], [[0.0], [d]], [[0.0], [0.0]], None, per_segment=200)
+    assert np.allclose(q[:, 0], d * (3 * s**2 - 2 * s**3)) and np.allclose(qd[:, 0], d * (6 * s - 6 * s**2) / T)
+    assert np.allclose(qdd[:, 0], d * (6 - 12 * s) / T**2) and np.allclose(t, s * T)
+    _, q, qd, qdd = sample([0.0, T], [[0.0], [d]], [[0.0], [0.0]], [[0.0], [0.0]], per_segment=200)
+    assert np.allclose(q[:, 0], d * (10 * s**3 - 15 * s**4 + 6 * s**5))
+    assert np.allclose(qdd[:, 0], d * (60 * s - 180 * s**2 + 120 * s**3) / T**2)
+    _, q, qd, qdd = sample([0.0, T], [[0.1], [d]], [[0.3], [-0.2]], [[1.0], [-0.5]], per_segment=200)
+    assert np.allclose([q[0, 0], q[-1, 0], qd[0, 0], qd[-1, 0], qdd[0, 0], qdd[-1, 0]], [0.1, d, 0.3, -0.2, 1.0, -0.5])
 
 
 def test_spline_peaks_match_dense_sampling():

@@ -18,7 +18,7 @@ import pytest
 
 from conftest import Spinner, unique_name, wait_future
 from models import robot
-from roboplan_ik_ros.core import Scene, SimpleIK, SimpleIKOptions
+from roboplan_ik_ros.core import Obstacle, Scene, SimpleIK, SimpleIKOptions
 from roboplan_ik_ros.core.model.joint_limits_file import load_joint_limits
 from jtc_spline import limit_ratios
 
@@ -178,7 +178,6 @@ def test_the_path_is_checked_against_the_nodes_obstacles(setup):
     when the request starts. A plate across a line straight down stops the path before it; once
     the plate is removed, the same request is solved to the end."""
     from roboplan_ik_interfaces.srv import SolvePath
-    from roboplan_ik_ros.core import Obstacle
 
     T0 = setup.scene.frame_pose(setup.q0, TIP)
     poses = _line(T0, [0.0, 0.0, -1.0], 0.2, 0.01)
@@ -202,3 +201,33 @@ def test_the_path_is_checked_against_the_nodes_obstacles(setup):
             setup.scene.remove_obstacle("plate")
     res = setup.call(_request(poses))
     assert res.success and res.fraction == 1.0, res.message
+
+
+def test_obstacles_changed_while_solving_cut_the_path(setup):
+    """The re-check after a solve: a path solved without the plate, then the plate is added to the
+    node's scene (as ~/collision_objects would, during the solve): the answer stops before the
+    first waypoint that collides with it; without a change the result is kept as it is."""
+    from conftest import wait_until
+
+    paths = setup.paths
+    wait_until(lambda: paths._solver is not None, timeout=30.0, what="the private SimpleIK")
+    T0 = setup.scene.frame_pose(setup.q0, TIP)
+    poses = _line(T0, [0.0, 0.0, -1.0], 0.2, 0.01)
+    options = paths._solver.options
+    res = paths.solve(TIP, poses, setup.q0, MAX_JOINT_STEP, options)
+    assert res.success
+    assert paths.recheck(res, len(poses)) is res  # nothing changed
+    plate = Obstacle("plate", "box", (0.3, 0.3, 0.02), position=tuple(T0.translation + [0.0, 0.0, -0.12]))
+    with setup.srv.scene_lock:
+        setup.scene.add_obstacle(plate)
+    try:
+        cut = paths.recheck(res, len(poses))
+        assert not cut.success and 0 < len(cut.q_path) < 12 and cut.fraction == len(cut.q_path) / len(poses)
+        assert "changed while the path was being solved" in cut.message
+        check = Scene(robot("panda").urdf_xml, robot("panda").srdf_xml, robot("panda").package_paths)
+        check.add_obstacle(plate)
+        assert not any(check.in_collision(q) for q in cut.q_path)
+        assert check.in_collision(res.q_path[len(cut.q_path)])  # cut right before the first collision
+    finally:
+        with setup.srv.scene_lock:
+            setup.scene.remove_obstacle("plate")

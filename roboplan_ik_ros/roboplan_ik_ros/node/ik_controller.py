@@ -4,7 +4,7 @@ Lifecycle:
     (created)   listen to the latched /robot_description(_semantic), keeping the newest (descriptions.py).
     configure   URDF/SRDF (parameter, else the newest received, else wait for the latched topics),
                 YAML config, scene, control loop,
-                SimpleIK, publishers, subscriptions, ``~/solve_ik``, runtime parameters.
+                SimpleIK, publishers, subscriptions, ``~/solve_ik``, ``~/solve_path``, runtime parameters.
     activate    seed from a fresh /joint_states; every target at the current pose; the robot holds
                 still until a goal arrives; start the loop.
     deactivate  stop the loop, brake to rest within the acceleration/jerk bounds (commands at the
@@ -16,7 +16,8 @@ What a tick does, and every safety rule, is :class:`~roboplan_ik_ros.core.contro
 (ROS-free); this node decodes messages into it and publishes what it returns. The loop runs in
 its own thread (``trigger: timer``) or in the /joint_states callback (``trigger: joint_states``);
 goals, parameters, status and diagnostics run in the executor's thread, ``~/solve_ik`` in a thread
-of its own (see ``service.py``). One lock serializes every access to the loop.
+of its own (see ``service.py``), ``~/solve_path`` in another (``path_service.py``). One lock
+serializes every access to the loop.
 """
 
 from __future__ import annotations
@@ -436,6 +437,8 @@ class IKControllerNode(LifecycleNode):
             text = str(exc)
             raise ConfigureError(f"config_file {path!r}: {'' if text.startswith('simple_ik.') else 'simple_ik.'}"
                                  f"{text}") from exc
+        self.get_logger().info(f"SimpleIK: {self.simple_ik.step} step"
+                               + (f" ({self.simple_ik.step_note})" if self.simple_ik.step_note else ""))
         # ~/solve_ik runs SimpleIK in a worker process with its own scene: off the loop's interpreter (GIL)
         self._ik_worker_spec = WorkerSpec.from_robot_config(urdf, srdf, config.robot, package_paths,
                                                             self.simple_ik.options)

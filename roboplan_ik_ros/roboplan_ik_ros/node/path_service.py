@@ -16,8 +16,10 @@ requests, the control loop and ``~/collision_objects`` go on meanwhile.
 Obstacles: the node's scene holds the world's obstacles (config and ``~/collision_objects``). At the
 start of each request, if they changed since the previous one (``collision_version``), the private
 scene takes a copy of them, read under the node's ``scene_lock`` (the lock every change holds), so
-each path is checked against the obstacles the node held when its request started. A change made
-while a path is being solved applies from the next request (as for the IK worker process).
+each path is solved against the obstacles the node held when its request started. If they changed
+while it was being solved, the private scene takes them again and the solved waypoints are checked
+against them: the answer stops before the first one in collision (NO_SOLUTION, with the fraction
+and a message saying why). So an answer is clear of the obstacles the node held when it was made.
 
 Without a WorkerSpec (a SolveIKServer built by hand, as some tests do), the path is solved with the
 node's own SimpleIK under ``scene_lock``, still in this thread: ``~/solve_ik`` then waits only
@@ -41,6 +43,7 @@ from roboplan_ik_interfaces.srv import SolvePath
 from trajectory_msgs.msg import JointTrajectoryPoint
 
 from ..core.errors import InvalidInputError
+from ..core.simple_ik.path import PathResult
 from ..core.simple_ik.path_timing import time_parametrize
 from ..core.simple_ik.solver import SimpleIK
 from ..core.simple_ik.worker import WorkerSpec
@@ -140,7 +143,23 @@ class SolvePathServer:
             with self.owner.scene_lock:
                 return self.owner.solver.solve_path(tip_frame, poses, q_seed, max_joint_step, options)
         self._sync_obstacles(solver)
-        return solver.solve_path(tip_frame, poses, q_seed, max_joint_step, options)
+        result = solver.solve_path(tip_frame, poses, q_seed, max_joint_step, options)
+        return self.recheck(result, len(poses)) if options.check_collisions else result
+
+    def recheck(self, result: PathResult, n_poses: int) -> PathResult:
+        """If the node's obstacles changed while ``result`` was being solved: take them, and cut the
+        path before its first waypoint that collides with them (module docstring)."""
+        solver, before = self._solver, self._obstacles_version
+        self._sync_obstacles(solver)
+        if self._obstacles_version == before:
+            return result
+        for k, q in enumerate(result.q_path):
+            if solver.scene.in_collision(q):
+                return PathResult(False, k / n_poses, result.q_path[:k],
+                                  f"waypoint {k} of {n_poses}: in collision with the obstacles as they changed "
+                                  f"while the path was being solved ({len(self.scene.obstacles)} now); the path "
+                                  f"stops before it")
+        return result
 
     # ------------------------------------------------------------------ callback (this thread)
     def _on_request(self, request: SolvePath.Request, response: SolvePath.Response) -> SolvePath.Response:

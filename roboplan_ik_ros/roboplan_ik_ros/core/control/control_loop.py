@@ -43,8 +43,8 @@ from typing import Union
 import numpy as np
 import pinocchio as pin
 
-from .binding_bounds import (ACCELERATION_BOUND, BOUND_CODES, FOLLOWING_ERROR, JOINT_BOUND, VELOCITY_BOUND,
-                             binding_bounds)
+from .binding_bounds import (ACCELERATION_BOUND, BOUND_CODES, FOLLOWING_ERROR, JOINT_BOUND,  # noqa: F401 - codes
+                             VELOCITY_BOUND, binding_bounds)
 from .command_guard import CommandGuard
 from ..config import IKConfig
 from ..oink.controller import OinkController, StepOutcome
@@ -445,8 +445,9 @@ class ControlLoop:
 
     def motion_limit(self, now: float) -> tuple[str, str]:
         """(code, text) of why a stream is not followed as asked: paused, a timed-out stream (the
-        command's age), a target held at the leash; ("", "") otherwise. Barriers binding the step are
-        the caller's to add (they are in the step's outcome)."""
+        command's age), a jogged joint at its limit, a singularity, a target held at the leash (the joint
+        bounds the step sits on, :meth:`binding_bounds`, else LEASH); ("", "") otherwise. Barriers binding
+        the step are the caller's to add (they are in the step's outcome)."""
         self._leash_cause = ""
         if self.paused or self._resume_pending:
             return LIMIT_PAUSED, self.hold_reason
@@ -486,8 +487,9 @@ class ControlLoop:
         code = hits[0].code if hits else LEASH
         self._leash_cause = code
         if not hits:
-            return LEASH, (f"task {name!r}: {what}; no joint limit, velocity or acceleration bound holds the step "
-                           "(the task's weight against the others, its damping)")
+            return LEASH, (f"task {name!r}: {what}; no joint limit, velocity or acceleration bound holds this step "
+                           "(the task is traded against the others: task weights and priorities, regularization, "
+                           "the barriers' soft terms)")
         return code, f"task {name!r}: {what}: " + "; ".join(f"{h.code} {h.text}" for h in hits)
 
     @property

@@ -19,7 +19,6 @@ import pinocchio as pin
 
 from ..model.joint_group import JointGroup
 from ..model.scene import Scene
-from .goal_followers import braking_speed
 from .twist_follower import StreamingConfig
 
 _BOUND_ROOM = 1e-6  # [rad or m] a jogged joint this close to its limit, pushed toward it, is "at its bound"
@@ -54,6 +53,16 @@ class JointJogFollower:
         self.leashed = False
         self._q_previous = scene.neutral()  # the leash's anchor (the configuration) at the previous step, full q
         self._anchored = False
+        # per bounded joint, what the step reads every tick (views when every joint is bounded)
+        b = self._bounded
+        every = np.array_equal(b, np.arange(nv))
+        self._b = slice(None) if every else b
+        qb = self._q_of_bounded
+        contiguous = len(qb) and np.array_equal(qb, np.arange(qb[0], qb[0] + len(qb)))
+        self._qb = slice(int(qb[0]), int(qb[0]) + len(qb)) if contiguous else qb
+        self._q_max_b, self._q_min_b = self._q_max[b], self._q_min[b]
+        self._dt = math.nan  # the period the constants below are for
+        self._finite_a = self._two_alpha = self._half_alpha = self._a_dt = None
 
     @property
     def target(self) -> np.ndarray:
@@ -98,13 +107,13 @@ class JointJogFollower:
             v_des.fill(0.0)
         else:
             v_des[:] = self._cmd
-        q = self._target[self._q_of_bounded]
-        b = self._bounded
-        room_up, room_lo = self._q_max[b] - q, q - self._q_min[b]
-        a_b = a[b] if a is not None else np.full(len(b), np.inf)
-        finite_a = np.where(np.isfinite(a_b), a_b, 1.0 / (dt * dt))  # no bound: reach the limit in one step
-        up = braking_speed(np.maximum(room_up, 0.0), np.inf, finite_a, dt)
-        lo = braking_speed(np.maximum(room_lo, 0.0), np.inf, finite_a, dt)
+        if dt != self._dt:
+            self._set_period(dt)
+        q = self._target[self._qb]
+        b = self._b
+        room_up, room_lo = self._q_max_b - q, q - self._q_min_b
+        up = self._braking_speed(np.maximum(room_up, 0.0), dt)
+        lo = self._braking_speed(np.maximum(room_lo, 0.0), dt)
         pushed = v_des[b].copy()
         v_des[b] = np.minimum(np.maximum(v_des[b], -lo), up)
         self.at_bound.fill(False)
@@ -112,7 +121,7 @@ class JointJogFollower:
         if a is None:
             v[:] = v_des
         else:
-            np.minimum(np.maximum(v_des, v - a * dt), v + a * dt, out=v)
+            np.minimum(np.maximum(v_des, v - self._a_dt), v + self._a_dt, out=v)
         self._step_full.fill(0.0)
         self._step_full[self.group.v_indices] = v * dt
         self._target[:] = pin.integrate(self.scene.model, self._target, self._step_full)
@@ -124,6 +133,21 @@ class JointJogFollower:
         if self.timed_out and not v.any():
             self.streaming = False
         return self.target
+
+    def _set_period(self, dt: float) -> None:
+        """The per-period constants of the bounded joints (recomputed when the control rate changes)."""
+        a = self.max_acceleration
+        a_b = a[self._bounded] if a is not None else np.full(len(self._bounded), np.inf)
+        self._finite_a = np.where(np.isfinite(a_b), a_b, 1.0 / (dt * dt))  # no bound: reach the limit in one step
+        alpha = self._finite_a * dt * dt
+        self._two_alpha, self._half_alpha = 2.0 * alpha, 0.5 * alpha
+        self._alpha = alpha
+        self._a_dt = None if a is None else a * dt
+        self._dt = dt
+
+    def _braking_speed(self, distance: np.ndarray, dt: float) -> np.ndarray:
+        """:func:`braking_speed` of the bounded joints (no speed cap) with this period's constants."""
+        return np.where(distance > self._alpha, np.sqrt(self._two_alpha * distance) - self._half_alpha, distance) / dt
 
     def _leash(self, q_actual: np.ndarray, dt: float) -> None:
         """Each jogged joint's target within joint_leash of the joint; its target velocity away from the

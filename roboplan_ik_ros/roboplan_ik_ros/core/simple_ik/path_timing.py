@@ -54,10 +54,14 @@ Durations ``dt_k`` of the segments, in three vectorized steps (no Python loop ov
    spreads over the whole path (measured: a 0.5 m Panda line 1.7 s -> 6.5 s). What remains over 1
    after the rounds is left to step 3. Measured totals (Panda: 0.5 m line / 0.3 m path with a
    right-angle corner, joint_limits.yaml a_max; a 3 rad joint line at v_max 1, a_max 2 in 1 cm
-   steps, whose trapezoid takes 3.5 s): 1.24 / 1.04 / 3.89 s. Alternatives, measured before the
-   still-segment rule below (this design then: 1.30 / 1.11 / 3.89 s): full-budget ramps 1.17 /
-   1.35 / 5.0 s, no step 2 1.50 / 1.53 / 4.78 s.
-3. A closing uniform stretch of every segment by ``max_k r_k`` if any is left over 1. It is exact:
+   steps, whose trapezoid takes 3.5 s): 1.24 / 1.02 / 3.89 s. Alternatives, measured before the
+   still-segment rule below and step 3's shrink (this design then: 1.30 / 1.11 / 3.89 s):
+   full-budget ramps 1.17 / 1.35 / 5.0 s, no step 2 1.50 / 1.53 / 4.78 s. Waypoint velocities of a
+   C2 cubic spline (not monotonic) instead of these, with the still-segment rule, before the
+   shrink: 1.24 / 0.99 / 3.89 s against 1.24 / 1.02 / 3.89 s, not worth the overshoot.
+3. A closing uniform scaling of every segment by ``max_k r_k``: a stretch if some ratio is left over
+   1, else a shrink until the binding segment is at its limit (steps 1 and 2 are conservative:
+   the finite-difference model with its split budgets, the window). It is exact:
    scaling every duration by s scales every mean velocity, waypoint velocity (homogeneous of degree
    -1 in the durations) and so the whole spline's velocities by 1/s and accelerations by 1/s^2,
    hence every ratio by 1/s (a segment in which nothing moves is constant and keeps its duration:
@@ -217,10 +221,10 @@ def time_parametrize(q_path, v_max, a_max) -> TimedPath:
         if np.all(r <= 1.0 + 1e-9):  # step 3 removes what rounding leaves
             break
         dt = np.where(still, _STILL_DT, dt * stretch_window(r, _STRETCH_DECAY) * _ROUNDING)
-    for _ in range(3):  # step 3: one pass; a second only if rounding left a ratio a hair over 1
+    for attempt in range(3):  # step 3: one scaling; a second only if rounding left a ratio a hair over 1
         v = hermite_velocities(dq, dt)
         r_max = float(np.max(spline_limit_ratios(dq, dt, v, v_max, a_max)))
-        if r_max <= 1.0:
+        if r_max <= 1.0 and (attempt or r_max == 0.0):
             return TimedPath(np.concatenate(([0.0], np.cumsum(dt))), v)
         if not np.isfinite(r_max):
             break

@@ -44,8 +44,11 @@ ranges) therefore runs a dedicated loop (_descend_fast) of ~12 calls per iterati
   limits is kept across iterations and lowered by each step's 2-norm;
 * one dot product rules out convergence in most iterations; the errors of the converged iteration
   are the reported ones (no second forward kinematics);
-* input checks and the collision check (pinocchio's naive broad phase: AABB culling of the same
-  pairs) kept cheap.
+* input checks and the collision check (a pinocchio broad phase: AABB culling of the same pairs)
+  kept cheap;
+* with the compiled kernel (compiled_step.py, built by setup.py), the dls and lm_* step after the
+  kinematics (direction, cap, limits and their active set) is one C call instead of the BLAS calls
+  above, in the general loop too (without null-space terms); the Python step remains without it.
 
 Several goals, Jlog6, continuous joints or scattered indices take the general loop (_descend_general),
 which does the same arithmetic. test_simple_ik checks both against a plain numpy implementation of
@@ -337,7 +340,7 @@ class _Workspace:
         self.cont_q = self.q_of_v[self.cont_v]  # their cos coordinates (sin follows)
         self.seed_cos, self.seed_sin = np.ones(len(self.cont_v)), np.zeros(len(self.cont_v))
         self.deviation_bounded = False  # some continuous joint has a finite deviation bound
-        self.x_v, self.x_next = np.zeros(nv), np.zeros(nv)
+        self.x_v, self.x_next, self.dq_group = np.zeros(nv), np.zeros(nv), np.zeros(nv)
 
     def compiled_step(self) -> CompiledStep | None:
         """The compiled step on this workspace's sizes (built once), or None without the kernel."""
@@ -416,6 +419,19 @@ class _Workspace:
         q[:] = pin.integrate(model, q, self.dq_full)
         self.clip(q)  # (rounding: q + (t - x) may differ from t by an ulp)
 
+    def step_compiled(self, model: pin.Model, q: np.ndarray, compiled: CompiledStep) -> bool:
+        """step_general's move by the compiled kernel, which moves x_v (bound to it) in place: q <- q ⊕ (its
+        change); False if the step's system was singular (q unchanged)."""
+        x_old = self.x_next
+        np.copyto(x_old, self.x_v)
+        if compiled.run() < 0:
+            return False
+        np.subtract(self.x_v, x_old, out=self.dq_group)
+        self.dq_full[self.vs] = self.dq_group
+        q[:] = pin.integrate(model, q, self.dq_full)
+        self.clip(q)  # (rounding, as step_general)
+        return True
+
     def margin(self, x: np.ndarray) -> float:
         """min over the group's joints of the distance of x to their limits (negative: outside; inf: no limits)."""
         return min(dgemv(1.0, self.P, x, -1.0, self.c_lohi).tolist()) if self.nv else math.inf
@@ -477,6 +493,9 @@ class SimpleIK:
         self._geometry_version = scene.collision_structure_version  # both remade when obstacles come or go
         # (a moved obstacle is read from the model's placement by both: checked)
         self.rng = np.random.default_rng(self.options.seed)
+        kernel, why = load_step_kernel()
+        # which step dls and lm_* run: "compiled" (compiled_step.py) or "python" (step_note says why)
+        self.step, self.step_note = ("compiled", "") if kernel is not None else ("python", why)
         self._workspaces: dict[tuple[str, int], _Workspace] = {}
         self._nearby_workspaces: dict[tuple[str, int], _Workspace] = {}  # solve_nearby's (limits set per call)
         self._frame_ids: dict[str, int] = {}
@@ -1036,6 +1055,12 @@ class SimpleIK:
             margin = 0.0
         if qg is None:
             ws.start_attempt(q)
+        # dls and lm_* without null-space terms: the step in one call of the compiled kernel, on q's view
+        # (scalar joints) or on the limit coordinates x_v (continuous joints: then integrated)
+        compiled = ws.compiled_step() if method <= _LM_SUGIHARA and not null_space else None
+        if compiled is not None:
+            compiled.configure(lo, hi, ws.damping, opt.step_size, max_step, clamp)
+            compiled.bind(qg if qg is not None else ws.x_v)
         ref_err, ref_it = math.inf, 0  # stall detection
         prev_err, flat = math.inf, 0  # plateau detection
         for it in range(max_iters + 1):
@@ -1106,6 +1131,18 @@ class SimpleIK:
                     J = Jlog6(T_err) @ J
                 if weighted:
                     J = np.multiply(J, sw_col, out=ws.Jw)
+            if compiled is not None:  # the same step as below, in C (compiled_step.py)
+                np.copyto(compiled.J, J)
+                np.copyto(compiled.e, e)
+                if method != _DLS:  # lambda_k of _direction
+                    compiled.set_damping(gain if method == _LM_WAMPLER else gain * 0.5 * err if method == _LM_CHAN
+                                         else 0.5 * err + gain)
+                if qg is not None:
+                    if compiled.run() < 0:
+                        return "singular system", it + 1, None
+                elif not ws.step_compiled(model, q, compiled):
+                    return "singular system", it + 1, None
+                continue
             # dq = -step_size J^T (J J^T + damping I)^-1 e, capped to max_step_norm. BLAS on Jt = J^T
             # (F-ordered when J is C-ordered: no copy): A = J J^T + D (upper triangle, all dposv reads),
             # y = A^-1 e, dq = J^T y; the factor (-step_size, or the cap) is applied with the step.
@@ -1186,7 +1223,9 @@ def _collision_manager(scene: Scene, geom_data: pin.GeometryData):
     It tests the same active pairs as ``computeCollisions(model, data, geom_model, geom_data, q)``
     (pair list, active flags, disabled objects) but skips, for free, every pair whose axis-aligned
     bounding boxes do not overlap: 2-4x faster on Panda and UR5 (the AABB bounds each convex hull,
-    so no colliding pair is skipped; the scene uses no security margin).
+    so no colliding pair is skipped; the scene uses no security margin). It also beats pinocchio's
+    other broad phases on TALOS's 887 pairs (interleaved, 300 converged SimpleIK candidates: 18.4 us
+    against 25.6 us for the dynamic AABB tree; 300 random configurations: 18.4 against 22.0 us).
     """
     cls = getattr(pin, "BroadPhaseManager_NaiveCollisionManager", None)
     if cls is None or any(r.security_margin != 0.0 for r in geom_data.collisionRequests):
