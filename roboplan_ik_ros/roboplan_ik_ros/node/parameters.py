@@ -5,8 +5,9 @@ Each parameter is a :class:`ParamSpec`: its initial value (from the YAML config)
 an ``apply`` that changes the live controller. The node validates in its on-set callback and
 applies in its post-set callback, so ``ros2 param set`` either takes effect or is refused with
 the reason. Names: ``control_rate_hz``, ``state_feedback``, ``tasks.<task>.<field>``,
-``barriers.<barrier>.<field>``, ``goal_smoothing.<field>``, ``streaming.<field>``. :func:`unknown_parameter_reason` says why a
-set of an undeclared name is refused (the closest names, the valid ones under its prefix).
+``barriers.<barrier>.<field>``, ``goal_smoothing.<field>``, ``streaming.<field>``.
+:func:`unknown_parameter_reason` says why a set of an undeclared name is refused (the closest names,
+the valid ones under its prefix).
 """
 
 from __future__ import annotations
