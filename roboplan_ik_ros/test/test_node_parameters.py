@@ -46,3 +46,20 @@ def test_unconfigured_node_says_the_runtime_parameters_come_with_configure(ros):
         client.close()
         spinner.stop()
         node.destroy_node()
+
+
+def test_choice_parameters_describe_every_valid_value():
+    """``ros2 param describe`` of a choice parameter names every value its validator accepts (the
+    goal_smoothing.type description once missed max_acceleration, panda.yaml's own choice)."""
+    from roboplan_ik_ros.core.control.control_loop import SMOOTHING, STALE_BEHAVIORS, STATE_FEEDBACK
+    from roboplan_ik_ros.core.control.twist_follower import COMMAND_IN_TYPES
+    from roboplan_ik_ros.node.node_config import load_node_config
+    from roboplan_ik_ros.node.parameters import loop_specs
+
+    specs = {s.name: s for s in loop_specs(load_node_config({}), lambda v: None, lambda v: None, lambda v: None)}
+    for name, choices in (("goal_smoothing.type", SMOOTHING), ("state_feedback", STATE_FEEDBACK),
+                          ("stale_behavior", STALE_BEHAVIORS), ("streaming.command_in_type", COMMAND_IN_TYPES)):
+        for choice in choices:
+            assert choice in specs[name].descriptor.description, (name, choice)
+            assert specs[name].validate(choice) == "", (name, choice)
+        assert specs[name].validate("nonsense") != ""

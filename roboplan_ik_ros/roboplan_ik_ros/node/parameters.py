@@ -5,8 +5,9 @@ Each parameter is a :class:`ParamSpec`: its initial value (from the YAML config)
 an ``apply`` that changes the live controller. The node validates in its on-set callback and
 applies in its post-set callback, so ``ros2 param set`` either takes effect or is refused with
 the reason. Names: ``control_rate_hz``, ``state_feedback``, ``tasks.<task>.<field>``,
-``barriers.<barrier>.<field>``, ``goal_smoothing.<field>``. :func:`unknown_parameter_reason` says why a
-set of an undeclared name is refused (the closest names, the valid ones under its prefix).
+``barriers.<barrier>.<field>``, ``goal_smoothing.<field>``, ``streaming.<field>``.
+:func:`unknown_parameter_reason` says why a set of an undeclared name is refused (the closest names,
+the valid ones under its prefix).
 """
 
 from __future__ import annotations
@@ -190,19 +191,19 @@ def loop_specs(node_cfg, apply_rate: Callable[[float], None], apply_feedback: Ca
                               ParameterType.PARAMETER_STRING),
                   choice_check(STALE_BEHAVIORS), set_attr(node_cfg, "stale_behavior", str)),
         ParamSpec("goal_smoothing.type", gs.type,
-                  _descriptor("none | low_pass | max_speed", ParameterType.PARAMETER_STRING),
+                  _descriptor("target smoothing of a new goal: " + " | ".join(SMOOTHING), ParameterType.PARAMETER_STRING),
                   choice_check(SMOOTHING), set_attr(gs, "type", str)),
         ParamSpec("goal_smoothing.time_constant", float(gs.time_constant),
                   _descriptor("low_pass time constant [s]", dbl, 0.0, 60.0),
                   number_check(0.0, 60.0, lo_open=True), set_attr(gs, "time_constant")),
         ParamSpec("goal_smoothing.max_linear_speed", float(gs.max_linear_speed),
-                  _descriptor("max_speed: target speed [m/s]", dbl, 0.0, 100.0),
+                  _descriptor("max_speed, max_acceleration: target speed [m/s]", dbl, 0.0, 100.0),
                   number_check(0.0, 100.0, lo_open=True), set_attr(gs, "max_linear_speed")),
         ParamSpec("goal_smoothing.max_angular_speed", float(gs.max_angular_speed),
-                  _descriptor("max_speed: target angular speed [rad/s]", dbl, 0.0, 100.0),
+                  _descriptor("max_speed, max_acceleration: target angular speed [rad/s]", dbl, 0.0, 100.0),
                   number_check(0.0, 100.0, lo_open=True), set_attr(gs, "max_angular_speed")),
         ParamSpec("streaming.speed_override", float(st.speed_override),
-                  _descriptor("scales every streamed twist, in [0, 1]", dbl, 0.0, 1.0),
+                  _descriptor("scales every streamed twist and joint jog, in [0, 1]", dbl, 0.0, 1.0),
                   number_check(0.0, 1.0), set_attr(st, "speed_override")),
         ParamSpec("streaming.command_in_type", st.command_in_type,
                   _descriptor("unitless: twist components in [-1, 1] times the max speeds; speed_units: m/s, rad/s",

@@ -1,0 +1,395 @@
+"""The README's examples work as written: its YAML snippets load through the real config checks, every
+``ros2 topic pub`` / ``ros2 service call`` line builds its message from the real message classes, and the
+streaming section's commands, sent in order to a running ik_controller (the shipped panda.yaml less the
+self-collision barrier, for speed), take effect: the topic exists with that type, the goal or stream
+arrives and nothing is rejected, services succeed, parameters are set. Also: every streaming and
+goal-smoothing key has a configuration-table row with its real default, every ``ControllerStatus``
+motion-limit code and mode is documented, every runtime parameter is listed.
+
+There is no ``ros2`` CLI here: the commands are parsed with shlex and their YAML payload is set on the
+message as ``ros2 topic pub`` does (rosidl_runtime_py's set_message_fields: nested mappings, sequences,
+``stamp: now`` and ``header: auto``), by a small recursion over the message's field types
+(rosidl_runtime_py is not a wheel here)."""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+import importlib
+import re
+import shlex
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+import yaml
+
+from roboplan_ik_ros.core.config import parse_config
+from roboplan_ik_ros.core.control.goal_followers import GoalSmoothingConfig
+from roboplan_ik_ros.core.control.twist_follower import StreamingConfig
+from roboplan_ik_ros.node.node_config import load_node_config
+
+ROOT = Path(__file__).resolve().parents[2]
+README = (ROOT / "README.md").read_text()
+CONFIG_DIR = ROOT / "roboplan_ik_ros" / "config"
+PANDA = yaml.safe_load((CONFIG_DIR / "panda.yaml").read_text())
+NODE_NAME = "ik_controller"  # the executable's default node name, and the launch file's
+STREAMING_HEADING = "### Streaming inputs"
+
+
+# ------------------------------------------------------------------------------------------ README parsing
+def fenced_blocks(text: str, lang: str) -> list[str]:
+    return re.findall(rf"^```{lang}\n(.*?)^```", text, flags=re.S | re.M)
+
+
+def section(text: str, heading: str) -> str:
+    """The text from the line starting with ``heading`` to the next heading of the same or a higher level
+    (outside code blocks: a bash comment is no heading)."""
+    level = len(heading) - len(heading.lstrip("#"))
+    out, inside, fenced = [], False, False
+    for line in text.splitlines():
+        if line.startswith("```"):
+            fenced = not fenced
+        is_heading = not fenced and re.match(rf"#{{1,{level}}} ", line)
+        if inside and is_heading:
+            break
+        inside = inside or line.startswith(heading)
+        if inside:
+            out.append(line)
+    assert out, f"README: no section {heading!r}"
+    return "\n".join(out) + "\n"
+
+
+def ros2_commands(text: str) -> list[list[str]]:
+    """Every ``ros2 ...`` command of the bash blocks (continuations joined, comments dropped), as argv."""
+    commands = []
+    for block in fenced_blocks(text, "bash"):
+        pending = ""  # lines of a quoted argument that spans lines
+        for line in block.replace("\\\n", " ").splitlines():
+            pending += line + "\n"
+            try:
+                argv = shlex.split(pending, comments=True)
+            except ValueError:  # no closing quotation yet
+                continue
+            pending = ""
+            if argv[:1] == ["ros2"]:
+                commands.append(argv)
+        assert not pending, f"unterminated quote in a README bash block: {pending!r}"
+    return commands
+
+
+def pub_parts(argv: list[str]) -> tuple[str, str, str, float]:
+    """(topic, type, payload, rate [Hz]; 0 = once) of ``ros2 topic pub [options] topic type [payload]``."""
+    args, rate, k = argv[3:], 1.0, 0
+    positional = []
+    while k < len(args):
+        if args[k] in ("-r", "--rate"):
+            rate, k = float(args[k + 1]), k + 2
+        elif args[k] in ("-1", "--once"):
+            rate, k = 0.0, k + 1
+        elif args[k] in ("-t", "--times", "-p", "--print", "-n", "--node-name", "-w", "--wait-matching-subscriptions"):
+            k += 2
+        else:
+            positional.append(args[k])
+            k += 1
+    topic, type_name, *payload = positional
+    return topic, type_name, payload[0] if payload else "{}", rate
+
+
+# ------------------------------------------------------------------------------------------ messages
+def interface_class(type_name: str, kind: str = "msg"):
+    """``pkg/msg/Type`` (or ``pkg/Type``) -> the generated class."""
+    parts = type_name.split("/")
+    package, name = parts[0], parts[-1]
+    return getattr(importlib.import_module(f"{package}.{kind}"), name)
+
+
+def _element_type(field_type: str) -> str:
+    """The element type of ``sequence<T>``, ``sequence<T, N>``, ``T[N]``; the type itself otherwise."""
+    m = re.fullmatch(r"sequence<([^,>]+)(?:, *\d+)?>", field_type) or re.fullmatch(r"([^\[]+)\[\d*\]", field_type)
+    return m.group(1) if m else field_type
+
+
+def _is_sequence(field_type: str) -> bool:
+    return field_type.startswith("sequence<") or field_type.endswith("]")
+
+
+def _now_msg():
+    from builtin_interfaces.msg import Time
+
+    ns = time.time_ns()
+    return Time(sec=ns // 1_000_000_000, nanosec=ns % 1_000_000_000)
+
+
+def _value(field_type: str, value, path: str, clock):
+    if "/" in field_type:  # a nested message
+        cls = interface_class(field_type)
+        if field_type in ("builtin_interfaces/Time",) and value == "now":
+            return clock()
+        if field_type == "std_msgs/Header" and value == "auto":
+            from std_msgs.msg import Header
+
+            return Header(stamp=clock())
+        assert isinstance(value, dict), f"{path}: expected a mapping for {field_type}, got {value!r}"
+        return fill_message(cls(), value, path, clock)
+    if field_type in ("double", "float", "float32", "float64") and isinstance(value, int) and not isinstance(value, bool):
+        return float(value)
+    return value
+
+
+def fill_message(msg, values: dict, path: str = "", clock=_now_msg):
+    """Set ``values`` (a YAML mapping) on ``msg`` as ``ros2 topic pub`` does; an unknown field fails,
+    naming it. ``stamp: now`` and ``header: auto`` take ``clock()``."""
+    types = msg.get_fields_and_field_types()
+    for key, value in values.items():
+        where = f"{path}.{key}" if path else key
+        assert key in types, f"{where}: no such field in {type(msg).__module__}.{type(msg).__name__}; " \
+                             f"fields: {sorted(types)}"
+        field_type = types[key]
+        if _is_sequence(field_type):
+            assert isinstance(value, list), f"{where}: expected a list, got {value!r}"
+            element = _element_type(field_type)
+            value = [_value(element, v, f"{where}[{i}]", clock) for i, v in enumerate(value)]
+        else:
+            value = _value(field_type, value, where, clock)
+        setattr(msg, key, value)  # the generated setter checks the type and range
+    return msg
+
+
+# ------------------------------------------------------------------------------------------ the YAML
+def deep_merge(base: dict, update: dict) -> dict:
+    out = copy.deepcopy(base)
+    for key, value in update.items():
+        out[key] = deep_merge(out[key], value) if isinstance(value, dict) and isinstance(out.get(key), dict) else value
+    return out
+
+
+@pytest.mark.parametrize("block", fenced_blocks(README, "yaml"), ids=lambda b: b.split("\n", 1)[0].strip())
+def test_readme_yaml_blocks_load_through_the_config_checks(block):
+    """Each YAML snippet, put into the shipped panda.yaml, passes the core's and the node's checks."""
+    snippet = yaml.safe_load(block)
+    merged = deep_merge(PANDA, snippet)
+    config = parse_config(yaml.safe_dump(merged), CONFIG_DIR)
+    node_cfg = load_node_config(config.node)
+    if "node" in snippet and "streaming" in snippet["node"]:
+        for key, value in snippet["node"]["streaming"].items():
+            assert getattr(node_cfg.streaming, key) == value
+
+
+def test_readme_streaming_yaml_block_is_complete_and_matches_panda_yaml():
+    """The streaming section's YAML names every node.streaming key, with panda.yaml's values ("with
+    panda.yaml's values", it says)."""
+    blocks = [yaml.safe_load(b) for b in fenced_blocks(section(README, STREAMING_HEADING), "yaml")]
+    streaming = next(b["node"]["streaming"] for b in blocks if "streaming" in b.get("node", {}))
+    assert set(streaming) == {f.name for f in dataclasses.fields(StreamingConfig)}
+    assert streaming == PANDA["node"]["streaming"]
+
+
+def _table_defaults(text: str, prefix: str) -> dict[str, str]:
+    """``key -> default`` of the table rows whose first cell names ``prefix...`` keys (one row may name
+    several: `` `node.x.a`, `b` `` with defaults `` `1`, `2` ``)."""
+    out = {}
+    for line in text.splitlines():
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if len(cells) < 3 or not cells[0].startswith(f"`{prefix}"):
+            continue
+        keys = re.findall(r"`([^`]+)`", cells[0])
+        first = keys[0].rsplit(".", 1)[0]
+        keys = [k if "." in k else f"{first}.{k}" for k in keys]
+        defaults = re.findall(r"`([^`]+)`", cells[1])
+        assert len(defaults) == len(keys), f"README row {cells[0]}: {len(keys)} keys, {len(defaults)} defaults"
+        out.update(zip(keys, defaults))
+    return out
+
+
+@pytest.mark.parametrize("prefix, cls", [("node.streaming.", StreamingConfig),
+                                         ("node.goal_smoothing.", GoalSmoothingConfig)])
+def test_every_key_has_a_table_row_with_its_real_default(prefix, cls):
+    documented = _table_defaults(README, prefix)
+    for f in dataclasses.fields(cls):
+        key = prefix + f.name
+        assert key in documented, f"README: no configuration-table row for {key}"
+        assert yaml.safe_load(documented[key]) == f.default, \
+            f"README: {key} default {documented[key]}, the code's {f.default!r}"
+    assert set(documented) <= {prefix + f.name for f in dataclasses.fields(cls)}, "README documents unknown keys"
+
+
+def test_every_motion_limit_code_and_mode_is_documented():
+    from roboplan_ik_interfaces.msg import ControllerStatus
+
+    codes = {v for k, v in vars(ControllerStatus).items() if k.startswith("MOTION_LIMIT_")}
+    modes = {v for k, v in vars(ControllerStatus).items() if k.startswith("MODE_")}
+    stream = section(README, STREAMING_HEADING)
+    rows = {c.strip('"') for c in re.findall(r'^ *\| `([a-z_]+|"")` \|', stream, flags=re.M)}
+    assert codes <= rows, f"motion_limit codes without a row: {sorted(codes - rows)}"
+    start = README.index("`~/status.mode` says")
+    mode_line = README[start:README.index("\n- ", start)]
+    assert all(f"`{m}`" in mode_line for m in modes), f"modes missing from: {mode_line}"
+    for key in ("motion_limit", "motion_limit_reason", "stream_timeouts"):
+        assert f"`{key}`" in README or f"`~/status.{key}`" in README
+
+
+def test_every_runtime_parameter_is_listed():
+    from roboplan_ik_ros.node.parameters import loop_specs
+
+    node_cfg = load_node_config(PANDA["node"])
+    names = [s.name for s in loop_specs(node_cfg, lambda v: None, lambda v: None, lambda v: None)]
+    runtime = README[README.index("Runtime parameters (`ros2 param set`"):]
+    runtime = runtime[:runtime.index("\n\n")]
+    missing = [n for n in names if f"`{n}`" not in runtime]
+    assert not missing, f"runtime parameters not listed in the README: {missing}"
+
+
+# ------------------------------------------------------------------------------------------ commands
+COMMANDS = ros2_commands(README)
+
+
+def test_readme_has_an_example_for_every_streaming_input():
+    stream = ros2_commands(section(README, STREAMING_HEADING))
+    topics = {pub_parts(a)[0].rsplit("/", 1)[-1] for a in stream if a[1:3] == ["topic", "pub"]}
+    assert {"target_twist", "target_pose", "target_joints", "target_joint_velocities", "joint_jog"} <= topics
+    services = {a[3].rsplit("/", 1)[-1] for a in stream if a[1:3] == ["service", "call"]}
+    assert {"pause", "apply_configured_targets"} <= services
+    params = {a[4] for a in stream if a[1:3] == ["param", "set"]}
+    assert {"streaming.speed_override", "streaming.command_in_type", "streaming.max_linear_speed",
+            "streaming.max_angular_speed", "streaming.command_timeout"} <= params
+
+
+def _control_msgs_missing(type_name: str) -> bool:
+    if not type_name.startswith("control_msgs/"):
+        return False
+    try:
+        importlib.import_module("control_msgs.msg")
+        return False
+    except ImportError:
+        return True
+
+
+@pytest.mark.parametrize("argv", [a for a in COMMANDS if a[1:3] in (["topic", "pub"], ["service", "call"])],
+                         ids=lambda a: " ".join(a[1:4]))
+def test_readme_messages_build_from_the_real_classes(argv):
+    if argv[1] == "topic":
+        topic, type_name, payload, _ = pub_parts(argv)
+        if _control_msgs_missing(type_name):  # not a PyPI wheel: the fields of control_msgs/msg/JointJog.msg
+            assert type_name == "control_msgs/msg/JointJog", type_name
+            assert set(yaml.safe_load(payload)) <= {"header", "joint_names", "displacements", "velocities", "duration"}
+            return
+        cls = interface_class(type_name, "msg")
+    else:
+        type_name, payload = argv[4], argv[5] if len(argv) > 5 else "{}"
+        cls = interface_class(type_name, "srv").Request
+    fill_message(cls(), yaml.safe_load(payload))
+
+
+# ------------------------------------------------------------------------------------------ against the node
+@pytest.fixture(scope="module")
+def controller(ros, mock_robot, tmp_path_factory):
+    from lifecycle_msgs.msg import Transition
+    from rclpy.parameter import Parameter
+
+    from conftest import LifecycleClient, Spinner, unique_name, write_config
+    from roboplan_ik_ros.node.ik_controller import IKControllerNode
+
+    name = unique_name("ik")
+    node = IKControllerNode(name, parameter_overrides=[
+        Parameter("config_file", value=write_config(tmp_path_factory.mktemp("readme")))])
+    spinner = Spinner(node)
+    client = LifecycleClient(name)
+    assert client.transition(Transition.TRANSITION_CONFIGURE)
+    assert client.transition(Transition.TRANSITION_ACTIVATE)
+    yield node, client
+    client.close()
+    spinner.stop()
+    node.destroy_node()
+
+
+def _wait_rest(node):
+    """Until the loop is not streaming any more (the stream timed out) and holds still."""
+    from conftest import wait_until
+
+    wait_until(lambda: not node.loop.streaming and not node.loop.paused, timeout=10.0, what="streams to end")
+
+
+def test_streaming_examples_are_accepted_by_the_node(controller):
+    """Each command of the streaming section, in the README's order, against a running controller named
+    as the launch file names it (the test's node has a unique name: ``/ik_controller/`` is replaced)."""
+    from conftest import wait_until
+    from roboplan_ik_ros.node.ik_controller import IKControllerNode
+
+    node, client = controller
+    assert IKControllerNode.__init__.__defaults__[0] == NODE_NAME
+    launch = (ROOT / "roboplan_ik_ros" / "launch" / "ik_controller.launch.py").read_text()
+    assert f'executable="ik_controller", name="{NODE_NAME}"' in launch
+    me = client.node
+    name = node.get_name()
+    ran = []
+    for argv in ros2_commands(section(README, STREAMING_HEADING)):
+        verb = argv[1:3]
+        target = pub_parts(argv)[0] if verb == ["topic", "pub"] else argv[3]
+        assert target.startswith(f"/{NODE_NAME}"), f"{' '.join(argv)}: not addressed to /{NODE_NAME}"
+        target = f"/{name}" + target[len(NODE_NAME) + 1:]
+        rejected = node.loop.counts.goals_rejected
+        if verb == ["topic", "pub"]:
+            _, type_name, payload, rate = pub_parts(argv)
+            if _control_msgs_missing(type_name):
+                continue
+            subs = dict(me.get_subscriber_names_and_types_by_node(name, "/"))
+            assert subs.get(target) == [type_name], f"{' '.join(argv)}: the node subscribes {target} as " \
+                                                    f"{subs.get(target)}"
+            cls = interface_class(type_name)
+            pub = me.create_publisher(cls, target, 10)
+            wait_until(lambda: pub.get_subscription_count() > 0, what=f"{target} matched")
+            values = yaml.safe_load(payload)
+            task, kind = target.split("/")[-2:]
+            streamed = False
+            for _ in range(1 if rate == 0.0 else int(0.3 * rate)):  # 0.3 s of the stream, re-stamped as ros2 does
+                pub.publish(fill_message(cls(), values))
+                time.sleep(0.0 if rate == 0.0 else 1.0 / rate)
+                streamed = streamed or node.loop.streaming
+            me.destroy_publisher(pub)
+            # the message arrived and took effect (not merely "nothing was rejected yet")
+            if kind in ("target_twist", "target_joint_velocities"):
+                assert streamed, f"{' '.join(argv)}: the node never streamed; rejected: {node._last_rejection}"
+            elif kind == "target_pose":
+                p = values["pose"]["position"]
+                wait_until(lambda: np.allclose(node.loop.goal(task).translation, [p["x"], p["y"], p["z"]]),
+                           what=f"the goal of {argv[-1]}; rejected: {node._last_rejection}")
+            elif kind == "target_joints":
+                k = [node.group.joint_names.index(n) for n in values["name"]]
+                wait_until(lambda: np.allclose(node.loop.goal(task)[k], values["position"]),
+                           what=f"the goal of {argv[-1]}; rejected: {node._last_rejection}")
+            else:
+                pytest.fail(f"no effect check for {target}")
+            assert node.loop.counts.goals_rejected == rejected, f"{' '.join(argv)}: rejected: {node._last_rejection}"
+            _wait_rest(node)
+        elif verb == ["service", "call"]:
+            cls = interface_class(argv[4], "srv")
+            cli = me.create_client(cls, target)
+            assert cli.wait_for_service(timeout_sec=10.0), f"no service {target}"
+            from conftest import wait_future
+
+            response = wait_future(cli.call_async(fill_message(cls.Request(), yaml.safe_load(argv[5]) if len(argv) > 5
+                                                               else {})))
+            assert response.success, f"{' '.join(argv)}: {response.message}"
+            me.destroy_client(cli)
+            if argv[5:] == ["{data: true}"]:
+                assert node.loop.paused
+            if argv[5:] == ["{data: false}"]:  # resume: at rest, waiting for a new input
+                wait_until(lambda: node.loop.mode == "waiting_for_goal", what="resumed")
+        elif verb == ["param", "set"]:
+            result = client.set_parameter(argv[4], yaml.safe_load(argv[5]))
+            assert result.successful, f"{' '.join(argv)}: {result.reason}"
+            section_name, key = argv[4].split(".")
+            assert getattr(getattr(node.node_cfg, section_name), key) == yaml.safe_load(argv[5])
+        elif verb == ["topic", "echo"]:
+            from roboplan_ik_interfaces.msg import ControllerStatus
+
+            pubs = dict(me.get_publisher_names_and_types_by_node(name, "/"))
+            assert target in pubs, f"{target} is not published; published: {sorted(pubs)}"
+            if "--field" in argv:
+                assert argv[argv.index("--field") + 1] in ControllerStatus.get_fields_and_field_types()
+        else:
+            pytest.fail(f"unexpected command {' '.join(argv)}")
+        ran.append(" ".join(argv[1:4]))
+    assert len(ran) >= 10, ran
