@@ -128,6 +128,30 @@ def test_reachable_objectives_are_solved(panda, kind, method):
     assert solved >= n - 1, f"{kind} ({method}): solved {solved}/{n}"
 
 
+@pytest.mark.parametrize("method", ["dls", "lm_sugihara"])
+def test_objectives_compiled_and_python_steps_solve_alike(panda, method, monkeypatch):
+    """The objectives loop with and without the compiled step kernel: the same answers (up to rounding:
+    within 1e-9, the same iterations) on points-relative and point + axis goals, all reached and valid."""
+    from roboplan_ik_ros.core.simple_ik import solver as solver_module
+
+    s, check, q0 = panda
+    cases = []
+    for q_goal in random_goal_configurations(s, "arm", q0, 10, seed=43):
+        g = goals_for(s, q_goal)
+        cases += [[g["points relative"]], [g["point world"], g["axis world"]]]
+    answers = {}
+    for compiled in (True, False):
+        monkeypatch.setattr(solver_module, "USE_COMPILED_STEP", compiled)
+        ik = ik_of(s, method=method, max_time=1.0)
+        answers[compiled] = [ik.solve(goals, q0) for goals in cases]
+    same = 0
+    for a, b, goals in zip(answers[True], answers[False], cases):
+        assert a.success and b.success and check.valid(a.q) and check.valid(b.q)
+        assert all(reached(s, a.q, goal) for goal in goals)
+        same += a.iterations == b.iterations and np.abs(a.q - b.q).max() < 1e-9
+    assert same >= len(cases) - 2, f"{same}/{len(cases)} solves alike"
+
+
 def test_solve_nearby_with_objectives_keeps_the_deviation(panda):
     s, _, q0 = panda
     group = s.group("arm")

@@ -838,12 +838,10 @@ class SimpleIK:
             ws.clip(q)
         if qg is None:
             ws.start_attempt(q)
-        # scalar joints, dls or lm_*, no null-space terms: the step (direction, cap, limits) in one call of the
-        # compiled kernel, as _descend_fast (the same arithmetic as the Python step below)
-        compiled = ws.compiled_step() if qg is not None and method <= _LM_SUGIHARA and not c.null_space else None
+        compiled = ws.compiled_step() if method <= _LM_SUGIHARA and not c.null_space else None  # as _descend_general
         if compiled is not None:
             compiled.configure(lo, hi, ws.damping, opt.step_size, max_step, clamp)
-            compiled.bind(qg)
+            compiled.bind(qg if qg is not None else ws.x_v)
         ref_err, ref_it = math.inf, 0
         prev_err, flat = math.inf, 0
         pos, rot = np.empty(len(objectives)), np.empty(len(objectives))  # the errors of this iteration
@@ -881,14 +879,15 @@ class SimpleIK:
             prev_err = err
             if time.perf_counter() >= deadline:
                 return "time out", it, None
-            if compiled is not None:
+            if compiled is not None:  # the step below, in C (compiled_step.py)
                 np.copyto(compiled.J, J)
                 np.copyto(compiled.e, ew)
-                if method != _DLS:  # lambda_k of _direction
-                    gain = c.gain
-                    compiled.set_damping(gain if method == _LM_WAMPLER else gain * 0.5 * err if method == _LM_CHAN
-                                         else 0.5 * err + gain)
-                if compiled.run() < 0:
+                if method != _DLS:
+                    compiled.set_damping(_lm_lambda(method, c.gain, err))
+                if qg is not None:
+                    if compiled.run() < 0:
+                        return "singular system", it + 1, None
+                elif not ws.step_compiled(model, q, compiled):
                     return "singular system", it + 1, None
                 continue
             Jt = J.T
@@ -994,9 +993,8 @@ class SimpleIK:
             if compiled is not None:  # the same step as below, in C (compiled_step.py)
                 copyto(Jc, J)
                 copyto(ec, e)
-                if method != _DLS:  # lambda_k of _direction
-                    set_damping(gain if method == _LM_WAMPLER else gain * 0.5 * err if method == _LM_CHAN
-                                else 0.5 * err + gain)
+                if method != _DLS:
+                    set_damping(_lm_lambda(method, gain, err))
                 if run_step() < 0:
                     return "singular system", it + 1, None
                 continue
@@ -1134,9 +1132,8 @@ class SimpleIK:
             if compiled is not None:  # the same step as below, in C (compiled_step.py)
                 np.copyto(compiled.J, J)
                 np.copyto(compiled.e, e)
-                if method != _DLS:  # lambda_k of _direction
-                    compiled.set_damping(gain if method == _LM_WAMPLER else gain * 0.5 * err if method == _LM_CHAN
-                                         else 0.5 * err + gain)
+                if method != _DLS:
+                    compiled.set_damping(_lm_lambda(method, gain, err))
                 if qg is not None:
                     if compiled.run() < 0:
                         return "singular system", it + 1, None
@@ -1289,12 +1286,17 @@ def _direction(method: int, J: np.ndarray, Jt: np.ndarray, e: np.ndarray, err: f
         return np.linalg.pinv(J, _PINV_RCOND) @ e
     if method == _GAUSS_NEWTON:
         return np.linalg.pinv(Jt @ J, _PINV_RCOND, hermitian=True) @ dgemv(1.0, Jt, e)
-    E = 0.5 * err
-    lam = gain if method == _LM_WAMPLER else gain * E if method == _LM_CHAN else E + gain
+    lam = _lm_lambda(method, gain, err)
     ws.D_diag.fill(lam)
     ws.damping = math.nan  # the next solve's set_damping refills D
     _, y, info = dposv(dsyrk(1.0, Jt, 1.0, ws.D, 1), e, 0, 1, 0)
     return dgemv(1.0, Jt, y) if info == 0 else None
+
+
+def _lm_lambda(method: int, gain: float, err: float) -> float:
+    """lambda_k of the lm_* methods at the weighted squared error ``err`` = 2 E: Wampler ``gain``, Chan
+    ``gain E``, Sugihara ``E + gain``."""
+    return gain if method == _LM_WAMPLER else gain * 0.5 * err if method == _LM_CHAN else 0.5 * err + gain
 
 
 def _near_bound(lin2: float, max_angle: float) -> float:
