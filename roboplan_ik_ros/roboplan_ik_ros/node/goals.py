@@ -89,7 +89,9 @@ class FrameResolver:
         self.tf_timeout = tf_timeout
         self._identity_frames = {"", root_frame, "universe"}
 
-    def T_world_frame(self, frame_id: str, q: np.ndarray) -> pin.SE3:
+    def T_world_frame(self, frame_id: str, q: np.ndarray, stamp=None) -> pin.SE3:
+        """``stamp`` (builtin_interfaces/Time; None or zero: the latest): the time a tf2 lookup is made
+        at, the message's ``header.stamp`` (tf2's convention); model frames are at ``q``."""
         if frame_id in self._identity_frames:
             return pin.SE3.Identity()
         if self.scene.model.existFrame(frame_id):
@@ -100,15 +102,16 @@ class FrameResolver:
                 f"'{self.root_frame}' (or '') or a robot frame, e.g. {self._examples()}",
                 GoalError.UNKNOWN_FRAME,
             )
-        return self._lookup(frame_id)
+        return self._lookup(frame_id, stamp)
 
-    def _lookup(self, frame_id: str) -> pin.SE3:
+    def _lookup(self, frame_id: str, stamp) -> pin.SE3:
         from rclpy.duration import Duration
         from rclpy.time import Time
 
+        when = Time() if stamp is None or (stamp.sec == 0 and stamp.nanosec == 0) else Time.from_msg(stamp)
         try:
             tf = self.tf_buffer.lookup_transform(
-                self.root_frame, frame_id, Time(), timeout=Duration(seconds=self.tf_timeout)
+                self.root_frame, frame_id, when, timeout=Duration(seconds=self.tf_timeout)
             )
         except Exception as exc:  # tf2 raises LookupException, ExtrapolationException, ...
             raise GoalError(
@@ -126,4 +129,4 @@ class FrameResolver:
             T_frame_target = se3_from_pose(pose_stamped.pose, quaternion_tolerance, what)
         except PoseError as exc:
             raise GoalError(str(exc), GoalError.INVALID) from exc
-        return self.T_world_frame(pose_stamped.header.frame_id, q) * T_frame_target
+        return self.T_world_frame(pose_stamped.header.frame_id, q, pose_stamped.header.stamp) * T_frame_target

@@ -796,8 +796,8 @@ class IKControllerNode(LifecycleNode):
             angular = np.array([msg.twist.angular.x, msg.twist.angular.y, msg.twist.angular.z])
             with self._lock:
                 q = self.loop.guard.last.copy()
-            # outside the lock: a tf2 lookup may wait up to tf_timeout
-            R_world_command = self._resolver.T_world_frame(msg.header.frame_id, q).rotation
+            # outside the lock: a tf2 lookup (at header.stamp; zero: the latest) may wait up to tf_timeout
+            R_world_command = self._resolver.T_world_frame(msg.header.frame_id, q, msg.header.stamp).rotation
             with self._lock:
                 self.loop.set_twist(task_name, linear, angular, now, age, R_world_command)
         except InvalidInputError as exc:  # GoalError too
