@@ -217,6 +217,22 @@ def test_unreachable_goal_returns_the_seed(panda):
     assert res.position_errors[0] > 9.0
 
 
+def test_max_time_bounds_the_restarts_not_the_first_attempt(panda):
+    """A budget that runs out before the first iteration (a thread preempted on a busy machine, here
+    max_time 1 ns) still gets the descent from the seed: a goal 3 cm away is solved, with no restart;
+    an unreachable one fails after that single attempt."""
+    s, check, q0 = panda
+    T = check.pose(q0, "panda_hand_tcp")
+    T.translation = T.translation + np.array([0.03, -0.02, 0.01])
+    for method in ("dls", "lm_wampler", "newton_raphson"):
+        res = panda_ik(s, max_time=1e-9, method=method).solve([FrameGoal("panda_hand_tcp", T)], q0)
+        assert res.success and res.restarts == 0 and res.iterations > 0, (method, res)
+        assert check.reached(res.q, [FrameGoal("panda_hand_tcp", T)])
+    T.translation = T.translation + np.array([10.0, 0.0, 0.0])
+    res = panda_ik(s, max_time=1e-9).solve([FrameGoal("panda_hand_tcp", T)], q0)
+    assert not res.success and res.restarts == 0 and "max_time" in res.message
+
+
 # -------------------------------------------------------------------------------- bad input
 def test_unknown_frame_lists_valid_frames(panda):
     s, _, q0 = panda

@@ -618,10 +618,13 @@ class SimpleIK:
         reasons: dict[str, int] = {}  # how the failed attempts ended
         stop = ""
         while True:
+            # the first attempt runs to its end (converged, max_iters, stalled): max_time bounds the restarts, so
+            # a machine busy elsewhere (a preempted thread) cannot fail a solve before its first step
+            until = math.inf if attempt == 0 else deadline
             if objectives is None:
-                status, iters, errors = self._descend(q, frame_ids, inv_targets, ws, opt, deadline, consts)
+                status, iters, errors = self._descend(q, frame_ids, inv_targets, ws, opt, until, consts)
             else:
-                status, iters, errors = self._descend_objectives(q, objectives, ws, opt, deadline, consts)
+                status, iters, errors = self._descend_objectives(q, objectives, ws, opt, until, consts)
             iterations += iters
             if status == "converged":
                 if opt.check_collisions and self._in_collision(q):
