@@ -267,7 +267,7 @@ def _control_msgs_missing(type_name: str) -> bool:
 
 
 @pytest.mark.parametrize("argv", [a for a in COMMANDS if a[1:3] in (["topic", "pub"], ["service", "call"])],
-                         ids=lambda a: " ".join(a[1:4]))
+                         ids=lambda a: f"{a[2]} {pub_parts(a)[0] if a[2] == 'pub' else a[3]}")
 def test_readme_messages_build_from_the_real_classes(argv):
     if argv[1] == "topic":
         topic, type_name, payload, _ = pub_parts(argv)
