@@ -78,23 +78,29 @@ def test_resolver_unknown_frame_without_tf(panda):
 def test_resolver_uses_tf_buffer_for_other_frames(panda):
     from geometry_msgs.msg import TransformStamped
 
-    class Buffer:  # the part of tf2_ros.Buffer the resolver uses: map moves +1 m along x per second
+    class Buffer:  # the part of tf2_ros.Buffer the resolver uses: map moves +1 m along x per second up to t = 3 s
         def lookup_transform(self, target, source, time, timeout=None):
             if source != "map":
                 raise RuntimeError(f"frame {source} does not exist")
-            tf = TransformStamped()
             sec = time.nanoseconds * 1e-9
-            tf.transform.translation.x = 1.0 if sec == 0.0 else 1.0 + sec  # Time(): the latest (here 1 m)
+            if sec > 3.0:
+                raise RuntimeError("Lookup would require extrapolation into the future")
+            tf = TransformStamped()
+            tf.transform.translation.x = 4.0 if sec == 0.0 else 1.0 + sec  # Time(): the latest (t = 3 s)
             tf.transform.rotation.w = 1.0
             return tf
 
     r = FrameResolver(panda, "panda_link0", tf_buffer=Buffer())
     ps = PoseStamped(pose=make_pose())
     ps.header.frame_id = "map"
-    assert np.allclose(r.resolve(ps, panda.neutral(), 0.01).translation, [1.4, 0.0, 0.5])  # zero stamp: latest
+    assert np.allclose(r.resolve(ps, panda.neutral(), 0.01).translation, [4.4, 0.0, 0.5])  # zero stamp: latest
     ps.header.stamp.sec, ps.header.stamp.nanosec = 2, 500_000_000  # looked up at the message's stamp
     assert np.allclose(r.resolve(ps, panda.neutral(), 0.01).translation, [3.9, 0.0, 0.5])
     assert np.allclose(r.T_world_frame("map", panda.neutral(), ps.header.stamp).translation, [3.5, 0.0, 0.0])
+    assert r.stamp_fallbacks == 0
+    ps.header.stamp.sec = 5  # newer than the buffer's last transform: the latest, counted and said
+    assert np.allclose(r.resolve(ps, panda.neutral(), 0.01).translation, [4.4, 0.0, 0.5])
+    assert r.stamp_fallbacks == 1 and "extrapolation" in r.last_stamp_fallback and "'map'" in r.last_stamp_fallback
     ps.header.frame_id = "odom"
     with pytest.raises(GoalError) as exc:
         r.resolve(ps, panda.neutral(), 0.01)

@@ -88,6 +88,8 @@ class FrameResolver:
         self.tf_buffer = tf_buffer
         self.tf_timeout = tf_timeout
         self._identity_frames = {"", root_frame, "universe"}
+        self.stamp_fallbacks = 0  # tf2 lookups at a message's stamp that fell back to the latest transform
+        self.last_stamp_fallback = ""
 
     def T_world_frame(self, frame_id: str, q: np.ndarray, stamp=None) -> pin.SE3:
         """``stamp`` (builtin_interfaces/Time; None or zero: the latest): the time a tf2 lookup is made
@@ -105,18 +107,33 @@ class FrameResolver:
         return self._lookup(frame_id, stamp)
 
     def _lookup(self, frame_id: str, stamp) -> pin.SE3:
+        """tf2 at ``stamp`` (no wait: the buffer has it or not), else the latest transform within
+        ``tf_timeout``, counted in ``stamp_fallbacks`` and said in ``last_stamp_fallback`` (the node logs
+        it): a stamp newer than the buffer's last transform (tf published at a lower rate than the
+        stream, clocks that disagree) must not refuse a whole stream, nor stall its callback."""
         from rclpy.duration import Duration
         from rclpy.time import Time
 
-        when = Time() if stamp is None or (stamp.sec == 0 and stamp.nanosec == 0) else Time.from_msg(stamp)
+        if stamp is not None and (stamp.sec != 0 or stamp.nanosec != 0):
+            try:
+                tf = self.tf_buffer.lookup_transform(self.root_frame, frame_id, Time.from_msg(stamp))
+                return se3_from_transform(tf.transform)
+            except Exception as exc:  # tf2's ExtrapolationException, LookupException, ...
+                at_stamp = exc
+        else:
+            at_stamp = None
         try:
             tf = self.tf_buffer.lookup_transform(
-                self.root_frame, frame_id, when, timeout=Duration(seconds=self.tf_timeout)
+                self.root_frame, frame_id, Time(), timeout=Duration(seconds=self.tf_timeout)
             )
         except Exception as exc:  # tf2 raises LookupException, ExtrapolationException, ...
             raise GoalError(
                 f"no transform from {frame_id!r} to {self.root_frame!r}: {exc}", GoalError.TRANSFORM_FAILED
             ) from exc
+        if at_stamp is not None:
+            self.stamp_fallbacks += 1
+            self.last_stamp_fallback = (f"no transform from {frame_id!r} to {self.root_frame!r} at the message's "
+                                        f"stamp ({at_stamp}); the latest was used")
         return se3_from_transform(tf.transform)
 
     def _examples(self) -> str:

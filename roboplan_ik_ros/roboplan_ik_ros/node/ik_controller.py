@@ -741,6 +741,11 @@ class IKControllerNode(LifecycleNode):
         self._last_rejection = f"{topic}: {reason}"
         self._log_loop_event("error", f"rejected goal on {topic}: {reason}")
 
+    def _note_stamp_fallback(self, topic: str, fallbacks_before: int) -> None:
+        """A tf2 lookup at a message's stamp that fell back to the latest transform: said (throttled)."""
+        if self._resolver.stamp_fallbacks != fallbacks_before:
+            self._log_loop_event("warning", f"{topic}: {self._resolver.last_stamp_fallback}")
+
     def _on_pose_goal(self, task_name: str, msg: PoseStamped) -> None:
         topic = f"~/{task_name}/target_pose"
         try:
@@ -748,8 +753,10 @@ class IKControllerNode(LifecycleNode):
                 raise InvalidInputError("the controller is not active (goals start from the current pose on activate)")
             with self._lock:
                 q = self.loop.guard.last.copy()
-            # outside the lock: a tf2 lookup may wait up to tf_timeout
+            # outside the lock: a tf2 lookup (at header.stamp, else the latest) may wait up to tf_timeout
+            fallbacks = self._resolver.stamp_fallbacks
             T = self._resolver.resolve(msg, q, self.node_cfg.quaternion_tolerance, topic)
+            self._note_stamp_fallback(topic, fallbacks)
             with self._lock:
                 self.loop.set_pose_goal(task_name, T)
         except InvalidInputError as exc:  # GoalError too
@@ -797,7 +804,9 @@ class IKControllerNode(LifecycleNode):
             with self._lock:
                 q = self.loop.guard.last.copy()
             # outside the lock: a tf2 lookup (at header.stamp; zero: the latest) may wait up to tf_timeout
+            fallbacks = self._resolver.stamp_fallbacks
             R_world_command = self._resolver.T_world_frame(msg.header.frame_id, q, msg.header.stamp).rotation
+            self._note_stamp_fallback(topic, fallbacks)
             with self._lock:
                 self.loop.set_twist(task_name, linear, angular, now, age, R_world_command)
         except InvalidInputError as exc:  # GoalError too
