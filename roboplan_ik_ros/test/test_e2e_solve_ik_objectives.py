@@ -21,36 +21,13 @@ import pinocchio as pin
 import pytest
 
 from e2e import ARM, TIP, Rig, panda, write_config, rig  # noqa: F401 - rig is a fixture
+from ik_objective_msg import objective_msg as _objective
 
 WAIT = 60.0  # [s] generous timeout for something to happen
 NODE = {"activation_timeout": 20.0}
 DOWN = np.array([0.0, 0.0, -1.0])
 STANDING = {"type": "axis", "link": TIP, "axis": [0.0, 0.0, 1.0], "direction": [0.0, 0.0, -1.0]}
 POS_TOL, ROT_TOL = 1e-3, 1e-3  # the node's simple_ik thresholds (panda.yaml: the defaults)
-
-
-def _objective(kind: str, link: str = TIP, **kw):
-    from geometry_msgs.msg import Point, Vector3
-    from roboplan_ik_interfaces.msg import IKObjective
-
-    m = IKObjective(type={"frame": IKObjective.TYPE_FRAME, "point": IKObjective.TYPE_POINT,
-                          "axis": IKObjective.TYPE_AXIS}.get(kind, kind), link=link)
-    for name in ("points", "targets"):
-        if name in kw:
-            setattr(m, name, [Point(x=float(p[0]), y=float(p[1]), z=float(p[2])) for p in kw.pop(name)])
-    for name in ("axis", "direction"):
-        if name in kw:
-            v = kw.pop(name)
-            setattr(m, name, Vector3(x=float(v[0]), y=float(v[1]), z=float(v[2])))
-    if "pose" in kw:
-        T = kw.pop("pose")
-        m.pose.position.x, m.pose.position.y, m.pose.position.z = (float(x) for x in T.translation)
-        x, y, z, w = pin.Quaternion(T.rotation).coeffs()
-        m.pose.orientation.x, m.pose.orientation.y, m.pose.orientation.z, m.pose.orientation.w = (
-            float(x), float(y), float(z), float(w))
-    for name, value in kw.items():
-        setattr(m, name, value)
-    return m
 
 
 def _frames(q7) -> dict[str, pin.SE3]:

@@ -17,33 +17,11 @@ import pytest
 
 from roboplan_ik_ros.core import FrameGoal, InvalidInputError
 from roboplan_ik_ros.core.simple_ik import AxisGoal, PointGoal
+from ik_objective_msg import objective_msg as objective
 from test_service import TIP, Setup, _request
 
 ARM = [f"panda_joint{i}" for i in range(1, 8)]
 DOWN = np.array([0.0, 0.0, -1.0])
-
-
-def objective(kind: str, link: str = TIP, **kw):
-    from geometry_msgs.msg import Point, Vector3
-    from roboplan_ik_interfaces.msg import IKObjective
-
-    m = IKObjective(type={"frame": IKObjective.TYPE_FRAME, "point": IKObjective.TYPE_POINT,
-                          "axis": IKObjective.TYPE_AXIS}.get(kind, kind), link=link)
-    for name in ("points", "targets"):
-        if name in kw:
-            setattr(m, name, [Point(x=float(p[0]), y=float(p[1]), z=float(p[2])) for p in kw.pop(name)])
-    for name in ("axis", "direction"):
-        if name in kw:
-            v = kw.pop(name)
-            setattr(m, name, Vector3(x=float(v[0]), y=float(v[1]), z=float(v[2])))
-    if "pose" in kw:
-        T = kw.pop("pose")
-        from roboplan_ik_ros.node.rosbridge import pose_from_se3
-
-        pose_from_se3(T, m.pose)
-    for name, value in kw.items():
-        setattr(m, name, value)
-    return m
 
 
 def solve_request(**kw):
