@@ -883,14 +883,7 @@ class SimpleIK:
             if time.perf_counter() >= deadline:
                 return "time out", it, None
             if compiled is not None:  # the step below, in C (compiled_step.py)
-                np.copyto(compiled.J, J)
-                np.copyto(compiled.e, ew)
-                if method != _DLS:
-                    compiled.set_damping(_lm_lambda(method, c.gain, err))
-                if qg is not None:
-                    if compiled.run() < 0:
-                        return "singular system", it + 1, None
-                elif not ws.step_compiled(model, q, compiled):
+                if not _compiled_step(compiled, J, ew, method, c.gain, err, qg, ws, model, q):
                     return "singular system", it + 1, None
                 continue
             Jt = J.T
@@ -1133,14 +1126,7 @@ class SimpleIK:
                 if weighted:
                     J = np.multiply(J, sw_col, out=ws.Jw)
             if compiled is not None:  # the same step as below, in C (compiled_step.py)
-                np.copyto(compiled.J, J)
-                np.copyto(compiled.e, e)
-                if method != _DLS:
-                    compiled.set_damping(_lm_lambda(method, gain, err))
-                if qg is not None:
-                    if compiled.run() < 0:
-                        return "singular system", it + 1, None
-                elif not ws.step_compiled(model, q, compiled):
+                if not _compiled_step(compiled, J, e, method, gain, err, qg, ws, model, q):
                     return "singular system", it + 1, None
                 continue
             # dq = -step_size J^T (J J^T + damping I)^-1 e, capped to max_step_norm. BLAS on Jt = J^T
@@ -1294,6 +1280,19 @@ def _direction(method: int, J: np.ndarray, Jt: np.ndarray, e: np.ndarray, err: f
     ws.damping = math.nan  # the next solve's set_damping refills D
     _, y, info = dposv(dsyrk(1.0, Jt, 1.0, ws.D, 1), e, 0, 1, 0)
     return dgemv(1.0, Jt, y) if info == 0 else None
+
+
+def _compiled_step(compiled: CompiledStep, J: np.ndarray, e: np.ndarray, method: int, gain: float, err: float,
+                   qg: np.ndarray | None, ws: _Workspace, model: pin.Model, q: np.ndarray) -> bool:
+    """One dls / lm_* step in C on the (weighted) J and e: on ``qg`` (the group's q view, scalar joints) or
+    through the workspace's limit coordinates (continuous joints, solve_nearby); False: a singular system."""
+    np.copyto(compiled.J, J)
+    np.copyto(compiled.e, e)
+    if method != _DLS:
+        compiled.set_damping(_lm_lambda(method, gain, err))
+    if qg is not None:
+        return compiled.run() >= 0
+    return ws.step_compiled(model, q, compiled)
 
 
 def _lm_lambda(method: int, gain: float, err: float) -> float:
