@@ -182,3 +182,24 @@ def test_one_hit_per_joint_the_most_final_bound_first(panda):
     hits = binding_bounds(*args, dq, loop.dt, tol)
     assert [(h.code, h.joint) for h in hits] == [(VELOCITY_BOUND, "panda_joint3")]
     assert "v +2.1750 rad/s, v_max 2.1750 rad/s" in hits[0].text
+
+
+def test_a_leash_with_nothing_binding_names_the_nearest_barrier_row(panda):
+    """The node's status (LoopSnapshot) for the same elbow held by the hand, with panda.yaml's barriers
+    kept: no barrier row binds the step, so the code stays leash, and the reason says how near the
+    nearest barrier row is (its soft term also trades against the task)."""
+    from roboplan_ik_ros.node.status import LoopSnapshot
+
+    def elbow_with_barriers(data):
+        data["barriers"] = yaml.safe_load((CONFIG_DIR / "panda.yaml").read_text())["barriers"]
+        data["tasks"].append({"name": "elbow", "type": "frame", "frame": "panda_link4", "position_cost": 1.0,
+                              "orientation_cost": 0.0, "priority": 2})
+
+    loop, sim = started(panda, elbow_with_barriers)
+    stream(loop, sim, [0.0, 0.0, 0.1], np.zeros(3), 300, task="elbow")
+    snap = LoopSnapshot.take(loop, sim.t)
+    code, text = snap.motion_limit
+    assert code == LEASH and "nearest barrier row:" in text, snap.motion_limit
+    name, row, h = min(((n, rows[k], float(v[k])) for n, rows, v, _ in snap.barriers for k in range(len(v))),
+                       key=lambda x: x[2])
+    assert f"{name} {row} (h = {h:.4f} m)" in text

@@ -47,6 +47,11 @@ class LoopSnapshot:
                 also = code and code != "leash"
                 return "barrier", ("the step is bounded by barrier rows: " + ", ".join(binding)
                                    + (f"; also {code}: {text}" if also else ""))
+            if code == "leash" and barriers:  # nothing binds: say how near the barriers are (their soft terms)
+                name, row, h = min(((n, rows[k], float(v[k])) for n, rows, v, _ in barriers for k in range(len(v))),
+                                   key=lambda x: x[2], default=("", "", np.inf))
+                if np.isfinite(h):
+                    text += f"; nearest barrier row: {name} {row} (h = {h:.4f} m)"
         return code, text
 
     @classmethod
