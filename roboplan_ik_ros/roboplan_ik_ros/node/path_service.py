@@ -164,7 +164,7 @@ class SolvePathServer:
     # ------------------------------------------------------------------ callback (this thread)
     def _on_request(self, request: SolvePath.Request, response: SolvePath.Response) -> SolvePath.Response:
         self.calls += 1
-        self.owner.calls += 1
+        self.owner.count_call()
         self.busy = True
         try:
             if self.owner.wait_for_gap is not None:
@@ -191,7 +191,7 @@ class SolvePathServer:
                     response.success = False
                     return self.owner._error(response, SolvePath.Response.INVALID_REQUEST, f"timing the path: {exc}")
             if not result.success:
-                self.owner.failures += 1
+                self.owner.count_failure()
             return response
         finally:
             self.busy = False

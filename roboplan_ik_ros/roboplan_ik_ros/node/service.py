@@ -131,8 +131,9 @@ class SolveIKServer:
         self.quaternion_tolerance = quaternion_tolerance
         self.current_q = current_q
         self.wait_for_gap = wait_for_gap
-        self.calls = 0
-        self.failures = 0
+        self.calls = 0  # ~/solve_ik and ~/solve_path requests (diagnostics); counted under _counts_lock:
+        self.failures = 0  # both services' threads count here
+        self._counts_lock = threading.Lock()
         self.fallback_solves = 0  # solved in-process because the worker was not ready yet
         self._joint_maps: dict[str, JointMap] = {}  # per group: the response's joint order
         self._closing = False
@@ -213,7 +214,7 @@ class SolveIKServer:
 
     # ------------------------------------------------------------------ callback (service thread)
     def _on_request(self, request: SolveIK.Request, response: SolveIK.Response) -> SolveIK.Response:
-        self.calls += 1
+        self.count_call()
         if self.wait_for_gap is not None:
             self.wait_for_gap()
         try:
@@ -238,11 +239,19 @@ class SolveIKServer:
         response.error_code = SolveIK.Response.SUCCESS if result.success else SolveIK.Response.NO_SOLUTION
         response.message = result.message
         if not result.success:
-            self.failures += 1
+            self.count_failure()
         return response
 
+    def count_call(self) -> None:
+        with self._counts_lock:
+            self.calls += 1
+
+    def count_failure(self) -> None:
+        with self._counts_lock:
+            self.failures += 1
+
     def _error(self, response: SolveIK.Response, code: int, message: str) -> SolveIK.Response:
-        self.failures += 1
+        self.count_failure()
         response.success = False
         response.error_code = code
         response.message = message
