@@ -344,8 +344,13 @@ class Rig:
         last = (f"last status: mode={s.mode!r} holding={s.holding} hold_reason={s.hold_reason!r} "
                 f"rejected js/goals={s.joint_states_rejected}/{s.goals_rejected} guard_cuts={s.guard_cuts}"
                 if s is not None else "no status received")
+        try:  # a process of another run in this ROS domain (same ROS_DOMAIN_ID) mixes its streams into ours
+            foreign = {t: sorted(self.publishers_of(t) - KNOWN_NODES) for t in (COMMAND_TOPIC, "/joint_states")}
+            strangers = "; ".join(f"{t} also published by {n} (not started by this harness)" for t, n in foreign.items() if n)
+        except Exception as exc:  # noqa: BLE001 - the context of a failure must not fail
+            strangers = f"publishers not listed: {exc!r}"
         return (f"{len(self.rec.commands)} commands, {len(self.rec.joint_states)} joint_states, "
-                f"{len(self.rec.status)} status recorded; {last}\n{self.tails()}")
+                f"{len(self.rec.status)} status recorded; {last}\n{strangers + chr(10) if strangers else ''}{self.tails()}")
 
     def require(self, condition, message: str) -> None:
         if not condition:

@@ -242,6 +242,41 @@ def test_a_lagging_robot_gets_no_jumps_and_converges(panda, feedback):
     assert np.linalg.norm(robot.tcp().translation - panda.frame_pose(arm_q(panda, target), TIP).translation) < 2e-3
 
 
+@pytest.mark.parametrize("assembly", ["compiled", "numpy"])
+@pytest.mark.parametrize("lag, stall", [(0.1, 0), (0.0, 25)])
+def test_measured_feedback_near_the_workspace_box_never_fails_the_qp(panda, lag, stall, assembly, monkeypatch):
+    """state_feedback measured with the workspace barrier and the acceleration limit: a robot that trails
+    its commands (first-order lag 0.1 s) or whose measurements stall (25 ticks of every 100, as on a
+    loaded machine) follows a 5 cm move without a QP failure or a hold; the trailing one then goes to
+    a goal beyond the box's top and the command stream stops at the face. (The barrier rows used to
+    bound the step from the measurement, the previous command's lead included, while the acceleration
+    box keeps that lead: infeasible, 40 and 14 QP failures on the 5 cm move.)"""
+    if assembly == "numpy":
+        monkeypatch.setattr("roboplan_ik_ros.core.oink.solver.load_kernel", lambda: (None, "numpy assembly (test)"))
+    loop = make_loop(panda, state_feedback="measured")
+    assert loop.ctrl.oink.assembly == assembly
+    robot = SimRobot(loop, panda.named_configuration("default"), lag=lag)
+    loop.activate(robot.t)
+    T0 = robot.tcp()
+    z_max = 0.75  # panda.yaml's workspace box top
+    goals = [([0.0, 0.05, 0.0], 2000)]
+    if not stall:
+        goals.append(([0.0, 0.0, z_max + 0.1 - T0.translation[2]], 4000))
+    for shift, ticks in goals:
+        goal = pin.SE3(T0.rotation, T0.translation + np.array(shift))
+        loop.set_pose_goal("ee", goal)
+        for k in range(ticks):
+            robot.tick(1, measure=not (stall and k % 100 < stall))
+            assert loop.counts.qp_failures == 0 and loop.counts.holds == 0, loop.hold_reason
+            z_cmd = panda.frame_pose(arm_q(panda, robot.commands[-1]), TIP).translation[2]
+            assert z_cmd <= z_max + 1e-4, z_cmd
+    assert loop.guard.cuts == 0 and robot.max_step_ratio <= 1.0 + 1e-6
+    if stall:
+        assert np.linalg.norm(robot.tcp().translation - goal.translation) < 1e-3
+    else:
+        assert abs(robot.tcp().translation[2] - z_max) < 1e-3  # at the face (the goal is beyond it)
+
+
 def test_following_error_limit_keeps_the_command_near_the_robot(panda):
     loop = make_loop(panda, drop=("self_collision", "workspace"), max_state_divergence=0.05)
     robot = SimRobot(loop, panda.named_configuration("default"), lag=0.5)

@@ -269,6 +269,59 @@ def test_crash_is_detected_and_recovered():
         w.stop()
 
 
+def test_a_request_stalled_before_its_poll_sees_its_own_child_die(monkeypatch):
+    """The request's thread takes its pipe's fd number, then loses the CPU before it polls it (as on a
+    loaded machine) while the child is killed: the request still fails with "died", never waits on
+    the next child's pipe. (The monitor thread used to close the dead child's pipe at once: the next
+    child's pipe got the same fd number, and the request waited on it for all of max_time.)"""
+    import multiprocessing.connection as mpc
+
+    w = IKWorker(panda_spec(), restart_interval=0.0)
+    real_wait = mpc.wait
+    stalled = threading.Event()
+
+    def stalled_wait(object_list, timeout=None):
+        if threading.current_thread().name != "stalled_request":
+            return real_wait(object_list, timeout)
+        by_fd = {obj.fileno(): obj for obj in object_list}  # the numbers, taken as wait() takes them
+        stalled.set()
+        wait_until(lambda: w.crashes == 1, timeout=30.0, what="the crash to be noticed")
+        # off the CPU until the next child is up, if the dead one's pipe is closed meanwhile (else 3 s)
+        end = time.monotonic() + 3.0
+        while time.monotonic() < end and not (w.state == READY and w.pid != victim):
+            time.sleep(0.01)
+        return [by_fd[fd] for fd in real_wait(list(by_fd), timeout)]
+
+    try:
+        assert w.wait_ready(READY_TIMEOUT), w.reason
+        s = scene("panda")
+        q0 = s.neutral()
+        victim = w.pid
+        outcome = {}
+
+        def request():
+            try:
+                outcome["result"] = w.solve([(TIP, pin.SE3(np.eye(3), np.array([3.0, 0.0, 0.5])))], q0,
+                                            replace(w.spec.options, max_time=60.0, fast_return=False))
+            except WorkerError as exc:
+                outcome["error"] = str(exc)
+
+        monkeypatch.setattr(mpc, "wait", stalled_wait)
+        t = threading.Thread(target=request, name="stalled_request")
+        t.start()
+        assert stalled.wait(30.0), "the request never polled"
+        os.kill(victim, signal.SIGKILL)
+        t.join(timeout=30.0)  # well before the request's max_time
+        assert not t.is_alive(), "the request waits on another pipe than its child's"
+        assert "died" in outcome.get("error", "") and str(victim) in outcome["error"], outcome
+        monkeypatch.setattr(mpc, "wait", real_wait)
+        assert w.wait_ready(READY_TIMEOUT), w.reason
+        assert w.solve([(TIP, s.frame_pose(q0, TIP))], q0).success
+    finally:
+        monkeypatch.setattr(mpc, "wait", real_wait)
+        w.stop()
+
+
 def test_wedged_worker_is_killed_and_restarted():
     w = IKWorker(panda_spec(), answer_grace=0.2)
     try:
@@ -422,10 +475,13 @@ def test_service_with_worker_answers_and_reports_a_crash(server):
         g = PoseGoal(tip_frame=TIP)
         g.pose.header.frame_id = "panda_link0"
         pose_from_se3(pin.SE3(np.eye(3), np.array([3.0, 0.0, 0.5])), g.pose.pose)
+        sent_before = srv.worker._next_id
         slow = client.call_async(SolveIK.Request(goals=[g], max_time=8.0,
                                                  fast_return=SolveIK.Request.OPTION_FALSE))
-        wait_until(lambda: srv.calls >= 5, timeout=10.0, what="the slow request to arrive")
-        time.sleep(0.2)
+        # killed once the request has taken this child (killed before, on a loaded machine the service
+        # thread could reach the worker after the next child is up, which would solve it for 8 s)
+        wait_until(lambda: srv.worker._next_id > sent_before, timeout=10.0, what="the slow request to reach the worker")
+        time.sleep(0.05)
         os.kill(pid, signal.SIGKILL)
         res = wait_future(slow, timeout=7.0)  # before its max_time
         assert res.error_code == SolveIK.Response.NOT_READY and "died" in res.message, res.message

@@ -722,6 +722,7 @@ class ControlLoop:
             q[self._others_q] = measured[self._others_q]  # e.g. gripper fingers: never commanded here
             self._diff[:] = pin.difference(self.scene.model, measured, last)
             self._following.set_following_error(self._diff[self._gv])  # commanded ⊖ measured
+            self.ctrl.oink.set_barrier_reference(None)
             if accel is not None:
                 # the leash is braked for like a position limit (it moves with the robot: conservative)
                 e, err = self._following.max_error, self._diff[self._gv]
@@ -737,6 +738,7 @@ class ControlLoop:
             offset = self._diff[self._gv]  # previous command ⊖ measured
             for lim in self._velocity_limits:
                 lim.set_reference(offset)
+            self.ctrl.oink.set_barrier_reference(offset)  # barriers bound the command's approach, as the box does
             if accel is not None:
                 accel.set_following_room(None)
                 accel.set_history(self.guard.u1, self.guard.u2, offset)

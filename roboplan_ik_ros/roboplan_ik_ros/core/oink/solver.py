@@ -214,6 +214,9 @@ class Oink:
         self._dq = np.zeros(n)
         # Barrier braking (set_barrier_braking): [lag steps (< 0: off), per-joint alpha [per step^2]]
         self.barrier_braking = np.concatenate([[-1.0], np.zeros(n)])
+        # Barrier reference (set_barrier_reference): the rows bound the step from q ⊕ offset (None: from q)
+        self.barrier_reference: np.ndarray | None = None
+        self._barrier_reference = np.zeros(n)
         self._layout: _Layout | None = None
         # OSQP: P is the dense upper triangle, A is stored dense (all m x n entries).
         rows, cols = np.tril_indices(n)  # (r, c) with r >= c, row-major == CSC order of the upper triangle
@@ -243,6 +246,20 @@ class Oink:
             return
         self.barrier_braking[1:] = np.asarray(alpha, dtype=float)
         self.barrier_braking[0] = check_positive(lag, "barrier braking lag", allow_zero=True)
+
+    def set_barrier_reference(self, offset: np.ndarray | None) -> None:
+        """Make every barrier row bound the step from the reference configuration ``q ⊕ offset``
+        (``offset`` over the group's nv; None: from q itself), as :meth:`VelocityLimit.set_reference`
+        centres the velocity box: h is taken at the reference to first order, ``h + J_h offset``, and
+        the row bounds ``-J_h (dq - offset)``. A controller that linearizes at the measured state
+        passes its previous command's lead over the measurement: the command stream then approaches a
+        barrier as it would from the command itself, and a lead the bounds keep (an acceleration
+        limit cannot drop it at once) no longer counts as an approach of this step."""
+        if offset is None:
+            self.barrier_reference = None
+        else:
+            self._barrier_reference[:] = offset
+            self.barrier_reference = self._barrier_reference
 
     # ----------------------------------------------------------------- helpers
     def scatter(self, dq: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
@@ -331,10 +348,21 @@ class Oink:
         if lay.python_barriers:  # barriers with their own constraint/regularization: as the numpy path
             ca.c_offset.fill(0.0)
             extra_diagonal = self._barrier_terms(q, lay.python_barriers, ca.c_offset)
-        code = ca.run(self.regularization, extra_diagonal, self.unconstrained_shortcut)
+        referenced = self.barrier_reference is not None and len(lay.python_barriers) != len(barriers)
+        code = ca.run(self.regularization, extra_diagonal, self.unconstrained_shortcut and not referenced)
         if code < 0:
             which = "J J^T + lambda I of a priority level" if code == compiled_assembly.NULLSPACE_NOT_PD else "H"
             raise np.linalg.LinAlgError(f"matrix not positive definite ({which})")
+        if referenced:  # the kernel's rows bound the step from q: rewrite them from the reference (rare: measured feedback)
+            python_ids = {id(b) for b in lay.python_barriers}
+            for b in barriers:
+                if id(b) not in python_ids:
+                    b.constraint()
+            if lay.barrier_upper.size and lay.barrier_upper.min() < 0.0:
+                violated = _most_violated_row(barriers)
+                if violated is not None:
+                    return self._solve_recovery(lay, *violated)
+            return self._solve_qp(lay, shortcut=self.unconstrained_shortcut, box_conflict=True)
         if code == compiled_assembly.VIOLATED_BARRIER or (
             lay.python_barriers and lay.barrier_upper.size and lay.barrier_upper.min() < 0.0
         ):

@@ -385,7 +385,23 @@ class IKWorker:
         if p.exitcode is None:
             p.kill()
             p.join(timeout)
-        child.conn.close()  # a request in flight sees the end of the pipe
+        self._close_pipe(child, timeout)  # a request in flight has seen the end of the pipe (the child's death)
+
+    def _close_pipe(self, child: _Child, timeout: float = _STOP_JOIN) -> None:
+        """Close the parent's end of ``child``'s pipe once no request uses it (``_request_lock``).
+
+        Closed under a request in another thread, its fd number is free while that thread may be
+        about to poll it (it took the number, then lost the CPU): the next child's pipe reuses the
+        number and the request waits on that pipe for all of max_time + answer_grace instead of
+        seeing this child's end (seen under load). A request on a dead child sees the end of the
+        pipe and returns at once, so the wait is short; after ``timeout`` (a child that could not be
+        killed) the pipe is left to the garbage collector, which closes it with its last reference.
+        """
+        if self._request_lock.acquire(timeout=timeout):
+            try:
+                child.conn.close()
+            finally:
+                self._request_lock.release()
 
     def __enter__(self) -> IKWorker:
         return self
@@ -447,7 +463,7 @@ class IKWorker:
                     break
                 self._event("warning", f"{why}; retrying")
             if child is not None:
-                child.conn.close()
+                self._close_pipe(child)
 
     def _await_ready(self, child: _Child) -> str:
         """Wait for the child's "ready"; "" on success, else why it did not start."""

@@ -58,6 +58,7 @@ class Barrier(ABC):
         self.upper = np.zeros(m)
         self.row_names: list[str] = [""] * m
         self._scratch = np.zeros(m)
+        self._h_reference = np.zeros(m)
 
     @property
     def size(self) -> int:
@@ -79,9 +80,14 @@ class Barrier(ABC):
         self.G, self.upper = G, upper
 
     def constraint(self) -> tuple[np.ndarray, np.ndarray]:
-        """(G, upper) with ``G dq <= upper``; unused rows have G = 0 and upper = inf."""
+        """(G, upper) with ``G dq <= upper``; unused rows have G = 0 and upper = inf. With the solver's
+        barrier reference ``r`` (:meth:`Oink.set_barrier_reference`) the row is ``G (dq - r) <= b(h + J_h r)``."""
         h, up, scratch = self.value, self.upper, self._scratch
         np.negative(self.jacobian, out=self.G)
+        reference = self.oink.barrier_reference
+        if reference is not None:
+            h = np.dot(self.jacobian, reference, out=self._h_reference)
+            h += self.value  # h at q ⊕ r, to first order
         np.abs(h, out=scratch)
         np.minimum(scratch, _LARGE, out=scratch)  # an unused row: inf / (1 + 1e300) = inf, not inf / inf = nan
         scratch += 1.0
@@ -91,6 +97,8 @@ class Barrier(ABC):
         if braking[0] >= 0.0:
             np.minimum(up, _braking_bound(h, np.abs(self.jacobian) @ braking[1:], braking[0]), out=up)
         up -= self.safety_margin
+        if reference is not None:
+            up += np.dot(self.G, reference, out=scratch)
         return self.G, up
 
     def safe_displacement(self) -> np.ndarray | None:
