@@ -911,11 +911,17 @@ def _barrier_row_hint(b: Barrier, row: int) -> str:
         n_axes = len(b.axes)
         axis = b.axes[row % n_axes]
         bound, face = (b.p_min, "p_min") if row < n_axes else (b.p_max, "p_max")
-        where = "outside" if b.value[row] < 0.0 else "at"
+        h = float(b.value[row])
+        if h < 0.0:
+            return (
+                f"frame {b.frame!r} is outside the box on {'xyz'[axis]} ({face}[{axis}] = {bound[axis]:.4g} m) and no "
+                f"step within the joint limits moves it inward: the box may be too small or not reachable within the "
+                f"joint limits (check p_min/p_max)"
+            )
         return (
-            f"frame {b.frame!r} is {where} the box on {'xyz'[axis]} ({face}[{axis}] = {bound[axis]:.4g} m) and no "
-            f"step within the joint limits moves it inward: the box may be too small or not reachable within the "
-            f"joint limits (check p_min/p_max)"
+            f"frame {b.frame!r} is {h:.4g} m inside the box face on {'xyz'[axis]} ({face}[{axis}] = {bound[axis]:.4g} "
+            f"m) and no step within the limits' boxes (position, velocity, acceleration) keeps the row: the frame "
+            f"approaches the face faster than the bounds let it brake, or the box is out of reach (check p_min/p_max)"
         )
     if isinstance(b, CollisionBarrier):
         return "lower its d_min/safety_margin, or disable that pair in the SRDF (or move the obstacle)"
