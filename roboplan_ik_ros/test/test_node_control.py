@@ -369,7 +369,8 @@ def test_runtime_parameters(rig):
     assert np.allclose(rig.node.loop.ctrl.tasks["ee"].sqrt_weight[:3], math.sqrt(2.0))
     assert c.set_parameter("barriers.workspace.gain", 2.0).successful
     # an integer, as `ros2 param set` sends it; taken once the arm is at rest (refused while it moves)
-    wait_until(lambda: c.set_parameter("control_rate_hz", 250).successful, timeout=15.0, what="rate change at rest")
+    wait_until(lambda: c.set_parameter("control_rate_hz", 250).successful, timeout=60.0,
+               what="rate change at rest (the increments decay to exactly 0: slower on a loaded machine)")
     assert rig.node.loop.dt == 1 / 250
     assert rig.node.loop.ctrl.tasks["ee"].task_gain == 0.5  # kept across the rebuild
     for name, value in (("control_rate_hz", 500.0), ("tasks.ee.task_gain", 1.0), ("tasks.ee.position_cost", 1.0),
