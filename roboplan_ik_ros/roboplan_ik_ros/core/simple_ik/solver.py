@@ -886,12 +886,7 @@ class SimpleIK:
                 if not _compiled_step(compiled, J, ew, method, c.gain, err, qg, ws, model, q):
                     return "singular system", it + 1, None
                 continue
-            Jt = J.T
-            if method == _DLS:
-                _, y, info = dposv(dsyrk(1.0, Jt, beta=1.0, c=ws.D, trans=1), ew, overwrite_a=1)
-                dq = dgemv(1.0, Jt, y) if info == 0 else None
-            else:
-                dq = _direction(method, J, Jt, ew, err, c.gain, ws)
+            dq = _direction(method, J, J.T, ew, err, c.gain, ws)
             if dq is None:
                 return "singular system", it + 1, None
             if c.null_space:  # the task step plus the projected null-space terms, then the cap (as _descend_general)
@@ -939,7 +934,7 @@ class SimpleIK:
         checked only when the step could reach them."""
         model, data = self._goal_model, self._goal_data
         computeFrameJacobian, log6, perf_counter, sqrt = pin.computeFrameJacobian, pin.log6, time.perf_counter, math.sqrt
-        D, lo, hi, vs, nv, sliced = ws.D, ws.lo, ws.hi, ws.vs, ws.nv, not ws.all_v
+        lo, hi, vs, nv, sliced = ws.lo, ws.hi, ws.vs, ws.nv, not ws.all_v
         P, c_lohi, slack = ws.P, ws.c_lohi, ws.margin_slack
         lin2, ang2, near, neg_step, max_step = c.lin2, c.ang2, c.near, c.neg_step, c.max_step
         step_size, clamp, max_iters = opt.step_size, opt.clamp_limits, opt.max_iters
@@ -995,16 +990,9 @@ class SimpleIK:
                     return "singular system", it + 1, None
                 continue
             # dq = -step_size J^T (J J^T + damping I)^-1 e capped to max_step_norm, as in _descend_general
-            Jt = J.T
-            if method == _DLS:
-                _, y, info = dposv(dsyrk(1.0, Jt, 1.0, D, 1), e, 0, 1, 0)  # y = (J J^T + D)^-1 e (e is kept)
-                if info != 0:
-                    return "singular system", it + 1, None
-                dq = dgemv(1.0, Jt, y)
-            else:
-                dq = _direction(method, J, Jt, e, err, gain, ws)
-                if dq is None:
-                    return "singular system", it + 1, None
+            dq = _direction(method, J, J.T, e, err, gain, ws)
+            if dq is None:
+                return "singular system", it + 1, None
             norm = dnrm2(dq)
             if step_size * norm <= max_step:
                 factor, step_len = neg_step, step_size * norm + slack
@@ -1029,7 +1017,7 @@ class SimpleIK:
         computeJointJacobians, updateFramePlacement = pin.computeJointJacobians, pin.updateFramePlacement
         getFrameJacobian, log6, Jlog6 = pin.getFrameJacobian, pin.log6, pin.Jlog6
         perf_counter, sqrt = time.perf_counter, math.sqrt
-        D, lo, hi, qs, vs, all_v = ws.D, ws.lo, ws.hi, ws.qs, ws.vs, ws.all_v
+        lo, hi, qs, vs, all_v = ws.lo, ws.hi, ws.qs, ws.vs, ws.all_v
         single = len(frame_ids) == 1
         fid0, Tinv0 = frame_ids[0], inv_targets[0]
         M0 = self._placement(fid0)  # T(q)
@@ -1129,20 +1117,10 @@ class SimpleIK:
                 if not _compiled_step(compiled, J, e, method, gain, err, qg, ws, model, q):
                     return "singular system", it + 1, None
                 continue
-            # dq = -step_size J^T (J J^T + damping I)^-1 e, capped to max_step_norm. BLAS on Jt = J^T
-            # (F-ordered when J is C-ordered: no copy): A = J J^T + D (upper triangle, all dposv reads),
-            # y = A^-1 e, dq = J^T y; the factor (-step_size, or the cap) is applied with the step.
-            Jt = J.T
-            if method == _DLS:
-                A = dsyrk(1.0, Jt, beta=1.0, c=D, trans=1)
-                _, y, info = dposv(A, e, overwrite_a=1)
-                if info != 0:
-                    return "singular system", it + 1, None
-                dq = dgemv(1.0, Jt, y)
-            else:
-                dq = _direction(method, J, Jt, e, err, gain, ws)
-                if dq is None:
-                    return "singular system", it + 1, None
+            # dq = -step_size * direction, capped to max_step_norm (the factor is applied with the step)
+            dq = _direction(method, J, J.T, e, err, gain, ws)
+            if dq is None:
+                return "singular system", it + 1, None
             if null_space:  # the task step plus the projected null-space terms, then the cap
                 dq = neg_step * dq + self._null_space_motion(q, J, fid0, ws, opt)
                 n2 = dq.dot(dq)
@@ -1260,8 +1238,11 @@ def _weighted_reached(t: np.ndarray, e: np.ndarray, ws: _Workspace, k: int, lin2
 
 def _direction(method: int, J: np.ndarray, Jt: np.ndarray, e: np.ndarray, err: float, gain: float,
                ws: _Workspace) -> np.ndarray | None:
-    """Step direction dq (``J dq ~ e``; the caller applies ``-step_size dq``) of the methods other than
-    dls, on the weighted ``J = W^1/2 J``, ``e = W^1/2 e`` (``err = e^T W e = 2 E``), None if singular.
+    """Step direction dq (``J dq ~ e``; the caller applies ``-step_size dq``) on the weighted
+    ``J = W^1/2 J``, ``e = W^1/2 e`` (``err = e^T W e = 2 E``), None if singular; ``e`` is kept.
+
+    * dls: ``J^T (J J^T + D)^-1 e``, D = damping I (ws.D, set per solve). BLAS on ``Jt = J^T``
+      (F-ordered when J is C-ordered: no copy): dsyrk fills the upper triangle dposv reads.
 
     * lm_*: ``(J^T W J + W_n)^-1 J^T W e`` with ``W_n = lambda_k I``, computed as the equal
       ``J^T (J J^T + lambda_k I)^-1 e`` (m x m, m = 6 per goal <= nv): Wampler ``lambda_k = gain``
@@ -1271,6 +1252,9 @@ def _direction(method: int, J: np.ndarray, Jt: np.ndarray, e: np.ndarray, err: f
       arithmetic; GN's normal matrix squares the condition number, so its cut-off drops more
       directions near a singularity). Both cut singular values below 1e-10 of the largest.
     """
+    if method == _DLS:
+        _, y, info = dposv(dsyrk(1.0, Jt, 1.0, ws.D, 1), e, 0, 1, 0)
+        return dgemv(1.0, Jt, y) if info == 0 else None
     if method == _NEWTON_RAPHSON:
         return np.linalg.pinv(J, _PINV_RCOND) @ e
     if method == _GAUSS_NEWTON:
