@@ -12,22 +12,10 @@ import numpy as np
 import pinocchio as pin
 import pytest
 
-from models import scene
 from roboplan_ik_ros.core import FrameGoal, InvalidInputError, SimpleIK, SimpleIKOptions
 from roboplan_ik_ros.core.simple_ik.solver import METHODS
-from test_simple_ik import MAX_TIME, POS_TOL, ROT_TOL, SOLVER_SEED, Checker, random_goal_configurations
-
-
-@pytest.fixture(scope="module")
-def panda():
-    s = scene("panda")
-    return s, Checker("panda", s), s.named_configuration("default")
-
-
-@pytest.fixture(scope="module")
-def ur5():
-    s = scene("ur5")
-    return s, Checker("ur5", s), s.neutral()
+from test_simple_ik import (MAX_TIME, POS_TOL, ROT_TOL, SOLVER_SEED, Checker,  # noqa: F401 - panda, ur5: fixtures
+                            panda, random_goal_configurations, ur5)
 
 
 @pytest.mark.parametrize("method", METHODS)
