@@ -157,7 +157,7 @@ def test_private_resolver_has_its_own_kinematics_data(setup):
 
 def test_destroy_ends_the_thread_and_withdraws_the_service(ros):
     s = Setup()
-    thread = s.srv._thread
+    thread = s.srv._service_thread.thread
     assert thread.is_alive()
     s.srv.destroy()
     assert not thread.is_alive()

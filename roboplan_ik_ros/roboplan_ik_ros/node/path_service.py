@@ -34,10 +34,8 @@ from __future__ import annotations
 
 import dataclasses
 import math
-import threading
 
 import numpy as np
-import rclpy
 
 from roboplan_ik_interfaces.srv import SolvePath
 from trajectory_msgs.msg import JointTrajectoryPoint
@@ -48,8 +46,8 @@ from ..core.simple_ik.path_timing import time_parametrize
 from ..core.simple_ik.solver import SimpleIK
 from ..core.simple_ik.worker import WorkerSpec
 from .goals import GoalError
-from .loop_thread import _set_os_thread_name
-from .service import GOAL_CODES, MAX_TIME_LIMIT, SERVICE_QOS, NotReady, SolveIKServer, private_resolver
+from .service_thread import ServiceThread
+from .service import GOAL_CODES, MAX_TIME_LIMIT, NotReady, SolveIKServer, private_resolver
 
 MAX_PATH_WAYPOINTS = 10000  # most waypoints a ~/solve_path request may have
 #: ~/solve_path times the path within the limits times this: time_from_start has a 1 ns resolution,
@@ -66,8 +64,6 @@ class SolvePathServer:
     docstring). :meth:`destroy` ends the thread and the helper node."""
 
     def __init__(self, owner: SolveIKServer, worker_spec: WorkerSpec | None) -> None:
-        from .ik_controller import make_executor  # here: ik_controller imports this module
-
         self.owner = owner
         self.node = owner.node
         self.scene = owner.scene  # the node's: its obstacles are the truth
@@ -78,46 +74,24 @@ class SolvePathServer:
         self._solver: SimpleIK | None = None  # private (built in this thread), None: the owner's
         self._obstacles_version = -1  # the node scene's collision_version last copied
         self._build_error = ""
-        self.service_name = self.node.resolve_service_name("~/solve_path")
-        self.host = rclpy.create_node(f"{self.node.get_name()}_solve_path", namespace=self.node.get_namespace(),
-                                      context=self.node.context, use_global_arguments=False, enable_rosout=False,
-                                      start_parameter_services=False)
-        self.service = self.host.create_service(SolvePath, self.service_name, self._on_request,
-                                                qos_profile=SERVICE_QOS)
-        self._executor = make_executor(context=self.node.context)
-        self._executor.add_node(self.host)
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, name=THREAD_NAME, daemon=True)
-        self._thread.start()
+        self._service_thread = ServiceThread(self.node, SolvePath, "solve_path", self._on_request, THREAD_NAME,
+                                     before_spin=self._build_solver)
+        self.service_name = self._service_thread.service_name
 
     # ------------------------------------------------------------------ thread
-    def _run(self) -> None:
-        from .ik_controller import spin_until_shutdown
-
-        _set_os_thread_name(THREAD_NAME)
+    def _build_solver(self) -> None:
+        """The private SimpleIK, built in the service thread before it serves (module docstring)."""
         if self.spec is not None:
             try:
                 self._solver = SimpleIK(self.spec.build_scene(), self.spec.options)
             except Exception as exc:  # not expected: the node's scene was built from the same spec
                 self._build_error = f"building the private scene of ~/solve_path failed: {type(exc).__name__}: {exc}"
                 self.node.get_logger().error(f"solve_path: {self._build_error}")
-        spin_until_shutdown(self._executor, self._stop)
 
     def destroy(self, timeout: float) -> None:
         """End the thread (after the request in flight, at most ``timeout``), the service and the
         helper node."""
-        self._stop.set()
-        if self._thread is not threading.current_thread():
-            self._thread.join(timeout)
-            if self._thread.is_alive():
-                self.node.get_logger().warning(
-                    f"solve_path: the service thread did not end within {timeout:g} s; it ends with the process")
-        try:
-            self._executor.shutdown()
-            self.host.destroy_service(self.service)
-            self.host.destroy_node()
-        except Exception as exc:  # e.g. the context is already shut down: nothing left to release
-            self.node.get_logger().debug(f"solve_path: releasing the helper node: {exc!r}")
+        self._service_thread.destroy(timeout)
 
     # ------------------------------------------------------------------ solving
     def _sync_obstacles(self, solver: SimpleIK) -> None:

@@ -68,8 +68,6 @@ import threading
 from collections.abc import Callable
 
 import numpy as np
-import rclpy
-from rclpy.qos import QoSProfile
 
 from roboplan_ik_interfaces.srv import SolveIK
 
@@ -80,11 +78,10 @@ from ..core.model.scene import Scene
 from ..core.simple_ik.solver import FrameGoal, IKResult, SimpleIK, SimpleIKOptions
 from .goals import FrameResolver, GoalError
 from .objective_msgs import objective_from_msg
-from .loop_thread import _set_os_thread_name
 from .rosbridge import JointMap
+from .service_thread import ServiceThread
 
 MAX_TIME_LIMIT = 10.0  # [s] longest max_time a request may ask for
-SERVICE_QOS = QoSProfile(depth=100)  # the services default (reliable, volatile) with room for a burst
 THREAD_NAME = "solve_ik"  # the service thread, also its OS name (top -H)
 
 GOAL_CODES = {
@@ -121,8 +118,6 @@ class SolveIKServer:
     def __init__(self, node, scene: Scene, solver: SimpleIK, resolver: FrameResolver,
                  quaternion_tolerance: float, current_q: Callable[[], np.ndarray | None],
                  worker_spec: WorkerSpec | None = None, wait_for_gap: Callable[[], None] | None = None) -> None:
-        from .ik_controller import make_executor  # here: ik_controller imports this module
-
         self.node = node
         self.scene = scene
         self.solver = solver
@@ -140,16 +135,8 @@ class SolveIKServer:
         self._destroyed = False
         self.worker: IKWorker | None = None
         self.scene_lock = threading.Lock()  # the in-process solve against changes of the scene's obstacles
-        self.service_name = node.resolve_service_name("~/solve_ik")  # the node's namespace and remappings
-        self.host = rclpy.create_node(f"{node.get_name()}_solve_ik", namespace=node.get_namespace(),
-                                      context=node.context, use_global_arguments=False, enable_rosout=False,
-                                      start_parameter_services=False)
-        self.service = self.host.create_service(SolveIK, self.service_name, self._on_request, qos_profile=SERVICE_QOS)
-        self._executor = make_executor(context=node.context)
-        self._executor.add_node(self.host)
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._spin, name=THREAD_NAME, daemon=True)
-        self._thread.start()
+        self._service_thread = ServiceThread(node, SolveIK, "solve_ik", self._on_request, THREAD_NAME)
+        self.service_name = self._service_thread.service_name
         if worker_spec is not None:  # returns at once: the process starts in the background
             self.worker = IKWorker(worker_spec, on_event=self._on_worker_event)
             self.set_obstacles(list(scene.obstacles.values()))
@@ -158,12 +145,6 @@ class SolveIKServer:
         """The worker's scene gets these obstacles (the control loop's) with its next request."""
         if self.worker is not None:
             self.worker.set_obstacles(obstacles)
-
-    def _spin(self) -> None:
-        from .ik_controller import spin_until_shutdown
-
-        _set_os_thread_name(THREAD_NAME)
-        spin_until_shutdown(self._executor, self._stop)
 
     def stop_worker(self) -> None:
         """Stop the worker process (idempotent); a request in flight gets NOT_READY."""
@@ -178,23 +159,8 @@ class SolveIKServer:
         self._destroyed = True
         self._closing = True  # queued requests answer NOT_READY
         self.stop_worker()
-        self._stop.set()
-        if self._thread is not threading.current_thread():
-            # an in-process request in flight ends within its max_time. Bounded: when rclpy.shutdown()
-            # destroys the node it holds the context's lock, which the service thread's executor may be
-            # waiting for; the (daemon) thread then ends with the process
-            timeout = 5.0 if self.node.context.ok() else 0.5
-            self._thread.join(timeout)
-            if self._thread.is_alive():
-                self.node.get_logger().warning(
-                    f"solve_ik: the service thread did not end within {timeout:g} s (ROS context "
-                    f"{'up' if self.node.context.ok() else 'shut down'}); it ends with the process")
-        try:
-            self._executor.shutdown()
-            self.host.destroy_service(self.service)
-            self.host.destroy_node()
-        except Exception as exc:  # e.g. the context is already shut down: nothing left to release
-            self.node.get_logger().debug(f"solve_ik: releasing the helper node: {exc!r}")
+        # an in-process request in flight ends within its max_time; bounded (ServiceThread.destroy)
+        self._service_thread.destroy(5.0 if self.node.context.ok() else 0.5)
 
     def _on_worker_event(self, level: str, message: str) -> None:
         log = self.node.get_logger()

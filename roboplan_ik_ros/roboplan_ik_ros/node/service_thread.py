@@ -1,0 +1,66 @@
+"""A ROS service served by a thread of its own, not by the node's executor: a small helper node
+(``<node name>_<service>``, same context and namespace, no rosout or parameter services), its
+executor and a daemon thread spinning it. A long request then blocks neither the control loop nor
+the node's other callbacks. Used by ``~/solve_ik`` (service.py) and ``~/solve_path`` (path_service.py).
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Callable
+
+import rclpy
+from rclpy.qos import QoSProfile
+
+from .loop_thread import _set_os_thread_name
+
+SERVICE_QOS = QoSProfile(depth=100)  # the services default (reliable, volatile) with room for a burst
+
+
+class ServiceThread:
+    """Serves ``~/<service>`` (``srv_type``) of ``node`` with ``callback`` from the thread
+    ``thread_name`` (also its OS name, top -H); ``before_spin`` runs first in that thread."""
+
+    def __init__(self, node, srv_type, service: str, callback, thread_name: str,
+                 before_spin: Callable[[], None] | None = None) -> None:
+        from .ik_controller import make_executor  # here: ik_controller imports the servers
+
+        self.node = node
+        self.label = service
+        self.service_name = node.resolve_service_name(f"~/{service}")  # the node's namespace and remappings
+        self.host = rclpy.create_node(f"{node.get_name()}_{service}", namespace=node.get_namespace(),
+                                      context=node.context, use_global_arguments=False, enable_rosout=False,
+                                      start_parameter_services=False)
+        self.service = self.host.create_service(srv_type, self.service_name, callback, qos_profile=SERVICE_QOS)
+        self._executor = make_executor(context=node.context)
+        self._executor.add_node(self.host)
+        self._before_spin = before_spin
+        self._stop = threading.Event()
+        self.thread = threading.Thread(target=self._run, name=thread_name, daemon=True)
+        self.thread.start()
+
+    def _run(self) -> None:
+        from .ik_controller import spin_until_shutdown
+
+        _set_os_thread_name(self.thread.name)
+        if self._before_spin is not None:
+            self._before_spin()
+        spin_until_shutdown(self._executor, self._stop)
+
+    def destroy(self, timeout: float) -> None:
+        """End the thread (after the request in flight, waiting at most ``timeout`` [s]: when
+        rclpy.shutdown() destroys the node it holds the context's lock, which the thread's executor may
+        be waiting for; the daemon thread then ends with the process), the service and the helper node."""
+        self._stop.set()
+        if self.thread is not threading.current_thread():
+            self.thread.join(timeout)
+            if self.thread.is_alive():
+                self.node.get_logger().warning(
+                    f"{self.label}: the service thread did not end within {timeout:g} s (ROS context "
+                    f"{'up' if self.node.context.ok() else 'shut down'}); it ends with the process")
+        try:
+            self._executor.shutdown()
+            self.host.destroy_service(self.service)
+            self.host.destroy_node()
+        except Exception as exc:  # e.g. the context is already shut down: nothing left to release
+            self.node.get_logger().debug(f"{self.label}: releasing the helper node: {exc!r}")
