@@ -22,11 +22,12 @@ against the seed's formulas).
 from __future__ import annotations
 
 import ctypes
-import importlib.machinery
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import numpy as np
+
+from ..compiled_library import library_path, load_library
 
 if TYPE_CHECKING:
     from .barriers.barrier import Barrier
@@ -144,35 +145,26 @@ class _NativeFrames:
         return True
 
 
-def _library_path() -> Path | None:
-    here = Path(__file__).resolve().parent
-    for suffix in importlib.machinery.EXTENSION_SUFFIXES:
-        path = here / f"{_LIBRARY_STEM}{suffix}"
-        if path.is_file():
-            return path
-    return None
-
-
 _kernel = None
 _kernel_error = ""
+
+
+def _library_path() -> Path | None:
+    return library_path(Path(__file__).resolve().parent, _LIBRARY_STEM)
+
+
+def _bind(lib: ctypes.CDLL):
+    fn = lib.oink_assemble
+    fn.argtypes = [ctypes.c_void_p]
+    fn.restype = ctypes.c_int
+    return fn
 
 
 def load_kernel():
     """(the ctypes function oink_assemble, "") or (None, why it is not available)."""
     global _kernel, _kernel_error
     if _kernel is None and not _kernel_error:
-        path = _library_path()
-        if path is None:
-            _kernel_error = (f"{_LIBRARY_STEM} is not built (no C compiler when the package was installed?); "
-                             "OInK uses its numpy assembly (same results, slower)")
-        else:
-            try:
-                fn = ctypes.CDLL(str(path)).oink_assemble
-                fn.argtypes = [ctypes.c_void_p]
-                fn.restype = ctypes.c_int
-                _kernel = fn
-            except (OSError, AttributeError) as exc:
-                _kernel_error = f"cannot load {path}: {exc}; OInK uses its numpy assembly"
+        _kernel, _kernel_error = load_library(_library_path(), _LIBRARY_STEM, _bind, "OInK uses its numpy assembly")
     return _kernel, _kernel_error
 
 
@@ -192,16 +184,15 @@ def load_acceleration_box():
     non-viable joints out), or None without the kernel (AccelerationLimit then uses numpy)."""
     global _acceleration_box
     if _acceleration_box is None:
-        path = _library_path()
-        fn = False
-        if path is not None:
-            try:
-                fn = ctypes.CDLL(str(path)).oink_acceleration_box
-                fn.argtypes = [ctypes.c_void_p]
-                fn.restype = ctypes.c_int64
-            except (OSError, AttributeError):
-                fn = False
-        _acceleration_box = fn
+
+        def bind(lib: ctypes.CDLL):
+            fn = lib.oink_acceleration_box
+            fn.argtypes = [ctypes.c_void_p]
+            fn.restype = ctypes.c_int64
+            return fn
+
+        fn, _ = load_library(_library_path(), _LIBRARY_STEM, bind, "AccelerationLimit uses numpy")
+        _acceleration_box = fn or False
     return _acceleration_box or None
 
 

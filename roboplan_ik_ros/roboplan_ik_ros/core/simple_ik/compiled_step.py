@@ -14,10 +14,11 @@ runs its Python step: the same math (test_simple_ik checks both against a plain 
 from __future__ import annotations
 
 import ctypes
-import importlib.machinery
 from pathlib import Path
 
 import numpy as np
+
+from ..compiled_library import library_path, load_library
 
 _LIBRARY_STEM = "_simple_ik_kernel"
 _p, _i64, _f64 = ctypes.c_void_p, ctypes.c_int64, ctypes.c_double
@@ -35,31 +36,21 @@ _kernel_error = ""
 
 
 def _library_path() -> Path | None:
-    here = Path(__file__).resolve().parent
-    for suffix in importlib.machinery.EXTENSION_SUFFIXES:
-        path = here / (_LIBRARY_STEM + suffix)
-        if path.exists():
-            return path
-    return None
+    return library_path(Path(__file__).resolve().parent, _LIBRARY_STEM)
+
+
+def _bind(lib: ctypes.CDLL):
+    run, size = lib.sik_step_run, lib.sik_work_size
+    run.argtypes, run.restype = [ctypes.c_void_p], ctypes.c_int64
+    size.argtypes, size.restype = [ctypes.c_int64, ctypes.c_int64], ctypes.c_int64
+    return run, size
 
 
 def load_step_kernel():
     """(the ctypes functions (sik_step_run, sik_work_size), "") or (None, why it is not available)."""
     global _kernel, _kernel_error
     if _kernel is None and not _kernel_error:
-        path = _library_path()
-        if path is None:
-            _kernel_error = (f"{_LIBRARY_STEM} is not built (no C compiler when the package was installed?); "
-                             "SimpleIK uses its Python step (same results, slower)")
-        else:
-            try:
-                lib = ctypes.CDLL(str(path))
-                run, size = lib.sik_step_run, lib.sik_work_size
-                run.argtypes, run.restype = [ctypes.c_void_p], ctypes.c_int64
-                size.argtypes, size.restype = [ctypes.c_int64, ctypes.c_int64], ctypes.c_int64
-                _kernel = (run, size)
-            except (OSError, AttributeError) as exc:
-                _kernel_error = f"cannot load {path}: {exc}; SimpleIK uses its Python step"
+        _kernel, _kernel_error = load_library(_library_path(), _LIBRARY_STEM, _bind, "SimpleIK uses its Python step")
     return _kernel, _kernel_error
 
 

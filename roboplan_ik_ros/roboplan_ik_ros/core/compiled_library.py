@@ -1,0 +1,32 @@
+"""The package's optional compiled kernels (C, loaded through ctypes), built next to their Python
+modules when the package is installed; without one, its caller takes its numpy / Python path (same
+results, slower) and says why."""
+
+from __future__ import annotations
+
+import ctypes
+import importlib.machinery
+from pathlib import Path
+from typing import Callable, TypeVar
+
+T = TypeVar("T")
+
+
+def library_path(directory: Path, stem: str) -> Path | None:
+    """``directory/<stem><extension suffix>`` (e.g. ``_oink_kernel.cpython-311-x86_64-linux-gnu.so``), if built."""
+    for suffix in importlib.machinery.EXTENSION_SUFFIXES:
+        path = directory / f"{stem}{suffix}"
+        if path.is_file():
+            return path
+    return None
+
+
+def load_library(path: Path | None, stem: str, bind: Callable[[ctypes.CDLL], T],
+                 fallback: str) -> tuple[T | None, str]:
+    """(``bind(the library)``, "") or (None, why not, ending with ``fallback``: what the caller does instead)."""
+    if path is None:
+        return None, f"{stem} is not built (no C compiler when the package was installed?); {fallback} (same results, slower)"
+    try:
+        return bind(ctypes.CDLL(str(path))), ""
+    except (OSError, AttributeError) as exc:
+        return None, f"cannot load {path}: {exc}; {fallback}"
