@@ -348,16 +348,14 @@ class Oink:
         if lay.python_barriers:  # barriers with their own constraint/regularization: as the numpy path
             ca.c_offset.fill(0.0)
             extra_diagonal = self._barrier_terms(q, lay.python_barriers, ca.c_offset)
-        referenced = self.barrier_reference is not None and len(lay.python_barriers) != len(barriers)
+        referenced = self.barrier_reference is not None and bool(lay.kernel_barriers)
         code = ca.run(self.regularization, extra_diagonal, self.unconstrained_shortcut and not referenced)
         if code < 0:
             which = "J J^T + lambda I of a priority level" if code == compiled_assembly.NULLSPACE_NOT_PD else "H"
             raise np.linalg.LinAlgError(f"matrix not positive definite ({which})")
         if referenced:  # the kernel's rows bound the step from q: rewrite them from the reference (rare: measured feedback)
-            python_ids = {id(b) for b in lay.python_barriers}
-            for b in barriers:
-                if id(b) not in python_ids:
-                    b.constraint()
+            for b in lay.kernel_barriers:
+                b.constraint()
             if lay.barrier_upper.size and lay.barrier_upper.min() < 0.0:
                 violated = _most_violated_row(barriers)
                 if violated is not None:
@@ -713,6 +711,7 @@ class _Layout:
         self._osqp_u = np.zeros(n + m)
         # ---- the compiled assembly (None: the numpy path serves this layout)
         self.python_barriers = [b for b in barriers if not _assembled_by_kernel(b)]
+        self.kernel_barriers = [b for b in barriers if _assembled_by_kernel(b)]
         self.compiled = None
         if oink.kernel is not None:
             box_arrays = [lim.bounds(q)[1:] for lim in self.box_limits]
