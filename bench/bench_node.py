@@ -194,9 +194,9 @@ def run_child_server(config: str) -> None:
     from roboplan_ik_ros.core.config import load_config
     from roboplan_ik_ros.core.model.scene import Scene
     from roboplan_ik_ros.core.simple_ik.solver import FrameGoal, SimpleIK
-    from roboplan_ik_ros.node.ik_controller import make_executor, spin_until_shutdown
+    from roboplan_ik_ros.node.spin import make_executor, spin_until_shutdown
     from roboplan_ik_ros.node.mock_robot import load_robot
-    from roboplan_ik_ros.node.rosbridge import se3_from_pose
+    from roboplan_ik_ros.node.message_conversions import se3_from_pose
 
     urdf, srdf, pkgs, _ = load_robot("panda")
     scene = Scene(urdf, srdf, pkgs)
@@ -242,7 +242,8 @@ def run_child(config: str, stats_out: str, capacity: int, spawned_at: float) -> 
     from rclpy.parameter import Parameter
 
     from roboplan_ik_ros.node.diagnostics import TickStats
-    from roboplan_ik_ros.node.ik_controller import IKControllerNode, make_executor, spin_until_shutdown
+    from roboplan_ik_ros.node.ik_controller import IKControllerNode
+from roboplan_ik_ros.node.spin import make_executor, spin_until_shutdown
 
     t_imported = time.time()
     apply_variant(os.environ.get(VARIANT_ENV, "full"))
@@ -602,7 +603,7 @@ class ServiceStream:
         from roboplan_ik_interfaces.msg import PoseGoal
         from roboplan_ik_interfaces.srv import SolveIK
 
-        from roboplan_ik_ros.node.rosbridge import pose_from_se3
+        from roboplan_ik_ros.node.message_conversions import pose_from_se3
 
         self.client = node.create_client(SolveIK, "/ik_controller/solve_ik")
         self.requests = []
@@ -690,7 +691,7 @@ def run_child_mock(rate: float, out: str, capacity: int) -> None:
     import rclpy
     from rclpy.parameter import Parameter
 
-    from roboplan_ik_ros.node.ik_controller import make_executor, spin_until_shutdown
+    from roboplan_ik_ros.node.spin import make_executor, spin_until_shutdown
 
     rclpy.init()
     mock = timed_mock_class()("mock_robot", capacity=capacity, parameter_overrides=[Parameter("rate_hz", value=rate)])
@@ -766,8 +767,8 @@ def bench_run(k: int, config: str, trigger: str, load: str, args, tmp: Path, svc
 
     from roboplan_ik_interfaces.msg import ControllerStatus
     from roboplan_ik_ros.demo import circle_path
-    from roboplan_ik_ros.node.ik_controller import make_executor, spin_until_shutdown
-    from roboplan_ik_ros.node.rosbridge import pose_from_se3
+    from roboplan_ik_ros.node.spin import make_executor, spin_until_shutdown
+    from roboplan_ik_ros.node.message_conversions import pose_from_se3
 
     tag = f"{config}_{trigger}_{load}_{variant}_{repeat}"
     data = node_config(config, trigger, args.rate, variant)
@@ -1069,9 +1070,9 @@ def run_motion(k: int, variant: str, args, tmp: Path, T0) -> list[dict]:
 
     from roboplan_ik_ros.core.model.scene import Scene
     from roboplan_ik_ros.demo import circle_path
-    from roboplan_ik_ros.node.ik_controller import make_executor, spin_until_shutdown
+    from roboplan_ik_ros.node.spin import make_executor, spin_until_shutdown
     from roboplan_ik_ros.node.mock_robot import load_robot
-    from roboplan_ik_ros.node.rosbridge import pose_from_se3
+    from roboplan_ik_ros.node.message_conversions import pose_from_se3
 
     tag = f"motion_{variant}"
     data = motion_config(variant, args.rate)
@@ -1292,7 +1293,7 @@ def run_twist(k: int, rate: float, args, tmp: Path) -> dict:
 
     from roboplan_ik_interfaces.msg import ControllerStatus
     from roboplan_ik_ros.core.model.scene import Scene
-    from roboplan_ik_ros.node.ik_controller import make_executor, spin_until_shutdown
+    from roboplan_ik_ros.node.spin import make_executor, spin_until_shutdown
     from roboplan_ik_ros.node.mock_robot import load_robot
 
     tag = f"twist_{rate:g}"

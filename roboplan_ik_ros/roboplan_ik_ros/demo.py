@@ -144,8 +144,8 @@ def run(args) -> int:
     from .core.model.resources import resolve_path
     from .core.model.robots import load_example_robot
     from .core.model.scene import Scene
-    from .node.ik_controller import make_executor, spin_until_shutdown
-    from .node.rosbridge import pose_from_se3
+    from .node.spin import make_executor, spin_until_shutdown
+    from .node.message_conversions import pose_from_se3
 
     console = Console()
     out_dir = Path(args.out).resolve().parent
@@ -536,7 +536,7 @@ def reach_over_block(node, ns, goal_pub, T0, rec, progress, t_origin, duration: 
 
     from roboplan_ik_interfaces.msg import CollisionObject
 
-    from .node.rosbridge import pose_from_se3
+    from .node.message_conversions import pose_from_se3
 
     pub = node.create_publisher(CollisionObject, f"/{ns}/collision_objects", 10)
     deadline = time.monotonic() + 10.0

@@ -24,7 +24,7 @@ class Spinner:
     """Spins one executor (with the given nodes) in a daemon thread until :meth:`stop`."""
 
     def __init__(self, *nodes) -> None:
-        from roboplan_ik_ros.node.ik_controller import make_executor
+        from roboplan_ik_ros.node.spin import make_executor
 
         self.executor = make_executor()
         for n in nodes:
@@ -34,7 +34,7 @@ class Spinner:
         self._thread.start()
 
     def _run(self) -> None:
-        from roboplan_ik_ros.node.ik_controller import spin_until_shutdown
+        from roboplan_ik_ros.node.spin import spin_until_shutdown
 
         spin_until_shutdown(self.executor, self._stop)
 

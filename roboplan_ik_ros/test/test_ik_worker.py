@@ -420,7 +420,7 @@ def server(ros):
 
     from conftest import Spinner, unique_name
     from roboplan_ik_ros.node.goals import FrameResolver
-    from roboplan_ik_ros.node.rosbridge import root_frame_name
+    from roboplan_ik_ros.node.message_conversions import root_frame_name
     from roboplan_ik_ros.node.service import SolveIKServer
 
     s = scene("panda")
@@ -441,7 +441,7 @@ def test_service_with_worker_answers_and_reports_a_crash(server):
     from conftest import Spinner, unique_name, wait_future
     from roboplan_ik_interfaces.msg import PoseGoal
     from roboplan_ik_interfaces.srv import SolveIK
-    from roboplan_ik_ros.node.rosbridge import pose_from_se3
+    from roboplan_ik_ros.node.message_conversions import pose_from_se3
 
     srv, q0 = server
     s = scene("panda")

@@ -17,7 +17,7 @@ from conftest import LifecycleClient, Spinner, unique_name, wait_future, wait_un
 from roboplan_ik_interfaces.msg import PoseGoal
 from roboplan_ik_interfaces.srv import SolveIK
 from roboplan_ik_ros.node.ik_controller import IKControllerNode
-from roboplan_ik_ros.node.rosbridge import pose_from_se3
+from roboplan_ik_ros.node.message_conversions import pose_from_se3
 
 ARM = [f"panda_joint{i}" for i in range(1, 8)]
 TIP = "panda_hand_tcp"

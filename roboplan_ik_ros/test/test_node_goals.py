@@ -9,7 +9,7 @@ from geometry_msgs.msg import Pose, PoseStamped
 
 from models import scene
 from roboplan_ik_ros.node.goals import FrameResolver, GoalError
-from roboplan_ik_ros.node.rosbridge import PoseError, pose_from_se3, root_frame_name, se3_from_pose
+from roboplan_ik_ros.node.message_conversions import PoseError, pose_from_se3, root_frame_name, se3_from_pose
 
 
 def make_pose(xyz=(0.4, 0.0, 0.5), xyzw=(1.0, 0.0, 0.0, 0.0)) -> Pose:

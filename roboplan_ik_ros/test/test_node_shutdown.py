@@ -19,7 +19,8 @@ SCRIPT = r"""
 import json, os, signal, sys, threading, time
 import rclpy
 from rclpy.parameter import Parameter
-from roboplan_ik_ros.node.ik_controller import IKControllerNode, make_executor, spin_until_shutdown
+from roboplan_ik_ros.node.ik_controller import IKControllerNode
+from roboplan_ik_ros.node.spin import make_executor, spin_until_shutdown
 from roboplan_ik_ros.node.mock_robot import MockRobot
 from roboplan_ik_ros.core.model.robots import load_example_robot
 
@@ -75,7 +76,8 @@ import sys, threading, time
 import rclpy
 from rclpy.parameter import Parameter
 from roboplan_ik_ros.core.model.robots import load_example_robot
-from roboplan_ik_ros.node.ik_controller import IKControllerNode, make_executor, spin_until_shutdown
+from roboplan_ik_ros.node.ik_controller import IKControllerNode
+from roboplan_ik_ros.node.spin import make_executor, spin_until_shutdown
 
 rclpy.init()
 robot = load_example_robot("panda")

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from models import scene
-from roboplan_ik_ros.node.rosbridge import JointMap, JointStateDecoder
+from roboplan_ik_ros.node.message_conversions import JointMap, JointStateDecoder
 
 ARM = [f"panda_joint{i}" for i in range(1, 8)]
 

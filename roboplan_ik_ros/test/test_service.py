@@ -24,7 +24,7 @@ TIP = "panda_hand_tcp"
 def _request(T: pin.SE3, frame: str = "panda_link0", **kw):
     from roboplan_ik_interfaces.msg import PoseGoal
     from roboplan_ik_interfaces.srv import SolveIK
-    from roboplan_ik_ros.node.rosbridge import pose_from_se3
+    from roboplan_ik_ros.node.message_conversions import pose_from_se3
 
     g = PoseGoal(tip_frame=TIP)
     g.pose.header.frame_id = frame
@@ -42,7 +42,7 @@ class Setup:
 
         from roboplan_ik_interfaces.srv import SolveIK
         from roboplan_ik_ros.node.goals import FrameResolver
-        from roboplan_ik_ros.node.rosbridge import root_frame_name
+        from roboplan_ik_ros.node.message_conversions import root_frame_name
         from roboplan_ik_ros.node.service import SolveIKServer
 
         self.scene = scene("panda")

@@ -33,7 +33,7 @@ class PathSetup:
 
         from roboplan_ik_interfaces.srv import SolvePath
         from roboplan_ik_ros.node.goals import FrameResolver
-        from roboplan_ik_ros.node.rosbridge import root_frame_name
+        from roboplan_ik_ros.node.message_conversions import root_frame_name
         from roboplan_ik_ros.core.simple_ik.worker import WorkerSpec
         from roboplan_ik_ros.node.path_service import SolvePathServer
         from roboplan_ik_ros.node.service import SolveIKServer
@@ -78,7 +78,7 @@ def setup(ros):
 def _request(poses, tip=TIP, **kw):
     from roboplan_ik_interfaces.msg import PoseGoal
     from roboplan_ik_interfaces.srv import SolvePath
-    from roboplan_ik_ros.node.rosbridge import pose_from_se3
+    from roboplan_ik_ros.node.message_conversions import pose_from_se3
 
     waypoints = []
     for T in poses:

@@ -32,7 +32,7 @@ from roboplan_ik_interfaces.srv import ListCollisionObjects
 from ..core.errors import InvalidInputError
 from ..core.model.obstacles import WORLD, Obstacle, check_obstacle, obstacle_geometry
 from .goals import FrameResolver
-from .rosbridge import PoseError, pose_from_se3, se3_from_pose
+from .message_conversions import PoseError, pose_from_se3, se3_from_pose
 
 _PRIMITIVES = {SolidPrimitive.BOX: ("box", 3), SolidPrimitive.SPHERE: ("sphere", 1),
                SolidPrimitive.CYLINDER: ("cylinder", 2)}

@@ -14,7 +14,7 @@ import pinocchio as pin
 
 from ..core.errors import InvalidInputError
 from ..core.model.scene import Scene
-from .rosbridge import PoseError, se3_from_pose, se3_from_transform
+from .message_conversions import PoseError, se3_from_pose, se3_from_transform
 
 try:  # the real library where it is installed (every apt ROS 2 install); not on PyPI
     import tf2_ros  # type: ignore[import-not-found]

@@ -23,7 +23,6 @@ serializes every access to the loop.
 from __future__ import annotations
 
 import os
-import signal
 import sys
 import threading
 import time
@@ -35,7 +34,6 @@ import rclpy
 from geometry_msgs.msg import PoseStamped, TwistStamped
 from rcl_interfaces.msg import ParameterDescriptor, SetParametersResult
 from rclpy.executors import ExternalShutdownException
-from rclpy.logging import get_logger
 from rclpy.lifecycle import LifecycleNode, LifecycleState, TransitionCallbackReturn
 from rclpy.duration import Duration
 from rclpy.qos import QoSProfile, ReliabilityPolicy, qos_profile_sensor_data
@@ -62,11 +60,12 @@ from .goals import HAVE_TF2, FrameResolver, joint_goal_configuration, joint_jog_
 from .log_throttle import LogThrottle
 from .collision_objects import CollisionObjectReader, CollisionObjectsEndpoint
 from .loop_thread import BorrowedThreadPriority, LoopThread, run_on_schedule
+from .spin import make_executor, spin_until_shutdown, stop_on_signals
 from .markers import HAVE_INTERACTIVE_MARKERS, InteractiveTargets, box_marker, goal_markers, obstacle_markers
 from .node_config import NodeConfig, load_node_config
 from .outputs import CommandEncoder, output_joints
 from .parameters import ParamSpec, barrier_specs, loop_specs, task_specs, unknown_parameter_reason
-from .rosbridge import JointStateDecoder, root_frame_name
+from .message_conversions import JointStateDecoder, root_frame_name
 from .path_service import SolvePathServer
 from .service import SolveIKServer
 from .status import LoopSnapshot, diagnostics_report
@@ -995,64 +994,12 @@ class IKControllerNode(LifecycleNode):
                                   self.loop_scheduling, self._paths)
 
 
-def make_executor(context=None):
-    """rclpy.experimental.EventsExecutor where present (much cheaper per callback), else the
-    SingleThreadedExecutor."""
-    try:
-        from rclpy.experimental import EventsExecutor
-
-        return EventsExecutor(context=context)
-    except ImportError:  # older rclpy
-        return rclpy.executors.SingleThreadedExecutor(context=context)
-
-
-def spin_until_shutdown(executor, stop=None) -> None:
-    """Run callbacks until rclpy shuts down (Ctrl-C) or ``stop`` (a threading.Event) is set.
-
-    Loops on ``spin_once``: with this rclpy build, ``EventsExecutor.spin()`` never fires timers
-    (checked here), while ``spin_once`` does, in any thread.
-    """
-    context = executor.context if hasattr(executor, "context") else None
-    throttle = LogThrottle(period=5.0)
-    while rclpy.ok(context=context) and not (stop is not None and stop.is_set()):
-        try:
-            executor.spin_once(timeout_sec=0.1)
-        except (KeyboardInterrupt, ExternalShutdownException):
-            break
-        except RuntimeError as exc:
-            # Seen from this rclpy's EventsExecutor while the context shuts down (SIGINT): "Unable to
-            # convert call argument '0' to Python object". Not a reason to die before the node's own
-            # shutdown; an error while the context is still up is logged and spinning goes on.
-            if not rclpy.ok(context=context):
-                break
-            message = f"executor: {type(exc).__name__}: {exc}"
-            if throttle.should_log(message, time.monotonic()):
-                get_logger("ik_controller").error(message)
-
-
-def _stop_on_signals(stop: threading.Event) -> list[str]:
-    """SIGINT and SIGTERM set ``stop`` (the node then brakes before rclpy shuts down: after that
-    nothing can be published); a second signal interrupts at once. Returns the list the names of
-    the received signals go to."""
-    received: list[str] = []
-
-    def handler(signum, frame):
-        if stop.is_set():
-            raise KeyboardInterrupt
-        received.append(signal.Signals(signum).name)
-        stop.set()
-
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        signal.signal(sig, handler)
-    return received
-
-
 def main(args=None) -> None:
     from rclpy.signals import SignalHandlerOptions
 
     rclpy.init(args=args, signal_handler_options=SignalHandlerOptions.NO)
     stop = threading.Event()
-    signals = _stop_on_signals(stop)
+    signals = stop_on_signals(stop)
     node = IKControllerNode()
     executor = make_executor()
     executor.add_node(node)

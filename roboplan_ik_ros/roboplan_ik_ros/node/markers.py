@@ -15,7 +15,7 @@ from geometry_msgs.msg import Point, PoseStamped
 from std_msgs.msg import ColorRGBA
 from visualization_msgs.msg import InteractiveMarker, InteractiveMarkerControl, InteractiveMarkerFeedback, Marker
 
-from .rosbridge import pose_from_se3
+from .message_conversions import pose_from_se3
 
 try:  # the real library where it is installed (apt ROS 2); not on PyPI
     from interactive_markers import InteractiveMarkerServer  # type: ignore[import-not-found]

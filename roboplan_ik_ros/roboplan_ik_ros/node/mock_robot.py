@@ -65,7 +65,6 @@ from pathlib import Path
 import numpy as np
 import rclpy
 from rcl_interfaces.msg import ParameterDescriptor, SetParametersResult
-from rclpy.executors import ExternalShutdownException
 from rclpy.node import Node
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 from sensor_msgs.msg import JointState
@@ -80,7 +79,8 @@ from ..core.model.robots import EXAMPLE_ROBOTS, example_robot_data_share, load_e
 from ..core.model.scene import Scene
 from . import strict_drive as sd
 from .loop_thread import set_fifo_priority
-from .rosbridge import JointMap
+from .message_conversions import JointMap
+from .spin import make_executor, spin_until_shutdown
 
 LATCHED = QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.TRANSIENT_LOCAL)
 COMMAND_TYPES = ("forward_command", "joint_trajectory", "joint_state")
@@ -454,26 +454,6 @@ class MockRobot(Node):
         return dict(zip(self.scene.joint_names, self.state_map.from_q(self.q, np.empty(len(self.scene.joint_names)))))
 
 
-def _make_executor():
-    """EventsExecutor where present (cheap per callback), else the SingleThreadedExecutor. Kept
-    here (not imported from ik_controller) so that the mock runs whatever state the node is in."""
-    try:
-        from rclpy.experimental import EventsExecutor
-
-        return EventsExecutor()
-    except ImportError:
-        return rclpy.executors.SingleThreadedExecutor()
-
-
-def _spin(executor) -> None:
-    # spin_once loop: with this rclpy build EventsExecutor.spin() does not fire timers
-    try:
-        while rclpy.ok():
-            executor.spin_once(timeout_sec=0.1)
-    except (KeyboardInterrupt, ExternalShutdownException):
-        pass
-
-
 def main(args=None) -> None:
     rclpy.init(args=args)
     try:
@@ -488,10 +468,10 @@ def main(args=None) -> None:
             node.get_logger().warning(f"rt_priority {node.rt_priority}: {why_not}")
         else:
             node.get_logger().info(f"SCHED_FIFO priority {node.rt_priority}")
-    executor = _make_executor()
+    executor = make_executor()
     executor.add_node(node)
     try:
-        _spin(executor)
+        spin_until_shutdown(executor, logger_name="mock_robot")
     finally:
         node.destroy_node()
         executor.shutdown()

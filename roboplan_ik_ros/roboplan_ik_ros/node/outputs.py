@@ -18,7 +18,7 @@ from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 
 from ..core.model.scene import Scene
 from .node_config import OutputConfig
-from .rosbridge import JointMap
+from .message_conversions import JointMap
 
 
 def _zeros(n: int) -> array:

@@ -78,7 +78,7 @@ from ..core.model.scene import Scene
 from ..core.simple_ik.solver import FrameGoal, IKResult, SimpleIK, SimpleIKOptions
 from .goals import FrameResolver, GoalError
 from .objective_msgs import objective_from_msg
-from .rosbridge import JointMap
+from .message_conversions import JointMap
 from .service_thread import ServiceThread
 
 MAX_TIME_LIMIT = 10.0  # [s] longest max_time a request may ask for

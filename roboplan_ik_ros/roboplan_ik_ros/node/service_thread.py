@@ -13,6 +13,7 @@ import rclpy
 from rclpy.qos import QoSProfile
 
 from .loop_thread import _set_os_thread_name
+from .spin import make_executor, spin_until_shutdown
 
 SERVICE_QOS = QoSProfile(depth=100)  # the services default (reliable, volatile) with room for a burst
 
@@ -23,8 +24,6 @@ class ServiceThread:
 
     def __init__(self, node, srv_type, service: str, callback, thread_name: str,
                  before_spin: Callable[[], None] | None = None) -> None:
-        from .ik_controller import make_executor  # here: ik_controller imports the servers
-
         self.node = node
         self.label = service
         self.service_name = node.resolve_service_name(f"~/{service}")  # the node's namespace and remappings
@@ -40,8 +39,6 @@ class ServiceThread:
         self.thread.start()
 
     def _run(self) -> None:
-        from .ik_controller import spin_until_shutdown
-
         _set_os_thread_name(self.thread.name)
         if self._before_spin is not None:
             self._before_spin()
