@@ -27,6 +27,7 @@ import sys
 import threading
 import time
 import traceback
+from contextlib import contextmanager
 from pathlib import Path
 
 import numpy as np
@@ -60,7 +61,8 @@ from .goals import HAVE_TF2, FrameResolver, joint_goal_configuration, joint_jog_
 from .log_throttle import LogThrottle
 from .collision_objects import CollisionObjectReader, CollisionObjectsEndpoint
 from .loop_thread import BorrowedThreadPriority, LoopThread, run_on_schedule
-from .spin import make_executor, spin_until_shutdown, stop_on_signals
+from .session import Faults, Session, refusal
+from .spin import ESCAPED, make_executor, spin_until_shutdown, stop_on_signals
 from .markers import HAVE_INTERACTIVE_MARKERS, InteractiveTargets, box_marker, goal_markers, obstacle_markers
 from .node_config import NodeConfig, load_node_config
 from .outputs import CommandEncoder, output_joints
@@ -84,7 +86,11 @@ CONSTRUCTOR_PARAMETERS = (
 DESCRIPTION_TOPICS = ("robot_description", "robot_description_semantic")
 GOAL_QOS = QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE)
 STREAM_QOS = QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE)  # the newest command counts
-_SUCCESS, _FAILURE = TransitionCallbackReturn.SUCCESS, TransitionCallbackReturn.FAILURE
+_SUCCESS, _FAILURE, _ERROR = (TransitionCallbackReturn.SUCCESS, TransitionCallbackReturn.FAILURE,
+                               TransitionCallbackReturn.ERROR)
+#: [s] how long retiring a session waits for its callbacks running in other threads (a tick: ms; a
+#: ~/solve_ik or ~/solve_path request told to stop: the solver's current iteration)
+_RETIRE_TIMEOUT = 10.0
 _SWITCH_INTERVAL = 0.0001  # [s] GIL hand-over while SimpleIK runs in its worker thread
 #: history of the command publishers: a reliable subscriber (a strict drive) that stalls for up to this
 #: many periods still gets every command (a KEEP_LAST writer drops the oldest unacknowledged ones; with
@@ -123,6 +129,10 @@ class ContextShutDown(Exception):
     """A publish failed because the ROS context was shut down (Ctrl-C): the node is going away."""
 
 
+class CommandNotSent(Exception):
+    """Publishing a command failed (a DDS error): the loop was told (``command_not_sent``), the tick goes on."""
+
+
 class ConfigureError(Exception):
     """A configure step failed; the message is the reason shown to the user."""
 
@@ -152,9 +162,133 @@ class IKControllerNode(LifecycleNode):
         self.last_error = ""
         self._lock = threading.Lock()  # every access to the control loop
         self._throttle = LogThrottle()
-        # listens while unconfigured, so configure need not wait for DDS discovery (descriptions.py)
-        self._descriptions = LatchedDescriptions(self, DESCRIPTION_TOPICS)
+        self.faults = Faults()  # every callback error of this node's life (diagnostics, tests)
+        self._pending_fault: tuple[str, str] | None = None  # (what, error) for the error transition
+        self._fault_lock = threading.Lock()
+        self._error_cause = ""  # set while a fault's error transition runs (on_deactivate/on_cleanup: ERROR)
+        # the fault handler's way into the executor thread (lifecycle transitions run there): reset from any
+        # thread, it fires once (a guard condition would do, but this rclpy's EventsExecutor refuses them)
+        self._fault_timer = super().create_timer(0.0, self._handle_fault, autostart=False)
+        # callbacks that live as long as the node (not retired before destroy_node)
+        self._node_session = Session("node", self._on_fault)
+        with self._building_session(self._node_session):
+            # listens while unconfigured, so configure need not wait for DDS discovery (descriptions.py)
+            self._descriptions = LatchedDescriptions(self, DESCRIPTION_TOPICS)
+        self._configured: Session | None = None  # what configure made (retired by cleanup, shutdown, error)
+        self._activation: Session | None = None  # what activate made (retired by deactivate)
         self._clear()
+
+    # ================================================================== sessions and faults
+    @contextmanager
+    def _building_session(self, session: Session):
+        """Every ROS entity this node creates inside the block belongs to ``session`` (see the
+        create_* overrides): its callback guarded, its destruction owned."""
+        previous, self._building = getattr(self, "_building", None), session
+        try:
+            yield session
+        finally:
+            self._building = previous
+
+    def _owned(self, kind: str, name: str, callback, on_refused=None):
+        """(the callback to register, the session it belongs to or None)."""
+        session = getattr(self, "_building", None)
+        if session is None or callback is None:
+            return callback, session
+        return session.guard(callback, f"{kind} {name}", on_refused), session
+
+    def create_subscription(self, msg_type, topic, callback, qos_profile, **kwargs):
+        cb, session = self._owned("subscription", topic, callback)
+        sub = super().create_subscription(msg_type, topic, cb, qos_profile, **kwargs)
+        if session is not None:
+            session.own(f"subscription {topic}", lambda: self.destroy_subscription(sub))
+        return sub
+
+    def create_service(self, srv_type, srv_name, callback, **kwargs):
+        cb, session = self._owned("service", srv_name, callback, refusal(srv_name))
+        srv = super().create_service(srv_type, srv_name, cb, **kwargs)
+        if session is not None:
+            session.own(f"service {srv_name}", lambda: self.destroy_service(srv))
+        return srv
+
+    def create_timer(self, timer_period_sec, callback, *args, **kwargs):
+        name = getattr(callback, "__name__", type(callback).__name__).lstrip("_")
+        cb, session = self._owned("timer", f"{name} ({timer_period_sec:g} s)", callback)
+        if session is not None:  # no parameter: an executor passes TimerInfo to a callback that takes one
+            guarded = cb
+            cb = lambda: guarded()  # noqa: E731
+        timer = super().create_timer(timer_period_sec, cb, *args, **kwargs)
+        if session is not None:
+            session.own(f"timer ({timer_period_sec:g} s)", lambda: self.destroy_timer(timer))
+        return timer
+
+    def create_publisher(self, msg_type, topic, qos_profile, **kwargs):
+        pub = super().create_publisher(msg_type, topic, qos_profile, **kwargs)
+        session = getattr(self, "_building", None)
+        if session is not None:
+            session.own(f"publisher {topic}", lambda: self.destroy_publisher(pub))
+        return pub
+
+    def create_lifecycle_publisher(self, msg_type, topic, qos_profile, **kwargs):
+        pub = super().create_lifecycle_publisher(msg_type, topic, qos_profile, **kwargs)
+        session = getattr(self, "_building", None)
+        if session is not None:
+            session.own(f"publisher {topic}", lambda: self.destroy_lifecycle_publisher(pub))
+        return pub
+
+    def create_client(self, srv_type, srv_name, **kwargs):
+        client = super().create_client(srv_type, srv_name, **kwargs)
+        session = getattr(self, "_building", None)
+        if session is not None:
+            session.own(f"client {srv_name}", lambda: self.destroy_client(client))
+        return client
+
+    def _on_fault(self, session: str, what: str, exc: BaseException, trace: str) -> None:
+        """A callback raised (any thread): logged with its traceback (throttled per message), counted,
+        and the error transition requested (:meth:`_handle_fault`, in the executor's thread)."""
+        text = f"{type(exc).__name__}: {exc}"
+        self.faults.add(what, text)
+        if self._throttle.should_log(f"fault {what} {text}", time.monotonic()):
+            self.get_logger().error(f"{what} raised {text} (callback error {self.faults.count}); a controlled "
+                                    f"stop and the lifecycle error transition follow\n{trace}")
+        with self._fault_lock:
+            if self._pending_fault is None:
+                self._pending_fault = (what, text)
+        try:
+            self._fault_timer.reset()
+        except Exception:  # noqa: BLE001 - the node is being destroyed: nothing left to stop
+            pass
+
+    def on_escaped_error(self, exc: BaseException) -> None:
+        """An exception that escaped a callback not of this node's making (rclpy's own services) into
+        the spin loop (node/spin.py logged it): handled like a fault of the node's own callbacks."""
+        text = f"{type(exc).__name__}: {exc}"
+        self.faults.add("a callback outside the node's sessions", text)
+        with self._fault_lock:
+            if self._pending_fault is None:
+                self._pending_fault = ("a callback outside the node's sessions", text)
+        self._fault_timer.reset()
+
+    def _handle_fault(self) -> None:
+        """(executor thread) The error transition for the pending fault: active -> deactivate, inactive ->
+        cleanup, each returning ERROR, so rclpy runs :meth:`on_error` (release, back to unconfigured).
+        Unconfigured: nothing is configured to stop; the fault stays logged and counted."""
+        self._fault_timer.cancel()
+        with self._fault_lock:
+            fault, self._pending_fault = self._pending_fault, None
+        if fault is None:
+            return
+        try:
+            label = self._state_machine.current_state[1]
+            what, text = fault
+            self._error_cause = f"{what} raised {text}"
+            if label == "active":
+                self.trigger_deactivate()
+            elif label == "inactive":
+                self.trigger_cleanup()
+        except Exception:  # noqa: BLE001 - the handler of faults must not become one
+            self.get_logger().error(f"the error transition failed:\n{traceback.format_exc()}")
+        finally:
+            self._error_cause = ""
 
     # ================================================================== lifecycle
     def _clear(self) -> None:
@@ -172,7 +306,6 @@ class IKControllerNode(LifecycleNode):
         self._decoder: JointStateDecoder | None = None
         self._encoders: list[CommandEncoder] = []
         self._cmd_pubs = []
-        self._entities = []  # (kind, handle) destroyed on release
         self._loop_thread: LoopThread | None = None
         self._watchdog = None
         self._diag: DiagnosticsReporter | None = None
@@ -201,8 +334,10 @@ class IKControllerNode(LifecycleNode):
         self._borrow_pending = False
 
     def on_configure(self, state: LifecycleState) -> TransitionCallbackReturn:
+        self._configured = Session("configured", self._on_fault)
         try:
-            self._configure()
+            with self._building_session(self._configured):
+                self._configure()
         except (ConfigureError, InvalidInputError) as exc:
             return self._transition_failed("configure", str(exc))
         except Exception as exc:  # a bug: still fail cleanly and say where
@@ -259,10 +394,11 @@ class IKControllerNode(LifecycleNode):
         ret = super().on_activate(state)  # enables the lifecycle (command) publishers
         self._active = True
         self._published_stale_stop = False
+        activation = self._activation = Session("active", self._on_fault)
         if cfg.trigger == "timer":
             self.loop_scheduling = "normal" if cfg.loop_priority == 0 else f"SCHED_FIFO {cfg.loop_priority} requested"
-            self._loop_thread = LoopThread(1.0 / cfg.control_rate_hz, self._tick, priority=cfg.loop_priority,
-                                           on_priority=self._on_loop_priority)
+            self._loop_thread = LoopThread(1.0 / cfg.control_rate_hz, activation.guard(self._tick, "control tick"),
+                                           priority=cfg.loop_priority, on_priority=self._on_loop_priority)
             self._loop_thread.start()
         else:  # the ticks run in the executor's thread: its first tick raises it (see _on_joint_states)
             self._borrowed = BorrowedThreadPriority(cfg.loop_priority) if cfg.loop_priority > 0 else None
@@ -284,7 +420,13 @@ class IKControllerNode(LifecycleNode):
             self.get_logger().warning(f"node.loop_priority {self.node_cfg.loop_priority}: {message}")
 
     def _stop_loop(self) -> None:
+        """Retire the activation (no tick starts, the one running ends), then stop its thread."""
         self._active = False
+        activation, self._activation = self._activation, None
+        if activation is not None:
+            running = activation.retire(_RETIRE_TIMEOUT)
+            if running:
+                self.get_logger().error(f"the control loop did not stop within {_RETIRE_TIMEOUT:g} s: {running}")
         if self._borrowed is not None:  # the executor's thread back at its own priority
             self._borrowed.restore()
             self._borrowed = None
@@ -296,12 +438,30 @@ class IKControllerNode(LifecycleNode):
             self._watchdog.cancel()
 
     def on_deactivate(self, state: LifecycleState) -> TransitionCallbackReturn:
-        self._controlled_stop("deactivate")
-        with self._lock:
-            self.loop.deactivate()
-        ret = super().on_deactivate(state)
+        cause = self._error_cause
+        try:
+            self._controlled_stop("deactivate" if not cause else f"error ({cause})")
+            with self._lock:
+                self.loop.deactivate()
+            ret = super().on_deactivate(state)
+        except Exception:  # noqa: BLE001 - on_error releases what is left
+            return self._transition_error("deactivate")
+        if cause:
+            self.last_error = f"stopped after an error: {cause}"
+            self.get_logger().error(f"{self.last_error}; braked to rest; error transition (on_error: release, "
+                                    "back to unconfigured)")
+            return _ERROR
         self.get_logger().info("inactive: control loop stopped, braked to rest, hold command sent")
         return ret
+
+    def _transition_error(self, what: str) -> TransitionCallbackReturn:
+        """An unexpected exception in a transition: logged with its traceback, counted; ERROR makes rclpy
+        run :meth:`on_error`."""
+        trace = traceback.format_exc()
+        self.faults.add(f"transition {what}", trace.strip().splitlines()[-1])
+        self.last_error = f"{what} failed: unexpected error: {trace.strip().splitlines()[-1]}"
+        self.get_logger().error(f"{what}: unexpected error (the error transition follows):\n{trace}")
+        return _ERROR
 
     def _controlled_stop(self, why: str) -> None:
         """Stop the loop and brake the command stream to rest within the acceleration/jerk bounds
@@ -374,23 +534,52 @@ class IKControllerNode(LifecycleNode):
             self._controlled_stop(why)
 
     def on_cleanup(self, state: LifecycleState) -> TransitionCallbackReturn:
-        self._release()
+        cause = self._error_cause
+        try:
+            self._release()
+        except Exception:  # noqa: BLE001
+            return self._transition_error("cleanup")
+        if cause:
+            self.last_error = f"released after an error: {cause}"
+            self.get_logger().error(f"{self.last_error}; error transition (back to unconfigured)")
+            return _ERROR
         self.get_logger().info("cleaned up")
         return _SUCCESS
 
     def on_shutdown(self, state: LifecycleState) -> TransitionCallbackReturn:
-        if self._active:
-            self._controlled_stop("shutdown")
-        self._release()
+        try:
+            if self._active:
+                self._controlled_stop("shutdown")
+            self._release()
+        except Exception:  # noqa: BLE001
+            return self._transition_error("shutdown")
         return _SUCCESS
 
     def on_error(self, state: LifecycleState) -> TransitionCallbackReturn:
-        self._release()
+        """After a transition returned ERROR (or raised): stop if still moving, release everything, back
+        to unconfigured. Never raises (rclpy would leave the node in ErrorProcessing for good)."""
+        try:
+            if self._active:
+                self._controlled_stop("error")
+        except Exception:  # noqa: BLE001
+            self.get_logger().error(f"error: the controlled stop failed:\n{traceback.format_exc()}")
+        try:
+            self._release()
+        except Exception:  # noqa: BLE001
+            self.get_logger().error(f"error: releasing failed:\n{traceback.format_exc()}")
+            self._clear()
+        self.get_logger().error(f"error processing done: unconfigured ({self.last_error or 'see above'}); "
+                                "configure again to resume")
         return _SUCCESS
 
     def destroy_node(self) -> None:
-        self._stop_loop()  # the loop thread must not publish on destroyed publishers
-        self._destroy_solve_services()  # no worker process, service thread or helper node outlives the node
+        try:
+            if self._active:  # e.g. rclpy shut down under an active node: brake while the context allows
+                self._controlled_stop("destroy")
+            self._release()  # no loop thread, worker process, service thread or helper node outlives the node
+            self._node_session.retire(_RETIRE_TIMEOUT)
+        except Exception:  # noqa: BLE001 - destroying must end
+            self.get_logger().error(f"destroy_node: releasing failed:\n{traceback.format_exc()}")
         super().destroy_node()
 
     def autostart(self) -> bool:
@@ -493,65 +682,61 @@ class IKControllerNode(LifecycleNode):
                 f"(e.g. {self._root!r}); other frames are rejected")
         self._resolver = FrameResolver(self.scene, self._root, tf_buffer, self.node_cfg.tf_timeout)
 
-    def _keep(self, kind: str, handle):
-        self._entities.append((kind, handle))
-        return handle
-
     def _setup_ros_entities(self) -> None:
-        cfg = self.node_cfg
+        """Publishers, subscriptions, services and timers (called inside the configured session: each
+        belongs to it, see :meth:`_building_session`)."""
+        cfg, session = self.node_cfg, self._configured
         for enc in self._encoders:
-            self._cmd_pubs.append(self._keep("lifecycle_publisher",
-                                             self.create_lifecycle_publisher(enc.msg_type, enc.cfg.topic,
-                                                                             COMMAND_QUEUE_DEPTH)))
-        self._status_pub = self._keep("publisher", self.create_publisher(ControllerStatus, "~/status", 10))
-        self._keep("subscription", self.create_subscription(
-            JointState, cfg.joint_states_topic, self._on_joint_states, qos_profile_sensor_data))
+            self._cmd_pubs.append(self.create_lifecycle_publisher(enc.msg_type, enc.cfg.topic, COMMAND_QUEUE_DEPTH))
+        self._status_pub = self.create_publisher(ControllerStatus, "~/status", 10)
+        self.create_subscription(JointState, cfg.joint_states_topic, self._on_joint_states, qos_profile_sensor_data)
         for name, task in self.loop.ctrl.tasks.items():
             if isinstance(task, FrameTask):
-                self._keep("subscription", self.create_subscription(
-                    PoseStamped, f"~/{name}/target_pose", lambda m, n=name: self._on_pose_goal(n, m), GOAL_QOS))
-                self._keep("subscription", self.create_subscription(
-                    TwistStamped, f"~/{name}/target_twist", lambda m, n=name: self._on_twist(n, m), STREAM_QOS))
+                self.create_subscription(PoseStamped, f"~/{name}/target_pose",
+                                         lambda m, n=name: self._on_pose_goal(n, m), GOAL_QOS)
+                self.create_subscription(TwistStamped, f"~/{name}/target_twist",
+                                         lambda m, n=name: self._on_twist(n, m), STREAM_QOS)
             else:
-                self._keep("subscription", self.create_subscription(
-                    JointState, f"~/{name}/target_joints", lambda m, n=name: self._on_joint_goal(n, m), GOAL_QOS))
-                self._keep("subscription", self.create_subscription(
-                    JointState, f"~/{name}/target_joint_velocities",
-                    lambda m, n=name: self._on_joint_jog(n, m, m.velocity), STREAM_QOS))
+                self.create_subscription(JointState, f"~/{name}/target_joints",
+                                         lambda m, n=name: self._on_joint_goal(n, m), GOAL_QOS)
+                self.create_subscription(JointState, f"~/{name}/target_joint_velocities",
+                                         lambda m, n=name: self._on_joint_jog(n, m, m.velocity), STREAM_QOS)
                 if JointJog is not None:
-                    self._keep("subscription", self.create_subscription(
-                        JointJog, f"~/{name}/joint_jog",
-                        lambda m, n=name: self._on_joint_jog(n, m, m.velocities), STREAM_QOS))
+                    self.create_subscription(JointJog, f"~/{name}/joint_jog",
+                                             lambda m, n=name: self._on_joint_jog(n, m, m.velocities), STREAM_QOS)
         if JointJog is None and any(not isinstance(t, FrameTask) for t in self.loop.ctrl.tasks.values()):
             self.get_logger().info("control_msgs is not installed: no ~/<task>/joint_jog (control_msgs/JointJog); "
                                    "jog with sensor_msgs/JointState velocities on ~/<task>/target_joint_velocities")
-        self._keep("service", self.create_service(Trigger, "~/apply_configured_targets",
-                                                  self._on_apply_configured_targets))
-        self._keep("service", self.create_service(SetBool, "~/pause", self._on_pause))
+        self.create_service(Trigger, "~/apply_configured_targets", self._on_apply_configured_targets)
+        self.create_service(SetBool, "~/pause", self._on_pause)
+        # its own thread and helper node (and a worker process), guarded by the same session
         self._service = SolveIKServer(self, self.scene, self.simple_ik, self._resolver, cfg.quaternion_tolerance,
                                       self._current_q, worker_spec=self._ik_worker_spec,
-                                      wait_for_gap=self._wait_for_tick_gap)
+                                      wait_for_gap=self._wait_for_tick_gap, guard=session.guard)
+        session.own("~/solve_ik", self._service.destroy)
         # its own thread and a private scene built from the worker's spec: a long path blocks nothing
         self._paths = SolvePathServer(self._service, self._ik_worker_spec)
+        # a path in flight ends within its max_time
+        session.own("~/solve_path", lambda paths=self._paths: paths.destroy(5.0 if self.context.ok() else 0.5))
         reader = CollisionObjectReader(self._resolver, self.scene.link_names, self._root, cfg.quaternion_tolerance)
         self._collision_objects = CollisionObjectsEndpoint(
             self, self.loop, reader, self._lock, self._service.scene_lock, self._current_q,
             self._on_obstacles_changed, self._on_collision_object_refused)
-        for kind, handle in self._collision_objects.handles:
-            self._keep(kind, handle)
         if cfg.trigger == "joint_states":  # ticks come from /joint_states; this timer only watches for staleness
             period = max(1.0 / cfg.control_rate_hz, min(0.05, cfg.state_timeout / 4.0))
-            self._watchdog = self._keep("timer", self.create_timer(period, self._on_watchdog, autostart=False))
-        self._keep("timer", self.create_timer(1.0 / cfg.status_rate_hz, self._publish_status))
+            self._watchdog = self.create_timer(period, self._on_watchdog, autostart=False)
+        self.create_timer(1.0 / cfg.status_rate_hz, self._publish_status)
         self._diag = DiagnosticsReporter(self, "control loop", self._diagnostics_report, 1.0 / cfg.diagnostics_rate_hz)
+        session.own("diagnostics", self._diag.destroy)
         if cfg.markers.enabled:
-            self._marker_pub = self._keep("publisher", self.create_publisher(MarkerArray, "~/markers", LATCHED))
+            self._marker_pub = self.create_publisher(MarkerArray, "~/markers", LATCHED)
             self._markers_dirty = True
             if cfg.markers.interactive:
                 if HAVE_INTERACTIVE_MARKERS:
                     self._interactive = InteractiveTargets(
                         self, f"{self.get_fully_qualified_name()}/targets", self._root, cfg.markers.scale,
                         lambda name, ps: self._on_pose_goal(name, ps))
+                    session.own("interactive markers", self._interactive.shutdown)
                 else:
                     self.get_logger().info(
                         "interactive_markers is not installed: no 6-DOF RViz targets (goal and barrier "
@@ -575,18 +760,19 @@ class IKControllerNode(LifecycleNode):
                 self._specs[p.name].apply(p.value)
 
     def _release(self) -> None:
-        """Destroy everything configure created (safe on a partial configure)."""
+        """Destroy everything configure created (safe on a partial configure and when called twice):
+        the activation first, then the configured session is retired (no callback of it starts; those
+        running in other threads end, ~/solve_ik's and ~/solve_path's told to stop first) and destroyed."""
         self._stop_loop()
-        self._destroy_solve_services()
-        if self._interactive is not None:
-            self._interactive.shutdown()
-        if self._diag is not None:
-            self._diag.destroy()
-        for kind, handle in reversed(self._entities):
-            if kind == "lifecycle_publisher":
-                self.destroy_lifecycle_publisher(handle)
-            else:
-                getattr(self, f"destroy_{kind}")(handle)
+        configured, self._configured = self._configured, None
+        if configured is not None:
+            if self._service is not None:
+                self._service.close()  # requests in flight answer NOT_READY now instead of finishing
+            running = configured.retire(_RETIRE_TIMEOUT)
+            if running:
+                self.get_logger().error(f"release: still running after {_RETIRE_TIMEOUT:g} s: {running}; "
+                                        "releasing anyway")
+            configured.destroy(self.get_logger().error)
         for name in list(self._specs):
             if self.has_parameter(name):
                 self.undeclare_parameter(name)
@@ -639,12 +825,15 @@ class IKControllerNode(LifecycleNode):
         return SetParametersResult(successful=True)
 
     def _apply_parameters(self, params) -> None:
-        for p in params:
-            spec = self._specs.get(p.name)
-            if spec is not None and self.loop is not None:
-                with self._lock:
-                    spec.apply(p.value)
-                spec.value = p.value
+        try:
+            for p in params:
+                spec = self._specs.get(p.name)
+                if spec is not None and self.loop is not None:
+                    with self._lock:
+                        spec.apply(p.value)
+                    spec.value = p.value
+        except Exception as exc:  # noqa: BLE001 - half applied: a fault like any callback's (controlled stop)
+            self._on_fault("node", f"parameter set {[p.name for p in params]}", exc, traceback.format_exc())
 
     def _rate_change_refusal(self, hz) -> str:
         """Why a new control rate cannot be taken now ("" when it can). A drive runs at one command
@@ -876,13 +1065,13 @@ class IKControllerNode(LifecycleNode):
         except ContextShutDown:  # Ctrl-C: rclpy's signal handler invalidated the context under this tick
             self._active = False  # no later tick can publish either; destroy_node stops the thread
             self.get_logger().info("the ROS context shut down (Ctrl-C or rclpy.shutdown): the control loop stops")
-        except Exception as exc:  # noqa: BLE001 - e.g. a publisher torn down under us: never kill the loop
-            self._log_loop_event("error", f"publishing the command failed (the next command steps from the last "
-                                          f"one sent): {type(exc).__name__}: {exc}")
-        d = time.perf_counter() - t0
-        self._last_tick_us = d * 1e6
-        self._stats.record(t0, d)
-        self._tick_ended.set()
+        except CommandNotSent as exc:  # the next command steps from the last one sent; any other error is a
+            self._log_loop_event("error", str(exc))  # fault (the session's guard: controlled stop, on_error)
+        finally:
+            d = time.perf_counter() - t0
+            self._last_tick_us = d * 1e6
+            self._stats.record(t0, d)
+            self._tick_ended.set()
 
     def _tick_locked(self, t0: float) -> None:
         """The step and its publication (the loop itself never raises: ControlLoop.tick holds on errors)."""
@@ -911,7 +1100,8 @@ class IKControllerNode(LifecycleNode):
                 raise ContextShutDown() from exc
             if sent == 0:  # the robot did not get it: the next step must not build on it
                 self.loop.command_not_sent(res)
-            raise
+            raise CommandNotSent(f"publishing the command failed on output {sent} (the next command steps from "
+                                 f"the last one sent): {type(exc).__name__}: {exc}") from exc
         self._snapshot(res.command)
 
     def _wait_for_tick_gap(self) -> None:
@@ -977,21 +1167,17 @@ class IKControllerNode(LifecycleNode):
             arr.markers.extend(obstacle_markers(obstacle, self._root, k))
         self._marker_pub.publish(arr)
 
-    def _destroy_solve_services(self) -> None:
-        """~/solve_path's thread and helper node, then ~/solve_ik's (and its worker); idempotent."""
-        if self._paths is not None:
-            self._paths.destroy(5.0 if self.context.ok() else 0.5)  # a path in flight ends within its max_time's
-            self._paths = None
-        if self._service is not None:
-            self._service.destroy()
-
     def _diagnostics_report(self):
         if self.loop is None:
             return diag.WARN, "unconfigured", []
         with self._lock:
             snap = LoopSnapshot.take(self.loop)
-        return diagnostics_report(snap, self._stats.summary(), self.node_cfg, self._service, self._last_rejection,
-                                  self.loop_scheduling, self._paths)
+        level, message, values = diagnostics_report(snap, self._stats.summary(), self.node_cfg, self._service,
+                                                    self._last_rejection, self.loop_scheduling, self._paths)
+        values.append(("callback_errors", str(self.faults.count + ESCAPED.count)))
+        if self.faults.last:
+            values.append(("last_callback_error", self.faults.last))
+        return level, message, values
 
 
 def main(args=None) -> None:
@@ -1006,7 +1192,7 @@ def main(args=None) -> None:
     try:
         if node.get_parameter("autostart").value and not node.autostart():
             node.get_logger().error(f"autostart: {node.last_error}; waiting for lifecycle transitions")
-        spin_until_shutdown(executor, stop)
+        spin_until_shutdown(executor, stop, on_error=node.on_escaped_error)
         node.stop_for_exit(signals[0] if signals else "rclpy shut down")
     except (KeyboardInterrupt, ExternalShutdownException):
         pass
