@@ -347,8 +347,8 @@ class IKControllerNode(LifecycleNode):
         cfg = self.node_cfg
         self.get_logger().info(
             f"configured: group {self.group.name or '(all joints)'} {list(self.group.joint_names)}, "
-            f"tasks {list(self.loop.ctrl.tasks)}, {len(self.config.limits)} limits, barriers "
-            f"{[b.name for b in self.loop.ctrl.barriers]}, {cfg.control_rate_hz:g} Hz ({cfg.trigger}), "
+            f"tasks {list(self.loop.tasks)}, {len(self.config.limits)} limits, barriers "
+            f"{[b.name for b in self.loop.barriers]}, {cfg.control_rate_hz:g} Hz ({cfg.trigger}), "
             f"state feedback {cfg.state_feedback}, stale joint states: {cfg.stale_behavior}, outputs "
             f"{[(o.type, o.interface, o.topic) for o in cfg.outputs]}"
         )
@@ -364,7 +364,7 @@ class IKControllerNode(LifecycleNode):
         cfg, loop = self.node_cfg, self.loop
 
         def fresh() -> bool:
-            return loop.state.age(time.perf_counter()) <= cfg.state_timeout
+            return loop.measurement_age(time.perf_counter()) <= cfg.state_timeout
 
         if not fresh():  # seed from a current measurement, not one from before a deactivate
             self.get_logger().info(
@@ -378,7 +378,7 @@ class IKControllerNode(LifecycleNode):
         with self._lock:
             reason = loop.activate(time.perf_counter())
             if not reason:
-                self._snapshot(loop.guard.last)
+                self._snapshot(loop.last_command())
         if reason:
             reason = (f"no valid {cfg.joint_states_topic} within {cfg.activation_timeout:g} s "
                       f"(needs joints {list(self.group.joint_names)})")
@@ -390,7 +390,7 @@ class IKControllerNode(LifecycleNode):
         self._stats.reset(1.0 / cfg.control_rate_hz)
         self._markers_dirty = True
         if self._interactive is not None:  # placed once; dragging them sends goals
-            self._interactive.set_targets([(n, loop.ctrl.tasks[n].target) for n in self._frame_tasks])
+            self._interactive.set_targets([(n, loop.tasks[n].target) for n in self._frame_tasks])
         ret = super().on_activate(state)  # enables the lifecycle (command) publishers
         self._active = True
         self._published_stale_stop = False
@@ -481,15 +481,6 @@ class IKControllerNode(LifecycleNode):
             except Exception:  # noqa: BLE001 - e.g. a context already shut down: nothing left to wait for
                 pass
 
-    def _braking_time_bound(self) -> float:
-        """[s] Generous bound on a stop from any velocity: twice the slowest joint's v/a + a/j, + 0.1 s."""
-        accel, v_max = self.loop.acceleration_limit, self.loop.guard.v_max
-        with np.errstate(divide="ignore", invalid="ignore"):
-            t = np.nan_to_num(v_max / accel.a_max, posinf=0.0) + np.nan_to_num(accel.a_max / accel.j_max, nan=0.0,
-                                                                                 posinf=0.0)
-        bound = 2.0 * float(t.max()) + 0.1
-        return bound if np.isfinite(bound) else 1.0
-
     def _brake_to_rest(self, why: str) -> None:
         """Publish :meth:`ControlLoop.stopping_tick` commands on the loop's schedule (the control period,
         from the last tick) until the stream is at rest or the time bound passed (logged). Call after
@@ -499,7 +490,7 @@ class IKControllerNode(LifecycleNode):
         if loop is None or loop.acceleration_limit is None or not self._cmd_pubs:
             return
         with self._lock:
-            if not loop.active or loop.mode == STALE or not loop.guard.started or loop.at_rest:
+            if not loop.active or loop.mode == STALE or not loop.command_started or loop.at_rest:
                 return
         period, n = loop.dt, [0]
 
@@ -519,7 +510,7 @@ class IKControllerNode(LifecycleNode):
                 return loop.at_rest
 
         start = max(time.perf_counter(), self._last_tick_start + period)
-        bound = self._braking_time_bound()
+        bound = loop.braking_time_bound()
         if run_on_schedule(period, step, start, start + bound):
             self.get_logger().info(f"{why}: braked to rest within the acceleration/jerk bounds in {n[0]} commands "
                                    f"({n[0] * period:.3f} s)")
@@ -641,7 +632,7 @@ class IKControllerNode(LifecycleNode):
         self._stamp_needed = any(o.type == "joint_state" for o in node_cfg.outputs)
         self._velocity_outputs = any(o.interface == "velocity" for o in node_cfg.outputs)
         self._root = root_frame_name(scene)
-        self._frame_tasks = [n for n, t in loop.ctrl.tasks.items() if isinstance(t, FrameTask)]
+        self._frame_tasks = [n for n, t in loop.tasks.items() if isinstance(t, FrameTask)]
         self._setup_frames()
         self._setup_ros_entities()
         self._setup_parameters()
@@ -690,7 +681,7 @@ class IKControllerNode(LifecycleNode):
             self._cmd_pubs.append(self.create_lifecycle_publisher(enc.msg_type, enc.cfg.topic, COMMAND_QUEUE_DEPTH))
         self._status_pub = self.create_publisher(ControllerStatus, "~/status", 10)
         self.create_subscription(JointState, cfg.joint_states_topic, self._on_joint_states, qos_profile_sensor_data)
-        for name, task in self.loop.ctrl.tasks.items():
+        for name, task in self.loop.tasks.items():
             if isinstance(task, FrameTask):
                 self.create_subscription(PoseStamped, f"~/{name}/target_pose",
                                          lambda m, n=name: self._on_pose_goal(n, m), GOAL_QOS)
@@ -704,7 +695,7 @@ class IKControllerNode(LifecycleNode):
                 if JointJog is not None:
                     self.create_subscription(JointJog, f"~/{name}/joint_jog",
                                              lambda m, n=name: self._on_joint_jog(n, m, m.velocities), STREAM_QOS)
-        if JointJog is None and any(not isinstance(t, FrameTask) for t in self.loop.ctrl.tasks.values()):
+        if JointJog is None and any(not isinstance(t, FrameTask) for t in self.loop.tasks.values()):
             self.get_logger().info("control_msgs is not installed: no ~/<task>/joint_jog (control_msgs/JointJog); "
                                    "jog with sensor_msgs/JointState velocities on ~/<task>/target_joint_velocities")
         self.create_service(Trigger, "~/apply_configured_targets", self._on_apply_configured_targets)
@@ -747,9 +738,9 @@ class IKControllerNode(LifecycleNode):
         specs = loop_specs(self.node_cfg, self._apply_rate, self._apply_feedback,
                            lambda v: self.loop.set_max_state_divergence(v))
         for tc in self.config.tasks:
-            specs += task_specs(tc, lambda n: self.loop.ctrl.tasks[n], nv)
+            specs += task_specs(tc, lambda n: self.loop.tasks[n], nv)
         for bc in self.config.barriers:
-            specs += barrier_specs(bc, lambda n: next(b for b in self.loop.ctrl.barriers if b.name == n))
+            specs += barrier_specs(bc, lambda n: self.loop.barrier(n))
         self._specs = {s.name: s for s in specs}
         try:
             params = self.declare_parameters("", [(s.name, s.value, s.descriptor) for s in specs])
@@ -888,12 +879,11 @@ class IKControllerNode(LifecycleNode):
             return
         now = time.perf_counter()
         with self._lock:
-            st = loop.state
-            reason = self._decoder.decode(msg.name, msg.position, st.incoming)
+            reason = self._decoder.decode(msg.name, msg.position, loop.measurement_buffer)
             if reason:
-                st.reject(reason)
+                loop.reject_measurement(reason)
             else:
-                reason = st.accept(now)
+                reason = loop.accept_measurement(now)
         if reason:
             self._last_rejection = f"{self.node_cfg.joint_states_topic}: {reason}"
             self._log_loop_event("warning", f"ignored a joint_states message: {reason}")
@@ -918,14 +908,14 @@ class IKControllerNode(LifecycleNode):
     def _on_collision_object_refused(self, reason: str) -> None:
         with self._lock:
             if self.loop is not None:
-                self.loop.counts.collision_objects_refused += 1
+                self.loop.count_collision_object_refused()
         self._last_rejection = reason
         self.get_logger().warning(reason)
 
     def _reject_goal(self, topic: str, reason: str) -> None:
         with self._lock:
             if self.loop is not None:
-                self.loop.counts.goals_rejected += 1
+                self.loop.count_goal_rejected()
         self._last_rejection = f"{topic}: {reason}"
         self._log_loop_event("error", f"rejected goal on {topic}: {reason}")
 
@@ -940,7 +930,7 @@ class IKControllerNode(LifecycleNode):
             if not self._active:
                 raise InvalidInputError("the controller is not active (goals start from the current pose on activate)")
             with self._lock:
-                q = self.loop.guard.last.copy()
+                q = self.loop.last_command()
             # outside the lock: a tf2 lookup (at header.stamp, else the latest) may wait up to tf_timeout
             fallbacks = self._resolver.stamp_fallbacks
             T = self._resolver.resolve(msg, q, self.node_cfg.quaternion_tolerance, topic)
@@ -958,7 +948,7 @@ class IKControllerNode(LifecycleNode):
             with self._lock:
                 if not self._active:
                     raise InvalidInputError("the controller is not active")
-                q_ref = self.loop.guard.last.copy()
+                q_ref = self.loop.last_command()
                 q_ref[self.group.q_indices] = self.loop.goal(task_name)
                 q = joint_goal_configuration(self.scene, self.group, msg, q_ref)
                 self.loop.set_joint_goal(task_name, q[self.group.q_indices])
@@ -990,7 +980,7 @@ class IKControllerNode(LifecycleNode):
             linear = np.array([msg.twist.linear.x, msg.twist.linear.y, msg.twist.linear.z])
             angular = np.array([msg.twist.angular.x, msg.twist.angular.y, msg.twist.angular.z])
             with self._lock:
-                q = self.loop.guard.last.copy()
+                q = self.loop.last_command()
             # outside the lock: a tf2 lookup (at header.stamp; zero: the latest) may wait up to tf_timeout
             fallbacks = self._resolver.stamp_fallbacks
             R_world_command = self._resolver.T_world_frame(msg.header.frame_id, q, msg.header.stamp).rotation
@@ -1052,7 +1042,7 @@ class IKControllerNode(LifecycleNode):
     def _on_watchdog(self) -> None:
         """trigger: joint_states: tick when the measurements stop (the loop reports stale)."""
         now = time.perf_counter()
-        if self.loop is not None and self.loop.state.age(now) > self.node_cfg.state_timeout:
+        if self.loop is not None and self.loop.measurement_age(now) > self.node_cfg.state_timeout:
             self._tick(now)
 
     def _tick(self, t0: float) -> None:
@@ -1114,9 +1104,9 @@ class IKControllerNode(LifecycleNode):
 
     def _publish_hold(self) -> None:
         """Hold at the last command (zero velocity on velocity outputs)."""
-        if self.loop is None or not self.loop.guard.started:
+        if self.loop is None or not self.loop.command_started:
             return
-        q = self.loop.guard.last
+        q = self.loop.last_command()
         stamp = self.get_clock().now().to_msg() if self._stamp_needed else None
         for enc, pub in zip(self._encoders, self._cmd_pubs):
             pub.publish(enc.encode_hold(q, stamp))
@@ -1127,7 +1117,7 @@ class IKControllerNode(LifecycleNode):
             if self._q_snapshot is not None:
                 return self._q_snapshot.copy()
             loop = self.loop
-            return loop.state.measured.copy() if loop is not None and loop.state.has_measurement else None
+            return loop.measured_position() if loop is not None else None
 
     def _snapshot(self, q: np.ndarray) -> None:
         """Called with the lock held."""
@@ -1158,7 +1148,7 @@ class IKControllerNode(LifecycleNode):
             goals = [(n, g.copy()) for n, g in goals if g is not None]
         for k, (name, goal) in enumerate(goals):
             arr.markers.append(goal_markers(name, goal, self._root, scale, k))
-        for k, b in enumerate(self.loop.ctrl.barriers):
+        for k, b in enumerate(self.loop.barriers):
             if hasattr(b, "p_min"):
                 arr.markers.append(box_marker(b.name, b.p_min, b.p_max, self._root, k))
         with self._lock:

@@ -36,8 +36,9 @@ from __future__ import annotations
 
 import math
 import traceback
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from types import MappingProxyType
 from typing import Union
 
 import numpy as np
@@ -628,6 +629,84 @@ class ControlLoop:
         before the first): ("", "", inf) without obstacles. For status reports, not the tick."""
         q = self.guard.last if self.active else self.state.measured
         return self._closest_obstacle.query(q)
+
+    # ------------------------------------------------------------------ read-only view (for the node)
+    # What a caller (the node, status reports, benchmarks) reads of the loop, without reaching into
+    # its parts (the guard, the controller, the state tracker). Same locking rule as every method.
+    @property
+    def tasks(self) -> Mapping[str, object]:
+        """Task name -> task (FrameTask, ConfigurationTask), read-only."""
+        return MappingProxyType(self.ctrl.tasks)
+
+    @property
+    def barriers(self) -> tuple:
+        """The barriers, in configuration order."""
+        return tuple(self.ctrl.barriers)
+
+    def barrier(self, name: str):
+        """The barrier called ``name`` (KeyError if none)."""
+        for b in self.ctrl.barriers:
+            if b.name == name:
+                return b
+        raise KeyError(f"no barrier {name!r}; configured: {[b.name for b in self.ctrl.barriers]}")
+
+    @property
+    def command_started(self) -> bool:
+        """A command stream exists (a command was made since activation)."""
+        return self.guard.started
+
+    def last_command(self) -> np.ndarray:
+        """A copy of the last command (full q)."""
+        return self.guard.last.copy()
+
+    def measured_position(self) -> np.ndarray | None:
+        """A copy of the last accepted measurement (full q), None before the first."""
+        return self.state.measured.copy() if self.state.has_measurement else None
+
+    def measurement_age(self, now: float) -> float:
+        """[s] since the last accepted measurement (inf before the first)."""
+        return self.state.age(now)
+
+    @property
+    def measurement_buffer(self) -> np.ndarray:
+        """Where a decoder writes the next measurement (full q) before :meth:`accept_measurement`."""
+        return self.state.incoming
+
+    def accept_measurement(self, now: float) -> str:
+        """Take the measurement in :attr:`measurement_buffer` received at ``now``; "" or why it was refused."""
+        return self.state.accept(now)
+
+    def reject_measurement(self, reason: str) -> None:
+        """A measurement that could not be decoded (counted, kept as the last rejection)."""
+        self.state.reject(reason)
+
+    def count_goal_rejected(self) -> None:
+        self.counts.goals_rejected += 1
+
+    def count_collision_object_refused(self) -> None:
+        self.counts.collision_objects_refused += 1
+
+    @property
+    def guard_cuts(self) -> int:
+        """Steps the last-line guard had to cut (stays 0: a non-zero count is a bug upstream)."""
+        return self.guard.cuts
+
+    @property
+    def joint_states_rejected(self) -> int:
+        return self.state.rejected
+
+    def braking_time_bound(self) -> float:
+        """[s] A generous bound on a stop from any velocity within the bounds: twice the slowest joint's
+        v_max/a_max + a_max/j_max, + 0.1 s (1 s without finite acceleration bounds)."""
+        accel = self._accel
+        if accel is None:
+            return 1.0
+        v_max = self.guard.v_max
+        with np.errstate(divide="ignore", invalid="ignore"):
+            t = (np.nan_to_num(v_max / accel.a_max, posinf=0.0)
+                 + np.nan_to_num(accel.a_max / accel.j_max, nan=0.0, posinf=0.0))
+        bound = 2.0 * float(t.max()) + 0.1
+        return bound if np.isfinite(bound) else 1.0
 
     @property
     def acceleration_limit(self):
