@@ -71,7 +71,7 @@ def test_bad_config_names_the_key(text, message):
     "text, message",
     [
         ("tasks: [{name: ee, type: frame, frame: nowhere}]", r"tasks\[0\] \(ee\): unknown frame 'nowhere'; valid:"),
-        (BASE + "limits: [{type: position, gain: 2.0}]", r"limits\[0\] \(position\): position_limit.gain: expected a value in \(0, 1\]"),
+        (BASE + "limits: [{type: position, gain: 2.0}]", r"limits\[0\] \(position\): position_limit.gain: expected a finite number in \(0, 1\], got 2.0"),
         (BASE + "barriers: [{name: sc, type: self_collision, n_collision_pairs: 99}]",
          r"barriers\[0\] \(sc\): n_collision_pairs: expected an integer in \[1, 44\]"),
         (BASE + "barriers: [{name: box, type: position, frame: panda_hand_tcp, p_min: [0, 0, 0], p_max: [1, 1]}]",
@@ -90,6 +90,18 @@ def test_bad_values_fail_when_building_with_the_key_named(text, message):
     with pytest.raises(InvalidInputError, match=message):
         s = scene_from_config(r.urdf_xml, r.srdf_xml, cfg.robot, r.package_paths)
         OinkController(s, cfg, 0.01, s.named_configuration("default"))
+
+
+def test_a_task_or_barrier_range_is_refused_when_the_yaml_is_read():
+    """tasks[].* and barriers[].* that are runtime parameters too: checked at load against their ranges
+    (core/ranges.py), naming the key, before any robot model is built."""
+    with pytest.raises(InvalidInputError, match=r"^tasks\[0\].task_gain: expected a finite number in \(0, 1\], got 2.0$"):
+        parse_config("tasks: [{name: ee, type: frame, frame: f, task_gain: 2.0}]")
+    with pytest.raises(InvalidInputError, match=r"^tasks\[0\].position_cost: expected one number or 3 values, got 2"):
+        parse_config("tasks: [{name: ee, type: frame, frame: f, position_cost: [1, 1]}]")
+    with pytest.raises(InvalidInputError, match=r"^barriers\[0\].safety_margin: expected a finite number in \[0, 10\] "
+                                                 r"\[m\], got 11.0$"):
+        parse_config(BASE + "barriers: [{name: b, type: singularity, frame: f, safety_margin: 11.0}]")
 
 
 def test_missing_file_is_reported():

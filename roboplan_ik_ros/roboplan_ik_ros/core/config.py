@@ -18,6 +18,7 @@ from typing import Any, Union, get_args, get_origin, get_type_hints
 import yaml
 
 from .errors import InvalidInputError
+from .ranges import check_key
 from .simple_ik.objective_config import objectives_from_config
 from .simple_ik.solver import SimpleIKOptions
 
@@ -222,9 +223,11 @@ class IKConfig:
             _check_keys_apply(t.given_keys, t.type, _TASK_KEYS, f"tasks[{k}]")
             if t.type == "frame" and not t.frame:
                 raise InvalidInputError(f"tasks[{k}].frame: required for a frame task")
-            if not (t.max_target_speed > 0 and math.isfinite(t.max_target_speed)):
-                raise InvalidInputError(f"tasks[{k}].max_target_speed: expected a finite number > 0 [rad/s], "
-                                        f"got {t.max_target_speed!r}")
+            for key in ("task_gain", "lm_damping", "max_target_speed"):
+                check_key(getattr(t, key), f"tasks[].{key}", f"tasks[{k}].{key}")
+            for key in ("position_cost", "orientation_cost"):
+                check_key(getattr(t, key), f"tasks[].{key}", f"tasks[{k}].{key}", size=3)
+            check_key(t.weights, "tasks[].weights", f"tasks[{k}].weights", size=-1)  # length: the group's (at build)
         for k, lim in enumerate(self.limits):
             if lim.type not in LIMIT_TYPES:
                 raise InvalidInputError(f"limits[{k}].type: unknown type {lim.type!r}; valid: {', '.join(LIMIT_TYPES)}")
@@ -248,6 +251,8 @@ class IKConfig:
                                             f"use type 'collision' for pairs {b.pairs!r}")
                 b.type = "collision"
             _check_keys_apply(b.given_keys, b.type, _BARRIER_KEYS, f"barriers[{k}]")
+            for key in ("gain", "safe_displacement_gain", "safety_margin"):
+                check_key(getattr(b, key), f"barriers[].{key}", f"barriers[{k}].{key}")
             if b.type == "singularity" and "safe_displacement_gain" not in b.given_keys:
                 # no safe-displacement term unless asked: its weight r / |dh/dq|^2 grows without bound where
                 # sigma_min is flat (|dh/dq| ~ 0.01-0.1), which would damp every motion far from a singularity

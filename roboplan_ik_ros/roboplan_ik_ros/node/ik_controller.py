@@ -64,7 +64,8 @@ from .spin import make_executor, spin_until_shutdown, stop_on_signals
 from .markers import HAVE_INTERACTIVE_MARKERS, InteractiveTargets, box_marker, goal_markers, obstacle_markers
 from .node_config import NodeConfig, load_node_config
 from .outputs import CommandEncoder, output_joints
-from .parameters import ParamSpec, barrier_specs, loop_specs, task_specs, unknown_parameter_reason
+from .parameters import (DESCRIPTION_TIMEOUT, ParamSpec, barrier_specs, loop_specs, task_specs,
+                         unknown_parameter_reason)
 from .message_conversions import JointStateDecoder, root_frame_name
 from .path_service import SolvePathServer
 from .service import SolveIKServer
@@ -633,9 +634,8 @@ class IKControllerNode(LifecycleNode):
                                                     else "")
                 if reason:
                     return SetParametersResult(successful=False, reason=f"{p.name}: {reason}")
-            elif p.name == "description_timeout" and not (
-                    isinstance(p.value, (int, float)) and not isinstance(p.value, bool) and p.value > 0):
-                return SetParametersResult(successful=False, reason="description_timeout: expected a number > 0 [s]")
+            elif p.name == "description_timeout" and (reason := DESCRIPTION_TIMEOUT.reason(p.value)):
+                return SetParametersResult(successful=False, reason=f"description_timeout: {reason}")
         return SetParametersResult(successful=True)
 
     def _apply_parameters(self, params) -> None:

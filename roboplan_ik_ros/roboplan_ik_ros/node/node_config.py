@@ -14,13 +14,22 @@ from typing import Any, Mapping
 
 from ..core.config import from_mapping
 from ..core.control.control_loop import LoopConfig, check_choice, check_loop_config
-from ..core.control.control_loop import check_positive_key as _positive
-from ..core.errors import InvalidInputError
+from ..core.errors import InvalidInputError, Range
 
 OUTPUT_TYPES = ("forward_command", "joint_trajectory", "joint_state")
 INTERFACES = ("position", "velocity")
 TRIGGERS = ("timer", "joint_states")
 MAX_LOOP_PRIORITY = 99  # SCHED_FIFO's highest (Linux)
+# The ROS-side keys' ranges (the control loop's are in core/ranges.py, with the runtime parameters')
+_RANGES = {
+    "activation_timeout": Range(lo_open=True, unit="s"),
+    "status_rate_hz": Range(0.0, 100.0, lo_open=True, unit="Hz"),
+    "diagnostics_rate_hz": Range(0.0, 100.0, lo_open=True, unit="Hz"),
+    "quaternion_tolerance": Range(0.0, 0.5, lo_open=True),
+    "tf_timeout": Range(unit="s"),
+}
+_TIME_FROM_START = Range(unit="s")
+_MARKER_SCALE = Range(lo_open=True, unit="m")
 
 
 @dataclass
@@ -74,13 +83,10 @@ def check_node_config(cfg: NodeConfig, path: str = "node") -> NodeConfig:
             0 <= cfg.loop_priority <= MAX_LOOP_PRIORITY):
         raise InvalidInputError(f"{path}.loop_priority: expected an integer in [0, {MAX_LOOP_PRIORITY}] "
                                 f"(SCHED_FIFO priority; 0 = normal scheduling), got {cfg.loop_priority!r}")
-    _positive(cfg.activation_timeout, f"{path}.activation_timeout")
+    for key, rng in _RANGES.items():
+        rng.check(getattr(cfg, key), f"{path}.{key}")
     if not cfg.joint_states_topic:
         raise InvalidInputError(f"{path}.joint_states_topic: expected a topic name")
-    _positive(cfg.status_rate_hz, f"{path}.status_rate_hz", upper=100.0)
-    _positive(cfg.diagnostics_rate_hz, f"{path}.diagnostics_rate_hz", upper=100.0)
-    _positive(cfg.quaternion_tolerance, f"{path}.quaternion_tolerance", upper=0.5)
-    _positive(cfg.tf_timeout, f"{path}.tf_timeout", allow_zero=True)
     if not cfg.outputs:
         raise InvalidInputError(f"{path}.outputs: expected at least one output")
     topics = set()
@@ -97,8 +103,8 @@ def check_node_config(cfg: NodeConfig, path: str = "node") -> NodeConfig:
         topics.add(out.topic)
         if len(set(out.joints)) != len(out.joints):
             raise InvalidInputError(f"{p}.joints: duplicate joint names in {out.joints}")
-        _positive(out.time_from_start, f"{p}.time_from_start", allow_zero=True)
-    _positive(cfg.markers.scale, f"{path}.markers.scale")
+        _TIME_FROM_START.check(out.time_from_start, f"{p}.time_from_start")
+    _MARKER_SCALE.check(cfg.markers.scale, f"{path}.markers.scale")
     return cfg
 
 
