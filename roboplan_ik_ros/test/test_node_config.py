@@ -32,7 +32,7 @@ def test_packaged_configs(name):
     ({"control_rate_hz": 5000}, ["node.control_rate_hz: expected a finite number in (0, 2000] [Hz], got 5000"]),
     ({"control_rate_hz": "fast"}, ["node.control_rate_hz", "expected a number"]),
     ({"state_feedback": "both"}, ["node.state_feedback", "commanded, measured"]),
-    ({"trigger": "joint_states"}, ["node.trigger", "measured"]),
+    ({"trigger": "joint_states"}, ["node.state_feedback: 'commanded' with trigger 'joint_states'; expected 'measured'"]),
     ({"outputs": []}, ["node.outputs", "at least one"]),
     ({"outputs": [{"type": "effort"}]}, ["node.outputs[0].type", "forward_command, joint_trajectory, joint_state"]),
     ({"outputs": [{"interface": "effort"}]}, ["node.outputs[0].interface", "position, velocity"]),

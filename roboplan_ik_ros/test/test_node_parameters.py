@@ -139,3 +139,21 @@ def test_every_task_and_barrier_parameter_takes_what_its_yaml_key_takes_with_the
         values = PROBES + ([[1.0, 2.0, 3.0], [1.0, -1.0, 0.0]] if spec.name.endswith("cost") else [])
         for value in values:
             _same_rule(spec, _yaml_reason(load, f"{section}[{k}].{key}", value), value)
+
+
+def test_state_feedback_that_the_trigger_cannot_take_is_refused_as_in_the_yaml():
+    """trigger joint_states steps on measurements: ``state_feedback: commanded`` is refused by the YAML
+    loader and by the runtime parameter's validator with the same reason (no longer accepted and ignored)."""
+    from roboplan_ik_ros.node.node_config import load_node_config
+    from roboplan_ik_ros.node.parameters import loop_specs
+
+    yaml = _yaml_reason(lambda v: load_node_config({"trigger": "joint_states", "state_feedback": v}),
+                        "node.state_feedback", "commanded")
+    assert yaml.startswith("'commanded' with trigger 'joint_states'; expected 'measured'"), yaml
+    cfg = load_node_config({"trigger": "joint_states", "state_feedback": "measured"})
+    spec = next(s for s in loop_specs(cfg, lambda v: None, lambda v: None, lambda v: None) if s.name == "state_feedback")
+    assert spec.validate("commanded") == yaml
+    assert spec.validate("measured") == ""
+    timer = next(s for s in loop_specs(load_node_config({}), lambda v: None, lambda v: None, lambda v: None)
+                 if s.name == "state_feedback")
+    assert timer.validate("commanded") == "" and timer.validate("measured") == ""

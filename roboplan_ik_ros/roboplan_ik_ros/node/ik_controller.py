@@ -673,10 +673,7 @@ class IKControllerNode(LifecycleNode):
         self._stats.reset(self.loop.dt)
         self.get_logger().info(f"control rate: {hz:g} Hz")
 
-    def _apply_feedback(self, mode: str) -> None:
-        if self.node_cfg.trigger == "joint_states" and mode != "measured":
-            self.get_logger().warning("trigger 'joint_states' steps on measurements: state_feedback stays 'measured'")
-            return
+    def _apply_feedback(self, mode: str) -> None:  # one the trigger cannot take was refused (parameters.py)
         self.loop.set_state_feedback(mode)
 
     # ================================================================== inputs

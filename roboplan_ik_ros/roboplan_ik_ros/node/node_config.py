@@ -32,6 +32,15 @@ _TIME_FROM_START = Range(unit="s")
 _MARKER_SCALE = Range(lo_open=True, unit="m")
 
 
+def trigger_feedback_reason(trigger: str, state_feedback: str) -> str:
+    """Why ``state_feedback`` cannot go with ``trigger`` ("" if it can): the one rule, for the YAML
+    (``node.state_feedback``) and the runtime parameter (``state_feedback``) alike."""
+    if trigger == "joint_states" and state_feedback != "measured":
+        return (f"{state_feedback!r} with trigger 'joint_states'; expected 'measured' (that trigger steps on each "
+                f"/joint_states message, from the measurement)")
+    return ""
+
+
 @dataclass
 class OutputConfig:
     """One command stream.
@@ -77,8 +86,9 @@ def check_node_config(cfg: NodeConfig, path: str = "node") -> NodeConfig:
     """Range and choice checks of a parsed :class:`NodeConfig` (also used for runtime updates)."""
     check_loop_config(cfg, path)
     check_choice(cfg.trigger, TRIGGERS, f"{path}.trigger")
-    if cfg.trigger == "joint_states" and cfg.state_feedback != "measured":
-        raise InvalidInputError(f"{path}.trigger: 'joint_states' needs state_feedback: measured")
+    reason = trigger_feedback_reason(cfg.trigger, cfg.state_feedback)
+    if reason:
+        raise InvalidInputError(f"{path}.state_feedback: {reason}")
     if isinstance(cfg.loop_priority, bool) or not isinstance(cfg.loop_priority, int) or not (
             0 <= cfg.loop_priority <= MAX_LOOP_PRIORITY):
         raise InvalidInputError(f"{path}.loop_priority: expected an integer in [0, {MAX_LOOP_PRIORITY}] "

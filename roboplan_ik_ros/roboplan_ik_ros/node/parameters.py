@@ -25,6 +25,7 @@ from ..core.control.control_loop import SMOOTHING, STALE_BEHAVIORS, STATE_FEEDBA
 from ..core.control.twist_follower import COMMAND_IN_TYPES
 from ..core.errors import Range
 from ..core.ranges import RANGES
+from .node_config import trigger_feedback_reason
 
 
 #: The node's own parameter (not a YAML key): how long configure waits for the robot description.
@@ -149,6 +150,9 @@ def loop_specs(node_cfg, apply_rate: Callable[[float], None], apply_feedback: Ca
     def set_attr(obj, field, conv=float):
         return lambda v: setattr(obj, field, conv(v))
 
+    def feedback_check(value: Any) -> str:  # the YAML's rule: trigger joint_states needs measured feedback
+        return choice_check(STATE_FEEDBACK)(value) or trigger_feedback_reason(node_cfg.trigger, value)
+
     def number(name: str, obj: Any, what: str, apply: Callable[[Any], None] | None = None) -> ParamSpec:
         field = name.rpartition(".")[2]
         return _number(name, getattr(obj, field), f"node.{name}", what, apply or set_attr(obj, field))
@@ -157,8 +161,8 @@ def loop_specs(node_cfg, apply_rate: Callable[[float], None], apply_feedback: Ca
         number("control_rate_hz", node_cfg, "control loop rate", apply_rate),
         ParamSpec("state_feedback", node_cfg.state_feedback,
                   _descriptor("commanded: integrate own output (resync on divergence); measured: step from "
-                              "/joint_states", ParameterType.PARAMETER_STRING),
-                  choice_check(STATE_FEEDBACK), apply_feedback),
+                              "/joint_states (the only one with trigger joint_states)", ParameterType.PARAMETER_STRING),
+                  feedback_check, apply_feedback),
         number("max_state_divergence", node_cfg, "commanded feedback: the command leads the measured state by at "
                "most this", apply_divergence),
         number("state_timeout", node_cfg, "stale after no valid /joint_states for this long"),
