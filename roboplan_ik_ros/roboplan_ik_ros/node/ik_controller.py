@@ -66,7 +66,8 @@ from .spin import ESCAPED, make_executor, spin_until_shutdown, stop_on_signals
 from .markers import HAVE_INTERACTIVE_MARKERS, InteractiveTargets, box_marker, goal_markers, obstacle_markers
 from .node_config import NodeConfig, load_node_config
 from .outputs import CommandEncoder, output_joints
-from .parameters import ParamSpec, barrier_specs, loop_specs, task_specs, unknown_parameter_reason
+from .parameters import (DESCRIPTION_TIMEOUT, ParamSpec, barrier_specs, loop_specs, task_specs,
+                         unknown_parameter_reason)
 from .message_conversions import JointStateDecoder, root_frame_name
 from .path_service import SolvePathServer
 from .service import SolveIKServer
@@ -810,9 +811,8 @@ class IKControllerNode(LifecycleNode):
                                                     else "")
                 if reason:
                     return SetParametersResult(successful=False, reason=f"{p.name}: {reason}")
-            elif p.name == "description_timeout" and not (
-                    isinstance(p.value, (int, float)) and not isinstance(p.value, bool) and p.value > 0):
-                return SetParametersResult(successful=False, reason="description_timeout: expected a number > 0 [s]")
+            elif p.name == "description_timeout" and (reason := DESCRIPTION_TIMEOUT.reason(p.value)):
+                return SetParametersResult(successful=False, reason=f"description_timeout: {reason}")
         return SetParametersResult(successful=True)
 
     def _apply_parameters(self, params) -> None:
@@ -853,10 +853,7 @@ class IKControllerNode(LifecycleNode):
         self._stats.reset(self.loop.dt)
         self.get_logger().info(f"control rate: {hz:g} Hz")
 
-    def _apply_feedback(self, mode: str) -> None:
-        if self.node_cfg.trigger == "joint_states" and mode != "measured":
-            self.get_logger().warning("trigger 'joint_states' steps on measurements: state_feedback stays 'measured'")
-            return
+    def _apply_feedback(self, mode: str) -> None:  # one the trigger cannot take was refused (parameters.py)
         self.loop.set_state_feedback(mode)
 
     # ================================================================== inputs

@@ -50,6 +50,7 @@ from .command_guard import CommandGuard
 from ..config import IKConfig
 from ..oink.controller import OinkController, StepOutcome
 from ..errors import InvalidInputError
+from ..ranges import check_key
 from .goal_followers import GoalSmoother, GoalSmoothingConfig, JointGoalRamp
 from .joint_jog_follower import JointJogFollower
 from .singularity_scale import SingularityScale
@@ -84,7 +85,6 @@ SMOOTHING = ("none", "low_pass", "max_speed", "max_acceleration")
 # With an acceleration limit, a configuration task's target accelerates and brakes at this share of
 # each joint's bound (the arm follows it with the rest to spare).
 RAMP_ACCELERATION_SHARE = 0.5
-MAX_RATE_HZ = 2000.0
 GOAL_REACH_FACTOR = 2.0  # default max_goal_distance: this times the arm's reach from its first joint
 
 
@@ -108,35 +108,18 @@ def check_choice(value: str, valid: tuple[str, ...], path: str) -> None:
         raise InvalidInputError(f"{path}: unknown value {value!r}; valid: {', '.join(valid)}")
 
 
-def check_positive_key(value: float, path: str, *, upper: float = math.inf, allow_zero: bool = False) -> None:
-    """``value`` finite and > 0 (>= 0 with allow_zero), at most ``upper``, or raise naming ``path``."""
-    ok = (value >= 0.0 if allow_zero else value > 0.0) and value <= upper and math.isfinite(value)
-    if not ok:
-        lo = ">= 0" if allow_zero else "> 0"
-        hi = f" and <= {upper:g}" if math.isfinite(upper) else ""
-        raise InvalidInputError(f"{path}: expected a finite number {lo}{hi}, got {value!r}")
-
-
 def check_loop_config(cfg: LoopConfig, path: str = "node") -> None:
-    check_positive_key(cfg.control_rate_hz, f"{path}.control_rate_hz", upper=MAX_RATE_HZ)
+    """Choices and ranges (:data:`~..ranges.RANGES`) of the control-loop keys."""
     check_choice(cfg.state_feedback, STATE_FEEDBACK, f"{path}.state_feedback")
-    check_positive_key(cfg.max_state_divergence, f"{path}.max_state_divergence")
-    check_positive_key(cfg.state_timeout, f"{path}.state_timeout")
     check_choice(cfg.stale_behavior, STALE_BEHAVIORS, f"{path}.stale_behavior")
-    check_positive_key(cfg.joint_limit_tolerance, f"{path}.joint_limit_tolerance", allow_zero=True)
+    check_choice(cfg.goal_smoothing.type, SMOOTHING, f"{path}.goal_smoothing.type")
+    for key in ("control_rate_hz", "max_state_divergence", "state_timeout", "joint_limit_tolerance"):
+        check_key(getattr(cfg, key), f"node.{key}", f"{path}.{key}")
     if cfg.max_goal_distance is not None:
-        check_positive_key(cfg.max_goal_distance, f"{path}.max_goal_distance")
-    gs = cfg.goal_smoothing
-    check_choice(gs.type, SMOOTHING, f"{path}.goal_smoothing.type")
-    check_positive_key(gs.time_constant, f"{path}.goal_smoothing.time_constant")
-    check_positive_key(gs.max_linear_speed, f"{path}.goal_smoothing.max_linear_speed")
-    check_positive_key(gs.max_angular_speed, f"{path}.goal_smoothing.max_angular_speed")
-    check_positive_key(gs.max_linear_acceleration, f"{path}.goal_smoothing.max_linear_acceleration")
-    check_positive_key(gs.max_angular_acceleration, f"{path}.goal_smoothing.max_angular_acceleration")
-    for key in ("leash_distance", "leash_angle"):  # .inf: no leash
-        value = getattr(gs, key)
-        if not (isinstance(value, (int, float)) and value > 0.0):  # NaN fails too
-            raise InvalidInputError(f"{path}.goal_smoothing.{key}: expected a number > 0 (.inf: no leash), got {value!r}")
+        check_key(cfg.max_goal_distance, "node.max_goal_distance", f"{path}.max_goal_distance")
+    for key in ("time_constant", "max_linear_speed", "max_angular_speed", "max_linear_acceleration",
+                "max_angular_acceleration", "leash_distance", "leash_angle"):  # leashes: .inf = no leash
+        check_key(getattr(cfg.goal_smoothing, key), f"node.goal_smoothing.{key}", f"{path}.goal_smoothing.{key}")
     check_streaming_config(cfg.streaming, f"{path}.streaming")
 
 
