@@ -27,21 +27,18 @@ import sys
 import threading
 import time
 import traceback
-from contextlib import contextmanager
 from pathlib import Path
 
 import numpy as np
 import rclpy
-from geometry_msgs.msg import PoseStamped, TwistStamped
 from rcl_interfaces.msg import ParameterDescriptor, SetParametersResult
 from rclpy.executors import ExternalShutdownException
-from rclpy.lifecycle import LifecycleNode, LifecycleState, TransitionCallbackReturn
+from rclpy.lifecycle import LifecycleState, TransitionCallbackReturn
 from rclpy.duration import Duration
-from rclpy.qos import QoSProfile, ReliabilityPolicy, qos_profile_sensor_data
+from rclpy.qos import qos_profile_sensor_data
 from rclpy.wait_for_message import wait_for_message
 from sensor_msgs.msg import JointState
 from std_msgs.msg import String
-from std_srvs.srv import SetBool, Trigger
 from visualization_msgs.msg import Marker, MarkerArray
 
 from roboplan_ik_interfaces.msg import ControllerStatus
@@ -57,11 +54,13 @@ from ..core.simple_ik.solver import SimpleIK
 from . import diagnostics as diag
 from .descriptions import LATCHED, LatchedDescriptions
 from .diagnostics import DiagnosticsReporter, TickStats
-from .goals import HAVE_TF2, FrameResolver, joint_goal_configuration, joint_jog_velocities, tf2_ros
+from .goals import HAVE_TF2, FrameResolver, tf2_ros
+from .goal_inputs import GoalInputs
 from .log_throttle import LogThrottle
 from .collision_objects import CollisionObjectReader, CollisionObjectsEndpoint
 from .loop_thread import BorrowedThreadPriority, LoopThread, run_on_schedule
-from .session import Faults, Session, refusal
+from .guarded_node import GuardedLifecycleNode
+from .session import Session
 from .spin import ESCAPED, make_executor, spin_until_shutdown, stop_on_signals
 from .markers import HAVE_INTERACTIVE_MARKERS, InteractiveTargets, box_marker, goal_markers, obstacle_markers
 from .node_config import NodeConfig, load_node_config
@@ -73,10 +72,6 @@ from .path_service import SolvePathServer
 from .service import SolveIKServer
 from .status import LoopSnapshot, diagnostics_report
 
-try:  # what MoveIt Servo and ros2_control users send; not a PyPI wheel (apt installs have it)
-    from control_msgs.msg import JointJog  # type: ignore[import-not-found]
-except ImportError:  # pragma: no cover - depends on the install
-    JointJog = None
 
 #: Parameters declared by the constructor (the launch file passes these).
 CONSTRUCTOR_PARAMETERS = (
@@ -85,8 +80,6 @@ CONSTRUCTOR_PARAMETERS = (
 )
 
 DESCRIPTION_TOPICS = ("robot_description", "robot_description_semantic")
-GOAL_QOS = QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE)
-STREAM_QOS = QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE)  # the newest command counts
 _SUCCESS, _FAILURE, _ERROR = (TransitionCallbackReturn.SUCCESS, TransitionCallbackReturn.FAILURE,
                                TransitionCallbackReturn.ERROR)
 #: [s] how long retiring a session waits for its callbacks running in other threads (a tick: ms; a
@@ -138,7 +131,7 @@ class ConfigureError(Exception):
     """A configure step failed; the message is the reason shown to the user."""
 
 
-class IKControllerNode(LifecycleNode):
+class IKControllerNode(GuardedLifecycleNode):
     """See the module docstring. ``last_error`` holds the reason of the last failed transition."""
 
     def __init__(self, node_name: str = "ik_controller", **kwargs) -> None:
@@ -163,133 +156,12 @@ class IKControllerNode(LifecycleNode):
         self.last_error = ""
         self._lock = threading.Lock()  # every access to the control loop
         self._throttle = LogThrottle()
-        self.faults = Faults()  # every callback error of this node's life (diagnostics, tests)
-        self._pending_fault: tuple[str, str] | None = None  # (what, error) for the error transition
-        self._fault_lock = threading.Lock()
-        self._error_cause = ""  # set while a fault's error transition runs (on_deactivate/on_cleanup: ERROR)
-        # the fault handler's way into the executor thread (lifecycle transitions run there): reset from any
-        # thread, it fires once (a guard condition would do, but this rclpy's EventsExecutor refuses them)
-        self._fault_timer = super().create_timer(0.0, self._handle_fault, autostart=False)
-        # callbacks that live as long as the node (not retired before destroy_node)
-        self._node_session = Session("node", self._on_fault)
-        with self._building_session(self._node_session):
+        with self.building(self.node_session):
             # listens while unconfigured, so configure need not wait for DDS discovery (descriptions.py)
             self._descriptions = LatchedDescriptions(self, DESCRIPTION_TOPICS)
         self._configured: Session | None = None  # what configure made (retired by cleanup, shutdown, error)
         self._activation: Session | None = None  # what activate made (retired by deactivate)
         self._clear()
-
-    # ================================================================== sessions and faults
-    @contextmanager
-    def _building_session(self, session: Session):
-        """Every ROS entity this node creates inside the block belongs to ``session`` (see the
-        create_* overrides): its callback guarded, its destruction owned."""
-        previous, self._building = getattr(self, "_building", None), session
-        try:
-            yield session
-        finally:
-            self._building = previous
-
-    def _owned(self, kind: str, name: str, callback, on_refused=None):
-        """(the callback to register, the session it belongs to or None)."""
-        session = getattr(self, "_building", None)
-        if session is None or callback is None:
-            return callback, session
-        return session.guard(callback, f"{kind} {name}", on_refused), session
-
-    def create_subscription(self, msg_type, topic, callback, qos_profile, **kwargs):
-        cb, session = self._owned("subscription", topic, callback)
-        sub = super().create_subscription(msg_type, topic, cb, qos_profile, **kwargs)
-        if session is not None:
-            session.own(f"subscription {topic}", lambda: self.destroy_subscription(sub))
-        return sub
-
-    def create_service(self, srv_type, srv_name, callback, **kwargs):
-        cb, session = self._owned("service", srv_name, callback, refusal(srv_name))
-        srv = super().create_service(srv_type, srv_name, cb, **kwargs)
-        if session is not None:
-            session.own(f"service {srv_name}", lambda: self.destroy_service(srv))
-        return srv
-
-    def create_timer(self, timer_period_sec, callback, *args, **kwargs):
-        name = getattr(callback, "__name__", type(callback).__name__).lstrip("_")
-        cb, session = self._owned("timer", f"{name} ({timer_period_sec:g} s)", callback)
-        if session is not None:  # no parameter: an executor passes TimerInfo to a callback that takes one
-            guarded = cb
-            cb = lambda: guarded()  # noqa: E731
-        timer = super().create_timer(timer_period_sec, cb, *args, **kwargs)
-        if session is not None:
-            session.own(f"timer ({timer_period_sec:g} s)", lambda: self.destroy_timer(timer))
-        return timer
-
-    def create_publisher(self, msg_type, topic, qos_profile, **kwargs):
-        pub = super().create_publisher(msg_type, topic, qos_profile, **kwargs)
-        session = getattr(self, "_building", None)
-        if session is not None:
-            session.own(f"publisher {topic}", lambda: self.destroy_publisher(pub))
-        return pub
-
-    def create_lifecycle_publisher(self, msg_type, topic, qos_profile, **kwargs):
-        pub = super().create_lifecycle_publisher(msg_type, topic, qos_profile, **kwargs)
-        session = getattr(self, "_building", None)
-        if session is not None:
-            session.own(f"publisher {topic}", lambda: self.destroy_lifecycle_publisher(pub))
-        return pub
-
-    def create_client(self, srv_type, srv_name, **kwargs):
-        client = super().create_client(srv_type, srv_name, **kwargs)
-        session = getattr(self, "_building", None)
-        if session is not None:
-            session.own(f"client {srv_name}", lambda: self.destroy_client(client))
-        return client
-
-    def _on_fault(self, session: str, what: str, exc: BaseException, trace: str) -> None:
-        """A callback raised (any thread): logged with its traceback (throttled per message), counted,
-        and the error transition requested (:meth:`_handle_fault`, in the executor's thread)."""
-        text = f"{type(exc).__name__}: {exc}"
-        self.faults.add(what, text)
-        if self._throttle.should_log(f"fault {what} {text}", time.monotonic()):
-            self.get_logger().error(f"{what} raised {text} (callback error {self.faults.count}); a controlled "
-                                    f"stop and the lifecycle error transition follow\n{trace}")
-        with self._fault_lock:
-            if self._pending_fault is None:
-                self._pending_fault = (what, text)
-        try:
-            self._fault_timer.reset()
-        except Exception:  # noqa: BLE001 - the node is being destroyed: nothing left to stop
-            pass
-
-    def on_escaped_error(self, exc: BaseException) -> None:
-        """An exception that escaped a callback not of this node's making (rclpy's own services) into
-        the spin loop (node/spin.py logged it): handled like a fault of the node's own callbacks."""
-        text = f"{type(exc).__name__}: {exc}"
-        self.faults.add("a callback outside the node's sessions", text)
-        with self._fault_lock:
-            if self._pending_fault is None:
-                self._pending_fault = ("a callback outside the node's sessions", text)
-        self._fault_timer.reset()
-
-    def _handle_fault(self) -> None:
-        """(executor thread) The error transition for the pending fault: active -> deactivate, inactive ->
-        cleanup, each returning ERROR, so rclpy runs :meth:`on_error` (release, back to unconfigured).
-        Unconfigured: nothing is configured to stop; the fault stays logged and counted."""
-        self._fault_timer.cancel()
-        with self._fault_lock:
-            fault, self._pending_fault = self._pending_fault, None
-        if fault is None:
-            return
-        try:
-            label = self._state_machine.current_state[1]
-            what, text = fault
-            self._error_cause = f"{what} raised {text}"
-            if label == "active":
-                self.trigger_deactivate()
-            elif label == "inactive":
-                self.trigger_cleanup()
-        except Exception:  # noqa: BLE001 - the handler of faults must not become one
-            self.get_logger().error(f"the error transition failed:\n{traceback.format_exc()}")
-        finally:
-            self._error_cause = ""
 
     # ================================================================== lifecycle
     def _clear(self) -> None:
@@ -335,9 +207,9 @@ class IKControllerNode(LifecycleNode):
         self._borrow_pending = False
 
     def on_configure(self, state: LifecycleState) -> TransitionCallbackReturn:
-        self._configured = Session("configured", self._on_fault)
+        self._configured = Session("configured", self.on_fault)
         try:
-            with self._building_session(self._configured):
+            with self.building(self._configured):
                 self._configure()
         except (ConfigureError, InvalidInputError) as exc:
             return self._transition_failed("configure", str(exc))
@@ -395,7 +267,7 @@ class IKControllerNode(LifecycleNode):
         ret = super().on_activate(state)  # enables the lifecycle (command) publishers
         self._active = True
         self._published_stale_stop = False
-        activation = self._activation = Session("active", self._on_fault)
+        activation = self._activation = Session("active", self.on_fault)
         if cfg.trigger == "timer":
             self.loop_scheduling = "normal" if cfg.loop_priority == 0 else f"SCHED_FIFO {cfg.loop_priority} requested"
             self._loop_thread = LoopThread(1.0 / cfg.control_rate_hz, activation.guard(self._tick, "control tick"),
@@ -439,14 +311,14 @@ class IKControllerNode(LifecycleNode):
             self._watchdog.cancel()
 
     def on_deactivate(self, state: LifecycleState) -> TransitionCallbackReturn:
-        cause = self._error_cause
+        cause = self.error_cause
         try:
             self._controlled_stop("deactivate" if not cause else f"error ({cause})")
             with self._lock:
                 self.loop.deactivate()
             ret = super().on_deactivate(state)
         except Exception:  # noqa: BLE001 - on_error releases what is left
-            return self._transition_error("deactivate")
+            return self.transition_error("deactivate")
         if cause:
             self.last_error = f"stopped after an error: {cause}"
             self.get_logger().error(f"{self.last_error}; braked to rest; error transition (on_error: release, "
@@ -454,15 +326,6 @@ class IKControllerNode(LifecycleNode):
             return _ERROR
         self.get_logger().info("inactive: control loop stopped, braked to rest, hold command sent")
         return ret
-
-    def _transition_error(self, what: str) -> TransitionCallbackReturn:
-        """An unexpected exception in a transition: logged with its traceback, counted; ERROR makes rclpy
-        run :meth:`on_error`."""
-        trace = traceback.format_exc()
-        self.faults.add(f"transition {what}", trace.strip().splitlines()[-1])
-        self.last_error = f"{what} failed: unexpected error: {trace.strip().splitlines()[-1]}"
-        self.get_logger().error(f"{what}: unexpected error (the error transition follows):\n{trace}")
-        return _ERROR
 
     def _controlled_stop(self, why: str) -> None:
         """Stop the loop and brake the command stream to rest within the acceleration/jerk bounds
@@ -526,11 +389,11 @@ class IKControllerNode(LifecycleNode):
             self._controlled_stop(why)
 
     def on_cleanup(self, state: LifecycleState) -> TransitionCallbackReturn:
-        cause = self._error_cause
+        cause = self.error_cause
         try:
             self._release()
         except Exception:  # noqa: BLE001
-            return self._transition_error("cleanup")
+            return self.transition_error("cleanup")
         if cause:
             self.last_error = f"released after an error: {cause}"
             self.get_logger().error(f"{self.last_error}; error transition (back to unconfigured)")
@@ -544,7 +407,7 @@ class IKControllerNode(LifecycleNode):
                 self._controlled_stop("shutdown")
             self._release()
         except Exception:  # noqa: BLE001
-            return self._transition_error("shutdown")
+            return self.transition_error("shutdown")
         return _SUCCESS
 
     def on_error(self, state: LifecycleState) -> TransitionCallbackReturn:
@@ -569,7 +432,7 @@ class IKControllerNode(LifecycleNode):
             if self._active:  # e.g. rclpy shut down under an active node: brake while the context allows
                 self._controlled_stop("destroy")
             self._release()  # no loop thread, worker process, service thread or helper node outlives the node
-            self._node_session.retire(_RETIRE_TIMEOUT)
+            self.node_session.retire(_RETIRE_TIMEOUT)
         except Exception:  # noqa: BLE001 - destroying must end
             self.get_logger().error(f"destroy_node: releasing failed:\n{traceback.format_exc()}")
         super().destroy_node()
@@ -676,31 +539,15 @@ class IKControllerNode(LifecycleNode):
 
     def _setup_ros_entities(self) -> None:
         """Publishers, subscriptions, services and timers (called inside the configured session: each
-        belongs to it, see :meth:`_building_session`)."""
+        belongs to it, see :meth:`GuardedLifecycleNode.building`)."""
         cfg, session = self.node_cfg, self._configured
         for enc in self._encoders:
             self._cmd_pubs.append(self.create_lifecycle_publisher(enc.msg_type, enc.cfg.topic, COMMAND_QUEUE_DEPTH))
         self._status_pub = self.create_publisher(ControllerStatus, "~/status", 10)
         self.create_subscription(JointState, cfg.joint_states_topic, self._on_joint_states, qos_profile_sensor_data)
-        for name, task in self.loop.tasks.items():
-            if isinstance(task, FrameTask):
-                self.create_subscription(PoseStamped, f"~/{name}/target_pose",
-                                         lambda m, n=name: self._on_pose_goal(n, m), GOAL_QOS)
-                self.create_subscription(TwistStamped, f"~/{name}/target_twist",
-                                         lambda m, n=name: self._on_twist(n, m), STREAM_QOS)
-            else:
-                self.create_subscription(JointState, f"~/{name}/target_joints",
-                                         lambda m, n=name: self._on_joint_goal(n, m), GOAL_QOS)
-                self.create_subscription(JointState, f"~/{name}/target_joint_velocities",
-                                         lambda m, n=name: self._on_joint_jog(n, m, m.velocity), STREAM_QOS)
-                if JointJog is not None:
-                    self.create_subscription(JointJog, f"~/{name}/joint_jog",
-                                             lambda m, n=name: self._on_joint_jog(n, m, m.velocities), STREAM_QOS)
-        if JointJog is None and any(not isinstance(t, FrameTask) for t in self.loop.tasks.values()):
-            self.get_logger().info("control_msgs is not installed: no ~/<task>/joint_jog (control_msgs/JointJog); "
-                                   "jog with sensor_msgs/JointState velocities on ~/<task>/target_joint_velocities")
-        self.create_service(Trigger, "~/apply_configured_targets", self._on_apply_configured_targets)
-        self.create_service(SetBool, "~/pause", self._on_pause)
+        self._inputs = GoalInputs(self, self.loop, self._lock, self._resolver, cfg, lambda: self._active,
+                                  self._log_loop_event, self._note_rejection, self._on_goal_set)
+        self._inputs.create_endpoints()
         # its own thread and helper node (and a worker process), guarded by the same session
         self._service = SolveIKServer(self, self.scene, self.simple_ik, self._resolver, cfg.quaternion_tolerance,
                                       self._current_q, worker_spec=self._ik_worker_spec,
@@ -727,7 +574,7 @@ class IKControllerNode(LifecycleNode):
                 if HAVE_INTERACTIVE_MARKERS:
                     self._interactive = InteractiveTargets(
                         self, f"{self.get_fully_qualified_name()}/targets", self._root, cfg.markers.scale,
-                        lambda name, ps: self._on_pose_goal(name, ps))
+                        self._inputs.on_pose_goal)
                     session.own("interactive markers", self._interactive.shutdown)
                 else:
                     self.get_logger().info(
@@ -824,7 +671,7 @@ class IKControllerNode(LifecycleNode):
                         spec.apply(p.value)
                     spec.value = p.value
         except Exception as exc:  # noqa: BLE001 - half applied: a fault like any callback's (controlled stop)
-            self._on_fault("node", f"parameter set {[p.name for p in params]}", exc, traceback.format_exc())
+            self.on_fault("node", f"parameter set {[p.name for p in params]}", exc, traceback.format_exc())
 
     def _rate_change_refusal(self, hz) -> str:
         """Why a new control rate cannot be taken now ("" when it can). A drive runs at one command
@@ -895,6 +742,12 @@ class IKControllerNode(LifecycleNode):
                                                                f"executor thread that runs the ticks)")
             self._tick(now)
 
+    def _note_rejection(self, text: str) -> None:
+        self._last_rejection = text
+
+    def _on_goal_set(self) -> None:
+        self._markers_dirty = True
+
     def _on_obstacles_changed(self) -> None:
         """After ~/collision_objects changed the scene: the IK worker's scene follows; markers again."""
         with self._lock:
@@ -908,132 +761,6 @@ class IKControllerNode(LifecycleNode):
                 self.loop.count_collision_object_refused()
         self._last_rejection = reason
         self.get_logger().warning(reason)
-
-    def _reject_goal(self, topic: str, reason: str) -> None:
-        with self._lock:
-            if self.loop is not None:
-                self.loop.count_goal_rejected()
-        self._last_rejection = f"{topic}: {reason}"
-        self._log_loop_event("error", f"rejected goal on {topic}: {reason}")
-
-    def _note_stamp_fallback(self, topic: str, fallbacks_before: int) -> None:
-        """A tf2 lookup at a message's stamp that fell back to the latest transform: said (throttled)."""
-        if self._resolver.stamp_fallbacks != fallbacks_before:
-            self._log_loop_event("warning", f"{topic}: {self._resolver.last_stamp_fallback}")
-
-    def _on_pose_goal(self, task_name: str, msg: PoseStamped) -> None:
-        topic = f"~/{task_name}/target_pose"
-        try:
-            if not self._active:
-                raise InvalidInputError("the controller is not active (goals start from the current pose on activate)")
-            with self._lock:
-                q = self.loop.last_command()
-            # outside the lock: a tf2 lookup (at header.stamp, else the latest) may wait up to tf_timeout
-            fallbacks = self._resolver.stamp_fallbacks
-            T = self._resolver.resolve(msg, q, self.node_cfg.quaternion_tolerance, topic)
-            self._note_stamp_fallback(topic, fallbacks)
-            with self._lock:
-                self.loop.set_pose_goal(task_name, T)
-        except InvalidInputError as exc:  # GoalError too
-            self._reject_goal(topic, str(exc))
-            return
-        self._markers_dirty = True
-
-    def _on_joint_goal(self, task_name: str, msg: JointState) -> None:
-        topic = f"~/{task_name}/target_joints"
-        try:
-            with self._lock:
-                if not self._active:
-                    raise InvalidInputError("the controller is not active")
-                q_ref = self.loop.last_command()
-                q_ref[self.group.q_indices] = self.loop.goal(task_name)
-                q = joint_goal_configuration(self.scene, self.group, msg, q_ref)
-                self.loop.set_joint_goal(task_name, q[self.group.q_indices])
-        except InvalidInputError as exc:
-            self._reject_goal(topic, str(exc))
-
-    def _twist_age(self, task_name: str, stamp, topic: str = "") -> float:
-        """[s] a twist is already old on arrival: 0 without a stamp (header.stamp zero) or when the
-        stamp and this node's clock disagree by more than ``streaming.stamp_tolerance`` (throttled
-        warning: then only the arrival time counts), else now - stamp (>= 0)."""
-        if stamp.sec == 0 and stamp.nanosec == 0:
-            return 0.0
-        age = (self.get_clock().now().nanoseconds - (stamp.sec * 1_000_000_000 + stamp.nanosec)) * 1e-9
-        tolerance = self.node_cfg.streaming.stamp_tolerance
-        if abs(age) > tolerance:
-            self._log_loop_event("warning", f"{topic or f'~/{task_name}/target_twist'}: header.stamp is {age:+.3f} s from this "
-                                            f"node's clock (more than streaming.stamp_tolerance {tolerance:g} s): "
-                                            "the clocks disagree; the command timeout is judged on arrival only")
-            return 0.0
-        return max(0.0, age)
-
-    def _on_twist(self, task_name: str, msg: TwistStamped) -> None:
-        topic = f"~/{task_name}/target_twist"
-        now = time.perf_counter()
-        try:
-            if not self._active:
-                raise InvalidInputError("the controller is not active (streams start from the current pose on activate)")
-            age = self._twist_age(task_name, msg.header.stamp)
-            linear = np.array([msg.twist.linear.x, msg.twist.linear.y, msg.twist.linear.z])
-            angular = np.array([msg.twist.angular.x, msg.twist.angular.y, msg.twist.angular.z])
-            with self._lock:
-                q = self.loop.last_command()
-            # outside the lock: a tf2 lookup (at header.stamp; zero: the latest) may wait up to tf_timeout
-            fallbacks = self._resolver.stamp_fallbacks
-            R_world_command = self._resolver.T_world_frame(msg.header.frame_id, q, msg.header.stamp).rotation
-            self._note_stamp_fallback(topic, fallbacks)
-            with self._lock:
-                self.loop.set_twist(task_name, linear, angular, now, age, R_world_command)
-        except InvalidInputError as exc:  # GoalError too
-            self._reject_goal(topic, str(exc))
-
-    def _on_joint_jog(self, task_name: str, msg, velocities) -> None:
-        """sensor_msgs/JointState (``velocity``) or control_msgs/JointJog (``velocities``; its
-        ``displacements`` and ``duration`` are not supported: refused when set) by joint name."""
-        topic = f"~/{task_name}/{'target_joint_velocities' if isinstance(msg, JointState) else 'joint_jog'}"
-        now = time.perf_counter()
-        try:
-            if not self._active:
-                raise InvalidInputError("the controller is not active")
-            if not isinstance(msg, JointState) and (len(msg.displacements) or msg.duration):
-                raise InvalidInputError("JointJog displacements/duration are not supported; send velocities")
-            age = self._twist_age(task_name, msg.header.stamp, topic)
-            dq = joint_jog_velocities(self.group, msg.joint_names if hasattr(msg, "joint_names") else msg.name,
-                                      velocities)
-            with self._lock:
-                self.loop.set_joint_velocities(task_name, dq, now, age)
-        except InvalidInputError as exc:
-            self._reject_goal(topic, str(exc))
-
-    def _on_pause(self, request: SetBool.Request, response: SetBool.Response) -> SetBool.Response:
-        """data true: brake to a stop and refuse inputs; false: resume (from the current pose)."""
-        try:
-            with self._lock:
-                if not self._active:
-                    raise InvalidInputError("the controller is not active")
-                if request.data:
-                    self.loop.pause()
-                else:
-                    self.loop.resume()
-        except InvalidInputError as exc:
-            response.success, response.message = False, str(exc)
-            return response
-        response.success = True
-        response.message = ("paused: braking to a stop; inputs are refused until resumed" if request.data else
-                            "resumed: every target restarts at the current pose once at rest; send a new input")
-        return response
-
-    def _on_apply_configured_targets(self, request: Trigger.Request, response: Trigger.Response) -> Trigger.Response:
-        try:
-            with self._lock:
-                if not self._active:
-                    raise InvalidInputError("the controller is not active")
-                self.loop.apply_configured_targets()
-        except InvalidInputError as exc:
-            response.success, response.message = False, str(exc)
-            return response
-        response.success, response.message = True, "configuration tasks move toward their configured targets"
-        return response
 
     # ================================================================== control loop
     def _on_watchdog(self) -> None:
