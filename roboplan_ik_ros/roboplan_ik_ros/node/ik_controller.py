@@ -218,6 +218,12 @@ class IKControllerNode(GuardedLifecycleNode):
         return _FAILURE
 
     def on_activate(self, state: LifecycleState) -> TransitionCallbackReturn:
+        try:
+            return self._activate(state)
+        except Exception:  # noqa: BLE001 - on_error stops what started and releases
+            return self.transition_error("activate")
+
+    def _activate(self, state: LifecycleState) -> TransitionCallbackReturn:
         cfg, loop = self.node_cfg, self.loop
 
         def fresh() -> bool:
