@@ -217,12 +217,67 @@ def test_stale_state_stops_then_reseeds_at_the_measurement(panda, behavior):
         assert len(published) == 400 and np.ptp(published[-140:], axis=0).max() == 0.0
     with pytest.raises(InvalidInputError, match="stale"):
         loop.set_pose_goal("ee", T0)
+    held = robot.commands[-1].copy()
     robot.q[:7] = FOREIGN  # the driver restarted elsewhere
-    robot.tick(1)
+    n = len(robot.commands)
+    settle = int(np.floor(loop.settings.reseed_settle_time / loop.dt))  # periods of reseed_settle_time
+    robot.tick(settle - 1)  # measurements are back: re-seed once the robot has been still for reseed_settle_time
+    assert loop.mode == STALE and "waiting for the robot to be still" in loop.hold_reason
+    if behavior == "stop":
+        assert len(robot.commands) == n
+    for _ in range(3):  # (the settle time spans `settle` periods from the first measurement, +- rounding)
+        robot.tick(1)
+        if loop.mode != STALE:
+            break
     assert np.array_equal(robot.commands[-1], robot.q[:7]) and loop.mode == WAITING_FOR_GOAL
+    # stop: re-seeded where the driver restarted; hold: the held command drove that driver back to the held
+    # pose while the node waited for it to be still (the README's warning about hold), re-seeded there
+    expected = np.array(FOREIGN) if behavior == "stop" else held
+    assert np.abs(robot.commands[-1] - expected).max() == 0.0
     robot.tick(200)
-    assert np.abs(np.array(robot.commands[-200:]) - np.array(FOREIGN)).max() == 0.0  # holds: a new goal is needed
+    assert np.abs(np.array(robot.commands[-200:]) - expected).max() == 0.0  # holds: a new goal is needed
     assert loop.counts.reseeds == 2 and loop.counts.holds == 1 and loop.guard.cuts == 0
+
+
+def test_after_an_outage_the_reseed_waits_for_the_robot_to_be_still(panda):
+    """The mechanism of a strict drive's acceleration fault under load (17 439 rad/s^2, issue 19): the
+    driver process stalls, so /joint_states stop (the node goes stale) while commands queue up at the
+    drive; when it wakes, its first measurements are older than the queued commands it then works
+    off. A re-seed at the first measurement would reach the drive after the queued commands: a step
+    back. The re-seed waits until the measurements show the robot still, and starts there: at the
+    drive's last command, no step at all."""
+    loop = make_loop(panda)
+    robot = SimRobot(loop, panda.named_configuration("default"))
+    assert loop.activate(robot.t) == ""
+    T0 = robot.tcp()
+    loop.set_pose_goal("ee", pin.SE3(T0.rotation, T0.translation + np.array([0.0, 0.15, -0.1])))
+    g = loop.group
+    robot.tick(60)  # moving
+    # the drive stalls: it neither reports nor executes; the node's commands queue up
+    queued, q_stalled = [], robot.q.copy()
+    for _ in range(int(1.2 * loop.settings.state_timeout / loop.dt)):
+        robot.t += loop.dt
+        res = loop.tick(robot.t)
+        if res.publish:
+            queued.append(res.command[g.q_indices].copy())
+    assert loop.mode == STALE and len(queued) > 10
+    last_sent = queued[-1]
+    # it wakes: reports where it stalled, then works off the queue (the robot reaches the last command)
+    robot.measure()
+    robot.t += loop.dt
+    res = loop.tick(robot.t)
+    assert not res.publish and loop.mode == STALE  # not re-seeded at the stalled measurement
+    robot.q[g.q_indices] = last_sent
+    published = []
+    for _ in range(int(np.ceil(loop.settings.reseed_settle_time / loop.dt)) + 2):
+        robot.t += loop.dt
+        robot.measure()
+        res = loop.tick(robot.t)
+        if res.publish:
+            published.append(res.command[g.q_indices].copy())
+    assert published and loop.mode == WAITING_FOR_GOAL
+    assert np.array_equal(published[0], last_sent)  # the re-seed is the drive's last command: no step back
+    assert not np.array_equal(q_stalled[g.q_indices], last_sent)  # (the stalled measurement was elsewhere)
 
 
 # ----------------------------------------------------------------------------- lagging robot

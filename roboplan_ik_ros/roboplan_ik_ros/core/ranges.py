@@ -21,6 +21,8 @@ RANGES: dict[str, Range] = {
     "node.max_state_divergence": Range(0.0, 10.0, lo_open=True, unit="rad or m"),
     "node.state_timeout": Range(0.0, 60.0, lo_open=True, unit="s"),
     "node.joint_limit_tolerance": Range(unit="rad or m"),
+    "node.reseed_settle_time": Range(0.0, 10.0, unit="s"),
+    "node.reseed_tolerance": Range(0.0, 1.0, lo_open=True, unit="rad or m"),
     "node.max_goal_distance": Range(lo_open=True, unit="m"),
     "node.goal_smoothing.time_constant": Range(0.0, 60.0, lo_open=True, unit="s"),
     "node.goal_smoothing.max_linear_speed": Range(0.0, 100.0, lo_open=True, unit="m/s"),

@@ -98,6 +98,9 @@ class LoopConfig:
     state_timeout: float = 0.5  # [s] no accepted /joint_states for this long -> stale
     stale_behavior: str = "stop"  # stop (publish nothing) | hold (repeat the last command)
     joint_limit_tolerance: float = 0.01  # [rad or m] measurements further outside their limits are rejected
+    # after a stale episode: re-seed once every joint stayed within reseed_tolerance for reseed_settle_time
+    reseed_settle_time: float = 0.05  # [s]
+    reseed_tolerance: float = 0.0005  # [rad or m]
     max_goal_distance: Union[None, float] = None  # [m] from the arm's first joint; null = 2x its reach
     goal_smoothing: GoalSmoothingConfig = field(default_factory=GoalSmoothingConfig)
     streaming: StreamingConfig = field(default_factory=StreamingConfig)  # twist and joint-jog streams
@@ -113,7 +116,8 @@ def check_loop_config(cfg: LoopConfig, path: str = "node") -> None:
     check_choice(cfg.state_feedback, STATE_FEEDBACK, f"{path}.state_feedback")
     check_choice(cfg.stale_behavior, STALE_BEHAVIORS, f"{path}.stale_behavior")
     check_choice(cfg.goal_smoothing.type, SMOOTHING, f"{path}.goal_smoothing.type")
-    for key in ("control_rate_hz", "max_state_divergence", "state_timeout", "joint_limit_tolerance"):
+    for key in ("control_rate_hz", "max_state_divergence", "state_timeout", "joint_limit_tolerance",
+                "reseed_settle_time", "reseed_tolerance"):
         check_key(getattr(cfg, key), f"node.{key}", f"{path}.{key}")
     if cfg.max_goal_distance is not None:
         check_key(cfg.max_goal_distance, "node.max_goal_distance", f"{path}.max_goal_distance")
@@ -169,7 +173,7 @@ class ControlLoop:
         self._closest_obstacle = ClosestObstacle(scene)
         self.log: LogFn = log or (lambda level, message: None)
         self.group = scene.group(config.robot.group)
-        self.state = StateTracker(scene, self.group, settings.joint_limit_tolerance)
+        self.state = StateTracker(scene, self.group, settings.joint_limit_tolerance, settings.reseed_tolerance)
         self.counts = LoopCounters()
         self.notes: list[str] = []  # decisions worth a log line at configure
         self.mode = INACTIVE
@@ -726,10 +730,19 @@ class ControlLoop:
             if self.mode != STALE:
                 self.counts.holds += 1
                 self.log("warning", reason)
+                self.state.restart_rest_clock()
             self.mode, self.hold_reason = STALE, reason
             self._reseed_pending = True
             return TickResult(s.stale_behavior == "hold", guard.last, guard.last)
         if self._reseed_pending:
+            if self.mode == STALE and self.state.rest_duration(now) < s.reseed_settle_time:
+                # Back from an outage: the first measurements may be older than commands still on their way
+                # to the drive (a stalled driver process works off its queue), or show a lagging robot still
+                # moving toward the last command. A re-seed there steps back from the drive's last command (an
+                # acceleration step). Wait until the robot is still, then start from where it is.
+                self.hold_reason = (f"joint states are back: waiting for the robot to be still (every joint "
+                                    f"within {s.reseed_tolerance:g} for {s.reseed_settle_time:g} s) before re-seeding")
+                return TickResult(s.stale_behavior == "hold", guard.last, guard.last)
             self._reseed()
             return TickResult(True, guard.last, guard.last)
         self._previous[:] = guard.last

@@ -17,7 +17,7 @@ from ..model.scene import Scene
 
 
 class StateTracker:
-    def __init__(self, scene: Scene, group: JointGroup, limit_tolerance: float) -> None:
+    def __init__(self, scene: Scene, group: JointGroup, limit_tolerance: float, rest_tolerance: float = 5e-4) -> None:
         self.scene = scene
         self.group = group
         self.limit_tolerance = check_positive(limit_tolerance, "joint_limit_tolerance", allow_zero=True)
@@ -35,6 +35,14 @@ class StateTracker:
         self._group_min = scene.q_min_v[gv] - self.limit_tolerance
         self._group_max = scene.q_max_v[gv] + self.limit_tolerance
         self._group_names = [group.joint_names[k] for k in group.bounded_v]
+        # rest: since when every measured group coordinate stayed within rest_tolerance of the measurement
+        # that started the run (preallocated: accept() runs per /joint_states message)
+        self.rest_tolerance = rest_tolerance  # [rad or m]
+        self._rest_q = np.asarray(group.q_indices, dtype=np.intp)
+        self._rest_anchor = np.zeros(len(self._rest_q))
+        self._rest_now = np.zeros(len(self._rest_q))
+        self._rest_diff = np.zeros(len(self._rest_q))
+        self.still_since = np.inf  # monotonic [s]; inf: no run yet (restart_rest_clock)
 
     @property
     def has_measurement(self) -> bool:
@@ -60,7 +68,22 @@ class StateTracker:
         q[self._all_q] = np.minimum(np.maximum(q[self._all_q], self._all_min), self._all_max)
         self.measured[:] = q
         self.measured_time = now
+        np.take(q, self._rest_q, out=self._rest_now)
+        np.subtract(self._rest_now, self._rest_anchor, out=self._rest_diff)
+        np.abs(self._rest_diff, out=self._rest_diff)
+        if not np.isfinite(self.still_since) or self._rest_diff.max() > self.rest_tolerance:
+            self._rest_anchor[:] = self._rest_now  # a new run starts at this measurement
+            self.still_since = now
         return ""
+
+    def restart_rest_clock(self) -> None:
+        """Count rest only from the next accepted measurement on (after an outage: what came before says
+        nothing about the robot now)."""
+        self.still_since = np.inf
+
+    def rest_duration(self, now: float) -> float:
+        """[s] how long every measured group coordinate has stayed within ``rest_tolerance`` (0 before a run)."""
+        return max(0.0, now - self.still_since) if np.isfinite(self.still_since) else 0.0
 
     def reject(self, reason: str) -> None:
         """Count a rejected measurement (also those a decoder refused) and forget its values."""
