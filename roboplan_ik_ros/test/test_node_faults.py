@@ -172,7 +172,7 @@ def test_an_error_in_any_callback_stops_the_arm_and_takes_the_error_transition(r
     try:
         assert client.transition(Transition.TRANSITION_CONFIGURE) and client.transition(Transition.TRANSITION_ACTIVATE)
         if kind == "parameter set":  # a runtime parameter whose apply raises (configured by then)
-            spec = node._specs["tasks.ee.position_cost"]
+            spec = node._params.specs["tasks.ee.position_cost"]
             injector = Injector(spec.apply)
             spec.apply = injector
         goal_pub = client.node.create_publisher(PoseStamped, f"/{name}/ee/target_pose", 10)

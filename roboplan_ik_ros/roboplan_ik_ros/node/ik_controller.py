@@ -38,7 +38,7 @@ from rclpy.qos import qos_profile_sensor_data
 from rclpy.wait_for_message import wait_for_message
 from sensor_msgs.msg import JointState
 from std_msgs.msg import String
-from visualization_msgs.msg import Marker, MarkerArray
+from visualization_msgs.msg import MarkerArray
 
 from roboplan_ik_interfaces.msg import ControllerStatus
 
@@ -61,10 +61,10 @@ from .loop_thread import BorrowedThreadPriority, LoopThread
 from .guarded_node import GuardedLifecycleNode
 from .session import Session
 from .spin import ESCAPED, make_executor, spin_until_shutdown, stop_on_signals
-from .markers import HAVE_INTERACTIVE_MARKERS, InteractiveTargets, box_marker, goal_markers, obstacle_markers
+from .markers import HAVE_INTERACTIVE_MARKERS, InteractiveTargets, scene_markers
 from .node_config import NodeConfig, load_node_config
 from .command_outputs import CommandNotSent, CommandOutputs, ContextShutDown
-from .parameters import (DESCRIPTION_TIMEOUT, ParamSpec, barrier_specs, loop_specs, task_specs,
+from .parameters import (DESCRIPTION_TIMEOUT, RuntimeParameters, barrier_specs, loop_specs, task_specs,
                          unknown_parameter_reason)
 from .message_conversions import JointStateDecoder, root_frame_name
 from .path_service import SolvePathServer
@@ -137,7 +137,7 @@ class IKControllerNode(GuardedLifecycleNode):
             description="extra folders against which package:// mesh URIs resolve"))
         self.declare_parameter("autostart", False, d(
             description="configure and activate at start (no lifecycle manager needed)", read_only=True))
-        self._specs: dict[str, ParamSpec] = {}
+        self._params: RuntimeParameters | None = None  # the runtime parameters of the current configure
         self.add_on_set_parameters_callback(self._validate_parameters)
         self.add_post_set_parameters_callback(self._apply_parameters)
         self.last_error = ""
@@ -538,14 +538,11 @@ class IKControllerNode(GuardedLifecycleNode):
             specs += task_specs(tc, lambda n: self.loop.tasks[n], nv)
         for bc in self.config.barriers:
             specs += barrier_specs(bc, lambda n: self.loop.barrier(n))
-        self._specs = {s.name: s for s in specs}
+        self._params = RuntimeParameters(self, specs)
         try:
-            params = self.declare_parameters("", [(s.name, s.value, s.descriptor) for s in specs])
+            self._params.declare()
         except Exception as exc:  # an override from the command line/launch that is refused
             raise ConfigureError(f"parameter override refused: {exc}") from exc
-        for p in params:  # overrides given at start-up take effect like a runtime set
-            if p.value != self._specs[p.name].value:
-                self._specs[p.name].apply(p.value)
 
     def _release(self) -> None:
         """Destroy everything configure created (safe on a partial configure and when called twice):
@@ -561,10 +558,9 @@ class IKControllerNode(GuardedLifecycleNode):
                 self.get_logger().error(f"release: still running after {_RETIRE_TIMEOUT:g} s: {running}; "
                                         "releasing anyway")
             configured.destroy(self.get_logger().error)
-        for name in list(self._specs):
-            if self.has_parameter(name):
-                self.undeclare_parameter(name)
-        self._specs = {}
+        if self._params is not None:
+            self._params.undeclare()
+            self._params = None
         self._tf_listener = None
         self._clear()
 
@@ -601,24 +597,22 @@ class IKControllerNode(GuardedLifecycleNode):
 
     def _validate_parameters(self, params) -> SetParametersResult:
         for p in params:
-            spec = self._specs.get(p.name)
-            if spec is not None:
-                reason = spec.validate(p.value) or (self._rate_change_refusal(p.value) if p.name == "control_rate_hz"
-                                                    else "")
-                if reason:
-                    return SetParametersResult(successful=False, reason=f"{p.name}: {reason}")
-            elif p.name == "description_timeout" and (reason := DESCRIPTION_TIMEOUT.reason(p.value)):
-                return SetParametersResult(successful=False, reason=f"description_timeout: {reason}")
+            if p.name == "description_timeout":
+                reason = DESCRIPTION_TIMEOUT.reason(p.value)
+            elif self._params is not None:
+                reason = self._params.refusal(p.name, p.value) or (
+                    self._rate_change_refusal(p.value) if p.name == "control_rate_hz" else "")
+            else:
+                reason = ""
+            if reason:
+                return SetParametersResult(successful=False, reason=f"{p.name}: {reason}")
         return SetParametersResult(successful=True)
 
     def _apply_parameters(self, params) -> None:
         try:
             for p in params:
-                spec = self._specs.get(p.name)
-                if spec is not None and self.loop is not None:
-                    with self._lock:
-                        spec.apply(p.value)
-                    spec.value = p.value
+                if self._params is not None and self.loop is not None:
+                    self._params.apply(p.name, p.value, self._lock)
         except Exception as exc:  # noqa: BLE001 - half applied: a fault like any callback's (controlled stop)
             self.on_fault("node", f"parameter set {[p.name for p in params]}", exc, traceback.format_exc())
 
@@ -792,21 +786,12 @@ class IKControllerNode(GuardedLifecycleNode):
 
     def _publish_markers(self) -> None:
         self._markers_dirty = False
-        arr = MarkerArray(markers=[Marker(action=Marker.DELETEALL)])  # removed obstacles disappear too
-        scale = self.node_cfg.markers.scale
-        with self._lock:
+        with self._lock:  # copies: the array is built outside the lock
             goals = [(n, self.loop.goal(n)) for n in self._frame_tasks]
             goals = [(n, g.copy()) for n, g in goals if g is not None]
-        for k, (name, goal) in enumerate(goals):
-            arr.markers.append(goal_markers(name, goal, self._root, scale, k))
-        for k, b in enumerate(self.loop.barriers):
-            if hasattr(b, "p_min"):
-                arr.markers.append(box_marker(b.name, b.p_min, b.p_max, self._root, k))
-        with self._lock:
             obstacles = list(self.scene.obstacles.values())
-        for k, obstacle in enumerate(obstacles):
-            arr.markers.extend(obstacle_markers(obstacle, self._root, k))
-        self._marker_pub.publish(arr)
+        self._marker_pub.publish(scene_markers(goals, self.loop.barriers, obstacles, self._root,
+                                               self.node_cfg.markers.scale))
 
     def _diagnostics_report(self):
         if self.loop is None:

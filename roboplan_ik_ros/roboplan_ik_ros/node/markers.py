@@ -13,7 +13,8 @@ import numpy as np
 import pinocchio as pin
 from geometry_msgs.msg import Point, PoseStamped
 from std_msgs.msg import ColorRGBA
-from visualization_msgs.msg import InteractiveMarker, InteractiveMarkerControl, InteractiveMarkerFeedback, Marker
+from visualization_msgs.msg import (InteractiveMarker, InteractiveMarkerControl, InteractiveMarkerFeedback, Marker,
+                                    MarkerArray)
 
 from .message_conversions import pose_from_se3
 
@@ -106,6 +107,21 @@ def obstacle_markers(obstacle, root: str, marker_id: int) -> list[Marker]:
     v = np.asarray(obstacle.vertices, dtype=float)
     m.points = [Point(x=float(p[0]), y=float(p[1]), z=float(p[2])) for p in v[np.asarray(obstacle.triangles).reshape(-1)]]
     return [m]
+
+
+def scene_markers(goals, barriers, obstacles, root: str, scale: float) -> MarkerArray:
+    """Everything ~/markers shows, as one array that replaces what was there (a DELETEALL first: removed
+    obstacles disappear too): each (name, T_world_goal) of ``goals``, the box of each barrier that has
+    one (``p_min``/``p_max``), each obstacle."""
+    arr = MarkerArray(markers=[Marker(action=Marker.DELETEALL)])
+    for k, (name, goal) in enumerate(goals):
+        arr.markers.append(goal_markers(name, goal, root, scale, k))
+    for k, b in enumerate(barriers):
+        if hasattr(b, "p_min"):
+            arr.markers.append(box_marker(b.name, b.p_min, b.p_max, root, k))
+    for k, obstacle in enumerate(obstacles):
+        arr.markers.extend(obstacle_markers(obstacle, root, k))
+    return arr
 
 
 class InteractiveTargets:

@@ -218,3 +218,39 @@ def unknown_parameter_reason(name: str, declared: Iterable[str], configured: boo
     more = f" (and {len(under) - _LISTED} more)" if len(under) > _LISTED else ""
     reason += f"; valid {'under ' + repr(prefix) if prefix else 'names'}: {shown}{more}"
     return reason
+
+
+class RuntimeParameters:
+    """The runtime parameters of one configure, declared on ``node``: :meth:`declare` (start-up overrides
+    take effect like a runtime set), :meth:`refusal` (the on-set check), :meth:`apply` (the post-set
+    change, under the loop's lock), :meth:`undeclare` (on release)."""
+
+    def __init__(self, node, specs: Iterable[ParamSpec]) -> None:
+        self.node = node
+        self.specs: dict[str, ParamSpec] = {s.name: s for s in specs}
+
+    def declare(self) -> None:
+        """Declare every parameter; raises what rclpy raises for an override it refuses."""
+        declared = self.node.declare_parameters("", [(s.name, s.value, s.descriptor) for s in self.specs.values()])
+        for p in declared:  # overrides given at start-up take effect like a runtime set
+            if p.value != self.specs[p.name].value:
+                self.specs[p.name].apply(p.value)
+
+    def refusal(self, name: str, value: Any) -> str:
+        """Why ``value`` is refused for ``name`` ("" = accepted; a name not of this configure: "")."""
+        spec = self.specs.get(name)
+        return spec.validate(value) if spec is not None else ""
+
+    def apply(self, name: str, value: Any, lock) -> None:
+        """Change the live controller (a name not of this configure: nothing)."""
+        spec = self.specs.get(name)
+        if spec is not None:
+            with lock:
+                spec.apply(value)
+            spec.value = value
+
+    def undeclare(self) -> None:
+        for name in self.specs:
+            if self.node.has_parameter(name):
+                self.node.undeclare_parameter(name)
+        self.specs = {}
