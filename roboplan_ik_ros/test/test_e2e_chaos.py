@@ -177,9 +177,18 @@ class Streams:
         self.param_client = n.create_client(SetParameters, f"/{name}/set_parameters")
         self.counts = Counts()
         self._stop = threading.Event()
-        self._threads = [threading.Thread(target=f, args=(random.Random(seed * 10 + k),), daemon=True)
+        self._threads = [threading.Thread(target=self._guard, args=(f, random.Random(seed * 10 + k)), daemon=True)
                          for k, f in enumerate((self._topics, self._services, self._parameters))]
+        self.errors: list[str] = []
         self.spinner = e2e.Spinner(self.node)
+
+    def _guard(self, body, rng: random.Random) -> None:
+        """A thread's body; an error of the test's own side is kept (reported by :meth:`stop`)."""
+        try:
+            body(rng)
+        except Exception as exc:  # noqa: BLE001
+            if not self._stop.is_set():
+                self.errors.append(f"{body.__name__}: {type(exc).__name__}: {exc}")
 
     def start(self) -> Streams:
         for t in self._threads:
@@ -192,6 +201,7 @@ class Streams:
             t.join(timeout=WAIT)
         self.spinner.stop()
         self.node.destroy_node()
+        assert not self.errors, f"the test's stream threads failed: {self.errors}"
         return dict(self.counts.sent)
 
     # ------------------------------------------------------------------ topics
@@ -611,6 +621,14 @@ def new_ik(rig: Rig, config) -> e2e.Proc:
     return rig.start_ik(config)
 
 
+def _round_failed(rig: Rig, failures: list, what: str, exc: AssertionError) -> None:
+    """Keep a round's failure (its first lines) and go on with the next round, unless a strict
+    drive faulted (then every later check would fail for that reason too)."""
+    failures.append(f"{what}: {str(exc).splitlines()[0][:300]}\n" + "\n".join(str(exc).splitlines()[1:30]))
+    if rig.drive_faults():
+        raise exc
+
+
 def test_signals_at_random_moments(rig):
     from lifecycle_msgs.srv import ChangeState
 
@@ -619,20 +637,20 @@ def test_signals_at_random_moments(rig):
     config = write_config(rig.log_dir, node=NODE)
     T0 = rig.tcp()
     ledger = Ledger()
-    outcomes = []
+    outcomes, failures = [], []
     for k in range(SIGNAL_ROUNDS):
         sig = (signal.SIGINT, signal.SIGTERM)[k % 2]
         group = rng.random() < 0.5
-        moment = ("configure", "activate", "active")[(k // 2 + k) % 3] if not LONG else \
-            rng.choice(("configure", "activate", "active"))
+        moment = ("configure", "activate", "active")[k % 3] if not LONG else rng.choice(("configure", "activate", "active"))
+        what = f"round {k}: {sig.name}{' to the group' if group else ''} after the {moment} request"
         ik = new_ik(rig, config)
-        streams = Streams(rig, T0, SEED + 100 + k).start() if moment != "configure" else None
-        answered = None
+        streams, future, delay = None, None, 0.0
         try:
             if moment == "configure":
                 future = ik.change.call_async(ChangeState.Request(transition=Transition(id=T.TRANSITION_CONFIGURE)))
                 delay = rng.uniform(0.0, 1.5)
             else:
+                streams = Streams(rig, T0, SEED + 100 + k).start()
                 rig.require(do(rig, T.TRANSITION_CONFIGURE, ledger, f"round {k}"), "configure failed")
                 wait_publisher_matched(rig)
                 if moment == "activate":
@@ -640,27 +658,32 @@ def test_signals_at_random_moments(rig):
                     delay = rng.uniform(0.0, 0.3)
                 else:
                     rig.require(do(rig, T.TRANSITION_ACTIVATE, ledger, f"round {k}"), "activate failed")
-                    future = None
                     delay = rng.uniform(0.0, 2.0)  # while the streams move the arm
+            what += f" + {delay:.3f} s"
             time.sleep(delay)
             signal_proc(ik, sig, group)
-            require_clean_exit(rig, ik, f"round {k}: {sig.name} {'to the group' if group else ''} {delay:.3f} s "
-                                        f"after the {moment} request")
-            if future is not None:
-                answered = future.done()
+            require_clean_exit(rig, ik, what)
+            log = ik.log()
+            braked = "stopping the robot before exiting" in log
+            if moment == "active":
+                rig.require(braked, f"{what}: no controlled stop in the log\n{ik.tail(30)}")
+            answered = None if future is None else future.done()
+            outcomes.append(f"{sig.name}{'@group' if group else ''}@{moment}+{delay:.2f}s:exit0"
+                            f"{',stopped' if braked else ''}"
+                            f"{'' if answered is None else (',answered' if answered else ',unanswered')}")
+        except AssertionError as exc:
+            _round_failed(rig, failures, what, exc)
+            outcomes.append(f"{sig.name}{'@group' if group else ''}@{moment}+{delay:.2f}s:FAILED")
         finally:
             if streams is not None:
                 streams.stop()
-        log = ik.log()
-        braked = "stopping the robot before exiting" in log
-        if moment == "active":
-            rig.require(braked, f"round {k}: {sig.name} while active, no controlled stop in the log\n{ik.tail(30)}")
-        outcomes.append(f"{sig.name}{'@group' if group else ''}@{moment}+{delay:.2f}s:exit0"
-                        f"{',braked' if braked else ''}{'' if answered is None else (',answered' if answered else ',unanswered')}")
-        last = [ln for ln in log.splitlines() if ln.strip()][-1:] or [""]
-        print(f"[e2e]   round {k}: {outcomes[-1]}; last log line: {last[0][:160]}")
+            ik.stop()
+        last = [ln for ln in ik.log().splitlines() if ln.strip()][-1:] or [""]
+        print(f"[e2e]   {what}: {outcomes[-1]}; last log line: {last[0][:160]}")
     fig = rig.check()
-    report("chaos_signals", rounds=SIGNAL_ROUNDS, clean_exits=len(outcomes), outcomes=outcomes, **fig)
+    report("chaos_signals", rounds=SIGNAL_ROUNDS, clean_exits=sum(1 for o in outcomes if "FAILED" not in o),
+           outcomes=outcomes, **fig)
+    assert not failures, f"{len(failures)} of {SIGNAL_ROUNDS} rounds failed:\n" + "\n".join(failures)
 
 
 @pytest.mark.parametrize("how", ["shutdown", "SIGINT", "SIGTERM"])
@@ -669,19 +692,19 @@ def test_shutdown_from_each_primary_state(rig, how):
     config = write_config(rig.log_dir, node=NODE)
     T0 = rig.tcp()
     ledger = Ledger()
-    seen = {}
+    seen, failures = {}, []
     for k, state in enumerate(("unconfigured", "inactive", "active")):
         ik = new_ik(rig, config)
         streams = None
-        if state in ("inactive", "active"):
-            rig.require(do(rig, T.TRANSITION_CONFIGURE, ledger, state), "configure failed")
-            wait_publisher_matched(rig)
-        if state == "active":
-            rig.require(do(rig, T.TRANSITION_ACTIVATE, ledger, state), "activate failed")
-            streams = Streams(rig, T0, SEED + 200 + k).start()
-            rig.wait_mode("tracking", WAIT, since=time.perf_counter())  # moving when stopped
-        rig.require(rig.state() == state, f"{ik.name} is {rig.state()}, expected {state}")
         try:
+            if state in ("inactive", "active"):
+                rig.require(do(rig, T.TRANSITION_CONFIGURE, ledger, state), "configure failed")
+                wait_publisher_matched(rig)
+            if state == "active":
+                rig.require(do(rig, T.TRANSITION_ACTIVATE, ledger, state), "activate failed")
+                streams = Streams(rig, T0, SEED + 200 + k).start()
+                rig.wait_mode("tracking", WAIT, since=time.perf_counter())  # moving when stopped
+            rig.require(rig.state() == state, f"{ik.name} is {rig.state()}, expected {state}")
             if how == "shutdown":
                 ok = do(rig, SHUTDOWN_FROM[state], ledger, state)
                 rig.require(ok, f"shutdown from {state} failed")
@@ -691,13 +714,18 @@ def test_shutdown_from_each_primary_state(rig, how):
             else:
                 signal_proc(ik, getattr(signal, how), group=False)
             require_clean_exit(rig, ik, f"{how} from {state}")
+            if state == "active" and how != "shutdown":
+                rig.require("stopping the robot before exiting" in ik.log(),
+                            f"{how} while active: no controlled stop in the log\n{ik.tail(30)}")
+            braked = [ln.strip()[-100:] for ln in ik.log().splitlines() if "braked to rest" in ln]
+            seen[state] = f"exit 0{'; ' + braked[-1] if braked else ''}"
+        except AssertionError as exc:
+            _round_failed(rig, failures, f"{how} from {state}", exc)
+            seen[state] = "FAILED"
         finally:
             if streams is not None:
                 streams.stop()
-        braked = [ln.strip()[-120:] for ln in ik.log().splitlines() if "braked to rest" in ln]
-        if state == "active" and how != "shutdown":
-            rig.require("stopping the robot before exiting" in ik.log(),
-                        f"{how} while active: no controlled stop in the log\n{ik.tail(30)}")
-        seen[state] = f"exit 0{'; ' + braked[-1] if braked else ''}"
+            ik.stop()
     fig = rig.check()
     report(f"chaos_shutdown_{how}", **seen, **fig)
+    assert not failures, f"{len(failures)} of 3 states failed:\n" + "\n".join(failures)
