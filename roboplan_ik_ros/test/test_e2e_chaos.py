@@ -177,6 +177,12 @@ class Streams:
         self.param_client = n.create_client(SetParameters, f"/{name}/set_parameters")
         self.counts = Counts()
         self._stop = threading.Event()
+        #: open: the motion topics flow. Closed around an activation and a driver restart until the
+        #: first command reached this process (and the new driver): a command the node publishes
+        #: before its writer matched a reader is not delivered to it, and a stream that starts moving
+        #: at once would then look like a jump to the recorder and to the strict drive
+        self.gate = threading.Event()
+        self.gate.set()
         self._threads = [threading.Thread(target=self._guard, args=(f, random.Random(seed * 10 + k)), daemon=True)
                          for k, f in enumerate((self._topics, self._services, self._parameters))]
         self.errors: list[str] = []
@@ -212,6 +218,8 @@ class Streams:
 
         c, k = self.counts, 0
         while not self._stop.wait(rng.uniform(0.002, 0.02)):
+            if not self.gate.is_set():
+                continue
             k += 1
             r = rng.random()
             if r < 0.4:
@@ -392,6 +400,20 @@ def do(rig: Rig, tid: int, ledger: Ledger, where: str) -> bool:
     return ok
 
 
+def activate_gated(rig: Rig, streams: Streams | None, ledger: Ledger, where: str) -> bool:
+    """activate with the streams' motion topics closed until the first command of the new stream
+    reached the recorder (see :attr:`Streams.gate`)."""
+    if streams is not None:
+        streams.gate.clear()
+    t0 = time.perf_counter()
+    ok = do(rig, T.TRANSITION_ACTIVATE, ledger, where)
+    if ok:
+        rig.wait(lambda: rig.count_commands(t0) > 0, WAIT, f"{where}: a first command after activation")
+    if streams is not None:
+        streams.gate.set()
+    return ok
+
+
 def pause(rng: random.Random) -> None:
     time.sleep(rng.uniform(0.0, PAUSE_MAX))
 
@@ -410,9 +432,10 @@ def wait_publisher_gone(rig: Rig) -> None:
              "the recorder unmatched from the destroyed command publisher")
 
 
-def restart_driver(rig: Rig) -> dict:
+def restart_driver(rig: Rig, streams: Streams) -> dict:
     """SIGKILL the mock while the node is active (moving), wait for stale, start a new mock where the
-    robot was, wait until the node left stale (re-seeded)."""
+    robot was, wait until the node left stale (re-seeded) and the new driver received a command."""
+    streams.gate.clear()
     q_dead = rig.measured()
     t_kill = time.perf_counter()
     rig.mock.kill9()
@@ -421,6 +444,9 @@ def restart_driver(rig: Rig) -> dict:
     rig.start_mock(initial_positions=q_dead)
     st = rig.wait_status(lambda s: s.mode != "stale", WAIT, "the node out of stale after the driver restart",
                          since=t_restart)
+    rig.wait(lambda: (rig.drive_status() or {}).get("last_command_age_s") is not None, WAIT,
+             "the restarted driver receiving commands")
+    streams.gate.set()
     return {"mode_after_restart": st.mode}
 
 
@@ -539,14 +565,14 @@ def test_lifecycle_churn_under_streams(rig):
                 wait_publisher_gone(rig)
                 pause(rng)
                 continue
-            if do(rig, T.TRANSITION_ACTIVATE, ledger, where):
+            if activate_gated(rig, streams, ledger, where):
                 state = "active"
                 for _ in range(rng.randrange(1, 4)):  # a few goals of the main thread's own
                     streams.pose_pub.publish(rig.pose_msg(near(rng, T0)))
                     pause(rng)
                 event = ("driver_restart", "goal_burst", "killed_client", None, None)[cycle % 5]
                 if event == "driver_restart":
-                    extras.update(restart_driver(rig))
+                    extras.update(restart_driver(rig, streams))
                 elif event == "goal_burst":
                     extras.update(goal_burst(rig, T0, rng))
                 elif event == "killed_client":
@@ -557,7 +583,7 @@ def test_lifecycle_churn_under_streams(rig):
                 if rng.random() < 0.2:  # deactivate / activate without cleanup
                     do(rig, T.TRANSITION_DEACTIVATE, ledger, where)
                     pause(rng)
-                    do(rig, T.TRANSITION_ACTIVATE, ledger, where)
+                    activate_gated(rig, streams, ledger, where)
                     pause(rng)
                 do(rig, T.TRANSITION_DEACTIVATE, ledger, where)
                 state = "inactive"
@@ -567,6 +593,8 @@ def test_lifecycle_churn_under_streams(rig):
             wait_publisher_gone(rig)
             pause(rng)
     finally:
+        if rig.drive_faults():
+            dump_recording(rig)
         sent = streams.stop()
         report("chaos_churn", cycles_done=cycle, cycles_asked=CYCLES, final_state_before_check=state,
                transitions_answered=ledger.answered, transitions_failed=len(ledger.failed),
@@ -626,7 +654,15 @@ def _round_failed(rig: Rig, failures: list, what: str, exc: AssertionError) -> N
     drive faulted (then every later check would fail for that reason too)."""
     failures.append(f"{what}: {str(exc).splitlines()[0][:300]}\n" + "\n".join(str(exc).splitlines()[1:30]))
     if rig.drive_faults():
+        dump_recording(rig)
         raise exc
+
+
+def dump_recording(rig: Rig) -> None:
+    """The recorded commands and joint states as .npy in the log dir (for a post-mortem of a fault)."""
+    for name, rows in (("commands", rig.rec.commands), ("joint_states", [(t, q) for t, q, _ in rig.rec.joint_states])):
+        if rows:
+            np.save(rig.log_dir / f"{name}.npy", np.array([[t, *q] for t, q in rows]))
 
 
 def test_signals_at_random_moments(rig):
@@ -653,11 +689,12 @@ def test_signals_at_random_moments(rig):
                 streams = Streams(rig, T0, SEED + 100 + k).start()
                 rig.require(do(rig, T.TRANSITION_CONFIGURE, ledger, f"round {k}"), "configure failed")
                 wait_publisher_matched(rig)
-                if moment == "activate":
+                if moment == "activate":  # no motion topics: the stream must not start unobserved
+                    streams.gate.clear()
                     future = ik.change.call_async(ChangeState.Request(transition=Transition(id=T.TRANSITION_ACTIVATE)))
                     delay = rng.uniform(0.0, 0.3)
                 else:
-                    rig.require(do(rig, T.TRANSITION_ACTIVATE, ledger, f"round {k}"), "activate failed")
+                    rig.require(activate_gated(rig, streams, ledger, f"round {k}"), "activate failed")
                     delay = rng.uniform(0.0, 2.0)  # while the streams move the arm
             what += f" + {delay:.3f} s"
             time.sleep(delay)
@@ -677,6 +714,7 @@ def test_signals_at_random_moments(rig):
         finally:
             if streams is not None:
                 streams.stop()
+            ik.killed = True  # stopped here, on purpose
             ik.stop()
         last = [ln for ln in ik.log().splitlines() if ln.strip()][-1:] or [""]
         print(f"[e2e]   {what}: {outcomes[-1]}; last log line: {last[0][:160]}")
@@ -701,8 +739,8 @@ def test_shutdown_from_each_primary_state(rig, how):
                 rig.require(do(rig, T.TRANSITION_CONFIGURE, ledger, state), "configure failed")
                 wait_publisher_matched(rig)
             if state == "active":
-                rig.require(do(rig, T.TRANSITION_ACTIVATE, ledger, state), "activate failed")
                 streams = Streams(rig, T0, SEED + 200 + k).start()
+                rig.require(activate_gated(rig, streams, ledger, state), "activate failed")
                 rig.wait_mode("tracking", WAIT, since=time.perf_counter())  # moving when stopped
             rig.require(rig.state() == state, f"{ik.name} is {rig.state()}, expected {state}")
             if how == "shutdown":
@@ -725,6 +763,7 @@ def test_shutdown_from_each_primary_state(rig, how):
         finally:
             if streams is not None:
                 streams.stop()
+            ik.killed = True  # stopped here, on purpose
             ik.stop()
     fig = rig.check()
     report(f"chaos_shutdown_{how}", **seen, **fig)
