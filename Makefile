@@ -1,4 +1,4 @@
-# Two commands: `make demo` and `make test`. Both bootstrap .venv on first use (scripts/bootstrap.sh).
+# Commands: `make demo`, `make test` (and `make chaos`, `make bench`). They bootstrap .venv on first use (scripts/bootstrap.sh).
 SHELL := /bin/bash
 .SHELLFLAGS := -eu -o pipefail -c
 .DEFAULT_GOAL := help
