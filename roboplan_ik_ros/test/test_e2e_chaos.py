@@ -768,3 +768,50 @@ def test_shutdown_from_each_primary_state(rig, how):
     fig = rig.check()
     report(f"chaos_shutdown_{how}", **seen, **fig)
     assert not failures, f"{len(failures)} of 3 states failed:\n" + "\n".join(failures)
+
+
+# ===================================================================================== joint_states outage
+def test_short_joint_states_outage_while_a_lagging_robot_moves(rig):
+    """The driver stops publishing /joint_states for a little over state_timeout (0.5 s) while joint 3
+    moves fast and the robot lags its commands (lag_time_constant 0.1 s, as in test_e2e_safety a):
+    the node goes stale, stops commanding, and re-seeds at the measured position when the
+    measurements return. What the strict drive received must stay within Franka's bounds whatever
+    the outage's length: a re-seed that reaches the drive before its stream ended (< 0.1 s after the
+    last command) is an acceleration step of the following error (~v*tau), one after it a new stream
+    away from where the lagging robot went meanwhile. (The same happens without a pause when the
+    node's /joint_states callbacks are starved for 0.5 s under load: the hunt for the 17 439 rad/s^2
+    fault of test_e2e_safety a.)"""
+    P = e2e.panda()
+    rig.start_mock(rate_hz=250.0, lag_time_constant=0.1)
+    rig.start_ik(write_config(rig.log_dir, node=NODE))
+    rig.activate()
+    rng = random.Random(SEED + 3)
+    outages, modes, sign = [], [], 1.0
+    for _ in range(3 if not LONG else max(3, CYCLES // 20)):
+        q0 = rig.measured()
+        q_goal = q0.copy()
+        q_goal[2] += sign * 1.2
+        sign = -sign
+        goal = P.fk(q_goal)
+        sent = [rig.send_pose(goal)]
+
+        def moving():  # a re-seed (a stale stop under load too) drops the goal: send it again then
+            st = rig.last_status()
+            if st is not None and st.mode == "waiting_for_goal" and time.perf_counter() - sent[0] > 0.5:
+                sent[0] = rig.send_pose(goal)
+            return abs(rig.measured()[2] - q0[2]) > 0.4
+
+        rig.wait(moving, WAIT, "joint 3 moving fast")
+        t0 = time.perf_counter()
+        rig.set_param("paused", True, rig.mock)
+        length = rng.uniform(0.5, 0.65)
+        time.sleep(max(0.0, length - (time.perf_counter() - t0)))  # the stimulus, not a synchronization
+        rig.set_param("paused", False, rig.mock)
+        st = rig.wait_status(lambda s: s.mode != "stale", WAIT, "the node out of stale", since=time.perf_counter())
+        outages.append(round(length, 3))
+        modes.append(st.mode)
+        rig.wait_commands(100, what="100 commands after the outage")  # fails at once on a drive fault
+    fig = rig.check()
+    text = rig.ik.log()
+    report("chaos_js_outage", outages_s=outages, stale_stops=text.count("stopped commanding"),
+           modes_after=modes, **fig)
