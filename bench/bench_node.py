@@ -243,7 +243,7 @@ def run_child(config: str, stats_out: str, capacity: int, spawned_at: float) -> 
 
     from roboplan_ik_ros.node.diagnostics import TickStats
     from roboplan_ik_ros.node.ik_controller import IKControllerNode
-from roboplan_ik_ros.node.spin import make_executor, spin_until_shutdown
+    from roboplan_ik_ros.node.spin import make_executor, spin_until_shutdown
 
     t_imported = time.time()
     apply_variant(os.environ.get(VARIANT_ENV, "full"))
@@ -302,7 +302,7 @@ from roboplan_ik_ros.node.spin import make_executor, spin_until_shutdown
     Path(stats_out).write_text(json.dumps({
         "starts": s.starts[:n][order].tolist(), "durations": s.durations[:n][order].tolist(),
         "cpu_starts": cpu_t0[:n_ticked].tolist(), "cpu_durations": cpu_s[:n_ticked].tolist(),
-        "counts": ({**vars(loop.counts), "guard_cuts": loop.guard.cuts, "joint_states_rejected": loop.state.rejected}
+        "counts": ({**vars(loop.counts), "guard_cuts": loop.guard_cuts, "joint_states_rejected": loop.joint_states_rejected}
                    if loop is not None else {}),
         "service": ({"calls": service.calls, "failures": service.failures,
                      "fallback_solves": getattr(service, "fallback_solves", 0),

@@ -65,8 +65,8 @@ class Run:
         self.T0 = scene.frame_pose(self.q, "panda_hand_tcp")
 
     def _measure(self) -> None:
-        self.loop.state.incoming[:] = self.q
-        self.loop.state.accept(self.t)
+        self.loop.measurement_buffer[:] = self.q
+        self.loop.accept_measurement(self.t)
 
     def tick(self, scenario: str, timed: list | None, timed_targets: list | None) -> None:
         loop, dt = self.loop, self.loop.dt

@@ -71,7 +71,7 @@ def test_bad_config_names_the_key(text, message):
     "text, message",
     [
         ("tasks: [{name: ee, type: frame, frame: nowhere}]", r"tasks\[0\] \(ee\): unknown frame 'nowhere'; valid:"),
-        (BASE + "limits: [{type: position, gain: 2.0}]", r"limits\[0\] \(position\): position_limit.gain: expected a value in \(0, 1\]"),
+        (BASE + "limits: [{type: position, gain: 2.0}]", r"limits\[0\] \(position\): position_limit.gain: expected a finite number in \(0, 1\], got 2.0"),
         (BASE + "barriers: [{name: sc, type: self_collision, n_collision_pairs: 99}]",
          r"barriers\[0\] \(sc\): n_collision_pairs: expected an integer in \[1, 44\]"),
         (BASE + "barriers: [{name: box, type: position, frame: panda_hand_tcp, p_min: [0, 0, 0], p_max: [1, 1]}]",
@@ -90,6 +90,50 @@ def test_bad_values_fail_when_building_with_the_key_named(text, message):
     with pytest.raises(InvalidInputError, match=message):
         s = scene_from_config(r.urdf_xml, r.srdf_xml, cfg.robot, r.package_paths)
         OinkController(s, cfg, 0.01, s.named_configuration("default"))
+
+
+@pytest.mark.parametrize("content, where", [
+    ("robot: {group: arm}\napi_token: abc123: secret-value-42\npassword = hunter2\n", "at line 2, column 18"),
+    ("robot:\n\tgroup: arm  # private-note-1\n", "at line 2, column 1"),
+    ("tasks: [{name: ee, type: frame, frame: *private_alias_9}]\n", "at line 1, column 40"),
+    ("x: !!python/object:private.module.Thing {}\n", "at line 1, column 4"),
+    ("-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAAABG5vbmUAAAAEbm9uZQ\n"
+     "-----END OPENSSH PRIVATE KEY-----\n", "got a scalar"),  # YAML after all: one plain scalar
+    ("- root:x:0:0:root:/root:/bin/bash\n- daemon:x:1:1::/usr/sbin:/usr/sbin/nologin\n", "got a list"),
+])
+def test_a_config_file_that_is_not_yaml_is_refused_without_quoting_it(tmp_path, content, where):
+    """The error reaches the log and /rosout: it says where and what is wrong, never a line of the file
+    (yaml's own message quotes the line with a caret; a scalar or list used to be echoed whole)."""
+    path = tmp_path / "secrets.yaml"
+    path.write_text(content)
+    with pytest.raises(InvalidInputError) as exc:
+        load_config(path)
+    message = str(exc.value)
+    assert where in message, message
+    for line in content.splitlines():
+        assert line.strip() not in message, (line, message)
+    for secret in ("abc123", "secret-value-42", "hunter2", "private", "b3BlbnNzaC1r", "root:x"):
+        assert secret not in message, message
+
+
+def test_a_binary_config_file_is_refused_without_quoting_it(tmp_path):
+    path = tmp_path / "blob.yaml"
+    path.write_bytes(b"robot: {}\n\xff\xfe secret-bytes \x00\x01")
+    with pytest.raises(InvalidInputError) as exc:
+        load_config(path)
+    assert "not UTF-8 text (byte 10)" in str(exc.value) and "secret" not in str(exc.value)
+
+
+def test_a_task_or_barrier_range_is_refused_when_the_yaml_is_read():
+    """tasks[].* and barriers[].* that are runtime parameters too: checked at load against their ranges
+    (core/ranges.py), naming the key, before any robot model is built."""
+    with pytest.raises(InvalidInputError, match=r"^tasks\[0\].task_gain: expected a finite number in \(0, 1\], got 2.0$"):
+        parse_config("tasks: [{name: ee, type: frame, frame: f, task_gain: 2.0}]")
+    with pytest.raises(InvalidInputError, match=r"^tasks\[0\].position_cost: expected one number or 3 values, got 2"):
+        parse_config("tasks: [{name: ee, type: frame, frame: f, position_cost: [1, 1]}]")
+    with pytest.raises(InvalidInputError, match=r"^barriers\[0\].safety_margin: expected a finite number in \[0, 10\] "
+                                                 r"\[m\], got 11.0$"):
+        parse_config(BASE + "barriers: [{name: b, type: singularity, frame: f, safety_margin: 11.0}]")
 
 
 def test_missing_file_is_reported():

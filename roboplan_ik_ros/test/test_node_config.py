@@ -7,7 +7,7 @@ import yaml
 
 from roboplan_ik_ros.core.errors import InvalidInputError
 from roboplan_ik_ros.node.node_config import NodeConfig, load_node_config
-from roboplan_ik_ros.node.parameters import choice_check, number_check
+from roboplan_ik_ros.node.parameters import choice_check, range_check
 
 CONFIG_DIR = Path(__file__).resolve().parents[1] / "config"
 
@@ -28,11 +28,11 @@ def test_packaged_configs(name):
 
 @pytest.mark.parametrize("mapping, words", [
     ({"control_rate": 100}, ["node.control_rate", "unknown key", "control_rate_hz"]),
-    ({"control_rate_hz": 0}, ["node.control_rate_hz", "> 0"]),
-    ({"control_rate_hz": 5000}, ["node.control_rate_hz", "<= 2000"]),
+    ({"control_rate_hz": 0}, ["node.control_rate_hz: expected a finite number in (0, 2000] [Hz], got 0"]),
+    ({"control_rate_hz": 5000}, ["node.control_rate_hz: expected a finite number in (0, 2000] [Hz], got 5000"]),
     ({"control_rate_hz": "fast"}, ["node.control_rate_hz", "expected a number"]),
     ({"state_feedback": "both"}, ["node.state_feedback", "commanded, measured"]),
-    ({"trigger": "joint_states"}, ["node.trigger", "measured"]),
+    ({"trigger": "joint_states"}, ["node.state_feedback: 'commanded' with trigger 'joint_states'; expected 'measured'"]),
     ({"outputs": []}, ["node.outputs", "at least one"]),
     ({"outputs": [{"type": "effort"}]}, ["node.outputs[0].type", "forward_command, joint_trajectory, joint_state"]),
     ({"outputs": [{"interface": "effort"}]}, ["node.outputs[0].interface", "position, velocity"]),
@@ -41,7 +41,10 @@ def test_packaged_configs(name):
     ({"outputs": [{"topik": "/a"}]}, ["node.outputs[0].topik", "valid keys", "topic"]),
     ({"goal_smoothing": {"type": "spline"}}, ["node.goal_smoothing.type", "low_pass"]),
     ({"goal_smoothing": {"time_constant": -1.0}}, ["node.goal_smoothing.time_constant"]),
-    ({"quaternion_tolerance": 2.0}, ["node.quaternion_tolerance", "<= 0.5"]),
+    ({"quaternion_tolerance": 2.0}, ["node.quaternion_tolerance: expected a finite number in (0, 0.5], got 2.0"]),
+    ({"state_timeout": 61.0}, ["node.state_timeout: expected a finite number in (0, 60] [s], got 61.0"]),
+    ({"streaming": {"command_timeout": float("inf")}}, ["node.streaming.command_timeout", "(0, 10] [s], got inf"]),
+    ({"tf_timeout": -0.1}, ["node.tf_timeout: expected a finite number >= 0 [s], got -0.1"]),
     ({"loop_priority": 100}, ["node.loop_priority", "[0, 99]", "SCHED_FIFO"]),
     ({"loop_priority": -1}, ["node.loop_priority", "[0, 99]"]),
     ({"loop_priority": True}, ["node.loop_priority", "integer"]),
@@ -54,13 +57,17 @@ def test_bad_values_name_the_key_and_what_is_valid(mapping, words):
         assert w in str(exc.value)
 
 
-def test_number_check():
-    gain = number_check(0.0, 1.0, lo_open=True)
-    assert gain(0.5) == "" and gain(1.0) == ""
-    assert "(0, 1]" in gain(0.0) and gain(1.5) and gain(float("nan")) and gain("x") and gain(True)
-    cost = number_check(0.0, size=3)
+def test_range_check():
+    """The runtime validators read the YAML keys' ranges (core/ranges.py): one number, or one or n of them."""
+    gain = range_check("tasks[].task_gain")
+    assert gain(0.5) == "" and gain(1.0) == "" and gain(1) == ""
+    assert gain(0.0) == "expected a finite number in (0, 1], got 0.0"
+    assert gain(1.5) and gain(float("nan")) and gain("x") and gain(True) and gain([0.5])
+    cost = range_check("tasks[].position_cost", size=3)
     assert cost(1.0) == "" and cost([1.0, 2.0, 3.0]) == ""
-    assert "3 values" in cost([1.0, 2.0]) and cost([1.0, -1.0, 0.0])
+    assert cost([1.0, 2.0]) == "expected one number or 3 values, got 2 values"
+    assert cost([1.0, -1.0, 0.0]) == "expected a finite number >= 0 [cost/m] each, got [1.0, -1.0, 0.0]"
+    assert cost([True, 1.0, 1.0]) and cost("high") and cost([])
 
 
 def test_choice_check():

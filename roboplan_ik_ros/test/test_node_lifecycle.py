@@ -104,7 +104,8 @@ def test_refused_parameter_override_fails_configure(ros, mock_robot, tmp_path):
         Parameter("config_file", value=write_config(tmp_path)), Parameter("tasks.ee.task_gain", value=3.0)])
     try:
         assert node.trigger_configure() == TransitionCallbackReturn.FAILURE
-        assert "tasks.ee.task_gain" in node.last_error and "out of range" in node.last_error
+        # the validator's reason, the YAML's (core/ranges.py), not rclpy's descriptor range
+        assert "tasks.ee.task_gain: expected a finite number in (0, 1], got 3.0" in node.last_error, node.last_error
     finally:
         node.destroy_node()
 
@@ -114,6 +115,12 @@ def test_trigger_on_joint_states(make_node, mock_robot, tmp_path):
     assert client.transition(T.TRANSITION_CONFIGURE) and client.transition(T.TRANSITION_ACTIVATE)
     wait_until(lambda: node._stats.count > 250, what="ticks driven by /joint_states")
     assert node._loop_thread is None  # no timer loop: every tick comes from a /joint_states message
+    # commanded feedback, which this trigger cannot take: refused as the YAML refuses it (was accepted and ignored)
+    bad = client.set_parameter("state_feedback", "commanded")
+    assert not bad.successful and bad.reason == (
+        "state_feedback: 'commanded' with trigger 'joint_states'; expected 'measured' (that trigger steps on each "
+        "/joint_states message, from the measurement)"), bad.reason
+    assert node.get_parameter("state_feedback").value == "measured" and node.loop.settings.state_feedback == "measured"
     # the shipped loop_priority 50 raises the executor thread that runs the ticks (where permitted)
     tid = node._borrowed.applied_to
     if tid is not None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import re
 import types
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -18,6 +19,7 @@ from typing import Any, Union, get_args, get_origin, get_type_hints
 import yaml
 
 from .errors import InvalidInputError
+from .ranges import check_key
 from .simple_ik.objective_config import objectives_from_config
 from .simple_ik.solver import SimpleIKOptions
 
@@ -222,9 +224,11 @@ class IKConfig:
             _check_keys_apply(t.given_keys, t.type, _TASK_KEYS, f"tasks[{k}]")
             if t.type == "frame" and not t.frame:
                 raise InvalidInputError(f"tasks[{k}].frame: required for a frame task")
-            if not (t.max_target_speed > 0 and math.isfinite(t.max_target_speed)):
-                raise InvalidInputError(f"tasks[{k}].max_target_speed: expected a finite number > 0 [rad/s], "
-                                        f"got {t.max_target_speed!r}")
+            for key in ("task_gain", "lm_damping", "max_target_speed"):
+                check_key(getattr(t, key), f"tasks[].{key}", f"tasks[{k}].{key}")
+            for key in ("position_cost", "orientation_cost"):
+                check_key(getattr(t, key), f"tasks[].{key}", f"tasks[{k}].{key}", size=3)
+            check_key(t.weights, "tasks[].weights", f"tasks[{k}].weights", size=-1)  # length: the group's (at build)
         for k, lim in enumerate(self.limits):
             if lim.type not in LIMIT_TYPES:
                 raise InvalidInputError(f"limits[{k}].type: unknown type {lim.type!r}; valid: {', '.join(LIMIT_TYPES)}")
@@ -248,6 +252,8 @@ class IKConfig:
                                             f"use type 'collision' for pairs {b.pairs!r}")
                 b.type = "collision"
             _check_keys_apply(b.given_keys, b.type, _BARRIER_KEYS, f"barriers[{k}]")
+            for key in ("gain", "safe_displacement_gain", "safety_margin"):
+                check_key(getattr(b, key), f"barriers[].{key}", f"barriers[{k}].{key}")
             if b.type == "singularity" and "safe_displacement_gain" not in b.given_keys:
                 # no safe-displacement term unless asked: its weight r / |dh/dq|^2 grows without bound where
                 # sigma_min is flat (|dh/dq| ~ 0.01-0.1), which would damp every motion far from a singularity
@@ -309,21 +315,50 @@ def load_config(source: str | Path | Mapping) -> IKConfig:
     if isinstance(source, Mapping):
         return from_mapping(IKConfig, source, "config")
     try:
-        text = Path(source).read_text()
+        text = Path(source).read_text(encoding="utf-8")
     except OSError as exc:
         raise InvalidInputError(f"config_file: cannot read {str(source)!r}: {exc.strerror}") from exc
+    except UnicodeDecodeError as exc:  # a binary file; its bytes are not shown
+        raise InvalidInputError(f"config_file: cannot read {str(source)!r}: not UTF-8 text (byte {exc.start}); "
+                                "expected a YAML file") from exc
     return parse_config(text, Path(source).resolve().parent)
 
 
 def parse_config(text: str, base_dir: str | Path | None = None) -> IKConfig:
     """Parse YAML text; relative file paths in it are taken from ``base_dir`` (default: the working
-    directory)."""
+    directory). A text that is not YAML, or not a mapping, is refused without quoting it: the message
+    reaches the log and /rosout, and the file may be anything (a key, a password file)."""
     try:
         data = yaml.safe_load(text)
     except yaml.YAMLError as exc:
-        raise InvalidInputError(f"config: invalid YAML: {exc}") from exc
+        raise InvalidInputError(f"config: invalid YAML{_yaml_error_text(exc)}; expected a mapping of the YAML "
+                                "sections robot, solver, tasks, ...") from exc
+    if data is not None and not isinstance(data, Mapping):
+        raise InvalidInputError(f"config: expected a mapping of the YAML sections robot, solver, tasks, ..., got a "
+                                f"{'list' if isinstance(data, list) else 'scalar'}")
     config = from_mapping(IKConfig, data, "config")
     path = config.robot.joint_limits_file
     if path and base_dir is not None and "://" not in path and not Path(path).is_absolute():
         config.robot.joint_limits_file = str(Path(base_dir) / path)
     return config
+
+
+def _yaml_error_text(exc: yaml.YAMLError) -> str:
+    """Where and what a YAML error is, without the snippet of the text that ``str(exc)`` quotes: the
+    line and column, yaml's problem and context with any name taken from the text (an alias, a tag)
+    replaced by '...' (token names such as '<stream end>' and single characters are kept)."""
+    if isinstance(exc, yaml.reader.ReaderError):  # character: its code point (str input) or a byte
+        code = exc.character if isinstance(exc.character, int) else ord(exc.character[:1] or "\0")
+        return f" at character {exc.position + 1}: unacceptable character #x{code:04x}"
+    mark = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
+    where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""
+    problem, context = (_QUOTED.sub(_keep_token, getattr(exc, key, None) or "") for key in ("problem", "context"))
+    return where + (f": {problem}" if problem else "") + (f" ({context})" if context else "")
+
+
+_QUOTED = re.compile(r"'([^']*)'|\"([^\"]*)\"")
+
+
+def _keep_token(match: re.Match) -> str:
+    inner = match.group(1) if match.group(1) is not None else match.group(2)
+    return match.group(0) if len(inner) <= 2 or re.fullmatch(r"<[a-z ]+>", inner) else "'...'"

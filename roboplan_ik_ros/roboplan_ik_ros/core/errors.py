@@ -6,7 +6,10 @@ thing and, where there is a finite set, lists what is valid.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -39,13 +42,88 @@ def as_vector(value, size: int, what: str, *, allow_inf: bool = False) -> np.nda
     return arr
 
 
-def check_positive(value: float, what: str, *, allow_zero: bool = False, allow_inf: bool = False) -> float:
-    """Return ``value`` as a float if it is > 0 (or >= 0), else raise."""
+@dataclass(frozen=True)
+class Range:
+    """The numbers a key accepts: ``[lo, hi]``, open at ``lo`` with ``lo_open`` and at ``hi`` with
+    ``hi_open``; finite unless ``inf_ok`` (then ``hi`` = inf is accepted too). The one range check of the
+    package: the YAML loaders, the core constructors and the runtime parameters all check with it, so a
+    key's range and its error text are the same wherever it is set. ``unit`` is shown after the range."""
+
+    lo: float = 0.0
+    hi: float = math.inf
+    lo_open: bool = False
+    hi_open: bool = False
+    unit: str = ""
+    inf_ok: bool = False
+
+    def describe(self) -> str:
+        """In words for error messages and parameter descriptions: ``a finite number in (0, 10] [s]``."""
+        if math.isinf(self.hi):
+            text = f"a finite number {'>' if self.lo_open else '>='} {self.lo:g}"
+        else:
+            text = (f"a finite number in {'(' if self.lo_open else '['}{self.lo:g}, {self.hi:g}"
+                    f"{')' if self.hi_open else ']'}")
+        text = f"{text} [{self.unit}]" if self.unit else text
+        return f"{text} or .inf" if self.inf_ok else text
+
+    def accepts(self, values: np.ndarray) -> np.ndarray:
+        """Elementwise: which of the float array ``values`` are in the range."""
+        ok = (values > self.lo) if self.lo_open else (values >= self.lo)
+        ok &= (values < self.hi) if self.hi_open else (values <= self.hi)
+        if not self.inf_ok:
+            ok &= np.isfinite(values)
+        return ok & ~np.isnan(values)
+
+    def reason(self, value: Any, size: int | None = None) -> str:
+        """Why ``value`` is refused ("" if it is accepted). ``size``: None takes one number; n takes
+        one number or n of them; -1 one number or a list of any length (its length checked elsewhere)."""
+        values = _as_numbers(value, scalar_only=size is None)
+        if values is None:
+            many = "" if size is None else " or a list of them" if size < 0 else f" or {size} of them"
+            return f"expected {self.describe()}{many}, got {_show(value)}"
+        if size is not None and size >= 0 and values.ndim == 1 and len(values) != size:
+            return f"expected one number or {size} values, got {len(values)} values"
+        if not self.accepts(np.atleast_1d(values)).all():
+            many = "" if values.ndim == 0 else " each"
+            return f"expected {self.describe()}{many}, got {_show(value)}"
+        return ""
+
+    def check(self, value: Any, what: str, size: int | None = None) -> Any:
+        """``value`` as a float (an array when ``size`` is given and it is a list) if it is accepted,
+        else raise InvalidInputError naming ``what``."""
+        reason = self.reason(value, size)
+        if reason:
+            raise InvalidInputError(f"{what}: {reason}")
+        values = _as_numbers(value, scalar_only=size is None)
+        return float(values) if values.ndim == 0 else values
+
+
+def _as_numbers(value: Any, *, scalar_only: bool) -> np.ndarray | None:
+    """``value`` as a float array (0-d for one number, 1-d for a list), None if it is not numbers
+    (booleans and strings are not)."""
+    items = [value] if np.ndim(value) == 0 else (value if not scalar_only else None)
+    if items is None or isinstance(value, (str, bytes)) or len(items) == 0:
+        return None
+    if any(isinstance(v, (bool, np.bool_, str, bytes)) or np.ndim(v) != 0 for v in items):
+        return None
     try:
-        v = float(value)
-    except (TypeError, ValueError) as exc:
-        raise InvalidInputError(f"{what}: expected a number, got {value!r}") from exc
-    if np.isnan(v) or (np.isinf(v) and not allow_inf) or v < 0 or (v == 0 and not allow_zero):
-        bound = ">= 0" if allow_zero else "> 0"
-        raise InvalidInputError(f"{what}: expected a finite number {bound}, got {value!r}")
-    return v
+        return np.asarray(value, dtype=float)
+    except (TypeError, ValueError):
+        return None
+
+
+def _show(value: Any) -> str:
+    """``value`` for an error message: numpy scalars and arrays, tuples and array.array as plain lists."""
+    if isinstance(value, np.generic):
+        return repr(value.item())
+    if isinstance(value, (str, bytes)) or np.ndim(value) == 0:
+        return repr(value)
+    try:
+        return repr([v.item() if isinstance(v, np.generic) else v for v in value])
+    except TypeError:
+        return repr(value)
+
+
+def check_positive(value: float, what: str, *, allow_zero: bool = False, allow_inf: bool = False) -> float:
+    """Return ``value`` as a float if it is > 0 (or >= 0; .inf with ``allow_inf``), else raise."""
+    return Range(lo_open=not allow_zero, inf_ok=allow_inf).check(value, what)

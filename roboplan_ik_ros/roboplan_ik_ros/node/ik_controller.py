@@ -31,16 +31,14 @@ from pathlib import Path
 
 import numpy as np
 import rclpy
-from geometry_msgs.msg import PoseStamped, TwistStamped
 from rcl_interfaces.msg import ParameterDescriptor, SetParametersResult
 from rclpy.executors import ExternalShutdownException
-from rclpy.lifecycle import LifecycleNode, LifecycleState, TransitionCallbackReturn
+from rclpy.lifecycle import LifecycleState, TransitionCallbackReturn
 from rclpy.duration import Duration
-from rclpy.qos import QoSProfile, ReliabilityPolicy, qos_profile_sensor_data
+from rclpy.qos import qos_profile_sensor_data
 from rclpy.wait_for_message import wait_for_message
 from sensor_msgs.msg import JointState
 from std_msgs.msg import String
-from std_srvs.srv import SetBool, Trigger
 from visualization_msgs.msg import Marker, MarkerArray
 
 from roboplan_ik_interfaces.msg import ControllerStatus
@@ -56,24 +54,24 @@ from ..core.simple_ik.solver import SimpleIK
 from . import diagnostics as diag
 from .descriptions import LATCHED, LatchedDescriptions
 from .diagnostics import DiagnosticsReporter, TickStats
-from .goals import HAVE_TF2, FrameResolver, joint_goal_configuration, joint_jog_velocities, tf2_ros
+from .goals import HAVE_TF2, FrameResolver, tf2_ros
+from .goal_inputs import GoalInputs
 from .log_throttle import LogThrottle
 from .collision_objects import CollisionObjectReader, CollisionObjectsEndpoint
 from .loop_thread import BorrowedThreadPriority, LoopThread, run_on_schedule
-from .spin import make_executor, spin_until_shutdown, stop_on_signals
+from .guarded_node import GuardedLifecycleNode
+from .session import Session
+from .spin import ESCAPED, make_executor, spin_until_shutdown, stop_on_signals
 from .markers import HAVE_INTERACTIVE_MARKERS, InteractiveTargets, box_marker, goal_markers, obstacle_markers
 from .node_config import NodeConfig, load_node_config
 from .outputs import CommandEncoder, output_joints
-from .parameters import ParamSpec, barrier_specs, loop_specs, task_specs, unknown_parameter_reason
+from .parameters import (DESCRIPTION_TIMEOUT, ParamSpec, barrier_specs, loop_specs, task_specs,
+                         unknown_parameter_reason)
 from .message_conversions import JointStateDecoder, root_frame_name
 from .path_service import SolvePathServer
 from .service import SolveIKServer
 from .status import LoopSnapshot, diagnostics_report
 
-try:  # what MoveIt Servo and ros2_control users send; not a PyPI wheel (apt installs have it)
-    from control_msgs.msg import JointJog  # type: ignore[import-not-found]
-except ImportError:  # pragma: no cover - depends on the install
-    JointJog = None
 
 #: Parameters declared by the constructor (the launch file passes these).
 CONSTRUCTOR_PARAMETERS = (
@@ -82,9 +80,11 @@ CONSTRUCTOR_PARAMETERS = (
 )
 
 DESCRIPTION_TOPICS = ("robot_description", "robot_description_semantic")
-GOAL_QOS = QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE)
-STREAM_QOS = QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE)  # the newest command counts
-_SUCCESS, _FAILURE = TransitionCallbackReturn.SUCCESS, TransitionCallbackReturn.FAILURE
+_SUCCESS, _FAILURE, _ERROR = (TransitionCallbackReturn.SUCCESS, TransitionCallbackReturn.FAILURE,
+                               TransitionCallbackReturn.ERROR)
+#: [s] how long retiring a session waits for its callbacks running in other threads (a tick: ms; a
+#: ~/solve_ik or ~/solve_path request told to stop: the solver's current iteration)
+_RETIRE_TIMEOUT = 10.0
 _SWITCH_INTERVAL = 0.0001  # [s] GIL hand-over while SimpleIK runs in its worker thread
 #: history of the command publishers: a reliable subscriber (a strict drive) that stalls for up to this
 #: many periods still gets every command (a KEEP_LAST writer drops the oldest unacknowledged ones; with
@@ -123,11 +123,15 @@ class ContextShutDown(Exception):
     """A publish failed because the ROS context was shut down (Ctrl-C): the node is going away."""
 
 
+class CommandNotSent(Exception):
+    """Publishing a command failed (a DDS error): the loop was told (``command_not_sent``), the tick goes on."""
+
+
 class ConfigureError(Exception):
     """A configure step failed; the message is the reason shown to the user."""
 
 
-class IKControllerNode(LifecycleNode):
+class IKControllerNode(GuardedLifecycleNode):
     """See the module docstring. ``last_error`` holds the reason of the last failed transition."""
 
     def __init__(self, node_name: str = "ik_controller", **kwargs) -> None:
@@ -152,8 +156,11 @@ class IKControllerNode(LifecycleNode):
         self.last_error = ""
         self._lock = threading.Lock()  # every access to the control loop
         self._throttle = LogThrottle()
-        # listens while unconfigured, so configure need not wait for DDS discovery (descriptions.py)
-        self._descriptions = LatchedDescriptions(self, DESCRIPTION_TOPICS)
+        with self.building(self.node_session):
+            # listens while unconfigured, so configure need not wait for DDS discovery (descriptions.py)
+            self._descriptions = LatchedDescriptions(self, DESCRIPTION_TOPICS)
+        self._configured: Session | None = None  # what configure made (retired by cleanup, shutdown, error)
+        self._activation: Session | None = None  # what activate made (retired by deactivate)
         self._clear()
 
     # ================================================================== lifecycle
@@ -172,7 +179,6 @@ class IKControllerNode(LifecycleNode):
         self._decoder: JointStateDecoder | None = None
         self._encoders: list[CommandEncoder] = []
         self._cmd_pubs = []
-        self._entities = []  # (kind, handle) destroyed on release
         self._loop_thread: LoopThread | None = None
         self._watchdog = None
         self._diag: DiagnosticsReporter | None = None
@@ -201,8 +207,10 @@ class IKControllerNode(LifecycleNode):
         self._borrow_pending = False
 
     def on_configure(self, state: LifecycleState) -> TransitionCallbackReturn:
+        self._configured = Session("configured", self.on_fault)
         try:
-            self._configure()
+            with self.building(self._configured):
+                self._configure()
         except (ConfigureError, InvalidInputError) as exc:
             return self._transition_failed("configure", str(exc))
         except Exception as exc:  # a bug: still fail cleanly and say where
@@ -212,8 +220,8 @@ class IKControllerNode(LifecycleNode):
         cfg = self.node_cfg
         self.get_logger().info(
             f"configured: group {self.group.name or '(all joints)'} {list(self.group.joint_names)}, "
-            f"tasks {list(self.loop.ctrl.tasks)}, {len(self.config.limits)} limits, barriers "
-            f"{[b.name for b in self.loop.ctrl.barriers]}, {cfg.control_rate_hz:g} Hz ({cfg.trigger}), "
+            f"tasks {list(self.loop.tasks)}, {len(self.config.limits)} limits, barriers "
+            f"{[b.name for b in self.loop.barriers]}, {cfg.control_rate_hz:g} Hz ({cfg.trigger}), "
             f"state feedback {cfg.state_feedback}, stale joint states: {cfg.stale_behavior}, outputs "
             f"{[(o.type, o.interface, o.topic) for o in cfg.outputs]}"
         )
@@ -229,7 +237,7 @@ class IKControllerNode(LifecycleNode):
         cfg, loop = self.node_cfg, self.loop
 
         def fresh() -> bool:
-            return loop.state.age(time.perf_counter()) <= cfg.state_timeout
+            return loop.measurement_age(time.perf_counter()) <= cfg.state_timeout
 
         if not fresh():  # seed from a current measurement, not one from before a deactivate
             self.get_logger().info(
@@ -243,7 +251,7 @@ class IKControllerNode(LifecycleNode):
         with self._lock:
             reason = loop.activate(time.perf_counter())
             if not reason:
-                self._snapshot(loop.guard.last)
+                self._snapshot(loop.last_command())
         if reason:
             reason = (f"no valid {cfg.joint_states_topic} within {cfg.activation_timeout:g} s "
                       f"(needs joints {list(self.group.joint_names)})")
@@ -255,14 +263,15 @@ class IKControllerNode(LifecycleNode):
         self._stats.reset(1.0 / cfg.control_rate_hz)
         self._markers_dirty = True
         if self._interactive is not None:  # placed once; dragging them sends goals
-            self._interactive.set_targets([(n, loop.ctrl.tasks[n].target) for n in self._frame_tasks])
+            self._interactive.set_targets([(n, loop.tasks[n].target) for n in self._frame_tasks])
         ret = super().on_activate(state)  # enables the lifecycle (command) publishers
         self._active = True
         self._published_stale_stop = False
+        activation = self._activation = Session("active", self.on_fault)
         if cfg.trigger == "timer":
             self.loop_scheduling = "normal" if cfg.loop_priority == 0 else f"SCHED_FIFO {cfg.loop_priority} requested"
-            self._loop_thread = LoopThread(1.0 / cfg.control_rate_hz, self._tick, priority=cfg.loop_priority,
-                                           on_priority=self._on_loop_priority)
+            self._loop_thread = LoopThread(1.0 / cfg.control_rate_hz, activation.guard(self._tick, "control tick"),
+                                           priority=cfg.loop_priority, on_priority=self._on_loop_priority)
             self._loop_thread.start()
         else:  # the ticks run in the executor's thread: its first tick raises it (see _on_joint_states)
             self._borrowed = BorrowedThreadPriority(cfg.loop_priority) if cfg.loop_priority > 0 else None
@@ -284,7 +293,13 @@ class IKControllerNode(LifecycleNode):
             self.get_logger().warning(f"node.loop_priority {self.node_cfg.loop_priority}: {message}")
 
     def _stop_loop(self) -> None:
+        """Retire the activation (no tick starts, the one running ends), then stop its thread."""
         self._active = False
+        activation, self._activation = self._activation, None
+        if activation is not None:
+            running = activation.retire(_RETIRE_TIMEOUT)
+            if running:
+                self.get_logger().error(f"the control loop did not stop within {_RETIRE_TIMEOUT:g} s: {running}")
         if self._borrowed is not None:  # the executor's thread back at its own priority
             self._borrowed.restore()
             self._borrowed = None
@@ -296,10 +311,19 @@ class IKControllerNode(LifecycleNode):
             self._watchdog.cancel()
 
     def on_deactivate(self, state: LifecycleState) -> TransitionCallbackReturn:
-        self._controlled_stop("deactivate")
-        with self._lock:
-            self.loop.deactivate()
-        ret = super().on_deactivate(state)
+        cause = self.error_cause
+        try:
+            self._controlled_stop("deactivate" if not cause else f"error ({cause})")
+            with self._lock:
+                self.loop.deactivate()
+            ret = super().on_deactivate(state)
+        except Exception:  # noqa: BLE001 - on_error releases what is left
+            return self.transition_error("deactivate")
+        if cause:
+            self.last_error = f"stopped after an error: {cause}"
+            self.get_logger().error(f"{self.last_error}; braked to rest; error transition (on_error: release, "
+                                    "back to unconfigured)")
+            return _ERROR
         self.get_logger().info("inactive: control loop stopped, braked to rest, hold command sent")
         return ret
 
@@ -321,15 +345,6 @@ class IKControllerNode(LifecycleNode):
             except Exception:  # noqa: BLE001 - e.g. a context already shut down: nothing left to wait for
                 pass
 
-    def _braking_time_bound(self) -> float:
-        """[s] Generous bound on a stop from any velocity: twice the slowest joint's v/a + a/j, + 0.1 s."""
-        accel, v_max = self.loop.acceleration_limit, self.loop.guard.v_max
-        with np.errstate(divide="ignore", invalid="ignore"):
-            t = np.nan_to_num(v_max / accel.a_max, posinf=0.0) + np.nan_to_num(accel.a_max / accel.j_max, nan=0.0,
-                                                                                 posinf=0.0)
-        bound = 2.0 * float(t.max()) + 0.1
-        return bound if np.isfinite(bound) else 1.0
-
     def _brake_to_rest(self, why: str) -> None:
         """Publish :meth:`ControlLoop.stopping_tick` commands on the loop's schedule (the control period,
         from the last tick) until the stream is at rest or the time bound passed (logged). Call after
@@ -339,7 +354,7 @@ class IKControllerNode(LifecycleNode):
         if loop is None or loop.acceleration_limit is None or not self._cmd_pubs:
             return
         with self._lock:
-            if not loop.active or loop.mode == STALE or not loop.guard.started or loop.at_rest:
+            if not loop.active or loop.mode == STALE or not loop.command_started or loop.at_rest:
                 return
         period, n = loop.dt, [0]
 
@@ -359,7 +374,7 @@ class IKControllerNode(LifecycleNode):
                 return loop.at_rest
 
         start = max(time.perf_counter(), self._last_tick_start + period)
-        bound = self._braking_time_bound()
+        bound = loop.braking_time_bound()
         if run_on_schedule(period, step, start, start + bound):
             self.get_logger().info(f"{why}: braked to rest within the acceleration/jerk bounds in {n[0]} commands "
                                    f"({n[0] * period:.3f} s)")
@@ -374,23 +389,52 @@ class IKControllerNode(LifecycleNode):
             self._controlled_stop(why)
 
     def on_cleanup(self, state: LifecycleState) -> TransitionCallbackReturn:
-        self._release()
+        cause = self.error_cause
+        try:
+            self._release()
+        except Exception:  # noqa: BLE001
+            return self.transition_error("cleanup")
+        if cause:
+            self.last_error = f"released after an error: {cause}"
+            self.get_logger().error(f"{self.last_error}; error transition (back to unconfigured)")
+            return _ERROR
         self.get_logger().info("cleaned up")
         return _SUCCESS
 
     def on_shutdown(self, state: LifecycleState) -> TransitionCallbackReturn:
-        if self._active:
-            self._controlled_stop("shutdown")
-        self._release()
+        try:
+            if self._active:
+                self._controlled_stop("shutdown")
+            self._release()
+        except Exception:  # noqa: BLE001
+            return self.transition_error("shutdown")
         return _SUCCESS
 
     def on_error(self, state: LifecycleState) -> TransitionCallbackReturn:
-        self._release()
+        """After a transition returned ERROR (or raised): stop if still moving, release everything, back
+        to unconfigured. Never raises (rclpy would leave the node in ErrorProcessing for good)."""
+        try:
+            if self._active:
+                self._controlled_stop("error")
+        except Exception:  # noqa: BLE001
+            self.get_logger().error(f"error: the controlled stop failed:\n{traceback.format_exc()}")
+        try:
+            self._release()
+        except Exception:  # noqa: BLE001
+            self.get_logger().error(f"error: releasing failed:\n{traceback.format_exc()}")
+            self._clear()
+        self.get_logger().error(f"error processing done: unconfigured ({self.last_error or 'see above'}); "
+                                "configure again to resume")
         return _SUCCESS
 
     def destroy_node(self) -> None:
-        self._stop_loop()  # the loop thread must not publish on destroyed publishers
-        self._destroy_solve_services()  # no worker process, service thread or helper node outlives the node
+        try:
+            if self._active:  # e.g. rclpy shut down under an active node: brake while the context allows
+                self._controlled_stop("destroy")
+            self._release()  # no loop thread, worker process, service thread or helper node outlives the node
+            self.node_session.retire(_RETIRE_TIMEOUT)
+        except Exception:  # noqa: BLE001 - destroying must end
+            self.get_logger().error(f"destroy_node: releasing failed:\n{traceback.format_exc()}")
         super().destroy_node()
 
     def autostart(self) -> bool:
@@ -452,7 +496,7 @@ class IKControllerNode(LifecycleNode):
         self._stamp_needed = any(o.type == "joint_state" for o in node_cfg.outputs)
         self._velocity_outputs = any(o.interface == "velocity" for o in node_cfg.outputs)
         self._root = root_frame_name(scene)
-        self._frame_tasks = [n for n, t in loop.ctrl.tasks.items() if isinstance(t, FrameTask)]
+        self._frame_tasks = [n for n, t in loop.tasks.items() if isinstance(t, FrameTask)]
         self._setup_frames()
         self._setup_ros_entities()
         self._setup_parameters()
@@ -493,65 +537,45 @@ class IKControllerNode(LifecycleNode):
                 f"(e.g. {self._root!r}); other frames are rejected")
         self._resolver = FrameResolver(self.scene, self._root, tf_buffer, self.node_cfg.tf_timeout)
 
-    def _keep(self, kind: str, handle):
-        self._entities.append((kind, handle))
-        return handle
-
     def _setup_ros_entities(self) -> None:
-        cfg = self.node_cfg
+        """Publishers, subscriptions, services and timers (called inside the configured session: each
+        belongs to it, see :meth:`GuardedLifecycleNode.building`)."""
+        cfg, session = self.node_cfg, self._configured
         for enc in self._encoders:
-            self._cmd_pubs.append(self._keep("lifecycle_publisher",
-                                             self.create_lifecycle_publisher(enc.msg_type, enc.cfg.topic,
-                                                                             COMMAND_QUEUE_DEPTH)))
-        self._status_pub = self._keep("publisher", self.create_publisher(ControllerStatus, "~/status", 10))
-        self._keep("subscription", self.create_subscription(
-            JointState, cfg.joint_states_topic, self._on_joint_states, qos_profile_sensor_data))
-        for name, task in self.loop.ctrl.tasks.items():
-            if isinstance(task, FrameTask):
-                self._keep("subscription", self.create_subscription(
-                    PoseStamped, f"~/{name}/target_pose", lambda m, n=name: self._on_pose_goal(n, m), GOAL_QOS))
-                self._keep("subscription", self.create_subscription(
-                    TwistStamped, f"~/{name}/target_twist", lambda m, n=name: self._on_twist(n, m), STREAM_QOS))
-            else:
-                self._keep("subscription", self.create_subscription(
-                    JointState, f"~/{name}/target_joints", lambda m, n=name: self._on_joint_goal(n, m), GOAL_QOS))
-                self._keep("subscription", self.create_subscription(
-                    JointState, f"~/{name}/target_joint_velocities",
-                    lambda m, n=name: self._on_joint_jog(n, m, m.velocity), STREAM_QOS))
-                if JointJog is not None:
-                    self._keep("subscription", self.create_subscription(
-                        JointJog, f"~/{name}/joint_jog",
-                        lambda m, n=name: self._on_joint_jog(n, m, m.velocities), STREAM_QOS))
-        if JointJog is None and any(not isinstance(t, FrameTask) for t in self.loop.ctrl.tasks.values()):
-            self.get_logger().info("control_msgs is not installed: no ~/<task>/joint_jog (control_msgs/JointJog); "
-                                   "jog with sensor_msgs/JointState velocities on ~/<task>/target_joint_velocities")
-        self._keep("service", self.create_service(Trigger, "~/apply_configured_targets",
-                                                  self._on_apply_configured_targets))
-        self._keep("service", self.create_service(SetBool, "~/pause", self._on_pause))
+            self._cmd_pubs.append(self.create_lifecycle_publisher(enc.msg_type, enc.cfg.topic, COMMAND_QUEUE_DEPTH))
+        self._status_pub = self.create_publisher(ControllerStatus, "~/status", 10)
+        self.create_subscription(JointState, cfg.joint_states_topic, self._on_joint_states, qos_profile_sensor_data)
+        self._inputs = GoalInputs(self, self.loop, self._lock, self._resolver, cfg, lambda: self._active,
+                                  self._log_loop_event, self._note_rejection, self._on_goal_set)
+        self._inputs.create_endpoints()
+        # its own thread and helper node (and a worker process), guarded by the same session
         self._service = SolveIKServer(self, self.scene, self.simple_ik, self._resolver, cfg.quaternion_tolerance,
                                       self._current_q, worker_spec=self._ik_worker_spec,
-                                      wait_for_gap=self._wait_for_tick_gap)
+                                      wait_for_gap=self._wait_for_tick_gap, guard=session.guard)
+        session.own("~/solve_ik", self._service.destroy)
         # its own thread and a private scene built from the worker's spec: a long path blocks nothing
         self._paths = SolvePathServer(self._service, self._ik_worker_spec)
+        # a path in flight ends within its max_time
+        session.own("~/solve_path", lambda paths=self._paths: paths.destroy(5.0 if self.context.ok() else 0.5))
         reader = CollisionObjectReader(self._resolver, self.scene.link_names, self._root, cfg.quaternion_tolerance)
         self._collision_objects = CollisionObjectsEndpoint(
             self, self.loop, reader, self._lock, self._service.scene_lock, self._current_q,
             self._on_obstacles_changed, self._on_collision_object_refused)
-        for kind, handle in self._collision_objects.handles:
-            self._keep(kind, handle)
         if cfg.trigger == "joint_states":  # ticks come from /joint_states; this timer only watches for staleness
             period = max(1.0 / cfg.control_rate_hz, min(0.05, cfg.state_timeout / 4.0))
-            self._watchdog = self._keep("timer", self.create_timer(period, self._on_watchdog, autostart=False))
-        self._keep("timer", self.create_timer(1.0 / cfg.status_rate_hz, self._publish_status))
+            self._watchdog = self.create_timer(period, self._on_watchdog, autostart=False)
+        self.create_timer(1.0 / cfg.status_rate_hz, self._publish_status)
         self._diag = DiagnosticsReporter(self, "control loop", self._diagnostics_report, 1.0 / cfg.diagnostics_rate_hz)
+        session.own("diagnostics", self._diag.destroy)
         if cfg.markers.enabled:
-            self._marker_pub = self._keep("publisher", self.create_publisher(MarkerArray, "~/markers", LATCHED))
+            self._marker_pub = self.create_publisher(MarkerArray, "~/markers", LATCHED)
             self._markers_dirty = True
             if cfg.markers.interactive:
                 if HAVE_INTERACTIVE_MARKERS:
                     self._interactive = InteractiveTargets(
                         self, f"{self.get_fully_qualified_name()}/targets", self._root, cfg.markers.scale,
-                        lambda name, ps: self._on_pose_goal(name, ps))
+                        self._inputs.on_pose_goal)
+                    session.own("interactive markers", self._interactive.shutdown)
                 else:
                     self.get_logger().info(
                         "interactive_markers is not installed: no 6-DOF RViz targets (goal and barrier "
@@ -562,9 +586,9 @@ class IKControllerNode(LifecycleNode):
         specs = loop_specs(self.node_cfg, self._apply_rate, self._apply_feedback,
                            lambda v: self.loop.set_max_state_divergence(v))
         for tc in self.config.tasks:
-            specs += task_specs(tc, lambda n: self.loop.ctrl.tasks[n], nv)
+            specs += task_specs(tc, lambda n: self.loop.tasks[n], nv)
         for bc in self.config.barriers:
-            specs += barrier_specs(bc, lambda n: next(b for b in self.loop.ctrl.barriers if b.name == n))
+            specs += barrier_specs(bc, lambda n: self.loop.barrier(n))
         self._specs = {s.name: s for s in specs}
         try:
             params = self.declare_parameters("", [(s.name, s.value, s.descriptor) for s in specs])
@@ -575,18 +599,19 @@ class IKControllerNode(LifecycleNode):
                 self._specs[p.name].apply(p.value)
 
     def _release(self) -> None:
-        """Destroy everything configure created (safe on a partial configure)."""
+        """Destroy everything configure created (safe on a partial configure and when called twice):
+        the activation first, then the configured session is retired (no callback of it starts; those
+        running in other threads end, ~/solve_ik's and ~/solve_path's told to stop first) and destroyed."""
         self._stop_loop()
-        self._destroy_solve_services()
-        if self._interactive is not None:
-            self._interactive.shutdown()
-        if self._diag is not None:
-            self._diag.destroy()
-        for kind, handle in reversed(self._entities):
-            if kind == "lifecycle_publisher":
-                self.destroy_lifecycle_publisher(handle)
-            else:
-                getattr(self, f"destroy_{kind}")(handle)
+        configured, self._configured = self._configured, None
+        if configured is not None:
+            if self._service is not None:
+                self._service.close()  # requests in flight answer NOT_READY now instead of finishing
+            running = configured.retire(_RETIRE_TIMEOUT)
+            if running:
+                self.get_logger().error(f"release: still running after {_RETIRE_TIMEOUT:g} s: {running}; "
+                                        "releasing anyway")
+            configured.destroy(self.get_logger().error)
         for name in list(self._specs):
             if self.has_parameter(name):
                 self.undeclare_parameter(name)
@@ -633,18 +658,20 @@ class IKControllerNode(LifecycleNode):
                                                     else "")
                 if reason:
                     return SetParametersResult(successful=False, reason=f"{p.name}: {reason}")
-            elif p.name == "description_timeout" and not (
-                    isinstance(p.value, (int, float)) and not isinstance(p.value, bool) and p.value > 0):
-                return SetParametersResult(successful=False, reason="description_timeout: expected a number > 0 [s]")
+            elif p.name == "description_timeout" and (reason := DESCRIPTION_TIMEOUT.reason(p.value)):
+                return SetParametersResult(successful=False, reason=f"description_timeout: {reason}")
         return SetParametersResult(successful=True)
 
     def _apply_parameters(self, params) -> None:
-        for p in params:
-            spec = self._specs.get(p.name)
-            if spec is not None and self.loop is not None:
-                with self._lock:
-                    spec.apply(p.value)
-                spec.value = p.value
+        try:
+            for p in params:
+                spec = self._specs.get(p.name)
+                if spec is not None and self.loop is not None:
+                    with self._lock:
+                        spec.apply(p.value)
+                    spec.value = p.value
+        except Exception as exc:  # noqa: BLE001 - half applied: a fault like any callback's (controlled stop)
+            self.on_fault("node", f"parameter set {[p.name for p in params]}", exc, traceback.format_exc())
 
     def _rate_change_refusal(self, hz) -> str:
         """Why a new control rate cannot be taken now ("" when it can). A drive runs at one command
@@ -673,10 +700,7 @@ class IKControllerNode(LifecycleNode):
         self._stats.reset(self.loop.dt)
         self.get_logger().info(f"control rate: {hz:g} Hz")
 
-    def _apply_feedback(self, mode: str) -> None:
-        if self.node_cfg.trigger == "joint_states" and mode != "measured":
-            self.get_logger().warning("trigger 'joint_states' steps on measurements: state_feedback stays 'measured'")
-            return
+    def _apply_feedback(self, mode: str) -> None:  # one the trigger cannot take was refused (parameters.py)
         self.loop.set_state_feedback(mode)
 
     # ================================================================== inputs
@@ -699,12 +723,11 @@ class IKControllerNode(LifecycleNode):
             return
         now = time.perf_counter()
         with self._lock:
-            st = loop.state
-            reason = self._decoder.decode(msg.name, msg.position, st.incoming)
+            reason = self._decoder.decode(msg.name, msg.position, loop.measurement_buffer)
             if reason:
-                st.reject(reason)
+                loop.reject_measurement(reason)
             else:
-                reason = st.accept(now)
+                reason = loop.accept_measurement(now)
         if reason:
             self._last_rejection = f"{self.node_cfg.joint_states_topic}: {reason}"
             self._log_loop_event("warning", f"ignored a joint_states message: {reason}")
@@ -719,6 +742,12 @@ class IKControllerNode(LifecycleNode):
                                                                f"executor thread that runs the ticks)")
             self._tick(now)
 
+    def _note_rejection(self, text: str) -> None:
+        self._last_rejection = text
+
+    def _on_goal_set(self) -> None:
+        self._markers_dirty = True
+
     def _on_obstacles_changed(self) -> None:
         """After ~/collision_objects changed the scene: the IK worker's scene follows; markers again."""
         with self._lock:
@@ -729,141 +758,15 @@ class IKControllerNode(LifecycleNode):
     def _on_collision_object_refused(self, reason: str) -> None:
         with self._lock:
             if self.loop is not None:
-                self.loop.counts.collision_objects_refused += 1
+                self.loop.count_collision_object_refused()
         self._last_rejection = reason
         self.get_logger().warning(reason)
-
-    def _reject_goal(self, topic: str, reason: str) -> None:
-        with self._lock:
-            if self.loop is not None:
-                self.loop.counts.goals_rejected += 1
-        self._last_rejection = f"{topic}: {reason}"
-        self._log_loop_event("error", f"rejected goal on {topic}: {reason}")
-
-    def _note_stamp_fallback(self, topic: str, fallbacks_before: int) -> None:
-        """A tf2 lookup at a message's stamp that fell back to the latest transform: said (throttled)."""
-        if self._resolver.stamp_fallbacks != fallbacks_before:
-            self._log_loop_event("warning", f"{topic}: {self._resolver.last_stamp_fallback}")
-
-    def _on_pose_goal(self, task_name: str, msg: PoseStamped) -> None:
-        topic = f"~/{task_name}/target_pose"
-        try:
-            if not self._active:
-                raise InvalidInputError("the controller is not active (goals start from the current pose on activate)")
-            with self._lock:
-                q = self.loop.guard.last.copy()
-            # outside the lock: a tf2 lookup (at header.stamp, else the latest) may wait up to tf_timeout
-            fallbacks = self._resolver.stamp_fallbacks
-            T = self._resolver.resolve(msg, q, self.node_cfg.quaternion_tolerance, topic)
-            self._note_stamp_fallback(topic, fallbacks)
-            with self._lock:
-                self.loop.set_pose_goal(task_name, T)
-        except InvalidInputError as exc:  # GoalError too
-            self._reject_goal(topic, str(exc))
-            return
-        self._markers_dirty = True
-
-    def _on_joint_goal(self, task_name: str, msg: JointState) -> None:
-        topic = f"~/{task_name}/target_joints"
-        try:
-            with self._lock:
-                if not self._active:
-                    raise InvalidInputError("the controller is not active")
-                q_ref = self.loop.guard.last.copy()
-                q_ref[self.group.q_indices] = self.loop.goal(task_name)
-                q = joint_goal_configuration(self.scene, self.group, msg, q_ref)
-                self.loop.set_joint_goal(task_name, q[self.group.q_indices])
-        except InvalidInputError as exc:
-            self._reject_goal(topic, str(exc))
-
-    def _twist_age(self, task_name: str, stamp, topic: str = "") -> float:
-        """[s] a twist is already old on arrival: 0 without a stamp (header.stamp zero) or when the
-        stamp and this node's clock disagree by more than ``streaming.stamp_tolerance`` (throttled
-        warning: then only the arrival time counts), else now - stamp (>= 0)."""
-        if stamp.sec == 0 and stamp.nanosec == 0:
-            return 0.0
-        age = (self.get_clock().now().nanoseconds - (stamp.sec * 1_000_000_000 + stamp.nanosec)) * 1e-9
-        tolerance = self.node_cfg.streaming.stamp_tolerance
-        if abs(age) > tolerance:
-            self._log_loop_event("warning", f"{topic or f'~/{task_name}/target_twist'}: header.stamp is {age:+.3f} s from this "
-                                            f"node's clock (more than streaming.stamp_tolerance {tolerance:g} s): "
-                                            "the clocks disagree; the command timeout is judged on arrival only")
-            return 0.0
-        return max(0.0, age)
-
-    def _on_twist(self, task_name: str, msg: TwistStamped) -> None:
-        topic = f"~/{task_name}/target_twist"
-        now = time.perf_counter()
-        try:
-            if not self._active:
-                raise InvalidInputError("the controller is not active (streams start from the current pose on activate)")
-            age = self._twist_age(task_name, msg.header.stamp)
-            linear = np.array([msg.twist.linear.x, msg.twist.linear.y, msg.twist.linear.z])
-            angular = np.array([msg.twist.angular.x, msg.twist.angular.y, msg.twist.angular.z])
-            with self._lock:
-                q = self.loop.guard.last.copy()
-            # outside the lock: a tf2 lookup (at header.stamp; zero: the latest) may wait up to tf_timeout
-            fallbacks = self._resolver.stamp_fallbacks
-            R_world_command = self._resolver.T_world_frame(msg.header.frame_id, q, msg.header.stamp).rotation
-            self._note_stamp_fallback(topic, fallbacks)
-            with self._lock:
-                self.loop.set_twist(task_name, linear, angular, now, age, R_world_command)
-        except InvalidInputError as exc:  # GoalError too
-            self._reject_goal(topic, str(exc))
-
-    def _on_joint_jog(self, task_name: str, msg, velocities) -> None:
-        """sensor_msgs/JointState (``velocity``) or control_msgs/JointJog (``velocities``; its
-        ``displacements`` and ``duration`` are not supported: refused when set) by joint name."""
-        topic = f"~/{task_name}/{'target_joint_velocities' if isinstance(msg, JointState) else 'joint_jog'}"
-        now = time.perf_counter()
-        try:
-            if not self._active:
-                raise InvalidInputError("the controller is not active")
-            if not isinstance(msg, JointState) and (len(msg.displacements) or msg.duration):
-                raise InvalidInputError("JointJog displacements/duration are not supported; send velocities")
-            age = self._twist_age(task_name, msg.header.stamp, topic)
-            dq = joint_jog_velocities(self.group, msg.joint_names if hasattr(msg, "joint_names") else msg.name,
-                                      velocities)
-            with self._lock:
-                self.loop.set_joint_velocities(task_name, dq, now, age)
-        except InvalidInputError as exc:
-            self._reject_goal(topic, str(exc))
-
-    def _on_pause(self, request: SetBool.Request, response: SetBool.Response) -> SetBool.Response:
-        """data true: brake to a stop and refuse inputs; false: resume (from the current pose)."""
-        try:
-            with self._lock:
-                if not self._active:
-                    raise InvalidInputError("the controller is not active")
-                if request.data:
-                    self.loop.pause()
-                else:
-                    self.loop.resume()
-        except InvalidInputError as exc:
-            response.success, response.message = False, str(exc)
-            return response
-        response.success = True
-        response.message = ("paused: braking to a stop; inputs are refused until resumed" if request.data else
-                            "resumed: every target restarts at the current pose once at rest; send a new input")
-        return response
-
-    def _on_apply_configured_targets(self, request: Trigger.Request, response: Trigger.Response) -> Trigger.Response:
-        try:
-            with self._lock:
-                if not self._active:
-                    raise InvalidInputError("the controller is not active")
-                self.loop.apply_configured_targets()
-        except InvalidInputError as exc:
-            response.success, response.message = False, str(exc)
-            return response
-        response.success, response.message = True, "configuration tasks move toward their configured targets"
-        return response
 
     # ================================================================== control loop
     def _on_watchdog(self) -> None:
         """trigger: joint_states: tick when the measurements stop (the loop reports stale)."""
         now = time.perf_counter()
-        if self.loop is not None and self.loop.state.age(now) > self.node_cfg.state_timeout:
+        if self.loop is not None and self.loop.measurement_age(now) > self.node_cfg.state_timeout:
             self._tick(now)
 
     def _tick(self, t0: float) -> None:
@@ -876,13 +779,13 @@ class IKControllerNode(LifecycleNode):
         except ContextShutDown:  # Ctrl-C: rclpy's signal handler invalidated the context under this tick
             self._active = False  # no later tick can publish either; destroy_node stops the thread
             self.get_logger().info("the ROS context shut down (Ctrl-C or rclpy.shutdown): the control loop stops")
-        except Exception as exc:  # noqa: BLE001 - e.g. a publisher torn down under us: never kill the loop
-            self._log_loop_event("error", f"publishing the command failed (the next command steps from the last "
-                                          f"one sent): {type(exc).__name__}: {exc}")
-        d = time.perf_counter() - t0
-        self._last_tick_us = d * 1e6
-        self._stats.record(t0, d)
-        self._tick_ended.set()
+        except CommandNotSent as exc:  # the next command steps from the last one sent; any other error is a
+            self._log_loop_event("error", str(exc))  # fault (the session's guard: controlled stop, on_error)
+        finally:
+            d = time.perf_counter() - t0
+            self._last_tick_us = d * 1e6
+            self._stats.record(t0, d)
+            self._tick_ended.set()
 
     def _tick_locked(self, t0: float) -> None:
         """The step and its publication (the loop itself never raises: ControlLoop.tick holds on errors)."""
@@ -911,7 +814,8 @@ class IKControllerNode(LifecycleNode):
                 raise ContextShutDown() from exc
             if sent == 0:  # the robot did not get it: the next step must not build on it
                 self.loop.command_not_sent(res)
-            raise
+            raise CommandNotSent(f"publishing the command failed on output {sent} (the next command steps from "
+                                 f"the last one sent): {type(exc).__name__}: {exc}") from exc
         self._snapshot(res.command)
 
     def _wait_for_tick_gap(self) -> None:
@@ -924,9 +828,9 @@ class IKControllerNode(LifecycleNode):
 
     def _publish_hold(self) -> None:
         """Hold at the last command (zero velocity on velocity outputs)."""
-        if self.loop is None or not self.loop.guard.started:
+        if self.loop is None or not self.loop.command_started:
             return
-        q = self.loop.guard.last
+        q = self.loop.last_command()
         stamp = self.get_clock().now().to_msg() if self._stamp_needed else None
         for enc, pub in zip(self._encoders, self._cmd_pubs):
             pub.publish(enc.encode_hold(q, stamp))
@@ -937,7 +841,7 @@ class IKControllerNode(LifecycleNode):
             if self._q_snapshot is not None:
                 return self._q_snapshot.copy()
             loop = self.loop
-            return loop.state.measured.copy() if loop is not None and loop.state.has_measurement else None
+            return loop.measured_position() if loop is not None else None
 
     def _snapshot(self, q: np.ndarray) -> None:
         """Called with the lock held."""
@@ -968,7 +872,7 @@ class IKControllerNode(LifecycleNode):
             goals = [(n, g.copy()) for n, g in goals if g is not None]
         for k, (name, goal) in enumerate(goals):
             arr.markers.append(goal_markers(name, goal, self._root, scale, k))
-        for k, b in enumerate(self.loop.ctrl.barriers):
+        for k, b in enumerate(self.loop.barriers):
             if hasattr(b, "p_min"):
                 arr.markers.append(box_marker(b.name, b.p_min, b.p_max, self._root, k))
         with self._lock:
@@ -977,21 +881,17 @@ class IKControllerNode(LifecycleNode):
             arr.markers.extend(obstacle_markers(obstacle, self._root, k))
         self._marker_pub.publish(arr)
 
-    def _destroy_solve_services(self) -> None:
-        """~/solve_path's thread and helper node, then ~/solve_ik's (and its worker); idempotent."""
-        if self._paths is not None:
-            self._paths.destroy(5.0 if self.context.ok() else 0.5)  # a path in flight ends within its max_time's
-            self._paths = None
-        if self._service is not None:
-            self._service.destroy()
-
     def _diagnostics_report(self):
         if self.loop is None:
             return diag.WARN, "unconfigured", []
         with self._lock:
             snap = LoopSnapshot.take(self.loop)
-        return diagnostics_report(snap, self._stats.summary(), self.node_cfg, self._service, self._last_rejection,
-                                  self.loop_scheduling, self._paths)
+        level, message, values = diagnostics_report(snap, self._stats.summary(), self.node_cfg, self._service,
+                                                    self._last_rejection, self.loop_scheduling, self._paths)
+        values.append(("callback_errors", str(self.faults.count + ESCAPED.count)))
+        if self.faults.last:
+            values.append(("last_callback_error", self.faults.last))
+        return level, message, values
 
 
 def main(args=None) -> None:
@@ -1006,7 +906,7 @@ def main(args=None) -> None:
     try:
         if node.get_parameter("autostart").value and not node.autostart():
             node.get_logger().error(f"autostart: {node.last_error}; waiting for lifecycle transitions")
-        spin_until_shutdown(executor, stop)
+        spin_until_shutdown(executor, stop, on_error=node.on_escaped_error)
         node.stop_for_exit(signals[0] if signals else "rclpy shut down")
     except (KeyboardInterrupt, ExternalShutdownException):
         pass

@@ -14,13 +14,31 @@ from typing import Any, Mapping
 
 from ..core.config import from_mapping
 from ..core.control.control_loop import LoopConfig, check_choice, check_loop_config
-from ..core.control.control_loop import check_positive_key as _positive
-from ..core.errors import InvalidInputError
+from ..core.errors import InvalidInputError, Range
 
 OUTPUT_TYPES = ("forward_command", "joint_trajectory", "joint_state")
 INTERFACES = ("position", "velocity")
 TRIGGERS = ("timer", "joint_states")
 MAX_LOOP_PRIORITY = 99  # SCHED_FIFO's highest (Linux)
+# The ROS-side keys' ranges (the control loop's are in core/ranges.py, with the runtime parameters')
+_RANGES = {
+    "activation_timeout": Range(lo_open=True, unit="s"),
+    "status_rate_hz": Range(0.0, 100.0, lo_open=True, unit="Hz"),
+    "diagnostics_rate_hz": Range(0.0, 100.0, lo_open=True, unit="Hz"),
+    "quaternion_tolerance": Range(0.0, 0.5, lo_open=True),
+    "tf_timeout": Range(unit="s"),
+}
+_TIME_FROM_START = Range(unit="s")
+_MARKER_SCALE = Range(lo_open=True, unit="m")
+
+
+def trigger_feedback_reason(trigger: str, state_feedback: str) -> str:
+    """Why ``state_feedback`` cannot go with ``trigger`` ("" if it can): the one rule, for the YAML
+    (``node.state_feedback``) and the runtime parameter (``state_feedback``) alike."""
+    if trigger == "joint_states" and state_feedback != "measured":
+        return (f"{state_feedback!r} with trigger 'joint_states'; expected 'measured' (that trigger steps on each "
+                f"/joint_states message, from the measurement)")
+    return ""
 
 
 @dataclass
@@ -68,19 +86,17 @@ def check_node_config(cfg: NodeConfig, path: str = "node") -> NodeConfig:
     """Range and choice checks of a parsed :class:`NodeConfig` (also used for runtime updates)."""
     check_loop_config(cfg, path)
     check_choice(cfg.trigger, TRIGGERS, f"{path}.trigger")
-    if cfg.trigger == "joint_states" and cfg.state_feedback != "measured":
-        raise InvalidInputError(f"{path}.trigger: 'joint_states' needs state_feedback: measured")
+    reason = trigger_feedback_reason(cfg.trigger, cfg.state_feedback)
+    if reason:
+        raise InvalidInputError(f"{path}.state_feedback: {reason}")
     if isinstance(cfg.loop_priority, bool) or not isinstance(cfg.loop_priority, int) or not (
             0 <= cfg.loop_priority <= MAX_LOOP_PRIORITY):
         raise InvalidInputError(f"{path}.loop_priority: expected an integer in [0, {MAX_LOOP_PRIORITY}] "
                                 f"(SCHED_FIFO priority; 0 = normal scheduling), got {cfg.loop_priority!r}")
-    _positive(cfg.activation_timeout, f"{path}.activation_timeout")
+    for key, rng in _RANGES.items():
+        rng.check(getattr(cfg, key), f"{path}.{key}")
     if not cfg.joint_states_topic:
         raise InvalidInputError(f"{path}.joint_states_topic: expected a topic name")
-    _positive(cfg.status_rate_hz, f"{path}.status_rate_hz", upper=100.0)
-    _positive(cfg.diagnostics_rate_hz, f"{path}.diagnostics_rate_hz", upper=100.0)
-    _positive(cfg.quaternion_tolerance, f"{path}.quaternion_tolerance", upper=0.5)
-    _positive(cfg.tf_timeout, f"{path}.tf_timeout", allow_zero=True)
     if not cfg.outputs:
         raise InvalidInputError(f"{path}.outputs: expected at least one output")
     topics = set()
@@ -97,8 +113,8 @@ def check_node_config(cfg: NodeConfig, path: str = "node") -> NodeConfig:
         topics.add(out.topic)
         if len(set(out.joints)) != len(out.joints):
             raise InvalidInputError(f"{p}.joints: duplicate joint names in {out.joints}")
-        _positive(out.time_from_start, f"{p}.time_from_start", allow_zero=True)
-    _positive(cfg.markers.scale, f"{path}.markers.scale")
+        _TIME_FROM_START.check(out.time_from_start, f"{p}.time_from_start")
+    _MARKER_SCALE.check(cfg.markers.scale, f"{path}.markers.scale")
     return cfg
 
 

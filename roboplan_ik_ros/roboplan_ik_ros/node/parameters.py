@@ -13,17 +13,23 @@ the valid ones under its prefix).
 from __future__ import annotations
 
 import difflib
-import math
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-from rcl_interfaces.msg import FloatingPointRange, ParameterDescriptor, ParameterType
+from rcl_interfaces.msg import ParameterDescriptor, ParameterType
 
 from ..core.config import BarrierConfig, TaskConfig
-from ..core.control.control_loop import MAX_RATE_HZ, SMOOTHING, STALE_BEHAVIORS, STATE_FEEDBACK
+from ..core.control.control_loop import SMOOTHING, STALE_BEHAVIORS, STATE_FEEDBACK
 from ..core.control.twist_follower import COMMAND_IN_TYPES
+from ..core.errors import Range
+from ..core.ranges import RANGES
+from .node_config import trigger_feedback_reason
+
+
+#: The node's own parameter (not a YAML key): how long configure waits for the robot description.
+DESCRIPTION_TIMEOUT = Range(lo_open=True, unit="s", inf_ok=True)
 
 
 @dataclass
@@ -35,35 +41,25 @@ class ParamSpec:
     apply: Callable[[Any], None]
 
 
-def _descriptor(description: str, ptype: int, lo: float | None = None, hi: float | None = None,
-                *, dynamic: bool = False) -> ParameterDescriptor:
+def _descriptor(description: str, ptype: int, *, dynamic: bool = False) -> ParameterDescriptor:
     """``dynamic``: accept one number or an array (checked by the validator instead of the type).
     Double parameters also accept integers (``ros2 param set ... control_rate_hz 250``): rclpy's type
-    check is replaced by the validator's."""
+    check is replaced by the validator's. No ``floating_point_range``: rclpy would refuse with its own
+    text (and closed bounds only) before the validator, whose reason is the YAML loader's."""
     dynamic = dynamic or ptype == ParameterType.PARAMETER_DOUBLE
-    d = ParameterDescriptor(description=description, type=ptype, dynamic_typing=dynamic)
-    if lo is not None and hi is not None and ptype == ParameterType.PARAMETER_DOUBLE:
-        d.floating_point_range = [FloatingPointRange(from_value=float(lo), to_value=float(hi), step=0.0)]
-    return d
+    return ParameterDescriptor(description=description, type=ptype, dynamic_typing=dynamic)
 
 
-def number_check(lo: float, hi: float = math.inf, *, lo_open: bool = False, size: int | None = None) -> Callable[[Any], str]:
-    """Validator: a finite number (or ``size`` numbers) in [lo, hi] ((lo, hi] with lo_open)."""
+def range_check(key: str, size: int | None = None) -> Callable[[Any], str]:
+    """Validator of the parameter of YAML key ``key`` (``node.state_timeout``, ``tasks[].task_gain``): its
+    range in :data:`~..core.ranges.RANGES`, the YAML loader's, with the same reason text. ``size``: see
+    :meth:`~..core.errors.Range.reason`."""
+    rng = RANGES[key]
+    return lambda value: rng.reason(value, size)
 
-    def check(value: Any) -> str:
-        values = np.atleast_1d(np.asarray(value, dtype=float)) if _is_numeric(value) else None
-        if values is None:
-            return f"expected a number, got {value!r}"
-        if size is not None and np.ndim(value) > 0 and len(values) != size:
-            return f"expected {size} values or one number, got {len(values)}"
-        bad = ~np.isfinite(values) | (values < lo) | (values > hi) | ((values == lo) if lo_open else False)
-        if np.any(bad):
-            left = "(" if lo_open else "["
-            right = "]" if math.isfinite(hi) else ")"
-            return f"expected finite values in {left}{lo:g}, {hi:g}{right}, got {_show(value)}"
-        return ""
 
-    return check
+def _in_words(key: str) -> str:
+    return RANGES[key].describe()
 
 
 def choice_check(valid: tuple[str, ...]) -> Callable[[Any], str]:
@@ -71,21 +67,6 @@ def choice_check(valid: tuple[str, ...]) -> Callable[[Any], str]:
         return "" if value in valid else f"unknown value {value!r}; valid: {', '.join(valid)}"
 
     return check
-
-
-def _is_numeric(value: Any) -> bool:
-    if isinstance(value, bool):
-        return False
-    if isinstance(value, (int, float)):
-        return True
-    try:
-        return all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in value)
-    except TypeError:
-        return False
-
-
-def _show(value: Any) -> str:
-    return repr(list(value)) if not isinstance(value, (int, float, str)) else repr(value)
 
 
 def _double_or_array(value: Any) -> tuple[Any, int]:
@@ -96,6 +77,22 @@ def _double_or_array(value: Any) -> tuple[Any, int]:
 
 
 # ------------------------------------------------------------------------------------ builders
+_DOUBLE = ParameterType.PARAMETER_DOUBLE
+
+
+def _number(name: str, value: Any, key: str, what: str, apply: Callable[[Any], None], *,
+            size: int | None = None) -> ParamSpec:
+    """The parameter ``name`` of YAML key ``key``: its range from RANGES in the description and the validator.
+    ``size``: one number or ``size`` of them (a list value is declared as a double array)."""
+    if size is None:
+        value, ptype = float(value), _DOUBLE
+    else:
+        value, ptype = _double_or_array(value)
+    many = "" if size is None else f" (one number or {size})"
+    return ParamSpec(name, value, _descriptor(f"{what}: {_in_words(key)}{many}", ptype, dynamic=size is not None),
+                     range_check(key, size), apply)
+
+
 def task_specs(tc: TaskConfig, get_task: Callable[[str], Any], nv: int) -> list[ParamSpec]:
     """Parameters of one task. ``get_task(name)`` returns the live core task (may be rebuilt)."""
     p = f"tasks.{tc.name}"
@@ -107,36 +104,24 @@ def task_specs(tc: TaskConfig, get_task: Callable[[str], Any], nv: int) -> list[
         return apply
 
     specs = [
-        ParamSpec(f"{p}.task_gain", float(tc.task_gain),
-                  _descriptor("share of the task error corrected per step, in (0, 1]", ParameterType.PARAMETER_DOUBLE, 0.0, 1.0),
-                  number_check(0.0, 1.0, lo_open=True),
-                  setter("task_gain", lambda t, v: setattr(t, "task_gain", float(v)))),
-        ParamSpec(f"{p}.lm_damping", float(tc.lm_damping),
-                  _descriptor("Levenberg-Marquardt damping factor, >= 0", ParameterType.PARAMETER_DOUBLE, 0.0, 1e6),
-                  number_check(0.0),
-                  setter("lm_damping", lambda t, v: setattr(t, "lm_damping", float(v)))),
+        _number(f"{p}.task_gain", tc.task_gain, "tasks[].task_gain", "share of the task error corrected per step",
+                setter("task_gain", lambda t, v: setattr(t, "task_gain", float(v)))),
+        _number(f"{p}.lm_damping", tc.lm_damping, "tasks[].lm_damping", "Levenberg-Marquardt damping factor",
+                setter("lm_damping", lambda t, v: setattr(t, "lm_damping", float(v)))),
     ]
     if tc.type == "frame":
-        for field, rows, unit in (("position_cost", slice(0, 3), "[cost]/[m]"), ("orientation_cost", slice(3, 6), "[cost]/[rad]")):
-            value, ptype = _double_or_array(getattr(tc, field))
-
+        for field, rows in (("position_cost", slice(0, 3)), ("orientation_cost", slice(3, 6))):
             def live(task, v, rows=rows):
                 task.sqrt_weight[rows] = np.sqrt(np.broadcast_to(np.asarray(v, dtype=float), (3,)))
 
-            specs.append(ParamSpec(
-                f"{p}.{field}", value,
-                _descriptor(f"{field.replace('_', ' ')} {unit}, >= 0 (one number or x, y, z)", ptype, dynamic=True),
-                number_check(0.0, size=3), setter(field, live)))
+            specs.append(_number(f"{p}.{field}", getattr(tc, field), f"tasks[].{field}",
+                                 f"{field.replace('_', ' ')} (x, y, z)", setter(field, live), size=3))
     else:
-        value, ptype = _double_or_array(tc.weights)
-
         def live_w(task, v):
             task.sqrt_weight[:] = np.sqrt(np.broadcast_to(np.asarray(v, dtype=float), (nv,)))
 
-        specs.append(ParamSpec(
-            f"{p}.weights", value,
-            _descriptor(f"posture cost per joint [cost]/[rad], >= 0 (one number or {nv})", ptype, dynamic=True),
-            number_check(0.0, size=nv), setter("weights", live_w)))
+        specs.append(_number(f"{p}.weights", tc.weights, "tasks[].weights", "posture cost per joint",
+                             setter("weights", live_w), size=nv))
     return specs
 
 
@@ -150,15 +135,10 @@ def barrier_specs(bc: BarrierConfig, get_barrier: Callable[[str], Any]) -> list[
         return apply
 
     return [
-        ParamSpec(f"{p}.gain", float(bc.gain),
-                  _descriptor("barrier gain gamma, > 0", ParameterType.PARAMETER_DOUBLE, 0.0, 1e6),
-                  number_check(0.0, lo_open=True), setter("gain")),
-        ParamSpec(f"{p}.safe_displacement_gain", float(bc.safe_displacement_gain),
-                  _descriptor("safe-displacement regularization gain, >= 0", ParameterType.PARAMETER_DOUBLE, 0.0, 1e6),
-                  number_check(0.0), setter("safe_displacement_gain")),
-        ParamSpec(f"{p}.safety_margin", float(bc.safety_margin),
-                  _descriptor("safety margin of the barrier rows [m], >= 0", ParameterType.PARAMETER_DOUBLE, 0.0, 10.0),
-                  number_check(0.0), setter("safety_margin")),
+        _number(f"{p}.{field}", getattr(bc, field), f"barriers[].{field}", what, setter(field))
+        for field, what in (("gain", "barrier gain gamma"),
+                            ("safe_displacement_gain", "safe-displacement regularization gain"),
+                            ("safety_margin", "safety margin of the barrier rows"))
     ]
 
 
@@ -170,22 +150,22 @@ def loop_specs(node_cfg, apply_rate: Callable[[float], None], apply_feedback: Ca
     def set_attr(obj, field, conv=float):
         return lambda v: setattr(obj, field, conv(v))
 
-    dbl = ParameterType.PARAMETER_DOUBLE
+    def feedback_check(value: Any) -> str:  # the YAML's rule: trigger joint_states needs measured feedback
+        return choice_check(STATE_FEEDBACK)(value) or trigger_feedback_reason(node_cfg.trigger, value)
+
+    def number(name: str, obj: Any, what: str, apply: Callable[[Any], None] | None = None) -> ParamSpec:
+        field = name.rpartition(".")[2]
+        return _number(name, getattr(obj, field), f"node.{name}", what, apply or set_attr(obj, field))
+
     return [
-        ParamSpec("control_rate_hz", float(node_cfg.control_rate_hz),
-                  _descriptor(f"control loop rate [Hz], in (0, {MAX_RATE_HZ:g}]", dbl, 0.0, MAX_RATE_HZ),
-                  number_check(0.0, MAX_RATE_HZ, lo_open=True), apply_rate),
+        number("control_rate_hz", node_cfg, "control loop rate", apply_rate),
         ParamSpec("state_feedback", node_cfg.state_feedback,
                   _descriptor("commanded: integrate own output (resync on divergence); measured: step from "
-                              "/joint_states", ParameterType.PARAMETER_STRING),
-                  choice_check(STATE_FEEDBACK), apply_feedback),
-        ParamSpec("max_state_divergence", float(node_cfg.max_state_divergence),
-                  _descriptor("commanded feedback: the command leads the measured state by at most this [rad or m]",
-                              dbl, 0.0, 10.0),
-                  number_check(0.0, 10.0, lo_open=True), apply_divergence),
-        ParamSpec("state_timeout", float(node_cfg.state_timeout),
-                  _descriptor("stale after no valid /joint_states for this long [s]", dbl, 0.0, 60.0),
-                  number_check(0.0, 60.0, lo_open=True), set_attr(node_cfg, "state_timeout")),
+                              "/joint_states (the only one with trigger joint_states)", ParameterType.PARAMETER_STRING),
+                  feedback_check, apply_feedback),
+        number("max_state_divergence", node_cfg, "commanded feedback: the command leads the measured state by at "
+               "most this", apply_divergence),
+        number("state_timeout", node_cfg, "stale after no valid /joint_states for this long"),
         ParamSpec("stale_behavior", node_cfg.stale_behavior,
                   _descriptor("stale /joint_states: stop (publish nothing) | hold (repeat the last command)",
                               ParameterType.PARAMETER_STRING),
@@ -193,31 +173,17 @@ def loop_specs(node_cfg, apply_rate: Callable[[float], None], apply_feedback: Ca
         ParamSpec("goal_smoothing.type", gs.type,
                   _descriptor("target smoothing of a new goal: " + " | ".join(SMOOTHING), ParameterType.PARAMETER_STRING),
                   choice_check(SMOOTHING), set_attr(gs, "type", str)),
-        ParamSpec("goal_smoothing.time_constant", float(gs.time_constant),
-                  _descriptor("low_pass time constant [s]", dbl, 0.0, 60.0),
-                  number_check(0.0, 60.0, lo_open=True), set_attr(gs, "time_constant")),
-        ParamSpec("goal_smoothing.max_linear_speed", float(gs.max_linear_speed),
-                  _descriptor("max_speed, max_acceleration: target speed [m/s]", dbl, 0.0, 100.0),
-                  number_check(0.0, 100.0, lo_open=True), set_attr(gs, "max_linear_speed")),
-        ParamSpec("goal_smoothing.max_angular_speed", float(gs.max_angular_speed),
-                  _descriptor("max_speed, max_acceleration: target angular speed [rad/s]", dbl, 0.0, 100.0),
-                  number_check(0.0, 100.0, lo_open=True), set_attr(gs, "max_angular_speed")),
-        ParamSpec("streaming.speed_override", float(st.speed_override),
-                  _descriptor("scales every streamed twist and joint jog, in [0, 1]", dbl, 0.0, 1.0),
-                  number_check(0.0, 1.0), set_attr(st, "speed_override")),
+        number("goal_smoothing.time_constant", gs, "low_pass time constant"),
+        number("goal_smoothing.max_linear_speed", gs, "max_speed, max_acceleration: target speed"),
+        number("goal_smoothing.max_angular_speed", gs, "max_speed, max_acceleration: target angular speed"),
+        number("streaming.speed_override", st, "scales every streamed twist and joint jog"),
         ParamSpec("streaming.command_in_type", st.command_in_type,
                   _descriptor("unitless: twist components in [-1, 1] times the max speeds; speed_units: m/s, rad/s",
                               ParameterType.PARAMETER_STRING),
                   choice_check(COMMAND_IN_TYPES), set_attr(st, "command_in_type", str)),
-        ParamSpec("streaming.max_linear_speed", float(st.max_linear_speed),
-                  _descriptor("streamed twists: linear speed of the task frame [m/s]", dbl, 0.0, 10.0),
-                  number_check(0.0, 10.0, lo_open=True), set_attr(st, "max_linear_speed")),
-        ParamSpec("streaming.max_angular_speed", float(st.max_angular_speed),
-                  _descriptor("streamed twists: angular speed of the task frame [rad/s]", dbl, 0.0, 100.0),
-                  number_check(0.0, 100.0, lo_open=True), set_attr(st, "max_angular_speed")),
-        ParamSpec("streaming.command_timeout", float(st.command_timeout),
-                  _descriptor("a stream older than this is braked to a stop [s]", dbl, 0.0, 10.0),
-                  number_check(0.0, 10.0, lo_open=True), set_attr(st, "command_timeout")),
+        number("streaming.max_linear_speed", st, "streamed twists: linear speed of the task frame"),
+        number("streaming.max_angular_speed", st, "streamed twists: angular speed of the task frame"),
+        number("streaming.command_timeout", st, "a stream older than this is braked to a stop"),
     ]
 
 

@@ -117,7 +117,8 @@ class SolveIKServer:
 
     def __init__(self, node, scene: Scene, solver: SimpleIK, resolver: FrameResolver,
                  quaternion_tolerance: float, current_q: Callable[[], np.ndarray | None],
-                 worker_spec: WorkerSpec | None = None, wait_for_gap: Callable[[], None] | None = None) -> None:
+                 worker_spec: WorkerSpec | None = None, wait_for_gap: Callable[[], None] | None = None,
+                 guard=None) -> None:
         self.node = node
         self.scene = scene
         self.solver = solver
@@ -135,7 +136,8 @@ class SolveIKServer:
         self._destroyed = False
         self.worker: IKWorker | None = None
         self.scene_lock = threading.Lock()  # the in-process solve against changes of the scene's obstacles
-        self._service_thread = ServiceThread(node, SolveIK, "solve_ik", self._on_request, THREAD_NAME)
+        self.guard = guard  # the node's callback rules (node/session.py), for this and ~/solve_path
+        self._service_thread = ServiceThread(node, SolveIK, "solve_ik", self._on_request, THREAD_NAME, guard=guard)
         self.service_name = self._service_thread.service_name
         if worker_spec is not None:  # returns at once: the process starts in the background
             self.worker = IKWorker(worker_spec, on_event=self._on_worker_event)
@@ -145,6 +147,11 @@ class SolveIKServer:
         """The worker's scene gets these obstacles (the control loop's) with its next request."""
         if self.worker is not None:
             self.worker.set_obstacles(obstacles)
+
+    def close(self) -> None:
+        """Requests queued or in flight answer NOT_READY (the worker stops); :meth:`destroy` follows."""
+        self._closing = True
+        self.stop_worker()
 
     def stop_worker(self) -> None:
         """Stop the worker process (idempotent); a request in flight gets NOT_READY."""

@@ -13,6 +13,7 @@ import rclpy
 from rclpy.qos import QoSProfile
 
 from .loop_thread import _set_os_thread_name
+from .session import refusal
 from .spin import make_executor, spin_until_shutdown
 
 SERVICE_QOS = QoSProfile(depth=100)  # the services default (reliable, volatile) with room for a burst
@@ -20,16 +21,20 @@ SERVICE_QOS = QoSProfile(depth=100)  # the services default (reliable, volatile)
 
 class ServiceThread:
     """Serves ``~/<service>`` (``srv_type``) of ``node`` with ``callback`` from the thread
-    ``thread_name`` (also its OS name, top -H); ``before_spin`` runs first in that thread."""
+    ``thread_name`` (also its OS name, top -H); ``before_spin`` runs first in that thread.
+    ``guard(callback, what, on_refused)`` (a :meth:`Session.guard <.session.Session.guard>`) wraps
+    the callback."""
 
     def __init__(self, node, srv_type, service: str, callback, thread_name: str,
-                 before_spin: Callable[[], None] | None = None) -> None:
+                 before_spin: Callable[[], None] | None = None, guard=None) -> None:
         self.node = node
         self.label = service
         self.service_name = node.resolve_service_name(f"~/{service}")  # the node's namespace and remappings
         self.host = rclpy.create_node(f"{node.get_name()}_{service}", namespace=node.get_namespace(),
                                       context=node.context, use_global_arguments=False, enable_rosout=False,
                                       start_parameter_services=False)
+        if guard is not None:  # the owner's rules for callbacks (node/session.py): refused once retired, errors caught
+            callback = guard(callback, f"~/{service}", refusal(f"~/{service}"))
         self.service = self.host.create_service(srv_type, self.service_name, callback, qos_profile=SERVICE_QOS)
         self._executor = make_executor(context=node.context)
         self._executor.add_node(self.host)

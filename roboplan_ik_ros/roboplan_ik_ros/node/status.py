@@ -61,7 +61,7 @@ class LoopSnapshot:
         out = loop.last_outcome
         dq = out.result.dq if out is not None and out.result.ok else None
         barriers = []  # values are known once a step ran from the current pose
-        for b in loop.ctrl.barriers if out is not None else ():
+        for b in loop.barriers if out is not None else ():
             binding = np.zeros(b.size, dtype=bool)
             if dq is not None:
                 with np.errstate(invalid="ignore"):
@@ -78,9 +78,9 @@ class LoopSnapshot:
             mode=loop.mode, holding=loop.holding, hold_reason=loop.hold_reason,
             qp_status=out.result.status if out is not None else "",
             tasks=[(n, float(np.linalg.norm(t.error)), t.position_error if isinstance(t, FrameTask) else 0.0,
-                    t.orientation_error if isinstance(t, FrameTask) else 0.0) for n, t in loop.ctrl.tasks.items()],
+                    t.orientation_error if isinstance(t, FrameTask) else 0.0) for n, t in loop.tasks.items()],
             barriers=barriers,
-            counters={"guard_cuts": loop.guard.cuts, "joint_states_rejected": loop.state.rejected,
+            counters={"guard_cuts": loop.guard_cuts, "joint_states_rejected": loop.joint_states_rejected,
                       "goals_rejected": c.goals_rejected, "holds": c.holds, "reseeds": c.reseeds,
                       "qp_failures": c.qp_failures, "barrier_refusals": c.barrier_refusals,
                       "tick_errors": c.tick_errors, "undelivered": c.undelivered,

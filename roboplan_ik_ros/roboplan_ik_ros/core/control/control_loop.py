@@ -36,8 +36,9 @@ from __future__ import annotations
 
 import math
 import traceback
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from types import MappingProxyType
 from typing import Union
 
 import numpy as np
@@ -49,6 +50,7 @@ from .command_guard import CommandGuard
 from ..config import IKConfig
 from ..oink.controller import OinkController, StepOutcome
 from ..errors import InvalidInputError
+from ..ranges import check_key
 from .goal_followers import GoalSmoother, GoalSmoothingConfig, JointGoalRamp
 from .joint_jog_follower import JointJogFollower
 from .singularity_scale import SingularityScale
@@ -83,7 +85,6 @@ SMOOTHING = ("none", "low_pass", "max_speed", "max_acceleration")
 # With an acceleration limit, a configuration task's target accelerates and brakes at this share of
 # each joint's bound (the arm follows it with the rest to spare).
 RAMP_ACCELERATION_SHARE = 0.5
-MAX_RATE_HZ = 2000.0
 GOAL_REACH_FACTOR = 2.0  # default max_goal_distance: this times the arm's reach from its first joint
 
 
@@ -107,35 +108,18 @@ def check_choice(value: str, valid: tuple[str, ...], path: str) -> None:
         raise InvalidInputError(f"{path}: unknown value {value!r}; valid: {', '.join(valid)}")
 
 
-def check_positive_key(value: float, path: str, *, upper: float = math.inf, allow_zero: bool = False) -> None:
-    """``value`` finite and > 0 (>= 0 with allow_zero), at most ``upper``, or raise naming ``path``."""
-    ok = (value >= 0.0 if allow_zero else value > 0.0) and value <= upper and math.isfinite(value)
-    if not ok:
-        lo = ">= 0" if allow_zero else "> 0"
-        hi = f" and <= {upper:g}" if math.isfinite(upper) else ""
-        raise InvalidInputError(f"{path}: expected a finite number {lo}{hi}, got {value!r}")
-
-
 def check_loop_config(cfg: LoopConfig, path: str = "node") -> None:
-    check_positive_key(cfg.control_rate_hz, f"{path}.control_rate_hz", upper=MAX_RATE_HZ)
+    """Choices and ranges (:data:`~..ranges.RANGES`) of the control-loop keys."""
     check_choice(cfg.state_feedback, STATE_FEEDBACK, f"{path}.state_feedback")
-    check_positive_key(cfg.max_state_divergence, f"{path}.max_state_divergence")
-    check_positive_key(cfg.state_timeout, f"{path}.state_timeout")
     check_choice(cfg.stale_behavior, STALE_BEHAVIORS, f"{path}.stale_behavior")
-    check_positive_key(cfg.joint_limit_tolerance, f"{path}.joint_limit_tolerance", allow_zero=True)
+    check_choice(cfg.goal_smoothing.type, SMOOTHING, f"{path}.goal_smoothing.type")
+    for key in ("control_rate_hz", "max_state_divergence", "state_timeout", "joint_limit_tolerance"):
+        check_key(getattr(cfg, key), f"node.{key}", f"{path}.{key}")
     if cfg.max_goal_distance is not None:
-        check_positive_key(cfg.max_goal_distance, f"{path}.max_goal_distance")
-    gs = cfg.goal_smoothing
-    check_choice(gs.type, SMOOTHING, f"{path}.goal_smoothing.type")
-    check_positive_key(gs.time_constant, f"{path}.goal_smoothing.time_constant")
-    check_positive_key(gs.max_linear_speed, f"{path}.goal_smoothing.max_linear_speed")
-    check_positive_key(gs.max_angular_speed, f"{path}.goal_smoothing.max_angular_speed")
-    check_positive_key(gs.max_linear_acceleration, f"{path}.goal_smoothing.max_linear_acceleration")
-    check_positive_key(gs.max_angular_acceleration, f"{path}.goal_smoothing.max_angular_acceleration")
-    for key in ("leash_distance", "leash_angle"):  # .inf: no leash
-        value = getattr(gs, key)
-        if not (isinstance(value, (int, float)) and value > 0.0):  # NaN fails too
-            raise InvalidInputError(f"{path}.goal_smoothing.{key}: expected a number > 0 (.inf: no leash), got {value!r}")
+        check_key(cfg.max_goal_distance, "node.max_goal_distance", f"{path}.max_goal_distance")
+    for key in ("time_constant", "max_linear_speed", "max_angular_speed", "max_linear_acceleration",
+                "max_angular_acceleration", "leash_distance", "leash_angle"):  # leashes: .inf = no leash
+        check_key(getattr(cfg.goal_smoothing, key), f"node.goal_smoothing.{key}", f"{path}.goal_smoothing.{key}")
     check_streaming_config(cfg.streaming, f"{path}.streaming")
 
 
@@ -628,6 +612,84 @@ class ControlLoop:
         before the first): ("", "", inf) without obstacles. For status reports, not the tick."""
         q = self.guard.last if self.active else self.state.measured
         return self._closest_obstacle.query(q)
+
+    # ------------------------------------------------------------------ read-only view (for the node)
+    # What a caller (the node, status reports, benchmarks) reads of the loop, without reaching into
+    # its parts (the guard, the controller, the state tracker). Same locking rule as every method.
+    @property
+    def tasks(self) -> Mapping[str, object]:
+        """Task name -> task (FrameTask, ConfigurationTask), read-only."""
+        return MappingProxyType(self.ctrl.tasks)
+
+    @property
+    def barriers(self) -> tuple:
+        """The barriers, in configuration order."""
+        return tuple(self.ctrl.barriers)
+
+    def barrier(self, name: str):
+        """The barrier called ``name`` (KeyError if none)."""
+        for b in self.ctrl.barriers:
+            if b.name == name:
+                return b
+        raise KeyError(f"no barrier {name!r}; configured: {[b.name for b in self.ctrl.barriers]}")
+
+    @property
+    def command_started(self) -> bool:
+        """A command stream exists (a command was made since activation)."""
+        return self.guard.started
+
+    def last_command(self) -> np.ndarray:
+        """A copy of the last command (full q)."""
+        return self.guard.last.copy()
+
+    def measured_position(self) -> np.ndarray | None:
+        """A copy of the last accepted measurement (full q), None before the first."""
+        return self.state.measured.copy() if self.state.has_measurement else None
+
+    def measurement_age(self, now: float) -> float:
+        """[s] since the last accepted measurement (inf before the first)."""
+        return self.state.age(now)
+
+    @property
+    def measurement_buffer(self) -> np.ndarray:
+        """Where a decoder writes the next measurement (full q) before :meth:`accept_measurement`."""
+        return self.state.incoming
+
+    def accept_measurement(self, now: float) -> str:
+        """Take the measurement in :attr:`measurement_buffer` received at ``now``; "" or why it was refused."""
+        return self.state.accept(now)
+
+    def reject_measurement(self, reason: str) -> None:
+        """A measurement that could not be decoded (counted, kept as the last rejection)."""
+        self.state.reject(reason)
+
+    def count_goal_rejected(self) -> None:
+        self.counts.goals_rejected += 1
+
+    def count_collision_object_refused(self) -> None:
+        self.counts.collision_objects_refused += 1
+
+    @property
+    def guard_cuts(self) -> int:
+        """Steps the last-line guard had to cut (stays 0: a non-zero count is a bug upstream)."""
+        return self.guard.cuts
+
+    @property
+    def joint_states_rejected(self) -> int:
+        return self.state.rejected
+
+    def braking_time_bound(self) -> float:
+        """[s] A generous bound on a stop from any velocity within the bounds: twice the slowest joint's
+        v_max/a_max + a_max/j_max, + 0.1 s (1 s without finite acceleration bounds)."""
+        accel = self._accel
+        if accel is None:
+            return 1.0
+        v_max = self.guard.v_max
+        with np.errstate(divide="ignore", invalid="ignore"):
+            t = (np.nan_to_num(v_max / accel.a_max, posinf=0.0)
+                 + np.nan_to_num(accel.a_max / accel.j_max, nan=0.0, posinf=0.0))
+        bound = 2.0 * float(t.max()) + 0.1
+        return bound if np.isfinite(bound) else 1.0
 
     @property
     def acceleration_limit(self):

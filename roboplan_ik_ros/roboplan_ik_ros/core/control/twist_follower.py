@@ -23,6 +23,7 @@ import numpy as np
 import pinocchio as pin
 
 from ..errors import InvalidInputError
+from ..ranges import check_key
 from .goal_followers import _limit_change, integrate_in_place, leash_target
 
 COMMAND_IN_TYPES = ("unitless", "speed_units")
@@ -49,25 +50,15 @@ class StreamingConfig:
     hard_stop_singularity_threshold: float = 30.0  # ... to zero here (moving away is never slowed)
 
 
-def _positive(value, path: str, *, allow_zero: bool = False, upper: float = math.inf) -> None:
-    ok = (isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
-          and (value >= 0.0 if allow_zero else value > 0.0) and value <= upper)
-    if not ok:
-        rng = f"{'>= 0' if allow_zero else '> 0'}" + (f" and <= {upper:g}" if math.isfinite(upper) else "")
-        raise InvalidInputError(f"{path}: expected a finite number {rng}, got {value!r}")
-
-
 def check_streaming_config(cfg: StreamingConfig, path: str = "node.streaming") -> None:
+    """The choice and the ranges (:data:`~..ranges.RANGES`) of the ``node.streaming`` keys."""
     if cfg.command_in_type not in COMMAND_IN_TYPES:
         raise InvalidInputError(f"{path}.command_in_type: unknown value {cfg.command_in_type!r}; valid: "
                                 f"{', '.join(COMMAND_IN_TYPES)}")
     for key in ("max_linear_speed", "max_angular_speed", "max_linear_acceleration", "max_angular_acceleration",
-                "command_timeout", "stamp_tolerance", "leash_distance", "leash_angle", "max_joint_speed",
-                "joint_leash"):
-        _positive(getattr(cfg, key), f"{path}.{key}")
-    _positive(cfg.speed_override, f"{path}.speed_override", allow_zero=True, upper=1.0)
-    _positive(cfg.lower_singularity_threshold, f"{path}.lower_singularity_threshold")
-    _positive(cfg.hard_stop_singularity_threshold, f"{path}.hard_stop_singularity_threshold")
+                "speed_override", "command_timeout", "stamp_tolerance", "leash_distance", "leash_angle",
+                "max_joint_speed", "joint_leash", "lower_singularity_threshold", "hard_stop_singularity_threshold"):
+        check_key(getattr(cfg, key), f"node.streaming.{key}", f"{path}.{key}")
     if not cfg.hard_stop_singularity_threshold > cfg.lower_singularity_threshold >= 1.0:
         raise InvalidInputError(f"{path}.hard_stop_singularity_threshold: expected 1 <= lower_singularity_threshold "
                                 f"< hard_stop_singularity_threshold, got {cfg.lower_singularity_threshold!r} and "

@@ -25,7 +25,7 @@ from pathlib import Path
 
 import yaml
 
-from ..errors import InvalidInputError
+from ..errors import InvalidInputError, check_positive
 
 _USED = {
     "has_position_limits": bool, "min_position": float, "max_position": float,
@@ -109,10 +109,7 @@ def _checked(value, kind, path: str):
 def _positive(values: dict, key: str, path: str) -> float:
     if key not in values:
         raise InvalidInputError(f"{path}.{key}: required when has_{key[4:]}_limits is true")
-    v = values[key]
-    if not (v > 0 and math.isfinite(v)):
-        raise InvalidInputError(f"{path}.{key}: expected a finite number > 0, got {v!r}")
-    return v
+    return check_positive(values[key], f"{path}.{key}")
 
 
 def _collect(out: JointLimits, joint: str, v: dict, path: str) -> None:

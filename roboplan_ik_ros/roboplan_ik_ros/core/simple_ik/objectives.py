@@ -31,7 +31,7 @@ from dataclasses import dataclass
 import numpy as np
 import pinocchio as pin
 
-from ..errors import InvalidInputError
+from ..errors import InvalidInputError, check_positive
 
 _LOCAL = pin.ReferenceFrame.LOCAL
 _LWA = pin.ReferenceFrame.LOCAL_WORLD_ALIGNED
@@ -96,10 +96,7 @@ class AxisGoal:
 
 
 def check_objective_weight(w, name: str) -> float:
-    if isinstance(w, (bool, np.bool_)) or not isinstance(w, (int, float, np.integer, np.floating)) \
-            or not math.isfinite(w) or w <= 0.0:
-        raise InvalidInputError(f"{name}: expected a finite number > 0, got {w!r}")
-    return float(w)
+    return check_positive(w, name)
 
 
 def check_axis_weights(w, name: str) -> np.ndarray:

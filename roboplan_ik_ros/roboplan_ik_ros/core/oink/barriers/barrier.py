@@ -21,6 +21,7 @@ import numpy as np
 import pinocchio as pin
 
 from ...errors import check_positive
+from ...ranges import check_key
 
 if TYPE_CHECKING:
     from ..solver import Oink
@@ -47,11 +48,10 @@ class Barrier(ABC):
         self.name = name
         self.oink = oink
         self.dt = check_positive(dt, f"{name}.dt")
-        self.gain = check_positive(gain, f"{name}.gain")
-        self.safe_displacement_gain = check_positive(
-            safe_displacement_gain, f"{name}.safe_displacement_gain", allow_zero=True
-        )
-        self.safety_margin = check_positive(safety_margin, f"{name}.safety_margin", allow_zero=True)
+        self.gain = check_key(gain, "barriers[].gain", f"{name}.gain")
+        self.safe_displacement_gain = check_key(safe_displacement_gain, "barriers[].safe_displacement_gain",
+                                                f"{name}.safe_displacement_gain")
+        self.safety_margin = check_key(safety_margin, "barriers[].safety_margin", f"{name}.safety_margin")
         self.value = np.zeros(m)  # h at the last update [m]; +inf for an unused row
         self.jacobian = np.zeros((m, oink.nv))  # dh/dq over the group
         self.G = np.zeros((m, oink.nv))  # -J_h

@@ -6,11 +6,13 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ...errors import InvalidInputError, check_positive
+from ...errors import Range
 from .limit import Bounds, Limit
 
 if TYPE_CHECKING:
     from ..solver import Oink
+
+_GAIN = Range(0.0, 1.0, lo_open=True)
 
 
 class PositionLimit(Limit):
@@ -21,9 +23,7 @@ class PositionLimit(Limit):
     """
 
     def __init__(self, oink: Oink, gain: float = 1.0, name: str = "position_limit") -> None:
-        self.gain = check_positive(gain, f"{name}.gain")
-        if self.gain > 1.0:
-            raise InvalidInputError(f"{name}.gain: expected a value in (0, 1], got {gain!r}")
+        self.gain = _GAIN.check(gain, f"{name}.gain")
         self.name = name
         group = oink.group
         iv = group.v_indices[group.bounded_v]

@@ -7,7 +7,8 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pinocchio as pin
 
-from ...errors import InvalidInputError, as_vector
+from ...errors import as_vector
+from ...ranges import check_key
 from .task import Task
 
 if TYPE_CHECKING:
@@ -33,9 +34,8 @@ class ConfigurationTask(Task):
         name: str = "posture",
     ) -> None:
         super().__init__(oink, oink.nv, task_gain, lm_damping, priority, name)
-        w = as_vector(weights, oink.nv, f"{name}.weights")
-        if (w < 0).any():
-            raise InvalidInputError(f"{name}.weights: expected values >= 0, got {w.tolist()}")
+        w = as_vector(check_key(weights, "tasks[].weights", f"{name}.weights", size=oink.nv), oink.nv,
+                      f"{name}.weights")
         self.sqrt_weight[:] = np.sqrt(w)
         self.jacobian[:] = -np.eye(oink.nv)
         self._q_target_full = oink.scene.neutral()

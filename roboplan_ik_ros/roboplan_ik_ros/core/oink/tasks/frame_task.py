@@ -9,6 +9,7 @@ import numpy as np
 import pinocchio as pin
 
 from ...errors import InvalidInputError, as_vector, check_positive
+from ...ranges import check_key
 from .task import Task
 
 if TYPE_CHECKING:
@@ -82,10 +83,8 @@ class FrameTask(Task):
         self.frame = frame
         self.frame_id = oink.scene.frame_id(frame)
         self._columns = oink.group.v_columns
-        pos = as_vector(position_cost, 3, f"{name}.position_cost")
-        rot = as_vector(orientation_cost, 3, f"{name}.orientation_cost")
-        if (pos < 0).any() or (rot < 0).any():
-            raise InvalidInputError(f"{name}: position_cost and orientation_cost must be >= 0")
+        pos, rot = (as_vector(check_key(cost, f"tasks[].{key}", f"{name}.{key}", size=3), 3, f"{name}.{key}")
+                    for key, cost in (("position_cost", position_cost), ("orientation_cost", orientation_cost)))
         self.sqrt_weight[:3], self.sqrt_weight[3:] = np.sqrt(pos), np.sqrt(rot)
         self.max_position_error = check_positive(max_position_error, f"{name}.max_position_error", allow_inf=True)
         self.max_rotation_error = check_positive(max_rotation_error, f"{name}.max_rotation_error", allow_inf=True)

@@ -8,7 +8,8 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pinocchio as pin
 
-from ...errors import InvalidInputError, check_positive
+from ...errors import InvalidInputError
+from ...ranges import check_key
 
 if TYPE_CHECKING:
     from ..solver import Oink
@@ -28,14 +29,12 @@ class Task(ABC):
     """
 
     def __init__(self, oink: Oink, m: int, task_gain: float, lm_damping: float, priority: int, name: str) -> None:
-        gain = check_positive(task_gain, f"{name}.task_gain")
-        if gain > 1.0:
-            raise InvalidInputError(f"{name}.task_gain: expected a value in (0, 1], got {task_gain!r}")
+        gain = check_key(task_gain, "tasks[].task_gain", f"{name}.task_gain")
         if isinstance(priority, bool) or not isinstance(priority, (int, np.integer)) or priority < 1:
             raise InvalidInputError(f"{name}.priority: expected an integer >= 1 (1 = highest), got {priority!r}")
         self.name = name
         self.task_gain = gain
-        self.lm_damping = check_positive(lm_damping, f"{name}.lm_damping", allow_zero=True)
+        self.lm_damping = check_key(lm_damping, "tasks[].lm_damping", f"{name}.lm_damping")
         self.priority = int(priority)
         self.oink = oink
         self.error = np.zeros(m)
