@@ -663,6 +663,10 @@ def dump_recording(rig: Rig) -> None:
     for name, rows in (("commands", rig.rec.commands), ("joint_states", [(t, q) for t, q, _ in rig.rec.joint_states])):
         if rows:
             np.save(rig.log_dir / f"{name}.npy", np.array([[t, *q] for t, q in rows]))
+    (rig.log_dir / "status.json").write_text(json.dumps(
+        [[t, s.mode, s.hold_reason, s.holds, s.reseeds, s.motion_limit, s.motion_limit_reason]
+         for t, _, s in list(rig.rec.status)]))
+    (rig.log_dir / "drive_status.json").write_text(json.dumps(list(rig.rec.drive_status), default=str))
 
 
 def test_signals_at_random_moments(rig):
