@@ -616,7 +616,11 @@ def test_lifecycle_churn_under_streams(rig):
     t_reach = rig.wait_reached(goal, WAIT, what="a pose goal after the churn", since=t_sent)
     do(rig, T.TRANSITION_DEACTIVATE, ledger, "after the churn")
     require_clean(rig, ik, "after the churn")
-    fig = rig.check()
+    try:
+        fig = rig.check()
+    except AssertionError:
+        dump_recording(rig)
+        raise
     report("chaos_churn", final_goal_reached_s=t_reach, transitions_answered=ledger.answered,
            escaped_exceptions=ik.watch.count, **fig)
     ik.watch.require_none()
