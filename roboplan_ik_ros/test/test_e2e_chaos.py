@@ -154,7 +154,7 @@ class Streams:
     or not it subscribes (it is configured or not), calls are made when the service is there and
     given up (counted) after ``call_wait``."""
 
-    def __init__(self, rig: Rig, T0: pin.SE3, seed: int, call_wait: float = 10.0) -> None:
+    def __init__(self, rig: Rig, T0: pin.SE3, seed: int, call_wait: float = 10.0, gate_open: bool = False) -> None:
         import rclpy
         from geometry_msgs.msg import PoseStamped, TwistStamped
         from rcl_interfaces.srv import SetParameters
@@ -180,9 +180,12 @@ class Streams:
         #: open: the motion topics flow. Closed around an activation and a driver restart until the
         #: first command reached this process (and the new driver): a command the node publishes
         #: before its writer matched a reader is not delivered to it, and a stream that starts moving
-        #: at once would then look like a jump to the recorder and to the strict drive
+        #: at once would then look like a jump to the recorder and to the strict drive. Closed at first:
+        #: nothing of this stream may be in flight when the node is activated the first time (a twist
+        #: sent while inactive and taken just after the activation would move the very first commands)
         self.gate = threading.Event()
-        self.gate.set()
+        if gate_open:
+            self.gate.set()
         self._threads = [threading.Thread(target=self._guard, args=(f, random.Random(seed * 10 + k)), daemon=True)
                          for k, f in enumerate((self._topics, self._services, self._parameters))]
         self.errors: list[str] = []
@@ -694,11 +697,11 @@ def test_signals_at_random_moments(rig):
                 future = ik.change.call_async(ChangeState.Request(transition=Transition(id=T.TRANSITION_CONFIGURE)))
                 delay = rng.uniform(0.0, 1.5)
             else:
-                streams = Streams(rig, T0, SEED + 100 + k).start()
+                if moment == "active":  # its motion topics open once the first command is seen
+                    streams = Streams(rig, T0, SEED + 100 + k).start()
                 rig.require(do(rig, T.TRANSITION_CONFIGURE, ledger, f"round {k}"), "configure failed")
                 wait_publisher_matched(rig)
-                if moment == "activate":  # no motion topics: the stream must not start unobserved
-                    streams.gate.clear()
+                if moment == "activate":  # no streams: the stream must not start moving unobserved
                     future = ik.change.call_async(ChangeState.Request(transition=Transition(id=T.TRANSITION_ACTIVATE)))
                     delay = rng.uniform(0.0, 0.3)
                 else:
