@@ -44,7 +44,7 @@ class Spinner:
         self.executor.shutdown()
 
 
-def wait_future(future, timeout: float = 10.0):
+def wait_future(future, timeout: float = 60.0):
     """Block until an rclpy future (completed by a Spinner thread) is done; its result."""
     done = threading.Event()
     future.add_done_callback(lambda _: done.set())
@@ -53,7 +53,7 @@ def wait_future(future, timeout: float = 10.0):
     return future.result()
 
 
-def wait_until(predicate, timeout: float = 10.0, what: str = "condition"):
+def wait_until(predicate, timeout: float = 60.0, what: str = "condition"):
     """Poll ``predicate`` (state produced by Spinner threads) every 5 ms until true."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
@@ -158,7 +158,7 @@ class LifecycleClient:
         req = SetParameters.Request(parameters=[Parameter(name, value=value).to_parameter_msg()])
         return wait_future(self._params.call_async(req)).results[0]
 
-    def wait_status(self, predicate, timeout: float = 10.0, what: str = "status"):
+    def wait_status(self, predicate, timeout: float = 60.0, what: str = "status"):
         start = len(self.status)
         return wait_until(lambda: next((s for s in self.status[start:] if predicate(s)), None), timeout, what)
 

@@ -401,3 +401,46 @@ def test_an_exception_in_the_step_holds_and_the_loop_goes_on(panda, monkeypatch)
     monkeypatch.undo()
     robot.tick(10)
     assert loop.mode == TRACKING and loop.guard.cuts == 0 and robot.max_step_ratio <= 1.0 + 1e-9
+
+
+# ----------------------------------------------------------------------------- the node's read-only view
+def test_a_stop_from_a_fast_motion_ends_within_the_braking_time_bound(panda):
+    """braking_time_bound() (how long a controlled stop may publish braking commands) covers a real stop:
+    moving toward a far goal, stopping_tick reaches rest in fewer control periods than the bound allows."""
+    loop = make_loop(panda)
+    robot = SimRobot(loop, arm_q(panda, FOREIGN))
+    assert loop.activate(robot.t) == ""
+    T0 = robot.tcp()
+    loop.set_pose_goal("ee", pin.SE3(T0.rotation, T0.translation + np.array([0.0, 0.3, -0.2])))
+    robot.tick(150)
+    speed = np.abs(loop.guard.u1) / loop.dt  # the last increment (group nv) [rad/s]
+    assert speed.max() > 0.1, "not moving fast enough to test a stop"
+    bound = loop.braking_time_bound()
+    accel = loop.acceleration_limit
+    assert accel is not None
+    expected = 2.0 * float(np.max(loop.guard.v_max / accel.a_max + accel.a_max / accel.j_max)) + 0.1
+    assert bound == pytest.approx(expected)
+    n = 0
+    while not loop.at_rest:
+        res = loop.stopping_tick()
+        assert res.publish
+        n += 1
+        assert n * loop.dt <= bound, f"still moving after {n} braking commands ({n * loop.dt:.3f} s > {bound:.3f} s)"
+    assert n > 1  # it did have to brake
+
+
+def test_the_read_only_view_hands_out_copies(panda):
+    loop = make_loop(panda)
+    robot = SimRobot(loop, arm_q(panda, FOREIGN))
+    assert loop.activate(robot.t) == ""
+    with pytest.raises(TypeError):
+        loop.tasks["extra"] = None  # a read-only mapping
+    q = loop.last_command()
+    q[:] = 0.0
+    assert not np.array_equal(loop.last_command(), q)
+    m = loop.measured_position()
+    m[:] = 0.0
+    assert not np.array_equal(loop.measured_position(), m)
+    assert loop.barrier(loop.barriers[0].name) is loop.barriers[0]
+    with pytest.raises(KeyError, match="no barrier 'nope'"):
+        loop.barrier("nope")

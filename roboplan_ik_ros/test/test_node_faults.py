@@ -236,3 +236,31 @@ def test_an_error_in_any_callback_stops_the_arm_and_takes_the_error_transition(r
         client.close()
         spinner.stop()
         node.destroy_node()
+
+
+def test_an_error_in_a_transition_is_logged_counted_and_ends_unconfigured(ros, mock_robot, tmp_path):
+    """rclpy alone turns an exception in a transition callback into ERROR without a word; here it is
+    counted, named in last_error, and on_error leaves the node unconfigured and able to configure."""
+    from roboplan_ik_ros.node.ik_controller import IKControllerNode
+
+    name = unique_name("ik")
+    node = IKControllerNode(name, parameter_overrides=[Parameter("config_file", value=write_config(tmp_path))])
+    spinner = Spinner(node)
+    client = LifecycleClient(name)
+    try:
+        assert client.transition(Transition.TRANSITION_CONFIGURE)
+        injector = Injector(node.loop.activate)
+        injector.on = True
+        node.loop.activate = injector
+        assert not client.transition(Transition.TRANSITION_ACTIVATE)
+        assert injector.raised == 1
+        assert client.state() == "unconfigured"
+        assert node.faults.by_callback["transition activate"] == 1
+        assert "activate failed: unexpected error: RuntimeError: injected fault" == node.last_error
+        assert client.transition(Transition.TRANSITION_CONFIGURE) and client.transition(Transition.TRANSITION_ACTIVATE)
+        wait_until(lambda: client.commands, 60.0, "commands after configuring again")
+        assert client.transition(Transition.TRANSITION_DEACTIVATE)
+    finally:
+        client.close()
+        spinner.stop()
+        node.destroy_node()

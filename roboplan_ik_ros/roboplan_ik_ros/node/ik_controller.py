@@ -34,7 +34,6 @@ import rclpy
 from rcl_interfaces.msg import ParameterDescriptor, SetParametersResult
 from rclpy.executors import ExternalShutdownException
 from rclpy.lifecycle import LifecycleState, TransitionCallbackReturn
-from rclpy.duration import Duration
 from rclpy.qos import qos_profile_sensor_data
 from rclpy.wait_for_message import wait_for_message
 from sensor_msgs.msg import JointState
@@ -58,13 +57,13 @@ from .goals import HAVE_TF2, FrameResolver, tf2_ros
 from .goal_inputs import GoalInputs
 from .log_throttle import LogThrottle
 from .collision_objects import CollisionObjectReader, CollisionObjectsEndpoint
-from .loop_thread import BorrowedThreadPriority, LoopThread, run_on_schedule
+from .loop_thread import BorrowedThreadPriority, LoopThread
 from .guarded_node import GuardedLifecycleNode
 from .session import Session
 from .spin import ESCAPED, make_executor, spin_until_shutdown, stop_on_signals
 from .markers import HAVE_INTERACTIVE_MARKERS, InteractiveTargets, box_marker, goal_markers, obstacle_markers
 from .node_config import NodeConfig, load_node_config
-from .outputs import CommandEncoder, output_joints
+from .command_outputs import CommandNotSent, CommandOutputs, ContextShutDown
 from .parameters import (DESCRIPTION_TIMEOUT, ParamSpec, barrier_specs, loop_specs, task_specs,
                          unknown_parameter_reason)
 from .message_conversions import JointStateDecoder, root_frame_name
@@ -86,10 +85,6 @@ _SUCCESS, _FAILURE, _ERROR = (TransitionCallbackReturn.SUCCESS, TransitionCallba
 #: ~/solve_ik or ~/solve_path request told to stop: the solver's current iteration)
 _RETIRE_TIMEOUT = 10.0
 _SWITCH_INTERVAL = 0.0001  # [s] GIL hand-over while SimpleIK runs in its worker thread
-#: history of the command publishers: a reliable subscriber (a strict drive) that stalls for up to this
-#: many periods still gets every command (a KEEP_LAST writer drops the oldest unacknowledged ones; with
-#: 10, and then 100, stalls of the mock under load lost commands, which a drive sees as a jump)
-COMMAND_QUEUE_DEPTH = 1000
 _ACK_TIMEOUT = 1.0  # [s] a controlled stop waits this long for the subscribers to acknowledge its commands
 
 
@@ -117,14 +112,6 @@ def description_package_paths() -> list[str]:
     except (ImportError, FileNotFoundError):
         pass
     return paths
-
-
-class ContextShutDown(Exception):
-    """A publish failed because the ROS context was shut down (Ctrl-C): the node is going away."""
-
-
-class CommandNotSent(Exception):
-    """Publishing a command failed (a DDS error): the loop was told (``command_not_sent``), the tick goes on."""
 
 
 class ConfigureError(Exception):
@@ -177,8 +164,7 @@ class IKControllerNode(GuardedLifecycleNode):
         self._paths: SolvePathServer | None = None
         self._collision_objects: CollisionObjectsEndpoint | None = None
         self._decoder: JointStateDecoder | None = None
-        self._encoders: list[CommandEncoder] = []
-        self._cmd_pubs = []
+        self._outputs: CommandOutputs | None = None
         self._loop_thread: LoopThread | None = None
         self._watchdog = None
         self._diag: DiagnosticsReporter | None = None
@@ -198,8 +184,6 @@ class IKControllerNode(GuardedLifecycleNode):
         self._last_rejection = ""
         self._markers_dirty = False
         self._q_snapshot: np.ndarray | None = None
-        self._stamp_needed = False
-        self._velocity_outputs = False
         self.loop_scheduling = "not running"  # how the ticks are scheduled (diagnostics), set on activate
         self._borrowed: BorrowedThreadPriority | None = None  # trigger: joint_states, loop_priority > 0
         # the next joint_states tick raises its thread, once per activation (with a multi-threaded
@@ -234,6 +218,12 @@ class IKControllerNode(GuardedLifecycleNode):
         return _FAILURE
 
     def on_activate(self, state: LifecycleState) -> TransitionCallbackReturn:
+        try:
+            return self._activate(state)
+        except Exception:  # noqa: BLE001 - on_error stops what started and releases
+            return self.transition_error("activate")
+
+    def _activate(self, state: LifecycleState) -> TransitionCallbackReturn:
         cfg, loop = self.node_cfg, self.loop
 
         def fresh() -> bool:
@@ -329,58 +319,22 @@ class IKControllerNode(GuardedLifecycleNode):
 
     def _controlled_stop(self, why: str) -> None:
         """Stop the loop and brake the command stream to rest within the acceleration/jerk bounds
-        (:meth:`_brake_to_rest`), then publish one hold command (zero velocity on velocity outputs; while
-        stale only that: the robot is lost, and with ``stale_behavior: stop`` nothing else is sent)."""
+        (:meth:`CommandOutputs.brake_to_rest`), then publish one hold command (zero velocity on velocity
+        outputs; while stale only that: the robot is lost, and with ``stale_behavior: stop`` nothing else
+        is sent) and wait for the subscribers to acknowledge."""
         self._stop_loop()
-        self._brake_to_rest(why)
-        stale = self.loop is not None and self.loop.mode == STALE
-        if (not stale or self._velocity_outputs) and self.context.ok():  # stale: a position hold could drive
-            try:                                                             # a restarted driver back
-                self._publish_hold()
+        loop, outputs = self.loop, self._outputs
+        if loop is None or outputs is None:
+            return
+        outputs.brake_to_rest(loop, self._lock, self._last_tick_start + loop.dt, why, self._published)
+        stale = loop.mode == STALE
+        if (not stale or outputs.velocity) and self.context.ok():  # stale: a position hold could drive
+            try:                                                     # a restarted driver back
+                with self._lock:
+                    outputs.publish_hold(loop)
             except Exception as exc:  # noqa: BLE001 - e.g. the context shut down meanwhile
                 self.get_logger().error(f"{why}: the hold command failed: {type(exc).__name__}: {exc}")
-        for pub in self._cmd_pubs:  # what was published reaches the robot before anything is torn down
-            try:
-                pub.wait_for_all_acked(Duration(seconds=_ACK_TIMEOUT))
-            except Exception:  # noqa: BLE001 - e.g. a context already shut down: nothing left to wait for
-                pass
-
-    def _brake_to_rest(self, why: str) -> None:
-        """Publish :meth:`ControlLoop.stopping_tick` commands on the loop's schedule (the control period,
-        from the last tick) until the stream is at rest or the time bound passed (logged). Call after
-        :meth:`_stop_loop`. Nothing to do without an acceleration limit (the stream may stop at once),
-        while stale (the robot is lost) or at rest."""
-        loop = self.loop
-        if loop is None or loop.acceleration_limit is None or not self._cmd_pubs:
-            return
-        with self._lock:
-            if not loop.active or loop.mode == STALE or not loop.command_started or loop.at_rest:
-                return
-        period, n = loop.dt, [0]
-
-        def step(t: float) -> bool:
-            with self._lock:
-                try:
-                    res = loop.stopping_tick()
-                    if not res.publish:
-                        return True
-                    self._publish_result(res)
-                except ContextShutDown:  # the process is going away without our signal handler: nothing to send
-                    return True
-                except Exception as exc:  # noqa: BLE001 - a stop must end whatever happens
-                    self.get_logger().error(f"{why}: braking failed: {type(exc).__name__}: {exc}")
-                    return True
-                n[0] += 1
-                return loop.at_rest
-
-        start = max(time.perf_counter(), self._last_tick_start + period)
-        bound = loop.braking_time_bound()
-        if run_on_schedule(period, step, start, start + bound):
-            self.get_logger().info(f"{why}: braked to rest within the acceleration/jerk bounds in {n[0]} commands "
-                                   f"({n[0] * period:.3f} s)")
-        else:
-            self.get_logger().error(f"{why}: the command stream was not at rest after {n[0]} braking commands "
-                                    f"({bound:.3f} s): stopping anyway")
+        outputs.wait_acked(_ACK_TIMEOUT)
 
     def stop_for_exit(self, why: str) -> None:
         """The process is ending (SIGINT/SIGTERM): a controlled stop if active."""
@@ -487,14 +441,10 @@ class IKControllerNode(GuardedLifecycleNode):
                                                             self.simple_ik.options)
         self.config, self.node_cfg, self.scene, self.group, self.loop = config, node_cfg, scene, group, loop
         self._decoder = JointStateDecoder(scene, group.joint_names)
-        for k, out in enumerate(node_cfg.outputs):
-            try:
-                self._encoders.append(CommandEncoder(out, scene, output_joints(out, list(group.joint_names)),
-                                                     loop.dt))
-            except InvalidInputError as exc:
-                raise ConfigureError(f"config_file {path!r}: node.outputs[{k}].joints: {exc}") from exc
-        self._stamp_needed = any(o.type == "joint_state" for o in node_cfg.outputs)
-        self._velocity_outputs = any(o.interface == "velocity" for o in node_cfg.outputs)
+        try:
+            self._outputs = CommandOutputs(self, node_cfg, loop)
+        except InvalidInputError as exc:
+            raise ConfigureError(f"config_file {path!r}: {exc}") from exc
         self._root = root_frame_name(scene)
         self._frame_tasks = [n for n, t in loop.tasks.items() if isinstance(t, FrameTask)]
         self._setup_frames()
@@ -541,8 +491,7 @@ class IKControllerNode(GuardedLifecycleNode):
         """Publishers, subscriptions, services and timers (called inside the configured session: each
         belongs to it, see :meth:`GuardedLifecycleNode.building`)."""
         cfg, session = self.node_cfg, self._configured
-        for enc in self._encoders:
-            self._cmd_pubs.append(self.create_lifecycle_publisher(enc.msg_type, enc.cfg.topic, COMMAND_QUEUE_DEPTH))
+        self._outputs.create_publishers()
         self._status_pub = self.create_publisher(ControllerStatus, "~/status", 10)
         self.create_subscription(JointState, cfg.joint_states_topic, self._on_joint_states, qos_profile_sensor_data)
         self._inputs = GoalInputs(self, self.loop, self._lock, self._resolver, cfg, lambda: self._active,
@@ -691,8 +640,7 @@ class IKControllerNode(GuardedLifecycleNode):
         if hz == self.node_cfg.control_rate_hz:
             return
         self.loop.set_rate(hz)
-        for enc in self._encoders:
-            enc.set_dt(self.loop.dt)
+        self._outputs.set_dt(self.loop.dt)
         if self._loop_thread is not None:
             self._loop_thread.period = self.loop.dt
         if self._watchdog is not None:
@@ -796,26 +744,14 @@ class IKControllerNode(GuardedLifecycleNode):
             self._last_solve_us = (time.perf_counter() - t_solve) * 1e6
             stale = loop.mode == STALE
             if res.publish:
-                self._publish_result(res)
-            elif stale and not self._published_stale_stop and self._velocity_outputs:
-                self._publish_hold()  # a velocity controller would keep the last velocity: send zero once
+                self._outputs.publish(res, loop)
+                self._published(res)
+            elif stale and not self._published_stale_stop and self._outputs.velocity:
+                self._outputs.publish_hold(loop)  # a velocity controller would keep the last velocity: send zero once
             self._published_stale_stop = stale
 
-    def _publish_result(self, res) -> None:
-        """Publish a tick's command on every output (called with the lock held)."""
-        stamp = self.get_clock().now().to_msg() if self._stamp_needed else None
-        sent = 0
-        try:
-            for enc, pub in zip(self._encoders, self._cmd_pubs):
-                pub.publish(enc.encode(res.command, res.previous, stamp))
-                sent += 1
-        except Exception as exc:
-            if not self.context.ok():  # the context was shut down: the node is going away, no command lost
-                raise ContextShutDown() from exc
-            if sent == 0:  # the robot did not get it: the next step must not build on it
-                self.loop.command_not_sent(res)
-            raise CommandNotSent(f"publishing the command failed on output {sent} (the next command steps from "
-                                 f"the last one sent): {type(exc).__name__}: {exc}") from exc
+    def _published(self, res) -> None:
+        """A command went out (the lock held): ~/solve_ik's default seed follows it."""
         self._snapshot(res.command)
 
     def _wait_for_tick_gap(self) -> None:
@@ -825,15 +761,6 @@ class IKControllerNode(GuardedLifecycleNode):
             return
         self._tick_ended.clear()
         self._tick_ended.wait(3.0 / self.node_cfg.control_rate_hz)
-
-    def _publish_hold(self) -> None:
-        """Hold at the last command (zero velocity on velocity outputs)."""
-        if self.loop is None or not self.loop.command_started:
-            return
-        q = self.loop.last_command()
-        stamp = self.get_clock().now().to_msg() if self._stamp_needed else None
-        for enc, pub in zip(self._encoders, self._cmd_pubs):
-            pub.publish(enc.encode_hold(q, stamp))
 
     def _current_q(self) -> np.ndarray | None:
         """A copy of the latest command (else the measurement), for ~/solve_ik's default seed."""

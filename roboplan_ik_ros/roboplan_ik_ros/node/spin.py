@@ -87,16 +87,21 @@ def spin_until_shutdown(executor, stop: threading.Event | None = None,
                     get_logger(logger_name).error(f"the error handler raised:\n{traceback.format_exc()}")
 
 
-def stop_on_signals(stop: threading.Event) -> list[str]:
+def stop_on_signals(stop: threading.Event, logger_name: str = "ik_controller") -> list[str]:
     """SIGINT and SIGTERM set ``stop`` (the node then brakes before rclpy shuts down: after that
-    nothing can be published); a second signal interrupts at once. Returns the list the names of
-    the received signals go to."""
+    nothing can be published). A later signal is logged and changes nothing: it must not cut the
+    controlled stop short (a launch system sends SIGINT, then SIGTERM after a timeout); the stop is
+    bounded in time, and SIGKILL remains for a process that must go at once. Returns the list the
+    names of the received signals go to."""
     received: list[str] = []
 
     def handler(signum, frame):
+        name = signal.Signals(signum).name
+        received.append(name)
         if stop.is_set():
-            raise KeyboardInterrupt
-        received.append(signal.Signals(signum).name)
+            get_logger(logger_name).warning(f"{name}: already stopping (the controlled stop ends within its "
+                                            "time bound; SIGKILL ends the process at once)")
+            return
         stop.set()
 
     for sig in (signal.SIGINT, signal.SIGTERM):
