@@ -645,7 +645,7 @@ def require_clean_exit(rig: Rig, proc: e2e.Proc, what: str) -> int:
     except subprocess.TimeoutExpired:
         raise AssertionError(f"{what}: {proc.name} did not exit within {WAIT:g} s\n{rig.context()}") from None
     crash = crash_lines(proc)
-    rig.require(not crash, f"{what}: traceback in {proc.name}'s log:\n{crash}")
+    rig.require(not crash, f"{what}: {proc.name} exited with {code}, a traceback in its log:\n{crash}")
     rig.require(code == 0, f"{what}: {proc.name} exited with {code}\n{proc.tail(30)}")
     return code
 
