@@ -1,4 +1,4 @@
-# Two commands: `make demo` and `make test`. Both bootstrap .venv on first use (scripts/bootstrap.sh).
+# Commands: `make demo`, `make test` (and `make chaos`, `make bench`). They bootstrap .venv on first use (scripts/bootstrap.sh).
 SHELL := /bin/bash
 .SHELLFLAGS := -eu -o pipefail -c
 .DEFAULT_GOAL := help
@@ -16,11 +16,14 @@ BENCH_OUT ?= build/bench
 # (every node target; ~11 of the ~14 minutes)
 BENCH_NODE_ARGS ?= --load --service-pairs 3 --duration 15
 
-.PHONY: help bootstrap demo test bench clean distclean
+CHAOS_CYCLES ?= 200
+
+.PHONY: help bootstrap demo test chaos bench clean distclean
 
 help:
 	@echo "make demo       bootstrap .venv if needed, then run the IK demo (ARGS=... passed on)"
 	@echo "make test       bootstrap .venv if needed, then run the test suite (PYTEST_ARGS=...)"
+	@echo "make chaos      the chaos tests long: CHAOS_CYCLES=$(CHAOS_CYCLES) lifecycle cycles under load (PYTEST_ARGS=...)"
 	@echo "make bench      also install requirements-bench.txt, run bench/*.py (JSON in $(BENCH_OUT)/; ~14 min)"
 	@echo "make bootstrap  only create/refresh .venv"
 	@echo "make clean      remove build/ and caches;  make distclean: also .venv"
@@ -37,6 +40,11 @@ test: bootstrap
 	rc=0; $(PY) -m pytest roboplan_ik_ros/test $(PYTEST_ARGS) || rc=$$?; \
 	if [ $$rc -eq 5 ]; then echo "[test] FAILED: no tests were collected" >&2; fi; \
 	exit $$rc
+
+# test_e2e_chaos.py with the cycle count from CHAOS_CYCLES (the normal suite runs it short); figures with -s
+chaos: bootstrap
+	@$(WITH_ENV) echo "[chaos] CHAOS_CYCLES=$(CHAOS_CYCLES) ROS_DOMAIN_ID=$$ROS_DOMAIN_ID ROS_LOG_DIR=$$ROS_LOG_DIR"; \
+	CHAOS_CYCLES=$(CHAOS_CYCLES) $(PY) -m pytest roboplan_ik_ros/test/test_e2e_chaos.py -s $(PYTEST_ARGS)
 
 bench:
 	@BENCH=1 scripts/bootstrap.sh
