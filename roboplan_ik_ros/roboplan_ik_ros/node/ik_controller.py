@@ -46,7 +46,7 @@ from ..core.config import IKConfig, load_config
 from ..core.control.control_loop import STALE, ControlLoop
 from ..core.oink.controller import scene_from_config
 from ..core.errors import InvalidInputError
-from ..core.simple_ik.worker import WorkerSpec
+from ..core.simple_ik.worker import WorkerSpec, start_forkserver
 from ..core.oink import FrameTask
 from ..core.simple_ik.objective_config import check_objective_frames
 from ..core.simple_ik.solver import SimpleIK
@@ -809,6 +809,7 @@ class IKControllerNode(GuardedLifecycleNode):
 def main(args=None) -> None:
     from rclpy.signals import SignalHandlerOptions
 
+    start_forkserver()  # the ~/solve_ik workers' parent, before any thread (see its docstring)
     rclpy.init(args=args, signal_handler_options=SignalHandlerOptions.NO)
     stop = threading.Event()
     signals = stop_on_signals(stop)

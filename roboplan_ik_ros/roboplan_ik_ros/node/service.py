@@ -140,7 +140,8 @@ class SolveIKServer:
         self._service_thread = ServiceThread(node, SolveIK, "solve_ik", self._on_request, THREAD_NAME, guard=guard)
         self.service_name = self._service_thread.service_name
         if worker_spec is not None:  # returns at once: the process starts in the background
-            self.worker = IKWorker(worker_spec, on_event=self._on_worker_event)
+            # forked from the fork server (started by main(), else at the first start): see start_forkserver
+            self.worker = IKWorker(worker_spec, on_event=self._on_worker_event, start_method="forkserver")
             self.set_obstacles(list(scene.obstacles.values()))
 
     def set_obstacles(self, obstacles) -> None:

@@ -51,6 +51,7 @@ import math
 import multiprocessing
 import os
 import signal
+import sys
 import threading
 import time
 import weakref
@@ -115,11 +116,24 @@ class WorkerSpec:
 
 
 # ------------------------------------------------------------------------------------------ child
-def _watch_parent(parent_pid: int) -> None:
+def _watch_parent(owner_pid: int) -> None:
+    """Exit once the owner (the process that made the IKWorker) is gone: no orphan. Spawned, the owner is
+    the parent; forked from a fork server, the parent is the server (which ends with the owner)."""
+    parent = os.getppid()
     while True:
+        if os.getppid() != parent or not _alive(owner_pid):
+            os._exit(0)  # re-parented, or the owner died
         time.sleep(_PARENT_POLL)
-        if os.getppid() != parent_pid:
-            os._exit(0)  # the parent died (we were re-parented): no orphan
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # exists, not ours to signal
+        return True
+    return True
 
 
 def _lower_priority(nice: int, sched_idle: bool) -> None:
@@ -243,6 +257,30 @@ def _request_goal(goal, k: int):
     return FrameGoal(name, M, None if weights is None else list(weights), relative_to)
 
 
+def start_forkserver(timeout: float = 60.0) -> None:
+    """Start multiprocessing's fork server now, with this module preloaded. Call once, early, from the
+    main thread of a process that will use ``IKWorker(start_method="forkserver")`` (the node does at
+    start). A worker forked from it imports nothing before :func:`_worker_main` ignores SIGINT, so a
+    Ctrl-C to the process group while a worker starts neither kills it nor prints a traceback (a
+    spawned worker imports the parent's main module and pinocchio first: seconds in which the
+    signal raises KeyboardInterrupt there); and it starts in a fraction of a spawn's time. Returns once
+    the server runs (at most ``timeout`` [s]: a loaded machine imports pinocchio slowly)."""
+    ctx = multiprocessing.get_context("forkserver")
+    # a forked child still runs the parent's main module (as __mp_main__) before its target: preloaded too,
+    # its imports are done and re-running its body takes milliseconds
+    main_spec = getattr(sys.modules.get("__main__"), "__spec__", None)
+    ctx.set_forkserver_preload([__name__, *([main_spec.name] if main_spec is not None and main_spec.name else [])])
+    # a first (empty) child: returns once the server has preloaded and ignores SIGINT itself (until then a
+    # Ctrl-C would interrupt its imports), so from here on no start of a worker can be interrupted
+    probe = ctx.Process(target=_noop, name="forkserver_probe", daemon=True)
+    probe.start()
+    probe.join(timeout)
+
+
+def _noop() -> None:
+    """The target of :func:`start_forkserver`'s probe child."""
+
+
 class IKWorker:
     """SimpleIK in a child process built from ``spec``; see the module docstring.
 
@@ -285,6 +323,8 @@ class IKWorker:
         self.nice = int(nice)
         self.sched_idle = bool(sched_idle)
         self._ctx = multiprocessing.get_context(start_method)
+        if start_method == "forkserver":  # (no effect once the server runs: start_forkserver did it already)
+            self._ctx.set_forkserver_preload([__name__])
         self._cond = threading.Condition()  # guards the state below
         self._request_lock = threading.Lock()  # one request at a time
         self._stop = threading.Event()
