@@ -64,6 +64,28 @@ def wait_until(predicate, timeout: float = 60.0, what: str = "condition"):
     raise TimeoutError(f"timed out after {timeout} s waiting for {what}")
 
 
+def fifo_permitted(priority: int) -> bool:
+    """Whether this machine lets a thread of this process run SCHED_FIFO at ``priority`` (root or
+    CAP_SYS_NICE with real-time time in its cgroup, or an rtprio limit): asked of the kernel, from a
+    throwaway thread, so a test can say which outcome the code under test must report here."""
+    if not hasattr(os, "SCHED_FIFO"):
+        return False
+    granted = []
+
+    def probe() -> None:
+        try:
+            os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(priority))
+        except OSError:
+            granted.append(False)
+        else:
+            granted.append(True)
+
+    t = threading.Thread(target=probe)
+    t.start()
+    t.join()
+    return granted[0]
+
+
 @pytest.fixture(scope="session")
 def ros():
     import rclpy

@@ -238,7 +238,6 @@ class Recording:
     status: list = field(default_factory=list)  # (t, node_time, ControllerStatus)
     drive_status: list = field(default_factory=list)  # (t, mock name, dict): each mock's ~/drive_status
     lost_commands: int = 0  # DDS "message lost" events on the command subscription
-    lost_supported: bool = True
 
 
 class Spinner:
@@ -306,18 +305,19 @@ class Rig:
 
     # -------------------------------------------------------------- recorder callbacks
     def _create_command_subscription(self, msg_type, qos):
+        """The recorder's command subscription, counting DDS message-lost events. rclpy with Fast DDS
+        (the RMW conftest and scripts/env.sh pick) supports them; an RMW that does not raises here
+        (UnsupportedEventTypeError) and every scenario fails loudly, rather than running without the
+        lost-commands check."""
+        from rclpy.event_handler import SubscriptionEventCallbacks
+
         cb = lambda m: self.rec.commands.append((time.perf_counter(), np.array(m.data, dtype=float)))  # noqa: E731
-        try:
-            from rclpy.event_handler import SubscriptionEventCallbacks
 
-            def lost(info):
-                self.rec.lost_commands += info.total_count_change
+        def lost(info):
+            self.rec.lost_commands += info.total_count_change
 
-            return self.node.create_subscription(msg_type, COMMAND_TOPIC, cb, qos,
-                                                 event_callbacks=SubscriptionEventCallbacks(message_lost=lost))
-        except Exception:  # message-lost events not supported by this RMW: gaps cannot be counted
-            self.rec.lost_supported = False
-            return self.node.create_subscription(msg_type, COMMAND_TOPIC, cb, qos)
+        return self.node.create_subscription(msg_type, COMMAND_TOPIC, cb, qos,
+                                             event_callbacks=SubscriptionEventCallbacks(message_lost=lost))
 
     def _on_js(self, msg) -> None:
         t = time.perf_counter()
@@ -759,9 +759,8 @@ def check_commands(rec: Recording, robot: Panda, *, rate_hz: float = 500.0, rate
         check_reseed(k, "the first command after a stale gap", after=reseed_windows[w][0])
     for t, _, s in rec.status:
         assert s.guard_cuts == 0, f"~/status guard_cuts = {s.guard_cuts}: the last-line guard had to cut a step"
-    if rec.lost_supported:
-        assert rec.lost_commands == 0, f"{rec.lost_commands} commands lost between the node and the recorder"
-    figures["lost_commands"] = rec.lost_commands if rec.lost_supported else "n/a"
+    assert rec.lost_commands == 0, f"{rec.lost_commands} commands lost between the node and the recorder"
+    figures["lost_commands"] = rec.lost_commands
     return figures
 
 

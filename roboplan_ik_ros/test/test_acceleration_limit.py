@@ -136,14 +136,18 @@ def test_no_jerk_bound_is_the_exact_braking_law(oink):
     limit = AccelerationLimit(oink, dt, 10.0)
     sc, g = oink.scene, oink.group
     q = sc.named_configuration("default")
-    d = 0.0336  # the braking law binds inside the acceleration box
-    q[g.q_indices[0]] = sc.q_max_v[g.v_indices[0]] - d
+    a = limit.alpha[0]
     u1 = np.zeros(7)
-    u1[0] = limit.alpha[0] * 40  # moving up fast
+    u1[0] = 40 * a  # moving up fast
+    # the distance at which the braking law allows exactly u1: the middle of the acceleration box
+    # [u1 - a, u1 + a], so the law (not the box) is the upper bound, a away from either edge
+    d = (u1[0] + a / 2) ** 2 / (2 * a)
+    q[g.q_indices[0]] = sc.q_max_v[g.v_indices[0]] - d
     limit.set_history(u1, u1)
     _, lo, up = limit.bounds(q)
-    expected = min(np.sqrt(2 * limit.alpha[0] * d) - limit.alpha[0] / 2, u1[0] + limit.alpha[0])
-    assert up[0] == pytest.approx(expected, rel=1e-12)
+    braking = np.sqrt(2 * a * d) - a / 2
+    assert u1[0] - a < braking < u1[0] + a  # the braking branch binds, not the box
+    assert up[0] == pytest.approx(braking, rel=1e-12)
 
 
 def test_outside_the_viable_set_it_brakes_as_hard_as_allowed(oink):

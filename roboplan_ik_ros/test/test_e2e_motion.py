@@ -12,6 +12,7 @@ refuses: checked too). No assertion is about a duration; timeouts are generous.
 
 from __future__ import annotations
 
+import math
 import os
 import signal
 import time
@@ -108,6 +109,27 @@ def wait_settled(rig: Rig, n: int = 50, spread: float = 1e-5, timeout: float = W
         return len(cmds) == n and float(np.ptp(cmds, axis=0).max()) <= spread
     rig.wait(still, timeout, f"the last {n} commands within {spread:g} rad (settled)")
     return time.perf_counter()
+
+
+def joint_speed(rig: Rig) -> float:
+    """[rad/s] the largest joint speed of the latest command step (0 before two commands)."""
+    rec = rig.rec.commands[-2:]
+    return float(np.abs(rec[1][1] - rec[0][1]).max() / DT) if len(rec) == 2 else 0.0
+
+
+def wait_moving_fast(rig: Rig, speed: float = 0.3) -> None:
+    """Wait until the commands move a joint faster than ``speed`` [rad/s] (the motion is under way: a
+    number of control ticks, not a time)."""
+    rig.wait(lambda: joint_speed(rig) > speed, WAIT, f"a joint commanded faster than {speed:g} rad/s")
+
+
+def wait_stream_ended(rig: Rig, joint_states: int = 50) -> None:
+    """Wait until ``joint_states`` /joint_states messages (the mock's own ticks) have arrived after the
+    latest command: the node's command stream has ended (at 500 Hz it would never be quiet that long)."""
+    def quiet():
+        t_last = rig.rec.commands[-1][0] if rig.rec.commands else -math.inf
+        return sum(1 for t, _, _ in list(rig.rec.joint_states)[-joint_states:] if t > t_last) >= joint_states
+    rig.wait(quiet, WAIT, f"{joint_states} /joint_states after the last command (the command stream ended)")
 
 
 # ================================================================================ without the bounds
@@ -263,10 +285,10 @@ def test_a_goal_stream_along_a_circle(rig, rate_hz):
     assert _guard_cuts(rig) == 0
 
 
-def test_a_goal_reversed_after_0_3_s(rig):
+def test_a_goal_reversed_while_moving_fast(rig):
     start = rig.tcp()
     t_begin = rig.send_pose(pin.SE3(start.rotation, start.translation + np.array([0.0, -0.25, 0.0])))
-    rig.wait(lambda: time.perf_counter() - t_begin >= 0.3, WAIT, "0.3 s")
+    wait_moving_fast(rig)
     t_back = rig.send_pose(start)
     turn = rig.tcp().translation
     times, cmds, first, last = segment(rig, t_begin, t_back)
@@ -278,7 +300,7 @@ def test_a_goal_reversed_after_0_3_s(rig):
     past, rot = overshoot(tcp_path(cmds[first:last]), turn, start)
     times, cmds, first, last = segment(rig, t_begin)
     acc, jerk = ratios(cmds, first, last)
-    record("goal reversed after 0.3 s", acc, jerk,
+    record("goal reversed while moving fast", acc, jerk,
            f"reversed at {speed:.2f} rad/s; overshoot {past * 1e3:.3f} mm / {rot * 1e3:.3f} mrad")
     assert past <= OVERSHOOT_TOL and rot <= OVERSHOOT_TOL, (past, rot)
 
@@ -307,10 +329,10 @@ def test_an_unreachable_goal_stops_at_the_barrier_and_the_return_does_not_oversh
 
 
 def _start_fast_motion(rig: Rig) -> tuple[float, np.ndarray]:
-    """A 25 cm goal; returns after 0.3 s, moving fast: (time, the command then)."""
+    """A 25 cm goal; returns once a joint is commanded faster than 0.3 rad/s: (time sent, the command then)."""
     start = rig.tcp()
     t0 = rig.send_pose(pin.SE3(start.rotation, start.translation + np.array([0.0, 0.25, 0.0])))
-    rig.wait(lambda: time.perf_counter() - t0 >= 0.3, WAIT, "0.3 s of motion")
+    wait_moving_fast(rig)
     return t0, rig.rec.commands[-1][1]
 
 
@@ -336,9 +358,7 @@ def test_deactivate_while_moving_brakes_to_rest(rig):
     t_begin, _ = _start_fast_motion(rig)
     t_stop = time.perf_counter()
     rig.require(rig.transition(Transition.TRANSITION_DEACTIVATE), "deactivate failed")
-    t_done = time.perf_counter()
-    rig.wait(lambda: time.perf_counter() - t_done >= 0.3, WAIT, "0.3 s after deactivate")
-    rig.require(not rig.commands_between(t_done + 0.1), "commands after deactivate returned")
+    wait_stream_ended(rig)  # inactive: no more commands (the braking ones came before the response)
     _check_braked_stop(rig, "deactivate while moving", t_begin, t_stop)
     rig.wait_drive_caught_up()
     d = rig.drive_status()
@@ -349,7 +369,7 @@ def test_deactivate_while_moving_brakes_to_rest(rig):
     rig.require(rig.transition(Transition.TRANSITION_ACTIVATE), "activate failed")
     rig.wait_mode("waiting_for_goal", WAIT, since=t_act)
     fig = rig.check()
-    assert fig["lost_commands"] in (0, "n/a")
+    assert fig["lost_commands"] == 0
 
 
 def test_sigint_while_moving_brakes_to_rest_before_the_node_exits(rig):

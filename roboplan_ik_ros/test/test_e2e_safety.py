@@ -131,21 +131,32 @@ def test_c_driver_killed_and_restarted_elsewhere(rig, behavior):
     rig.mock.kill9()
     q_dead = rig.measured()  # where the crashed driver left the robot
     rig.wait_mode("stale", WAIT, since=t_kill)
-    rig.wait(lambda: sum(1 for t, _, s in rig.rec.status if t > t_kill and s.mode == "stale") >= 4, WAIT,
-             "4 stale statuses")
-    stale_times = [t for t, _, s in rig.rec.status if t > t_kill and s.mode == "stale"]
-    t_stale, t_stale2 = stale_times[0], stale_times[1]
+    t_stale = next(t for t, _, s in rig.rec.status if t > t_kill and s.mode == "stale")
+    # Commands and ~/status are two topics with no ordering between them: a command published before
+    # the node saw the gap may arrive after the first stale status. So the behaviour is waited for,
+    # not cut at a status: stop: the stream ends (5 stale statuses arrive after the last command; a
+    # node that kept publishing at 500 Hz never gets there); hold: it becomes constant and stays so.
+    if behavior == "stop":
+        def ended():
+            t_last = rig.rec.commands[-1][0]
+            return sum(1 for t, _, s in list(rig.rec.status) if t > max(t_last, t_kill) and s.mode == "stale") >= 5
+        rig.wait(ended, WAIT, "5 stale statuses after the last command (stop: the stream ended)")
+        in_flight = len(rig.commands_between(t_stale))
+        held = []
+    else:
+        def holding():
+            after = [c for t, c in list(rig.rec.commands) if t > t_stale]
+            return len(after) >= 100 and all(np.array_equal(c, after[-1]) for c in after[-100:])
+        rig.wait(holding, WAIT, "100 equal commands after the first stale status (hold)")
+        after = rig.commands_between(t_stale)
+        last = after[-1][1]
+        in_flight = 1 + max((k for k, (_, c) in enumerate(after) if not np.array_equal(c, last)), default=-1)
+        held = after[in_flight:]
+    t_checked = time.perf_counter()
     # the last command that still moved the arm (stop: the last command before the gap)
-    before = [(t, c) for t, c in rig.rec.commands if t <= t_stale2]
+    before = [(t, c) for t, c in rig.rec.commands if t <= t_checked]
     t_last_move = next((t for (t, c), (_, p) in zip(reversed(before), reversed(before[:-1]))
                         if not np.array_equal(c, p)), before[-1][0])
-    held = rig.commands_between(t_stale2, time.perf_counter())
-    if behavior == "stop":
-        rig.require(not held, f"stop: {len(held)} commands published while stale")
-    else:
-        last = next(c for t, c in reversed(rig.rec.commands) if t <= t_stale2)
-        rig.require(held and all(np.array_equal(c, last) for _, c in held),
-                    f"hold: {len(held)} commands while stale, not all equal to the last command {last.tolist()}")
 
     # a new driver, the robot 0.58 rad away on joint 1 (the other way if that leaves the limits)
     q_new = q_dead.copy()
@@ -158,7 +169,7 @@ def test_c_driver_killed_and_restarted_elsewhere(rig, behavior):
 
     def reseed():
         for t, c in rig.rec.commands:
-            if t > t_stale2 and (behavior == "stop" or not np.array_equal(c, held[-1][1] if held else c)):
+            if t > t_checked and (behavior == "stop" or not np.array_equal(c, held[-1][1])):
                 return t, c
         return None
 
@@ -182,6 +193,7 @@ def test_c_driver_killed_and_restarted_elsewhere(rig, behavior):
     fig = rig.check()
     report(f"c_driver_restart_{behavior}", time_to_stale_s=t_stale - t_kill,
            last_moving_command_after_kill_s=t_last_move - t_kill, commands_while_stale=len(held),
+           commands_in_flight_after_the_first_stale_status=in_flight,
            reseed_after_restart_s=t_reseed - t_restart, drift_after_reseed_rad=drift, **fig)
 
 
@@ -294,16 +306,38 @@ def test_f_goal_flood(rig):
             msg = rig.pose_msg(last_valid)
         rig.pose_pub.publish(msg)
     flood_s = time.perf_counter() - t0
-    st = rig.wait_status(lambda s: s.goals_rejected > g0, WAIT, "goals_rejected growing")
+    rig.wait_status(lambda s: s.goals_rejected > g0, WAIT, "goals_rejected growing")
     rig.wait_commands(100, what="commands after the flood")
     t_reach = rig.wait_reached(last_valid, WAIT, what="the last valid goal", since=t0 + flood_s)
     rejected = rig.wait_status(lambda s: True, WAIT, "a status").goals_rejected - g0
+    # the goal subscription keeps only the newest goal (depth 1): under the flood most goals are
+    # replaced unread, so only bounds hold here: some invalid goals were rejected, never more than sent
+    assert 0 < rejected <= invalid, (rejected, invalid)
+
+    # paced, each goal waited for: every invalid goal is rejected (one count each) and no valid one
+    rejections = []
+    for kind in range(3):
+        r0 = rig.last_status().goals_rejected
+        msg = rig.pose_msg(T0, frame="map" if kind == 2 else e2e.ROOT_FRAME)
+        if kind == 0:
+            msg.pose.position.x = math.nan
+        elif kind == 1:
+            o = msg.pose.orientation
+            o.x = o.y = o.z = o.w = 0.0
+        t_bad = time.perf_counter()
+        rig.pose_pub.publish(msg)
+        rig.wait_status(lambda s: s.goals_rejected > r0, WAIT, f"invalid goal {kind} rejected", since=t_bad)
+        valid = pin.SE3(T0.rotation, T0.translation + [0.0, 0.0, 0.01 * (kind + 1)])
+        t_valid = rig.send_pose(valid)
+        rig.wait_reached(valid, WAIT, what=f"valid goal {kind}", since=t_valid)
+        st = rig.wait_status(lambda s: True, WAIT, "a status after the valid goal was reached")
+        rejections.append(st.goals_rejected - r0)
+    assert rejections == [1, 1, 1], f"goals_rejected per (invalid, valid) pair: {rejections}"
     fig = rig.check()
     # a figure for the note, not an assertion: how many commands the loop published during the flood
     command_rate = len(rig.commands_between(t0, t0 + flood_s)) / flood_s
     report("f_goal_flood", goals_sent=n, invalid_sent=invalid, goals_rejected=rejected, flood_s=flood_s,
            command_rate_during_flood_hz=command_rate, time_to_last_goal_s=t_reach, **fig)
-    assert st.goals_rejected > g0
 
 
 # =========================================================================== g. bad parameters

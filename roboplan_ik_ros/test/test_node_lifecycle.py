@@ -8,7 +8,7 @@ from lifecycle_msgs.msg import Transition
 from rclpy.lifecycle import TransitionCallbackReturn
 from rclpy.parameter import Parameter
 
-from conftest import LifecycleClient, Spinner, unique_name, wait_until, write_config
+from conftest import LifecycleClient, Spinner, fifo_permitted, unique_name, wait_until, write_config
 from roboplan_ik_ros.node.ik_controller import IKControllerNode
 
 T = Transition
@@ -110,7 +110,19 @@ def test_refused_parameter_override_fails_configure(ros, mock_robot, tmp_path):
         node.destroy_node()
 
 
-def test_trigger_on_joint_states(make_node, mock_robot, tmp_path):
+@pytest.mark.parametrize("refused", [False, True])
+def test_trigger_on_joint_states(make_node, mock_robot, tmp_path, refused, monkeypatch):
+    """The shipped loop_priority 50 raises the executor thread that runs the ticks where the machine
+    permits it (asked of the kernel first), and gives it back on deactivate; refused (forced here, or
+    not permitted) the node says so and the ticks run at normal priority."""
+    permitted = fifo_permitted(50) and not refused
+    if refused:
+        from roboplan_ik_ros.node import loop_thread
+
+        def refuse(pid, policy, param):
+            raise PermissionError(1, "Operation not permitted")
+
+        monkeypatch.setattr(loop_thread.os, "sched_setscheduler", refuse)
     node, client = make_node(write_config(tmp_path, node={"trigger": "joint_states", "state_feedback": "measured"}))
     assert client.transition(T.TRANSITION_CONFIGURE) and client.transition(T.TRANSITION_ACTIVATE)
     wait_until(lambda: node._stats.count > 250, what="ticks driven by /joint_states")
@@ -121,9 +133,9 @@ def test_trigger_on_joint_states(make_node, mock_robot, tmp_path):
         "state_feedback: 'commanded' with trigger 'joint_states'; expected 'measured' (that trigger steps on each "
         "/joint_states message, from the measurement)"), bad.reason
     assert node.get_parameter("state_feedback").value == "measured" and node.loop.settings.state_feedback == "measured"
-    # the shipped loop_priority 50 raises the executor thread that runs the ticks (where permitted)
     tid = node._borrowed.applied_to
-    if tid is not None:
+    assert (tid is not None) == permitted, (permitted, node.loop_scheduling)
+    if permitted:
         assert node.loop_scheduling.startswith("SCHED_FIFO priority 50")
         assert os.sched_getscheduler(tid) == os.SCHED_FIFO and os.sched_getparam(tid).sched_priority == 50
     else:

@@ -94,10 +94,17 @@ def test_unknown_output_joint(panda):
 
 
 def test_tick_stats():
+    """40 ticks at 2 ms, the 31st 4 ms late (one late start); tick k lasts k us. The figures are over
+    the buffer (the last 16 ticks, k = 24..39), the late share over all ticks since reset."""
     s = TickStats(size=16)
     s.reset(0.002)
     for k in range(40):
-        s.record(0.002 * k + (0.004 if k >= 30 else 0.0), 1e-4 * (1 + k % 2))
+        s.record(0.002 * k + (0.004 if k >= 30 else 0.0), 1e-6 * k)
     out = s.summary()
-    assert s.late == 1 and 0 < out["late_pct"] < 3
-    assert 400 < out["rate_hz"] < 600 and out["tick_p50_us"] == pytest.approx(150.0, abs=51)
+    assert s.late == 1 and out["late_pct"] == pytest.approx(100.0 * 1 / 39)  # 39 gaps, one > 1.5 periods
+    # 15 periods between the starts of ticks 24 and 39: (0.078 + 0.004) - 0.048 s
+    assert out["rate_hz"] == pytest.approx(15 / (0.082 - 0.048))
+    # durations 24..39 us: median 31.5 (over all 40 ticks it would be 19.5), p99 24 + 0.99 * 15, max 39
+    assert out["tick_p50_us"] == pytest.approx(31.5)
+    assert out["tick_p99_us"] == pytest.approx(24 + 0.99 * 15)
+    assert out["tick_max_us"] == pytest.approx(39.0)

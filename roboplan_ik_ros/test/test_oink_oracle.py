@@ -16,7 +16,9 @@ agree to round-off amplified by H's conditioning: 1e-8 rad (measured <= 3e-9). W
 path stops once its residuals are below eps_abs + eps_rel * (the largest of |H dq|, |c|, |A^T y|) with
 eps = 1e-6; the slack problem's multipliers reach rho_1 = 100, so the dual residual may be ~1e-4, and
 dq is off by up to ~ residual / lambda_min(H) (>= ~0.05 away from singularities: the posture weight
-on the frame task's nullspace), exact on the box (clipped): 2e-3 rad (measured <= 5e-4).
+on the frame task's nullspace), exact on the box (clipped). Measured on these seeded samples: at most
+4.3e-4 rad (config d); the tolerance is 5e-4 rad, a fraction of a near-target step (which 2e-3 was
+not: a wrong step of that size passed).
 The geometry query (coal) is checked to its own tolerance, see _reference_self_collision.
 """
 
@@ -224,7 +226,7 @@ def _random_state(panda, rng, tasks):
 
 
 @pytest.mark.parametrize("assembly", ["compiled", "numpy"])
-@pytest.mark.parametrize("qp_solver, dq_tol", [("daqp", 1e-8), ("osqp", 2e-3)])
+@pytest.mark.parametrize("qp_solver, dq_tol", [("daqp", 1e-8), ("osqp", 5e-4)])
 @pytest.mark.parametrize("config", ["a", "b", "c", "d"])
 def test_fast_path_equals_the_reference(panda, config, qp_solver, dq_tol, assembly):
     """Both assemblies (the compiled kernel, the numpy path) against the reference."""

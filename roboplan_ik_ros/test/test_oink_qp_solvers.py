@@ -9,7 +9,8 @@ Tolerance: DAQP's dq is the exact optimum (rows hold to 1e-9). OSQP stops once i
 eps_abs + eps_rel * (the largest of |H dq|, |c|, |A^T y|), eps = 1e-6; the slack problem's multipliers
 reach rho_1 = 100, so its dual residual may be ~1e-4, and dq is off by up to residual / lambda_min(H)
 (>= ~0.05 away from singularities: the posture weight on the frame task's nullspace); the box holds
-exactly in both (clipped). Hence 2e-3 rad per joint (measured: see the printout, ~5e-4). Where OSQP
+exactly in both (clipped). Measured on these seeded samples (see the printout): at most 1.9e-4 rad
+(config b); the tolerance is 5e-4 rad per joint, below a near-target step (2e-3 was not). Where OSQP
 reports "solved inaccurate" or stops at max_iter (a recovery step is then still used if its iterate
 keeps every row, see solver.py, else it fails) its tolerance does not hold: those steps are counted,
 not compared (at most 5 %).
@@ -34,7 +35,7 @@ from roboplan_ik_ros.core.config import SolverConfig, from_mapping
 
 TIP = "panda_hand_tcp"
 DT = 0.01
-DQ_TOL = 2e-3  # [rad], see the module docstring
+DQ_TOL = 5e-4  # [rad], see the module docstring
 
 
 @pytest.fixture(scope="module")

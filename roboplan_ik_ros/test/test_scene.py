@@ -1,5 +1,7 @@
 """Scene: groups from the SRDF, limits, manifold operations, collisions and input validation."""
 
+import xml.etree.ElementTree as ET
+
 import numpy as np
 import pinocchio as pin
 import pytest
@@ -27,11 +29,20 @@ def test_panda_arm_group_from_srdf():
 
 
 def test_srdf_disabled_pairs_removed():
+    """The pairs checked are every pair of geometries on different joints whose links the SRDF does not
+    disable (derived here from the geometry list and the SRDF text)."""
     s = scene("panda")
-    names = {(s.collision_model.geometryObjects[p.first].name, s.collision_model.geometryObjects[p.second].name)
-             for p in s.collision_model.collisionPairs}
+    geoms = s.collision_model.geometryObjects
+    names = {(geoms[p.first].name, geoms[p.second].name) for p in s.collision_model.collisionPairs}
     assert ("panda_link0_0", "panda_link1_0") not in names  # adjacent, disabled in the SRDF
-    assert len(s.collision_model.collisionPairs) == 44
+    disabled = {frozenset((d.get("link1"), d.get("link2")))
+                for d in ET.fromstring(robot("panda").srdf_xml).iter("disable_collisions")}
+    link = [s.model.frames[g.parentFrame].name for g in geoms]
+    different_joints = [(a, b) for a in range(len(geoms)) for b in range(a + 1, len(geoms))
+                        if geoms[a].parentJoint != geoms[b].parentJoint]
+    expected = {(a, b) for a, b in different_joints if frozenset((link[a], link[b])) not in disabled}
+    assert {(min(p.first, p.second), max(p.first, p.second)) for p in s.collision_model.collisionPairs} == expected
+    assert 0 < len(expected) < len(different_joints)  # the SRDF disabled some, not all
 
 
 def test_default_state_is_collision_free_and_within_limits():

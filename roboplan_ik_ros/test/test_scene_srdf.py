@@ -2,6 +2,7 @@
 disable_collisions (collision pairs disabled automatically) and the notes the scene leaves for the log."""
 
 import functools
+import xml.etree.ElementTree as ET
 
 import numpy as np
 import pinocchio as pin
@@ -103,10 +104,35 @@ def test_group_link_missing_from_urdf_names_both_robots(group_xml, words):
     assert "'base_link'" in str(exc.value)  # the URDF's links are listed
 
 
+def adjacent_geometry_links(urdf_xml: str) -> set[tuple[str, str]]:
+    """(parent, child) link pairs with collision geometry on adjacent bodies, from the URDF text: a
+    body is a link with everything fixed to it; bodies are adjacent across one moving joint (every
+    body of the Jaco carries geometry, so no body is skipped)."""
+    root = ET.fromstring(urdf_xml)
+    with_geometry = {link.get("name") for link in root.findall("link") if link.findall("collision")}
+    parent = {j.find("child").get("link"): (j.find("parent").get("link"), j.get("type")) for j in root.findall("joint")}
+
+    def body(link: str) -> str:
+        while link in parent and parent[link][1] == "fixed":
+            link = parent[link][0]
+        return link
+
+    members: dict[str, set[str]] = {}
+    for link in with_geometry:
+        members.setdefault(body(link), set()).add(link)
+    pairs = set()
+    for child_body, links in members.items():
+        if child_body in parent:
+            pairs |= {(a, b) for a in members.get(body(parent[child_body][0]), ()) for b in links}
+    return pairs
+
+
 def test_jaco_without_disable_collisions_notes_the_disabled_pairs():
     s = scene_of(JACO)
     [adjacent] = [n for n in s.notes if "adjacent" in n]
-    assert adjacent.startswith("SRDF has no disable_collisions: disabled 10 ")
+    expected = adjacent_geometry_links(read(JACO[0]))
+    assert adjacent.startswith(f"SRDF has no disable_collisions: disabled {len(expected)} ")
+    assert all(f"'{a}/{b}'" in adjacent for a, b in expected), (sorted(expected), adjacent)
     assert "'j2s6s200_link_1/j2s6s200_link_2'" in adjacent
     assert any("random configurations" in n for n in s.notes)
     assert ("j2s6s200_link_1", "j2s6s200_link_2") not in active_link_pairs(s)
@@ -120,7 +146,18 @@ def test_jaco_typical_configurations_are_collision_free(convex_hulls):
     assert not s.in_collision(s.named_configuration("arm_up"))
     rng = np.random.default_rng(7)
     collisions = sum(s.in_collision(s.random_configuration(rng)) for _ in range(200))
-    assert collisions < 40  # a few folded configurations, not every one
+    # a few folded configurations, not every one (with its adjacent pairs active every one collides)
+    assert 0 < collisions < 200
+
+
+def test_jaco_hulls_find_every_collision_the_meshes_find():
+    """A convex hull contains its mesh: every random configuration in collision with the exact meshes
+    is in collision with the hulls too (the hulls are conservative)."""
+    hulls, meshes = scene_of(JACO), scene_of(JACO, False)
+    rng = np.random.default_rng(7)
+    qs = [hulls.random_configuration(rng) for _ in range(200)]
+    by_mesh = [k for k, q in enumerate(qs) if meshes.in_collision(q)]
+    assert by_mesh and all(hulls.in_collision(qs[k]) for k in by_mesh)
 
 
 def test_jaco_folded_onto_itself_is_still_in_collision():

@@ -2,7 +2,8 @@
 goals at once, fast_return=False, unreachable goals, input validation, and one iteration against a
 plain reference implementation of the formulation (so that speed work cannot change the math).
 
-No test is timed: every solve gets a generous max_time so that a loaded machine cannot fail it.
+No test is timed: max_restarts ends every solve (MAX_TIME is never reached), so a success count does
+not depend on the machine; fast_return=False runs to its max_time, a generous one.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from roboplan_ik_ros.core.simple_ik import solver as solver_module
 from roboplan_ik_ros.core.simple_ik.compiled_step import load_step_kernel
 from roboplan_ik_ros.core.simple_ik.solver import _CLAMP_ROUNDS
 
-MAX_TIME = 0.05  # [s] generous: the tests check correctness, not speed
+MAX_TIME = 10.0  # [s] never reached: max_restarts (100) ends a solve, so no outcome depends on the machine
 POS_TOL, ROT_TOL = 1e-3, 1e-3
 GOAL_SEED = 7  # goals; the solvers use SOLVER_SEED, a different stream (a restart must not replay a goal)
 SOLVER_SEED = 1234
@@ -187,7 +188,7 @@ def test_fast_return_false_is_at_least_as_near_to_the_seed(panda):
             break
     else:
         pytest.fail("no goal reached by the seeded attempt")
-    slow = panda_ik(s, fast_return=False, max_time=0.02).solve([goal], q0)
+    slow = panda_ik(s, fast_return=False, max_time=0.2).solve([goal], q0)  # generous: restarts happen
     assert slow.success and check.reached(slow.q, [goal])
     assert slow.restarts > 0  # it kept searching
     dist = lambda q: np.linalg.norm(s.difference(q0, q)[group.v_indices])  # noqa: E731
@@ -195,14 +196,23 @@ def test_fast_return_false_is_at_least_as_near_to_the_seed(panda):
 
 
 def test_fast_return_false_finds_a_solution_after_failed_seed_attempt(panda):
+    """Goals the seeded attempt alone does not reach (max_restarts 0 fails): with fast_return=False
+    the restarts find a solution. max_time 0.5 s is a generous budget for that (a restart takes ~1 ms);
+    the search runs to it."""
     s, check, q0 = panda
-    goals = random_goal_configurations(s, "arm", q0, 40, seed=17)
-    ik = panda_ik(s, fast_return=False, max_time=0.01)
-    for q_goal in goals[:5]:
+    seeded_only = panda_ik(s, max_restarts=0)
+    hard = []
+    for q_goal in random_goal_configurations(s, "arm", q0, 40, seed=17):
         goal = FrameGoal("panda_hand_tcp", check.pose(q_goal, "panda_hand_tcp"))
+        if not seeded_only.solve([goal], q0).success:
+            hard.append(goal)
+            if len(hard) == 2:
+                break
+    assert len(hard) == 2, "fewer than 2 goals that the seeded attempt misses"
+    ik = panda_ik(s, fast_return=False, max_time=0.5)
+    for goal in hard:
         res = ik.solve([goal], q0)
-        assert check.valid(res.q)
-        assert not res.success or check.reached(res.q, [goal])
+        assert res.success and res.restarts > 0 and check.reached(res.q, [goal]), res
 
 
 # ------------------------------------------------------------------------------- unreachable
@@ -287,8 +297,7 @@ def test_seed_outside_limits_two_goals(panda):
     q_seed = q0.copy()
     q_seed[3] = 1.0  # panda_joint4 is in [-3.07, -0.07]
     res = panda_ik(s).solve(goals, q_seed)
-    assert check.valid(res.q)
-    assert not res.success or check.reached(res.q, goals)
+    assert res.success and check.reached(res.q, goals), res  # q_goal reaches both: a solution exists
 
 
 def test_non_rotation_matrix(panda):
@@ -343,8 +352,7 @@ def test_options_per_call_and_zero_damping(panda):
     goal = FrameGoal("panda_hand_tcp", check.pose(q_goal, "panda_hand_tcp"))
     for damping in (0.0, 0.1, 0.001):
         res = ik.solve([goal], q0, SimpleIKOptions(group_name="arm", damping=damping, max_time=MAX_TIME))
-        assert check.valid(res.q)
-        assert not res.success or check.reached(res.q, [goal])
+        assert res.success and check.reached(res.q, [goal]), (damping, res)
 
 
 # ------------------------------------------------------------- one iteration vs the formulation

@@ -53,7 +53,7 @@ def test_goal_needing_a_larger_motion_fails_cleanly(panda):
     q_goal = q0.copy()
     q_goal[group.q_indices[0]] += 1.0
     goal = FrameGoal(TIP, check.pose(q_goal, TIP))
-    ik = SimpleIK(s, SimpleIKOptions(group_name="arm", max_time=0.02, seed=SOLVER_SEED))
+    ik = SimpleIK(s, SimpleIKOptions(group_name="arm", max_time=MAX_TIME, seed=SOLVER_SEED))
     assert ik.solve([goal], q0).success
     res = ik.solve_nearby([goal], q0, 0.1)
     assert not res.success and "no solution" in res.message
@@ -67,7 +67,7 @@ def test_nearby_does_not_change_later_solves(panda):
     q_goal = q0.copy()
     q_goal[group.q_indices[0]] += 1.0
     goal = FrameGoal(TIP, check.pose(q_goal, TIP))
-    ik = SimpleIK(s, SimpleIKOptions(group_name="arm", max_time=0.02, seed=SOLVER_SEED))
+    ik = SimpleIK(s, SimpleIKOptions(group_name="arm", max_time=MAX_TIME, seed=SOLVER_SEED))
     assert not ik.solve_nearby([goal], q0, 0.1).success
     res = ik.solve([goal], q0)
     assert res.success and np.abs(res.q - q0).max() > 0.3
@@ -233,7 +233,7 @@ def test_solve_global_honours_the_feasibility_callback(panda):
     """A callback that accepts only elbow-up answers (joint 4 above -2.0 rad, say) gets only such
     answers, each checked independently; the callback sees full configurations."""
     s, check, q0 = panda
-    ik = SimpleIK(s, SimpleIKOptions(group_name="arm", max_time=0.05, seed=SOLVER_SEED))
+    ik = SimpleIK(s, SimpleIKOptions(group_name="arm", max_time=MAX_TIME, seed=SOLVER_SEED))
     seen = []
 
     def feasible(q):
@@ -265,7 +265,7 @@ def test_solve_global_rejecting_everything_fails_cleanly(panda):
 def test_solve_global_does_not_start_from_the_seed(panda):
     """The seed is already a solution: solve returns it in 0 iterations, solve_global searches."""
     s, check, q0 = panda
-    ik = SimpleIK(s, SimpleIKOptions(group_name="arm", max_time=0.05, seed=SOLVER_SEED))
+    ik = SimpleIK(s, SimpleIKOptions(group_name="arm", max_time=MAX_TIME, seed=SOLVER_SEED))
     goal = FrameGoal(TIP, check.pose(q0, TIP))
     assert ik.solve([goal], q0).iterations == 0
     res = ik.solve_global([goal], q0)
