@@ -118,7 +118,9 @@ def test_a_twist_toward_full_stretch_slows_down_before_the_singularity_and_the_r
     assert kappas.max() <= HARD, f"kappa passed the hard threshold: {kappas.max():.3f} (command {kappas.argmax()})"
     assert kappas[-1] > LOWER
     assert reported and max(reported) <= HARD
-    assert 0.0 <= outward_per_period < 0.5 * SPEED, outward_per_period  # slowed down (scale < 0.5 there)
+    # slowed down to (nearly) a stop: the scale is below 0.5 above kappa 23.5 (the LM damping and the posture
+    # task's nullspace pull may leave a slight drift either way)
+    assert abs(outward_per_period) < 0.5 * SPEED, outward_per_period
 
     # the reverse twist: away from the singularity, never scaled: the arm moves back, kappa falls
     rig.wait_status(lambda s: s.motion_limit == "command_timeout", WAIT, "the stream timed out", since=t_stop)
