@@ -135,3 +135,62 @@ def test_a_twist_toward_full_stretch_slows_down_before_the_singularity_and_the_r
     rig.wait_status(lambda s: s.motion_limit == "command_timeout", WAIT, "the reverse stream timed out",
                     since=t_stop)
     rig.check()
+
+
+# ===================================================================================== the singularity barrier
+SIGMA_MIN = 0.06  # barriers[].sigma_min of the test's singularity barrier (README: ~ Servo's kappa 30 there)
+
+
+def _sigma_min(P, q7) -> float:
+    """The smallest singular value of the TCP's 6 x 7 Jacobian (LOCAL frame, as the barrier's row)."""
+    q = pin.neutral(P.model)
+    q[P.iq] = q7
+    J = pin.computeFrameJacobian(P.model, P.model.createData(), q, P.tip, pin.LOCAL)
+    cols = [P.model.joints[P.model.getJointId(f"panda_joint{i}")].idx_v for i in range(1, 8)]
+    return float(np.linalg.svd(J[:, cols], compute_uv=False)[-1])
+
+
+def test_the_singularity_barrier_stops_a_twist_stream_before_the_bound(rig):
+    """The QP-level alternative (``barriers[].type: singularity``) alone: the twist's own slow-down is moved
+    out of the way (thresholds 1000 / 2000), the same outward stream then stops where the barrier binds:
+    sigma_min of the TCP's Jacobian (this test's own) stays above the bound at every command."""
+    from geometry_msgs.msg import TwistStamped
+
+    def edit(data):
+        data["barriers"].append({"name": "singularity", "type": "singularity", "frame": TIP, "sigma_min": SIGMA_MIN})
+        data["node"]["streaming"].update(lower_singularity_threshold=1000.0, hard_stop_singularity_threshold=2000.0)
+
+    P = rig.panda
+    q_start = P.default.copy()
+    q_start[3] = -1.3
+    rig.start_mock(initial_positions=q_start.tolist())
+    rig.start_ik(write_config(rig.log_dir, node=NODE, edit=edit,
+                              drop_barriers=("self_collision", "workspace", "obstacles")))
+    pub = rig.node.create_publisher(TwistStamped, f"/{rig.ik.name}/ee/target_twist", 10)
+    rig.activate()
+    rig.wait(lambda: pub.get_subscription_count() > 0, WAIT, "the node's twist subscription")
+    rig.wait_mode("waiting_for_goal", WAIT, since=rig.events["activate_request"])
+    q0 = rig.measured()
+    assert _sigma_min(P, q0) > SIGMA_MIN + 0.02
+    u = _outward(P, q0)
+
+    t0 = time.perf_counter()
+    stream = TwistStream(rig, pub, u * SPEED / MAX_LINEAR_SPEED)
+    st = rig.wait_status(lambda s: s.motion_limit == "barrier" and "singularity" in s.motion_limit_reason, WAIT,
+                         "~/status: the singularity barrier binds", since=t0)
+    # the barrier lets sigma_min approach its bound at the class-K rate (gain 1/s): on until it is close
+    rig.wait(lambda: _sigma_min(P, rig.measured()) < SIGMA_MIN + 0.005, WAIT, f"sigma_min below {SIGMA_MIN + 0.005:g}")
+    t_near = time.perf_counter()
+    rig.wait_commands(250, since=t_near, timeout=WAIT)  # 0.5 s of commands more, still pushed outward
+    t_stop = stream.stop()
+    cmds = [c for _, c in rig.commands_between(t0, t_stop)]
+    sigmas = np.array([_sigma_min(P, c) for c in cmds])
+    tail = cmds[-51:]
+    outward_per_period = float((P.fk(tail[-1]).translation - P.fk(tail[0]).translation) @ u) / (50 * DT)
+    report("twist against the singularity barrier", commands=len(cmds), sigma_start=float(sigmas[0]),
+           sigma_min=float(sigmas.min()), bound=SIGMA_MIN, outward_speed_at_end=outward_per_period,
+           status=st.motion_limit_reason[:120])
+    assert sigmas.min() >= SIGMA_MIN - 1e-3, f"sigma_min {sigmas.min():.4f} below the bound (command {sigmas.argmin()})"
+    assert abs(outward_per_period) < 0.5 * SPEED, outward_per_period  # stopped there
+    rig.wait_status(lambda s: s.motion_limit == "command_timeout", WAIT, "the stream timed out", since=t_stop)
+    rig.check()
