@@ -40,18 +40,62 @@ def test_kinova_benchmarks_with_the_cores_collision_pairs(kinova):
         assert max(kinova.pose_errors(values, T)) < 1e-12
 
 
-def test_roboplan_joint_values_round_trip(kinova):
-    pytest.importorskip("roboplan")
-    from peers import RoboPlanGroupJoints, _roboplan_scene
+class _PinocchioLayoutScene:
+    """The part of RoboPlan's Scene that RoboPlanGroupJoints reads, with pinocchio's q layout (RoboPlan's
+    Scene is a pinocchio model: continuous joints as (cos, sin)): lets the conversion run without the peer."""
 
-    scene, _ = _roboplan_scene(kinova)
-    joints = RoboPlanGroupJoints(scene, kinova)
+    def __init__(self, robot) -> None:
+        self.model, self.robot = robot.model, robot
+
+    def getCurrentJointPositions(self):  # noqa: N802 - RoboPlan's name
+        return np.asarray(self.robot.q_ref, dtype=float).copy()
+
+    def getJointPositionIndices(self, names):  # noqa: N802
+        out = []
+        for n in names:
+            j = self.model.joints[self.model.getJointId(n)]
+            out += list(range(j.idx_q, j.idx_q + j.nq))
+        return out
+
+    def getJointGroupInfo(self, group):  # noqa: N802
+        assert group == self.robot.spec.group
+        return type("GroupInfo", (), {"q_indices": self.getJointPositionIndices(self.robot.joints)})()
+
+
+def _check_round_trip(joints, kinova) -> None:
     values = kinova.random_values(np.random.default_rng(3))
     q_group = joints.to_group(values)
     assert len(q_group) == 9  # three continuous joints as (cos, sin)
     assert np.allclose(joints.from_group(q_group), values)
     full = joints.to_full(values)
     assert np.allclose(joints.of_full(full), values)
+    # angles beyond (-pi, pi] of the continuous joints come back wrapped, the others as given
+    shifted = values + np.where(kinova.continuous, 2.0 * np.pi, 0.0)
+    assert np.allclose(joints.from_group(joints.to_group(shifted)), values)
+
+
+def test_roboplan_joint_values_round_trip_without_the_peer(kinova):
+    """RoboPlanGroupJoints on a stand-in scene with pinocchio's q layout (the peer is absent in CI)."""
+    from peers import RoboPlanGroupJoints
+
+    joints = RoboPlanGroupJoints(_PinocchioLayoutScene(kinova), kinova)
+    _check_round_trip(joints, kinova)
+    # the full q is the benchmark's own: the same configuration, the joints outside the group at the reference
+    values = kinova.random_values(np.random.default_rng(4))
+    assert np.allclose(joints.to_full(values), kinova.full_q(values))
+
+
+def test_roboplan_joint_values_round_trip(kinova):
+    """The same with RoboPlan's own Scene (needs the peer: ``make bench`` installs it), whose q layout
+    must be the stand-in's."""
+    pytest.importorskip("roboplan", reason="the optional peer roboplan is not installed (requirements-bench.txt)")
+    from peers import RoboPlanGroupJoints, _roboplan_scene
+
+    scene, _ = _roboplan_scene(kinova)
+    joints = RoboPlanGroupJoints(scene, kinova)
+    stand_in = RoboPlanGroupJoints(_PinocchioLayoutScene(kinova), kinova)
+    assert np.array_equal(joints.q_joint, stand_in.q_joint) and np.array_equal(joints.q_group, stand_in.q_group)
+    _check_round_trip(joints, kinova)
 
 
 def test_rss_verdict():

@@ -70,7 +70,7 @@ from scipy.linalg.lapack import dposv
 from ..errors import InvalidInputError, check_positive
 from ..model.joint_group import JointGroup
 from ..oink.tasks.frame_task import as_se3
-from ..model.scene import Scene
+from ..model.scene import Scene, collision_check_data
 from .objectives import AxisGoal, BoundObjective, PointGoal
 from .objectives import bind as bind_objective
 from .null_space import Manipulability, joint_limit_gradient, project_into_null_space
@@ -487,7 +487,7 @@ class SimpleIK:
         self.options.validate()
         self.scene = scene
         self.group = scene.group(self.options.group_name)
-        self.data, self.geom_data = scene.create_data()
+        self.data, self.geom_data = scene.model.createData(), collision_check_data(scene.collision_model)
         self._collision_manager = _collision_manager(scene, self.geom_data)
         self._has_collision_pairs = len(scene.collision_model.collisionPairs) > 0  # as geom_data
         self._geometry_version = scene.collision_structure_version  # both remade when obstacles come or go
@@ -784,7 +784,7 @@ class SimpleIK:
     def _in_collision(self, q: np.ndarray) -> bool:
         """Self-collision or contact with an obstacle of the scene (its obstacles of now)."""
         if self._geometry_version != self.scene.collision_structure_version:
-            self.geom_data = pin.GeometryData(self.scene.collision_model)
+            self.geom_data = collision_check_data(self.scene.collision_model)
             self._collision_manager = _collision_manager(self.scene, self.geom_data)
             self._has_collision_pairs = len(self.scene.collision_model.collisionPairs) > 0
             self._geometry_version = self.scene.collision_structure_version
