@@ -243,7 +243,7 @@ def run_child(config: str, stats_out: str, capacity: int, spawned_at: float) -> 
 
     from roboplan_ik_ros.node.diagnostics import TickStats
     from roboplan_ik_ros.node.ik_controller import IKControllerNode
-from roboplan_ik_ros.node.spin import make_executor, spin_until_shutdown
+    from roboplan_ik_ros.node.spin import make_executor, spin_until_shutdown
 
     t_imported = time.time()
     apply_variant(os.environ.get(VARIANT_ENV, "full"))
