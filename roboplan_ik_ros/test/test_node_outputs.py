@@ -100,4 +100,5 @@ def test_tick_stats():
         s.record(0.002 * k + (0.004 if k >= 30 else 0.0), 1e-4 * (1 + k % 2))
     out = s.summary()
     assert s.late == 1 and 0 < out["late_pct"] < 3
+    assert (out["ticks"], out["late_ticks"]) == (40, 1)  # since reset, not the buffer's 16
     assert 400 < out["rate_hz"] < 600 and out["tick_p50_us"] == pytest.approx(150.0, abs=51)
