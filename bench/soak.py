@@ -523,6 +523,10 @@ def run(args) -> int:
         print("[soak] interrupted: the figures cover the run so far")
         diag_last = obs.take()
         status = 0
+    except Exception as exc:  # a process died, a start-up failed: say so, keep what was sampled
+        meta["error"] = f"{type(exc).__name__}: {exc}"
+        print(f"[soak] FAILED: {meta['error']}")
+        diag_last = obs.take()
     finally:
         stream.stop()
         bn.stop_processes(child, mock)
