@@ -19,6 +19,8 @@ BENCH_NODE_ARGS ?= --load --service-pairs 3 --duration 15
 SOAK_DURATION ?= 3600
 SOAK_OUT ?= build/soak
 SOAK_ARGS ?=
+# an hour-long run would likely meet a test run's domain (scripts/env.sh picks 1-100): 101 unless set
+SOAK_DOMAIN_ID ?= $(or $(ROBOPLAN_ROS_DOMAIN_ID),101)
 
 .PHONY: help bootstrap demo test bench soak clean distclean
 
@@ -58,7 +60,7 @@ bench:
 soak:
 	@BENCH=1 scripts/bootstrap.sh
 	@mkdir -p $(SOAK_OUT)
-	@$(WITH_ENV) $(PY) bench/soak.py --duration $(SOAK_DURATION) --out $(SOAK_OUT) $(SOAK_ARGS)
+	@export ROBOPLAN_ROS_DOMAIN_ID=$(SOAK_DOMAIN_ID); $(WITH_ENV) $(PY) bench/soak.py --duration $(SOAK_DURATION) --out $(SOAK_OUT) $(SOAK_ARGS)
 
 clean:
 	rm -rf build .pytest_cache roboplan_ik_ros/.pytest_cache roboplan_ik_ros/*.egg-info
