@@ -68,8 +68,10 @@ SERIES = ("t_s", "rss_mb", "worker_rss_mb", "tick_p50_us", "tick_p99_us", "tick_
 
 
 def soak_config(rate: float) -> dict:
-    """The shipped panda.yaml (bench_node's config (c), timer trigger) + the post as a YAML obstacle."""
-    data = bn.node_config("c", "timer", rate)
+    """The shipped panda.yaml (as bench_node's config (c), timer trigger) + the post as a YAML obstacle. This
+    tree's file: the venv's ament share may hold another tree's (a shared venv), with keys this code lacks."""
+    data = yaml.safe_load((REPO / "roboplan_ik_ros" / "config" / "panda.yaml").read_text())
+    data.setdefault("node", {}).update(control_rate_hz=float(rate), trigger="timer")
     data["obstacles"] = list(data.get("obstacles", [])) + [dict(POST)]
     return data
 
