@@ -331,7 +331,10 @@ def print_summary(sm: dict, args, counters: dict, extra: dict) -> None:
         ["~/solve_ik calls / failures (node)", f"{sm['solve_ik_calls']} / {sm['solve_ik_failures']}"],
         ["closest obstacle min / median", f"{sm['closest_obstacle_min_m'] * 1e3:.1f} / "
                                           f"{sm['closest_obstacle_median_m'] * 1e3:.1f} mm (d_min 20 mm)"],
-        ["strict drive (mock)", f"{extra['drive'].get('state', '?')}, lost {extra['drive'].get('lost_commands', '?')}"],
+        ["strict drive (mock)", f"{extra['drive'].get('state', '?')}, {extra['drive'].get('streams', '?')} streams, lost "
+                                f"{extra['drive'].get('lost_commands', '?')}"
+                                + (f"; {(extra['drive'].get('violation') or {}).get('message', '')}"
+                                   if extra['drive'].get('state') == 'faulted' else "")],
         ["bench: longest gap between twists", f"{sm['twist_gap_max_ms']:.1f} ms ({sm['bench_twist_gaps_over_50ms']} s "
                                               f"with a gap > 50 ms; sampling took at most {sm['sample_ms_max']:.1f} ms)"],
         ["load average (1 min) mean / min / max", f"{sm['load1_mean']:.2f} / {sm['load1_min']:.2f} / "
