@@ -15,16 +15,23 @@ BENCH_OUT ?= build/bench
 # bench_node: also the busy-core and ~/solve_ik-stream runs, the latter as 3 interleaved idle/service pairs
 # (every node target; ~11 of the ~14 minutes)
 BENCH_NODE_ARGS ?= --load --service-pairs 3 --duration 15
+# soak: the node for SOAK_DURATION s under a twist, a pose and a ~/solve_ik stream (JSON, PNG in $(SOAK_OUT)/)
+SOAK_DURATION ?= 3600
+SOAK_OUT ?= build/soak
+SOAK_ARGS ?=
+# an hour-long run would likely meet a test run's domain (scripts/env.sh picks 1-100): 101 unless set
+SOAK_DOMAIN_ID ?= $(or $(ROBOPLAN_ROS_DOMAIN_ID),101)
 
 CHAOS_CYCLES ?= 200
 
-.PHONY: help bootstrap demo test chaos bench clean distclean
+.PHONY: help bootstrap demo test chaos bench soak clean distclean
 
 help:
 	@echo "make demo       bootstrap .venv if needed, then run the IK demo (ARGS=... passed on)"
 	@echo "make test       bootstrap .venv if needed, then run the test suite (PYTEST_ARGS=...)"
 	@echo "make chaos      the chaos tests long: CHAOS_CYCLES=$(CHAOS_CYCLES) lifecycle cycles under load (PYTEST_ARGS=...)"
 	@echo "make bench      also install requirements-bench.txt, run bench/*.py (JSON in $(BENCH_OUT)/; ~14 min)"
+	@echo "make soak       the node for SOAK_DURATION=$(SOAK_DURATION) s under every input; RSS, ticks, lost commands (JSON, PNG in $(SOAK_OUT)/)"
 	@echo "make bootstrap  only create/refresh .venv"
 	@echo "make clean      remove build/ and caches;  make distclean: also .venv"
 
@@ -57,6 +64,11 @@ bench:
 		extra=""; if [ "$$(basename $$s)" = bench_node.py ]; then extra="$(BENCH_NODE_ARGS)"; fi; \
 		$(PY) $$s --json $$out $$extra; \
 	done
+
+soak:
+	@BENCH=1 scripts/bootstrap.sh
+	@mkdir -p $(SOAK_OUT)
+	@export ROBOPLAN_ROS_DOMAIN_ID=$(SOAK_DOMAIN_ID); $(WITH_ENV) $(PY) bench/soak.py --duration $(SOAK_DURATION) --out $(SOAK_OUT) $(SOAK_ARGS)
 
 clean:
 	rm -rf build .pytest_cache roboplan_ik_ros/.pytest_cache roboplan_ik_ros/*.egg-info

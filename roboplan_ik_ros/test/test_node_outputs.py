@@ -108,3 +108,4 @@ def test_tick_stats():
     assert out["tick_p50_us"] == pytest.approx(31.5)
     assert out["tick_p99_us"] == pytest.approx(24 + 0.99 * 15)
     assert out["tick_max_us"] == pytest.approx(39.0)
+    assert (out["ticks"], out["late_ticks"]) == (40, 1)  # since reset, not the buffer's 16

@@ -49,10 +49,13 @@ class TickStats:
         self.count += 1
 
     def summary(self) -> dict[str, float]:
-        """Rate [Hz] over the buffer, tick duration p50/p99/max [us], late share [%] since reset."""
+        """Rate [Hz] over the buffer, tick duration p50/p99/max [us], late share [%] since reset, and
+        the counts since reset (ticks, late ticks): an observer takes the on-time share of any window
+        from two readings."""
         n = min(self.count, self.size)
         if n < 2:
-            return {"rate_hz": 0.0, "tick_p50_us": 0.0, "tick_p99_us": 0.0, "tick_max_us": 0.0, "late_pct": 0.0}
+            return {"rate_hz": 0.0, "tick_p50_us": 0.0, "tick_p99_us": 0.0, "tick_max_us": 0.0, "late_pct": 0.0,
+                    "ticks": self.count, "late_ticks": self.late}
         idx = (np.arange(self.count - n, self.count)) % self.size
         starts = self.starts[idx]
         d = self.durations[idx] * 1e6
@@ -63,6 +66,8 @@ class TickStats:
             "tick_p99_us": float(np.percentile(d, 99)),
             "tick_max_us": float(d.max()),
             "late_pct": 100.0 * self.late / max(1, self.count - 1),
+            "ticks": self.count,
+            "late_ticks": self.late,
         }
 
 

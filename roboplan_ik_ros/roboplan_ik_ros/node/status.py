@@ -131,6 +131,8 @@ def diagnostics_report(snap: LoopSnapshot, summary: dict[str, float], node_cfg, 
         ("tick_p99_us", f"{summary['tick_p99_us']:.0f}"),
         ("tick_max_us", f"{summary['tick_max_us']:.0f}"),
         ("late_ticks_pct", f"{summary['late_pct']:.2f}"),
+        ("ticks", str(summary["ticks"])),  # since activation
+        ("late_ticks", str(summary["late_ticks"])),
         ("loop_scheduling", loop_scheduling),
         ("state_feedback", node_cfg.state_feedback),
         ("stale_behavior", node_cfg.stale_behavior),
