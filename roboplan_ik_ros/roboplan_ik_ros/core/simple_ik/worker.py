@@ -266,10 +266,16 @@ def start_forkserver(timeout: float = 60.0) -> None:
     signal raises KeyboardInterrupt there); and it starts in a fraction of a spawn's time. Returns once
     the server runs (at most ``timeout`` [s]: a loaded machine imports pinocchio slowly)."""
     ctx = multiprocessing.get_context("forkserver")
-    # a forked child still runs the parent's main module (as __mp_main__) before its target: preloaded too,
-    # its imports are done and re-running its body takes milliseconds
+    # a forked child still runs the parent's main module (as __mp_main__) before its target: what that module
+    # imported (its package's modules, rclpy) is preloaded, so re-running its body takes milliseconds. Not the
+    # module itself: run again while already imported, runpy warns of "unpredictable behaviour"
     main_spec = getattr(sys.modules.get("__main__"), "__spec__", None)
-    ctx.set_forkserver_preload([__name__, *([main_spec.name] if main_spec is not None and main_spec.name else [])])
+    preload = [__name__]
+    if main_spec is not None and main_spec.name:
+        roots = {main_spec.name.split(".")[0], "rclpy"}
+        preload += sorted(n for n, m in list(sys.modules.items())
+                          if m is not None and n != main_spec.name and n.split(".")[0] in roots)
+    ctx.set_forkserver_preload(preload)
     # a first (empty) child: returns once the server has preloaded and ignores SIGINT itself (until then a
     # Ctrl-C would interrupt its imports), so from here on no start of a worker can be interrupted
     probe = ctx.Process(target=_noop, name="forkserver_probe", daemon=True)
