@@ -301,18 +301,24 @@ class ControlLoop:
     def holding(self) -> bool:
         return self.mode not in MOVING_MODES
 
-    def _reseed(self) -> None:
-        """A new command stream at the measured position; every target there; wait for a goal."""
-        cmd = self.guard.reseed(self.state.measured)
+    def _reseed(self, q: np.ndarray | None = None) -> None:
+        """A new command stream at ``q`` (default: the measured position); every target there; wait for a goal."""
+        cmd = self.guard.reseed(self.state.measured if q is None else q)
         self.ctrl.hold_at(cmd)
         self._retarget_all()
         self._reseed_pending = False
         self.last_outcome = None  # no step from this pose yet: nothing to report about it
         self.counts.reseeds += 1
         self.mode, self.hold_reason = WAITING_FOR_GOAL, "waiting for a goal (holding the current pose)"
-        self.log("info", "command stream (re)started at the measured position; holding it until a goal arrives")
+        self.log("info", f"command stream (re)started at {'the measured position' if q is None else 'the last command'}; "
+                         "holding it until a goal arrives")
         if self.paused:  # a re-seed (joint states back after stale) keeps a pause
             self.mode, self.hold_reason = PAUSED, "paused (~/pause): inputs are refused until resumed"
+
+    def _near_last_command(self) -> bool:
+        """The measured group joints are within max_state_divergence of the last command."""
+        gq = self.group.q_indices
+        return bool(np.abs(self.state.measured[gq] - self.guard.last[gq]).max() <= self.settings.max_state_divergence)
 
     def _retarget_all(self) -> None:
         """Every follower at its task's current target (set by hold_at); no stream; wait for an input."""
@@ -743,7 +749,13 @@ class ControlLoop:
                 self.hold_reason = (f"joint states are back: waiting for the robot to be still (every joint "
                                     f"within {s.reseed_tolerance:g} for {s.reseed_settle_time:g} s) before re-seeding")
                 return TickResult(s.stale_behavior == "hold", guard.last, guard.last)
-            self._reseed()
+            if self.mode == STALE and guard.started and self._near_last_command():
+                # The drive kept holding the last command (a ros2_control controller does) and the still robot
+                # is within max_state_divergence of it (its tracking error): continue from the last command.
+                # A re-seed at the measurement would command the drive a step away from what it holds.
+                self._reseed(guard.last.copy())
+            else:  # first start, or a driver that restarted elsewhere: start where the robot is
+                self._reseed()
             return TickResult(True, guard.last, guard.last)
         self._previous[:] = guard.last
         q = self._start_state()
