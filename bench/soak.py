@@ -340,7 +340,7 @@ def print_summary(sm: dict, args, counters: dict, extra: dict) -> None:
         ["load average (1 min) mean / min / max", f"{sm['load1_mean']:.2f} / {sm['load1_min']:.2f} / "
                                                   f"{sm['load1_max']:.2f}"],
     ]
-    print_table(f"Soak: ik_controller at {args.rate:g} Hz, {args.duration:g} s, twist {args.twist_hz:g} Hz + pose "
+    print_table(f"Soak: ik_controller at {args.rate:g} Hz, {sm.get('ran_s', args.duration):.0f} s of {args.duration:g}, twist {args.twist_hz:g} Hz + pose "
                 f"{args.pose_hz:g} Hz + ~/solve_ik {args.service_rate:g}/s, obstacles", ["figure", "value"], rows)
     print("counters at the end (/diagnostics): " + ", ".join(f"{k} {v}" for k, v in counters.items()))
 
@@ -562,6 +562,7 @@ def run(args) -> int:
                     errors="replace").splitlines()))
     summary = summarize(sampler.series, args.warmup, args.rate, diag_first, diag_last)
     print(f"[soak] {meta['machine_end']}")
+    summary["ran_s"] = float(sampler.series["t_s"][-1])
     print_summary(summary, args, counters, {"lost_supported": obs.lost_supported, "drive": drive,
                                             "codes": dict(stream.codes)})
     print(f"modes (~/status samples): {obs.modes}; motion_limit codes: {obs.motion_limits}; "
@@ -569,7 +570,8 @@ def run(args) -> int:
     (out / "soak.json").write_text(json.dumps({"meta": meta, "summary": summary, "series": sampler.series},
                                               default=float))
     slope = summary["rss_slope_mb_per_min"]
-    title = (f"ik_controller soak at {args.rate:g} Hz, {args.duration / 60:.3g} min (warm-up {args.warmup:g} s shaded), "
+    ran_s = float(sampler.series["t_s"][-1])  # less than --duration when the run ended early
+    title = (f"ik_controller soak at {args.rate:g} Hz, {ran_s / 60:.3g} min (warm-up {args.warmup:g} s shaded), "
              f"commit {meta['commit'].split()[0]}\nafter warm-up: RSS slope "
              + ("-" if slope is None else f"{slope:+.4f}") + f" MB/min, tick p50/p99 {summary['tick_p50_us']:.0f}/"
              f"{summary['tick_p99_us']:.0f} us (max {summary['tick_max_us'] / 1e3:.1f} ms), on time "
