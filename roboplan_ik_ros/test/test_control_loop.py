@@ -283,34 +283,39 @@ def test_after_an_outage_the_reseed_waits_for_the_robot_to_be_still(panda):
     assert not np.array_equal(q_stalled[g.q_indices], last_sent)  # (the stalled measurement was elsewhere)
 
 
-def test_after_an_outage_a_lagging_robot_near_the_last_command_continues_from_it(panda):
-    """A lagging robot (first-order, 0.1 s) that loses its /joint_states mid-motion: the drive holds the last
-    command and the robot settles behind it by its tracking error. The stream continues from the last
-    command (what the drive holds), not from the measurement: a step there is a strict drive's jerk fault
-    (55 518 rad/s^3 in the long chaos run)."""
-    loop = make_loop(panda)
+@pytest.mark.parametrize("behavior", ["stop", "hold"])
+def test_after_an_outage_a_lagging_robot_gets_no_step(panda, behavior):
+    """A lagging robot (first-order, 0.1 s) that loses its /joint_states mid-motion settles behind the last
+    command. stop: nothing is published for at least reseed_settle_time (the drive's stream has ended),
+    then a new stream starts at the robot's position; hold: the stream never ended, so it continues from
+    the last command (a step to the measurement within a running stream: a strict drive's jerk fault,
+    55 518 rad/s^3 in the long chaos run)."""
+    loop = make_loop(panda, stale_behavior=behavior)
     robot = SimRobot(loop, panda.named_configuration("default"), lag=0.1)
     assert loop.activate(robot.t) == ""
     T0 = robot.tcp()
     loop.set_pose_goal("ee", pin.SE3(T0.rotation, T0.translation + np.array([0.0, 0.15, -0.1])))
     g = loop.group
     robot.tick(100)  # moving, the robot behind its commands
-    n_before = len(robot.commands)
-    robot.tick(int(1.2 * loop.settings.state_timeout / loop.dt), measure=False)  # no measurements: stale
-    assert loop.mode == STALE
+    t_stale = None
+    for _ in range(int(1.2 * loop.settings.state_timeout / loop.dt)):  # no measurements: stale
+        robot.tick(1, measure=False)
+        if t_stale is None and loop.mode == STALE:
+            t_stale = robot.t
     last = robot.commands[-1].copy()
-    assert len(robot.commands) > n_before
-    # the drive holds the last command: the lagging robot converges toward it (measured again)
     n = len(robot.commands)
-    while loop.mode == STALE:
+    while loop.mode == STALE:  # measured again: the robot converges toward what the drive holds
         robot.tick(1)
-        assert len(robot.commands) == n or loop.mode != STALE  # nothing published while waiting
-    offset = np.abs(robot.q[g.q_indices] - last).max()
-    assert 1e-5 < offset <= loop.settings.max_state_divergence  # the robot is still behind, within its lag
+    first = robot.commands[n] if behavior == "stop" else robot.commands[-1]
+    if behavior == "stop":
+        assert len(robot.commands) == n + 1  # nothing while stale, then the new stream's first command
+        assert robot.t - t_stale >= loop.settings.reseed_settle_time  # the old stream has ended by then
+        assert np.array_equal(first, robot.q[g.q_indices])  # from rest, where the robot is
+        assert 1e-5 < np.abs(first - last).max() <= loop.settings.max_state_divergence  # (it lagged)
+    else:
+        assert np.array_equal(first, last)  # the running stream goes on: no step
     robot.tick(50)
-    after = np.array(robot.commands[n:])
-    assert len(after) > 0 and loop.mode == WAITING_FOR_GOAL
-    assert np.abs(after - last).max() == 0.0  # the stream continued from the last command: no step
+    assert loop.mode == WAITING_FOR_GOAL and np.abs(np.array(robot.commands[-50:]) - first).max() == 0.0
 
 
 # ----------------------------------------------------------------------------- lagging robot

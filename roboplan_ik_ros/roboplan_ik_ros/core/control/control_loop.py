@@ -99,7 +99,7 @@ class LoopConfig:
     stale_behavior: str = "stop"  # stop (publish nothing) | hold (repeat the last command)
     joint_limit_tolerance: float = 0.01  # [rad or m] measurements further outside their limits are rejected
     # after a stale episode: re-seed once every joint stayed within reseed_tolerance for reseed_settle_time
-    reseed_settle_time: float = 0.05  # [s]
+    reseed_settle_time: float = 0.15  # [s] (also the least time without a command before a new stream: stop)
     reseed_tolerance: float = 0.0005  # [rad or m]
     max_goal_distance: Union[None, float] = None  # [m] from the arm's first joint; null = 2x its reach
     goal_smoothing: GoalSmoothingConfig = field(default_factory=GoalSmoothingConfig)
@@ -749,13 +749,14 @@ class ControlLoop:
                 self.hold_reason = (f"joint states are back: waiting for the robot to be still (every joint "
                                     f"within {s.reseed_tolerance:g} for {s.reseed_settle_time:g} s) before re-seeding")
                 return TickResult(s.stale_behavior == "hold", guard.last, guard.last)
-            if self.mode == STALE and guard.started and self._near_last_command():
-                # The drive kept holding the last command (a ros2_control controller does) and the still robot
-                # is within max_state_divergence of it (its tracking error): continue from the last command.
-                # A re-seed at the measurement would command the drive a step away from what it holds.
+            if (self.mode == STALE and s.stale_behavior == "hold" and guard.started
+                    and self._near_last_command()):
+                # hold: the stream never ended (the last command was repeated), and the still robot is within
+                # max_state_divergence of it (its tracking error): the stream goes on from there. A re-seed at
+                # the measurement would be a step within a running stream.
                 self._reseed(guard.last.copy())
-            else:  # first start, or a driver that restarted elsewhere: start where the robot is
-                self._reseed()
+            else:  # stop: the stream ended reseed_settle_time ago at least; a new one starts, from rest, where
+                self._reseed()  # the robot is (a driver that restarted elsewhere included)
             return TickResult(True, guard.last, guard.last)
         self._previous[:] = guard.last
         q = self._start_state()
