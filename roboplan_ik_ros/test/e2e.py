@@ -123,6 +123,26 @@ def pose_errors(T_goal: pin.SE3, T: pin.SE3) -> tuple[float, float]:
             float(np.linalg.norm(pin.log3(T_goal.rotation.T @ T.rotation))))
 
 
+def pose_goal_msg(T: pin.SE3, tip: str = TIP, frame: str = ROOT_FRAME):
+    """A roboplan_ik_interfaces/PoseGoal for ``tip`` at ``T`` in ``frame`` (~/solve_ik, ~/solve_path requests)."""
+    from roboplan_ik_interfaces.msg import PoseGoal
+
+    g = PoseGoal(tip_frame=tip)
+    g.pose.header.frame_id = frame
+    g.pose.pose.position.x, g.pose.pose.position.y, g.pose.pose.position.z = (float(x) for x in T.translation)
+    q = pin.Quaternion(T.rotation)
+    g.pose.pose.orientation.x, g.pose.pose.orientation.y = float(q.x), float(q.y)
+    g.pose.pose.orientation.z, g.pose.pose.orientation.w = float(q.z), float(q.w)
+    return g
+
+
+def seed_msg(q7):
+    """A sensor_msgs/JointState seed of the 7 arm joints."""
+    from sensor_msgs.msg import JointState
+
+    return JointState(name=list(ARM), position=[float(x) for x in q7])
+
+
 def box_margins(p) -> np.ndarray:
     """Signed distances of point ``p`` to the workspace faces (x, y, z lower, then upper); < 0 outside."""
     lo, hi = WORKSPACE

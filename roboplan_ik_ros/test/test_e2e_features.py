@@ -26,7 +26,8 @@ import numpy as np
 import pinocchio as pin
 
 import e2e
-from e2e import ARM, ROOT_FRAME, TIP, Rig, panda, pose_errors, report, write_config, rig  # noqa: F401 - fixture
+from e2e import (ARM, ROOT_FRAME, TIP, Rig, panda, pose_errors, pose_goal_msg, report, rig,  # noqa: F401 - fixture
+                 seed_msg, write_config)
 
 WAIT = 60.0  # [s] generous timeout for something to happen
 NODE = {"activation_timeout": 20.0}
@@ -67,24 +68,6 @@ def _descends_from(pid: int, ancestor: int) -> bool:
         if pid == ancestor:
             return True
     return False
-
-
-def _pose_goal(T: pin.SE3):
-    from roboplan_ik_interfaces.msg import PoseGoal
-
-    g = PoseGoal(tip_frame=TIP)
-    g.pose.header.frame_id = ROOT_FRAME
-    g.pose.pose.position.x, g.pose.pose.position.y, g.pose.pose.position.z = (float(x) for x in T.translation)
-    q = pin.Quaternion(T.rotation)
-    g.pose.pose.orientation.x, g.pose.pose.orientation.y = float(q.x), float(q.y)
-    g.pose.pose.orientation.z, g.pose.pose.orientation.w = float(q.z), float(q.w)
-    return g
-
-
-def _seed(q7):
-    from sensor_msgs.msg import JointState
-
-    return JointState(name=list(ARM), position=[float(x) for x in q7])
 
 
 def _solution(rig: Rig, res) -> np.ndarray:
@@ -174,7 +157,7 @@ def test_the_ik_worker_killed_mid_request_answers_not_ready_and_a_restarted_work
     far = pin.SE3(T0.rotation, T0.translation + [2.0, 0.0, 0.0])
     rig.wait(client.service_is_ready, WAIT, "~/solve_ik")
     cpu0 = _cpu_seconds(pid)
-    call = _Async(client, SolveIK.Request(goals=[_pose_goal(far)], seed=_seed(q0), max_time=10.0))
+    call = _Async(client, SolveIK.Request(goals=[pose_goal_msg(far)], seed=seed_msg(q0), max_time=10.0))
     # in flight in the worker: it burns CPU (idle it sleeps), and no answer yet
     rig.wait(lambda: _cpu_seconds(pid) - cpu0 >= 0.05 or call.done.is_set(), WAIT, "the worker solving the request")
     rig.require(not call.done.is_set(), f"answered before the kill: {call.future.result()}")
@@ -192,7 +175,7 @@ def test_the_ik_worker_killed_mid_request_answers_not_ready_and_a_restarted_work
     assert new_pid != pid and _descends_from(new_pid, rig.ik.popen.pid)
     # a reachable goal: 5 cm beside the start
     goal = pin.SE3(T0.rotation, T0.translation + [0.0, 0.05, 0.0])
-    res = rig.call(client, SolveIK.Request(goals=[_pose_goal(goal)], seed=_seed(q0), max_time=1.0), WAIT,
+    res = rig.call(client, SolveIK.Request(goals=[pose_goal_msg(goal)], seed=seed_msg(q0), max_time=1.0), WAIT,
                    "~/solve_ik")
     assert res.success and res.error_code == SolveIK.Response.SUCCESS, res.message
     assert pose_errors(goal, rig.panda.fk(_solution(rig, res)))[0] <= 1e-3
@@ -221,7 +204,7 @@ def test_every_simple_ik_method_solves_a_reachable_goal_to_the_configured_tolera
     T_goal = P.fk(q_seed + np.array([0.2, -0.15, 0.1, 0.25, -0.1, 0.2, 0.3]))
     answers = {}
     for method in METHODS:
-        res = rig.call(client, SolveIK.Request(goals=[_pose_goal(T_goal)], seed=_seed(q_seed), method=method,
+        res = rig.call(client, SolveIK.Request(goals=[pose_goal_msg(T_goal)], seed=seed_msg(q_seed), method=method,
                                                max_time=2.0), WAIT, f"~/solve_ik {method}")
         assert res.success and res.error_code == SolveIK.Response.SUCCESS, (method, res.message)
         q = _solution(rig, res)
@@ -231,7 +214,7 @@ def test_every_simple_ik_method_solves_a_reachable_goal_to_the_configured_tolera
         report(f"solve_ik method {method}", position_error_m=e_pos, orientation_error_rad=e_rot)
     # the method reaches the solver: Chan's error-scaled damping takes other steps than dls
     assert np.abs(answers["lm_chan"] - answers["dls"]).max() > 0.0
-    res = rig.call(client, SolveIK.Request(goals=[_pose_goal(T_goal)], seed=_seed(q_seed), method="lm_bogus"),
+    res = rig.call(client, SolveIK.Request(goals=[pose_goal_msg(T_goal)], seed=seed_msg(q_seed), method="lm_bogus"),
                    WAIT, "~/solve_ik lm_bogus")
     assert res.error_code == SolveIK.Response.INVALID_REQUEST and "lm_bogus" in res.message, res.message
     assert all(m in res.message for m in METHODS), res.message

@@ -30,7 +30,8 @@ import coal
 import numpy as np
 import pinocchio as pin
 
-from e2e import ARM, ROOT_FRAME, TIP, Rig, panda, pose_errors, report, write_config, rig  # noqa: F401 - fixture
+from e2e import (ARM, ROOT_FRAME, TIP, Rig, panda, pose_errors, pose_goal_msg, report, rig,  # noqa: F401 - fixture
+                 seed_msg, write_config)
 from test_node_obstacles import Objects, box
 
 WAIT = 60.0
@@ -116,24 +117,6 @@ def _start(rig: Rig) -> Objects:
     return Objects(rig)
 
 
-def _pose_goal(T: pin.SE3):
-    from roboplan_ik_interfaces.msg import PoseGoal
-
-    g = PoseGoal(tip_frame=TIP)
-    g.pose.header.frame_id = ROOT_FRAME
-    g.pose.pose.position.x, g.pose.pose.position.y, g.pose.pose.position.z = (float(x) for x in T.translation)
-    q = pin.Quaternion(T.rotation)
-    g.pose.pose.orientation.x, g.pose.pose.orientation.y = float(q.x), float(q.y)
-    g.pose.pose.orientation.z, g.pose.pose.orientation.w = float(q.z), float(q.w)
-    return g
-
-
-def _seed(q7):
-    from sensor_msgs.msg import JointState
-
-    return JointState(name=list(ARM), position=[float(x) for x in q7])
-
-
 def _q(rig: Rig, names, positions) -> np.ndarray:
     """The arm's 7 values (ARM order) of named positions, inside the joint limits."""
     names = list(names)
@@ -149,7 +132,7 @@ def _points(rig: Rig, trajectory) -> list[np.ndarray]:
 def _solve_ik(rig: Rig, client, T: pin.SE3, q_seed, what: str):
     from roboplan_ik_interfaces.srv import SolveIK
 
-    return rig.call(client, SolveIK.Request(goals=[_pose_goal(T)], seed=_seed(q_seed), max_time=1.0), WAIT, what)
+    return rig.call(client, SolveIK.Request(goals=[pose_goal_msg(T)], seed=seed_msg(q_seed), max_time=1.0), WAIT, what)
 
 
 def _status_after(rig: Rig, t: float, what: str):
@@ -212,7 +195,7 @@ def test_solve_ik_and_solve_path_answers_respect_a_box_added_at_run_time(rig):
     assert G.clearance(start, cube, T_cube) > 0.05, "the cube touches the robot where it stands"
 
     def request():
-        return SolvePath.Request(waypoints=[_pose_goal(T) for T in line], seed=_seed(start), max_joint_step=0.1,
+        return SolvePath.Request(waypoints=[pose_goal_msg(T) for T in line], seed=seed_msg(start), max_joint_step=0.1,
                                  max_time=0.5)
 
     res = rig.call(path_client, request(), WAIT, "~/solve_path before the cube")
