@@ -1,8 +1,62 @@
+import os
+import sys
 from glob import glob
+from pathlib import Path
 
 from setuptools import Extension, find_packages, setup
 
 package_name = "roboplan_ik_ros"
+
+
+def coal_prefix() -> Path | None:
+    """Where coal's headers and library are: $COAL_PREFIX, else the cmeel prefix of the environment that
+    installs this package (pip's coal / pin wheels), else /usr/local and /usr; None if absent."""
+    version = f"python{sys.version_info.major}.{sys.version_info.minor}"
+    candidates = [os.environ.get("COAL_PREFIX", "")]
+    for base in dict.fromkeys((sys.prefix, sys.exec_prefix, os.environ.get("VIRTUAL_ENV", ""))):
+        if base:
+            candidates.append(os.path.join(base, "lib", version, "site-packages", "cmeel.prefix"))
+    candidates += ["/usr/local", "/usr"]
+    for c in candidates:
+        if c and (Path(c) / "include" / "coal" / "distance.h").is_file() and glob(os.path.join(c, "lib*", "libcoal.so*")):
+            return Path(c)
+    return None
+
+
+def coal_definitions(lib: Path) -> list[tuple[str, str | None]]:
+    """coal's INTERFACE_COMPILE_DEFINITIONS (octomap support and version) from its CMake targets file."""
+    macros = []
+    for targets in glob(str(lib / "cmake" / "coal" / "coalTargets.cmake")):
+        for line in Path(targets).read_text().splitlines():
+            if "INTERFACE_COMPILE_DEFINITIONS" in line and '"' in line:
+                for item in line.split('"')[1].split(";"):
+                    name, _, value = item.partition("=")
+                    macros.append((name, value or None))
+                break
+    return macros
+
+
+def pair_distance_kernel() -> list[Extension]:
+    """The collision barrier's compiled kernel (core/model/compiled_pairs.py), linked against coal; without
+    coal's headers (e.g. pinocchio 3 with hpp-fcl) it is not built and the Python path runs."""
+    prefix = coal_prefix()
+    if prefix is None:
+        print("[setup] coal's headers not found: the collision distance kernel is not built (Python path)")
+        return []
+    lib = next(Path(p).parent for p in sorted(glob(str(prefix / "lib*" / "libcoal.so*"))))
+    return [Extension(
+        package_name + ".core.model._pair_distance_kernel",
+        sources=["roboplan_ik_ros/core/model/kernel/pair_distance_kernel.cpp"],
+        language="c++",
+        include_dirs=[str(prefix / "include"), str(prefix / "include" / "eigen3")],
+        library_dirs=[str(lib)],
+        libraries=["coal"],
+        runtime_library_dirs=[str(lib)],
+        define_macros=coal_definitions(lib),
+        extra_compile_args=["-O3", "-std=c++17", "-fno-math-errno"],
+        optional=True,  # a failed build leaves the Python path
+    )]
+
 
 setup(
     name=package_name,
@@ -31,6 +85,7 @@ setup(
             sources=["roboplan_ik_ros/core/simple_ik/kernel/simple_ik_kernel.c"],
             extra_compile_args=["-O3", "-fno-math-errno"],
         ),
+        *pair_distance_kernel(),
     ],
     install_requires=["setuptools"],
     zip_safe=False,

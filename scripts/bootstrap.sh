@@ -93,7 +93,8 @@ fi
 # 4. roboplan_ik_ros (editable: imports resolve to the source tree) ---------------------------
 h_pkg=$(hash_files scripts/bootstrap.sh roboplan_ik_ros/setup.py roboplan_ik_ros/setup.cfg \
     roboplan_ik_ros/package.xml roboplan_ik_ros/launch/*.launch.py roboplan_ik_ros/config/*.yaml \
-    roboplan_ik_ros/roboplan_ik_ros/core/oink/kernel/*.c roboplan_ik_ros/roboplan_ik_ros/core/simple_ik/kernel/*.c)
+    roboplan_ik_ros/roboplan_ik_ros/core/oink/kernel/*.c roboplan_ik_ros/roboplan_ik_ros/core/simple_ik/kernel/*.c \
+    roboplan_ik_ros/roboplan_ik_ros/core/model/kernel/*.cpp)
 kernel_built() {
     compgen -G "roboplan_ik_ros/roboplan_ik_ros/core/oink/_oink_kernel*.so" >/dev/null &&
         compgen -G "roboplan_ik_ros/roboplan_ik_ros/core/simple_ik/_simple_ik_kernel*.so" >/dev/null

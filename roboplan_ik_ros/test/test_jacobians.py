@@ -126,7 +126,7 @@ def test_self_collision_barrier_jacobian(panda):
         def h(qq):
             pin.framesForwardKinematics(s.model, oink.data, qq)
             pin.updateGeometryPlacements(s.model, oink.data, s.collision_model, oink.geom_data)
-            return barrier.evaluate(oink.data, oink.geom_data)
+            return barrier.evaluate(oink.data, oink.geom_data).copy()  # evaluate reuses its array
 
         expected = _finite_difference(oink, q, h, step=1e-4)
         np.testing.assert_allclose(barrier.jacobian, expected, atol=2e-3, rtol=2e-2)

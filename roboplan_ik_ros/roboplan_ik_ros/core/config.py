@@ -183,6 +183,9 @@ class BarrierConfig:
     n_collision_pairs: int = 0
     d_min: float = 0.02
     broad_phase_cutoff: float = 0.2
+    rows_per_pair: int = 3  # rows per close pair: its witness points and its nearest other vertices (1: RoboPlan's form)
+    row_margin: float = 0.01  # [m] a vertex gets a row when its distance bound is within this of the pair's distance
+    row_spacing: float = 0.01  # [m] ... and it is this far from the points already used on its geometry
     # singularity (and frame): the smallest singular value of the frame's Jacobian allowed
     sigma_min: float = 0.02
     given_keys: frozenset = field(default=frozenset(), repr=False, compare=False)  # keys set in the YAML
@@ -295,7 +298,8 @@ _TASK_KEYS = {
 _LIMIT_KEYS = {"position": ("gain",), "velocity": ("v_max",), "acceleration": ("a_max", "j_max")}
 _BARRIER_KEYS = {
     "position": ("frame", "p_min", "p_max", "axis_selection"),
-    "collision": ("pairs", "n_collision_pairs", "d_min", "broad_phase_cutoff"),
+    "collision": ("pairs", "n_collision_pairs", "d_min", "broad_phase_cutoff", "rows_per_pair", "row_margin",
+                  "row_spacing"),
     "singularity": ("frame", "sigma_min"),
 }
 

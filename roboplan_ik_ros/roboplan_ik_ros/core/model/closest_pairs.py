@@ -2,9 +2,14 @@
 
 Every geometry gets a bounding sphere (centre and radius of its local AABB). For a pair, the
 distance between the spheres minus both radii is a lower bound of the true distance. Pairs are
-visited in increasing lower bound; the narrow phase (coal, through pinocchio) runs only while a
-pair could still be among the n closest and its lower bound is within ``cutoff``. The result is
-the same set as querying every pair (for the pairs within the cutoff), at a fraction of the cost.
+visited in increasing lower bound; the narrow phase (coal) runs only while a pair could still be
+among the n closest and its lower bound is within ``cutoff``. The result is the same set as
+querying every pair (for the pairs within the cutoff), at a fraction of the cost.
+
+Two paths compute it: the compiled kernel (:mod:`compiled_pairs`, one C++ call) when it is built
+and takes every geometry, else this module's numpy broad phase and coal's Python distance. Neither
+keeps a GJK guess from an earlier query (pinocchio's ``computeDistance`` does): the same
+configuration gives the same witness points, whatever was queried before.
 """
 
 from __future__ import annotations
@@ -12,10 +17,12 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+import coal
 import numpy as np
 import pinocchio as pin
 
 from ..errors import InvalidInputError, check_positive
+from .compiled_pairs import GJK_TOLERANCE, CompiledPairs
 from .scene import Scene
 
 
@@ -73,6 +80,10 @@ class ClosestPairs:
             np.zeros(n, dtype=int), np.zeros(n), np.zeros((n, 3)), np.zeros((n, 3)), np.zeros((n, 3))
         )
         self.narrow_phase_calls = 0  # of the last query
+        self._request = coal.DistanceRequest()
+        self._request.gjk_tolerance = GJK_TOLERANCE
+        self._result = coal.DistanceResult()
+        self._transform1, self._transform2 = coal.Transform3s(), coal.Transform3s()
 
     def refresh(self) -> bool:
         """Rebuild the pair tables if the scene's obstacles changed; True if it did. The robot's own
@@ -140,6 +151,27 @@ class ClosestPairs:
         self._box_lo = np.array([lows[s] for s in fixed_slot]).reshape(-1, 3)
         self._box_hi = np.array([highs[s] for s in fixed_slot]).reshape(-1, 3)
         self._data = None  # whose joint placements the views below follow
+        self._objects = [objects[int(g)] for g in self.geometries]  # the geometries of the pairs, by slot
+        self._build_compiled(robot)
+
+    def _build_compiled(self, robot: int) -> None:
+        """The compiled kernel's copy of the geometries and pairs; keeps the robot geometries it already
+        built (they never change). ``compiled`` None: :attr:`compiled_reason` says why."""
+        pairs = np.stack([self._slot1, self._slot2], axis=1) if len(self.first) else np.zeros((0, 2), dtype=int)
+        old = getattr(self, "_built_geometries", np.zeros(0, dtype=int))
+        keep = 0
+        while keep < min(len(old), len(self.geometries)) and old[keep] == self.geometries[keep] and old[keep] < robot:
+            keep += 1
+        try:
+            if getattr(self, "compiled", None) is None:
+                self.compiled = CompiledPairs(self._objects, pairs)
+            else:
+                self.compiled.rebuild(self._objects, pairs, keep)
+            self.compiled_reason = ""
+            self._built_geometries = self.geometries.copy()
+        except ValueError as exc:
+            self.compiled, self.compiled_reason = None, str(exc)
+            self._built_geometries = np.zeros(0, dtype=int)
 
     def lower_bounds(self, data: pin.Data) -> np.ndarray:
         """Per-pair lower bound of the distance [m]; needs forward kinematics in ``data``."""
@@ -169,49 +201,77 @@ class ClosestPairs:
             bound[self._box_pairs] = np.sqrt(outside.sum(axis=1)) - self._box_radius
         return bound
 
-    def distance(self, geom_data: pin.GeometryData, k: int):
-        """coal's distance result of local pair ``k`` (geometry placements must be up to date)."""
-        return pin.computeDistance(self.scene.collision_model, geom_data, int(self.collision_pair[k]))
+    def distance(self, geom_data: pin.GeometryData, k: int) -> coal.DistanceResult:
+        """coal's distance result of local pair ``k`` at ``geom_data``'s placements (no guess kept from an
+        earlier call); the result object is reused by the next call."""
+        a, b = self._objects[self._slot1[k]], self._objects[self._slot2[k]]
+        t1, t2 = self._transform1, self._transform2
+        M1, M2 = geom_data.oMg[int(self.first[k])], geom_data.oMg[int(self.second[k])]
+        t1.setRotation(M1.rotation), t1.setTranslation(M1.translation)
+        t2.setRotation(M2.rotation), t2.setTranslation(M2.translation)
+        res = self._result
+        res.clear()
+        coal.distance(a.geometry, t1, b.geometry, t2, self._request, res)
+        return res
 
     def query(self, data: pin.Data, geom_data: pin.GeometryData) -> PairDistances:
         """Fill and return :attr:`result`; call after ``pin.updateGeometryPlacements`` with a geometry
         data of the current collision model (and after :meth:`refresh`)."""
+        out = self.result
+        if self.compiled is not None:
+            out.count = self.compiled.closest(data, self.n, self.cutoff, out)
+            self.narrow_phase_calls = self.compiled.narrow_calls
+            return out
         lb = self.lower_bounds(data)
         near = np.flatnonzero(lb <= self.cutoff)  # only these can be evaluated: sort just them
-        order = near[np.argsort(lb[near])]
+        order = near[np.lexsort((near, lb[near]))]  # by bound, then pair (the kernel's order)
         n = self.n
-        found: list[tuple[float, int]] = []  # (distance, pair) of the n closest so far
+        found: list[tuple[float, int, np.ndarray, np.ndarray, np.ndarray]] = []  # the n closest so far
         worst = math.inf  # the largest distance in found once it holds n pairs
         calls = 0
         for k in order.tolist():
             if lb[k] >= worst:  # neither this pair nor any later one can be closer than the n found
                 break
-            d = self.distance(geom_data, k).min_distance
+            res = self.distance(geom_data, k)
             calls += 1
+            d = res.min_distance
+            entry = (d, k, np.array(res.getNearestPoint1()), np.array(res.getNearestPoint2()), np.array(res.normal))
             if len(found) < n:
-                found.append((d, k))
+                found.append(entry)
                 if len(found) == n:
-                    worst = max(found)[0]
+                    worst = max(found, key=_order)[0]
             elif d < worst:
-                found.remove(max(found))
-                found.append((d, k))
-                worst = max(found)[0]
+                found.remove(max(found, key=_order))
+                found.append(entry)
+                worst = max(found, key=_order)[0]
         self.narrow_phase_calls = calls
-        out = self.result
-        found.sort()
+        found.sort(key=_order)
         out.count = len(found)
-        results = geom_data.distanceResults
-        for row, (d, k) in enumerate(found):  # witness points and normals of the n closest only
-            res = results[int(self.collision_pair[k])]  # the result of this query (pairs are not re-queried)
-            p1, p2 = np.array(res.getNearestPoint1()), np.array(res.getNearestPoint2())
+        for row, (d, k, p1, p2, coal_normal) in enumerate(found):
             out.pair_index[row], out.distance[row] = k, d
             out.point1[row], out.point2[row] = p1, p2
-            out.normal[row] = _unit_normal(d, p1, p2, np.array(res.normal))
+            out.normal[row] = _unit_normal(d, p1, p2, coal_normal)
         return out
+
+    def distances(self, data: pin.Data, geom_data: pin.GeometryData, pairs: np.ndarray, out: np.ndarray) -> None:
+        """Signed distances of local ``pairs`` (int64) at the current placements into ``out``."""
+        if self.compiled is not None:
+            self.compiled.distances(data, pairs, out)
+            return
+        for i, k in enumerate(pairs.tolist()):
+            out[i] = self.distance(geom_data, k).min_distance
+
+    def object(self, geometry: int):
+        """The collision-model object of geometry index ``geometry`` (one of :attr:`geometries`)."""
+        return self._objects[int(np.searchsorted(self.geometries, geometry))]
 
     def pair_name(self, pair_index: int) -> str:
         """"geometry1 <-> geometry2" of a collision pair."""
         return self._pair_names[pair_index]
+
+
+def _order(entry: tuple) -> tuple[float, int]:
+    return entry[0], entry[1]
 
 
 def _unit_normal(d: float, p1: np.ndarray, p2: np.ndarray, coal_normal: np.ndarray) -> np.ndarray:

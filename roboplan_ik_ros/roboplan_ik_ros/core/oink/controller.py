@@ -165,7 +165,9 @@ class OinkController:
         if bc.type == "singularity":
             return SingularityBarrier(self.oink, bc.frame, self.dt, bc.sigma_min, **common)
         return CollisionBarrier(self.oink, bc.n_collision_pairs, self.dt, bc.d_min,
-                                broad_phase_cutoff=bc.broad_phase_cutoff, pairs=bc.pairs, **common)
+                                broad_phase_cutoff=bc.broad_phase_cutoff, pairs=bc.pairs,
+                                rows_per_pair=bc.rows_per_pair, row_margin=bc.row_margin,
+                                row_spacing=bc.row_spacing, **common)
 
     # ------------------------------------------------------------------ running
     def hold_at(self, q: np.ndarray) -> None:

@@ -7,16 +7,18 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pinocchio as pin
 
+from ...errors import InvalidInputError, check_positive
 from ...model.closest_pairs import ClosestPairs
-from ...errors import check_positive
 from .barrier import Barrier
+from .collision_rows import CollisionRows, RowVertices, python_rows
 
 if TYPE_CHECKING:
     from ..solver import Oink
 
 
 class CollisionBarrier(Barrier):
-    """One row per tracked pair: ``h_i = d_i - d_min`` with d_i the signed distance of the pair.
+    """Rows on the closest pairs: ``h = d - d_min`` with d the signed distance of the pair, and more rows
+    per close pair for its other near vertices (:mod:`collision_rows`).
 
     ``pairs`` chooses the pairs: ``"self"`` (the robot's own, after the SRDF), ``"obstacles"`` (robot
     links and attached objects against the scene's obstacles, see :class:`CollisionWorld`) or
@@ -37,6 +39,10 @@ class CollisionBarrier(Barrier):
         d_min: minimum distance [m].
         broad_phase_cutoff: pairs whose lower-bound distance exceeds this [m] are skipped; it must
             exceed d_min plus the largest approach of two bodies in one step.
+        rows_per_pair: rows per pair (1: the witness row only, RoboPlan's form).
+        row_margin: a vertex gets a row when its distance bound is within this of the pair's distance [m].
+        row_spacing: ... and it is at least this far from the points already used on its geometry [m].
+        name: defaults to the pair set ("self_collision", "obstacles", "collision").
     """
 
     needs_geometry = True
@@ -51,76 +57,115 @@ class CollisionBarrier(Barrier):
         safe_displacement_gain: float = 1.0,
         safety_margin: float = 0.0,
         broad_phase_cutoff: float = 0.2,
-        name: str = "self_collision",
+        name: str | None = None,
         pairs: str = "self",
+        rows_per_pair: int = 1,
+        row_margin: float = 0.01,
+        row_spacing: float = 0.01,
     ) -> None:
+        name = name if name is not None else DEFAULT_NAMES.get(pairs, pairs)
         self.pairs = ClosestPairs(oink.scene, n_collision_pairs, broad_phase_cutoff, pairs)
-        super().__init__(oink, n_collision_pairs, dt, gain, safe_displacement_gain, safety_margin, name)
+        if not isinstance(rows_per_pair, (int, np.integer)) or isinstance(rows_per_pair, bool) or rows_per_pair < 1:
+            raise InvalidInputError(f"{name}.rows_per_pair: expected an integer >= 1, got {rows_per_pair!r}")
+        self.rows_per_pair = int(rows_per_pair)
+        super().__init__(oink, n_collision_pairs * self.rows_per_pair, dt, gain, safe_displacement_gain,
+                         safety_margin, name)
         self.d_min = check_positive(d_min, f"{name}.d_min", allow_zero=True)
+        self.row_margin = check_positive(row_margin, f"{name}.row_margin", allow_zero=True)
+        self.row_spacing = check_positive(row_spacing, f"{name}.row_spacing", allow_zero=True)
         model = oink.scene.model
-        self._pair_joints()
-        self._active_pairs = np.zeros(0, dtype=int)
+        self.rows = CollisionRows.zeros(self.size)
         # support[j, v] = 1 where velocity v moves joint j (the universe, j = 0, has none); group columns
         support = np.array([oink.scene.support_mask(j) for j in range(model.njoints)])
-        self._columns = oink.group.v_columns
-        self._support = support[:, self._columns]
+        self._columns = np.ascontiguousarray(np.arange(model.nv)[oink.group.v_columns], dtype=np.int64)
+        self._support = np.ascontiguousarray(support[:, self._columns], dtype=float)
+        self._pair_tables()
+        self._distances = np.zeros(n_collision_pairs)
+        self._h = np.zeros(self.size)
+        self._kernel_rows = _RowsView(self.rows, self.value, self.jacobian)
         self._data: pin.Data | None = None  # whose world-frame joint Jacobians (data.J) self._J views
 
-    def _pair_joints(self) -> None:
-        """Parent joint of each pair's geometries (after the pairs' tables were (re)built)."""
+    def _pair_tables(self) -> None:
+        """Per pair, the parent joint of its geometries; the vertices that may get rows (after the pairs'
+        tables were (re)built)."""
         gm = self.oink.scene.collision_model
         joint_of = {int(g): gm.geometryObjects[int(g)].parentJoint for g in self.pairs.geometries}
         self._joint1 = np.array([joint_of[int(g)] for g in self.pairs.first], dtype=int)
         self._joint2 = np.array([joint_of[int(g)] for g in self.pairs.second], dtype=int)
+        self._vertices = RowVertices(self.pairs) if self.pairs.compiled is None else None
+
+    @property
+    def compiled(self) -> bool:
+        """True when the compiled kernel computes the distances and rows (else :attr:`compiled_reason`)."""
+        return self.pairs.compiled is not None
+
+    @property
+    def compiled_reason(self) -> str:
+        return self.pairs.compiled_reason
+
+    @property
+    def row_names(self) -> list[str]:
+        """"geometry1 <-> geometry2" per row (extra rows: "... (vertex)")."""
+        names = []
+        found, rows = self.pairs.result, self.rows
+        for r in range(self.size):
+            f = int(rows.pair[r]) if r < rows.count else -1
+            if f < 0:
+                names.append("(no pair within the broad-phase cutoff)")
+                continue
+            name = self.pairs.pair_name(int(found.pair_index[f]))
+            first = r == 0 or int(rows.pair[r - 1]) != f
+            names.append(name if first else f"{name} (vertex)")
+        return names
+
+    @row_names.setter
+    def row_names(self, _names) -> None:  # Barrier.__init__ sets it; the names follow the rows
+        pass
 
     def update(self, q: np.ndarray, data: pin.Data, geom_data: pin.GeometryData) -> None:
         if self.pairs.refresh():  # obstacles changed (the solver's geom_data already follows)
-            self._pair_joints()
-        res = self.pairs.query(data, geom_data)
-        k = res.count
-        self.value[:k] = res.distance[:k]
-        self.value[:k] -= self.d_min
-        self.value[k:] = np.inf
-        self.jacobian[k:] = 0.0
-        if k:
-            self._distance_jacobian(data, res.pair_index[:k], res.point1[:k], res.point2[:k], res.normal[:k])
-        self.row_names[:k] = [self.pairs.pair_name(i) for i in res.pair_index[:k]]
-        self.row_names[k:] = ["(no pair within the broad-phase cutoff)"] * (self.size - k)
-        self._active_pairs = res.pair_index[:k].copy()
-
-    def _distance_jacobian(self, data: pin.Data, pairs, p1, p2, normal) -> None:
-        """Rows [:k] of the Jacobian: ``n^T dp2/dq - n^T dp1/dq`` with dp/dq of a point fixed to its
-        joint = ``J_lin + J_ang x p`` over the joint's support, from pinocchio's world-frame joint
-        Jacobians (data.J): ``n^T (J_lin + J_ang x p) = n^T J_lin + (p x n)^T J_ang``. This equals the
-        formula in the class docstring (there r = p - joint origin, with LOCAL_WORLD_ALIGNED Jacobians)."""
+            self._pair_tables()
+        found = self.pairs.query(data, geom_data)
         if data is not self._data:
             self._J, self._data = data.J, data  # a view: it follows every later kinematics call
+        compiled = self.pairs.compiled
+        if compiled is not None:
+            self.rows.count = compiled.rows(found, self.rows_per_pair, self.row_margin, self.row_spacing,
+                                            self.d_min, self._J, self._columns, self._support,
+                                            self._kernel_rows)
+            return
+        k = found.count
+        pairs = found.pair_index[:k]
         J = self._J[:, self._columns]
-        n_lin = normal @ J[:3]  # (k, nv): n^T J_lin, the same for both points
-        row2 = _cross(p2, normal) @ J[3:]
-        row2 += n_lin
-        row2 *= self._support[self._joint2[pairs]]
-        row1 = _cross(p1, normal) @ J[3:]
-        row1 += n_lin
-        row1 *= self._support[self._joint1[pairs]]
-        np.subtract(row2, row1, out=self.jacobian[: len(pairs)])
+        python_rows(self.pairs, found, self._vertices, geom_data, self.rows_per_pair, self.row_margin,
+                    self.row_spacing, self.d_min, J, self._support[self._joint1[pairs]],
+                    self._support[self._joint2[pairs]], self.rows, self.value, self.jacobian)
 
     def evaluate(self, data: pin.Data, geom_data: pin.GeometryData) -> np.ndarray:
-        h = np.full(self.size, np.inf)
-        for row, k in enumerate(self._active_pairs):
-            h[row] = self.pairs.distance(geom_data, int(k)).min_distance - self.d_min
+        """h at ``data``'s configuration: every row of a pair gets the pair's distance - d_min (each row's
+        vertex is at least as far as the pair's closest points)."""
+        h = self._h
+        h.fill(np.inf)
+        found, rows = self.pairs.result, self.rows
+        if not rows.count:
+            return h
+        d = self._distances[: found.count]
+        self.pairs.distances(data, geom_data, found.pair_index[: found.count], d)
+        used = rows.pair[: rows.count]
+        h[: rows.count] = d[used]
+        h[: rows.count] -= self.d_min
         return h
 
 
+DEFAULT_NAMES = {"self": "self_collision", "obstacles": "obstacles", "all": "collision"}
+
+
+class _RowsView:
+    """The arrays the kernel writes: the rows' data, h (the barrier's value) and its Jacobian."""
+
+    def __init__(self, rows: CollisionRows, value: np.ndarray, jacobian: np.ndarray) -> None:
+        self.pair, self.a, self.b, self.normal = rows.pair, rows.a, rows.b, rows.normal
+        self.h, self.jacobian = value, jacobian
+
+
 SelfCollisionBarrier = CollisionBarrier  # the name of the pairs="self" barrier before obstacles existed
-
-
-def _cross(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """Row-wise a x b of (k, 3) arrays: the outer products a_j b_k contracted with the Levi-Civita
-    symbol (two numpy calls; np.cross, or indexing columns, costs several times more at these sizes)."""
-    return (a[:, :, None] * b[:, None, :]).reshape(len(a), 9) @ _LEVI_CIVITA
-
-
-_LEVI_CIVITA = np.zeros((9, 3))  # [3 j + k, i] = epsilon_ijk, so that (a x b)_i = sum_jk epsilon_ijk a_j b_k
-for _i, _j, _k in ((0, 1, 2), (1, 2, 0), (2, 0, 1)):
-    _LEVI_CIVITA[3 * _j + _k, _i], _LEVI_CIVITA[3 * _k + _j, _i] = 1.0, -1.0

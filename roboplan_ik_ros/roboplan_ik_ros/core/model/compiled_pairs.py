@@ -1,0 +1,192 @@
+"""Compiled collision pair distances: kernel/pair_distance_kernel.cpp, loaded with ctypes.
+
+One C++ call per step places the geometries, runs the broad phase (the same bounds as
+:class:`ClosestPairs`' Python path), coal's narrow phase on the candidates and, for the collision
+barrier, writes every row (value and distance Jacobian over the group's columns). The kernel holds
+its own copies of the geometries, rebuilt from their parameters (coal's primitives, the convex hull
+of the same points, an octree of the same cells): coal's Python objects do not hand out their C++
+pointers.
+
+The library is built with the package when coal's headers and library are found (setup.py:
+``roboplan_ik_ros.core.model._pair_distance_kernel``, linked against the coal that pinocchio
+uses). Without it, or for a geometry it does not know (a swept-sphere radius, a height field), the
+Python path runs: the same rows, slower, and :attr:`ClosestPairs.compiled_reason` says why.
+"""
+
+from __future__ import annotations
+
+import ctypes
+from pathlib import Path
+
+import coal
+import numpy as np
+
+from ..compiled_library import library_path, load_library
+
+_LIBRARY_STEM = "_pair_distance_kernel"
+GJK_TOLERANCE = 1e-6  # coal's default [m]; no guess is kept between calls, so equal input gives equal rows
+
+# shape kinds of pdk_add_geometry
+_BOX, _SPHERE, _CYLINDER, _CAPSULE, _CONVEX, _MESH, _OCTREE = range(1, 8)
+
+_p = ctypes.c_void_p
+_i64 = ctypes.c_int64
+_f64 = ctypes.c_double
+
+
+def _bind(lib: ctypes.CDLL) -> ctypes.CDLL:
+    lib.pdk_new.restype, lib.pdk_new.argtypes = _p, [_f64]
+    lib.pdk_free.restype, lib.pdk_free.argtypes = None, [_p]
+    lib.pdk_add_geometry.restype = _i64
+    lib.pdk_add_geometry.argtypes = [_p, _i64, _p, _p, _i64, _p, _i64, _i64, _p]
+    lib.pdk_truncate.restype, lib.pdk_truncate.argtypes = None, [_p, _i64]
+    lib.pdk_add_pair.restype, lib.pdk_add_pair.argtypes = _i64, [_p, _i64, _i64]
+    lib.pdk_set_joint.restype, lib.pdk_set_joint.argtypes = None, [_p, _i64, _p, _p]
+    lib.pdk_closest.restype = _i64
+    lib.pdk_closest.argtypes = [_p, _i64, _f64, _p, _p, _p, _p, _p]
+    lib.pdk_narrow_calls.restype, lib.pdk_narrow_calls.argtypes = _i64, [_p]
+    lib.pdk_rows.restype = _i64
+    lib.pdk_rows.argtypes = [_p, _i64, _p, _p, _p, _p, _p, _i64, _f64, _f64, _f64, _i64, _p, _i64, _p, _i64, _p,
+                             _p, _p, _p, _p, _p, _p]
+    lib.pdk_distances.restype, lib.pdk_distances.argtypes = _i64, [_p, _i64, _p, _p]
+    return lib
+
+
+_LIBRARY, LOAD_ERROR = load_library(library_path(Path(__file__).parent, _LIBRARY_STEM), _LIBRARY_STEM, _bind,
+                                    "collision distances run in Python")
+
+
+def _address(a: np.ndarray) -> int:
+    return a.ctypes.data
+
+
+def geometry_parameters(geometry) -> tuple[int, np.ndarray, np.ndarray, np.ndarray] | str:
+    """(kind, params, points (n, 3), triangles (m, 3)) of a coal geometry for the kernel, or why it cannot
+    take it."""
+    empty = np.zeros((0, 3))
+    if hasattr(geometry, "getSweptSphereRadius") and geometry.getSweptSphereRadius() != 0.0:
+        return f"{type(geometry).__name__} with a swept-sphere radius"
+    if isinstance(geometry, coal.Box):
+        return _BOX, 2.0 * np.asarray(geometry.halfSide, dtype=float), empty, empty
+    if isinstance(geometry, coal.Sphere):
+        return _SPHERE, np.array([geometry.radius]), empty, empty
+    if isinstance(geometry, coal.Cylinder):
+        return _CYLINDER, np.array([geometry.radius, 2.0 * geometry.halfLength]), empty, empty
+    if isinstance(geometry, coal.Capsule):
+        return _CAPSULE, np.array([geometry.radius, 2.0 * geometry.halfLength]), empty, empty
+    if isinstance(geometry, coal.ConvexBase):
+        return _CONVEX, np.zeros(1), np.ascontiguousarray(geometry.points(), dtype=float), empty
+    if isinstance(geometry, coal.BVHModelBase):
+        vertices = np.ascontiguousarray(geometry.vertices(), dtype=float).reshape(-1, 3)
+        triangles = np.array([[t[0], t[1], t[2]] for t in geometry.tri_indices()], dtype=np.int64).reshape(-1, 3)
+        return _MESH, np.zeros(1), vertices, triangles
+    if isinstance(geometry, coal.OcTree):  # the centres of its occupied cells, at its resolution
+        boxes = np.asarray(geometry.toBoxes(), dtype=float).reshape(-1, 6)
+        occupied = boxes[:, 4] >= geometry.getOccupancyThres()
+        return _OCTREE, np.array([geometry.getResolution()]), np.ascontiguousarray(boxes[occupied, :3]), empty
+    return f"a {type(geometry).__name__}"
+
+
+def box_vertices(half_side: np.ndarray) -> np.ndarray:
+    """The 8 corners of a box centred at its frame's origin, in the kernel's order."""
+    i = np.arange(8)
+    signs = np.stack([np.where(i & 1, 0.5, -0.5), np.where(i & 2, 0.5, -0.5), np.where(i & 4, 0.5, -0.5)], axis=1)
+    return signs * (2.0 * np.asarray(half_side, dtype=float))
+
+
+def row_vertices(geometry) -> np.ndarray:
+    """Local points that may each get a barrier row (the kernel's ``vertices``): a convex hull's points,
+    a box's corners; none for smooth shapes, meshes and octrees."""
+    if isinstance(geometry, coal.Box):
+        return box_vertices(geometry.halfSide)
+    if isinstance(geometry, coal.ConvexBase):
+        return np.array(geometry.points(), dtype=float).reshape(-1, 3)
+    return np.zeros((0, 3))
+
+
+class CompiledPairs:
+    """A kernel holding ``geometries`` (collision-model objects) and ``pairs`` (indices into them).
+
+    Raises ValueError (with the reason) if the library is missing or a geometry is not supported.
+    """
+
+    def __init__(self, objects, pairs: np.ndarray) -> None:
+        if _LIBRARY is None:
+            raise ValueError(LOAD_ERROR)
+        self._lib = _LIBRARY
+        self._handle = self._lib.pdk_new(GJK_TOLERANCE)
+        if not self._handle:
+            raise ValueError("the pair distance kernel could not be created")
+        self._joints = set()
+        self.rebuild(objects, pairs)
+
+    def rebuild(self, objects, pairs: np.ndarray, keep: int = 0) -> None:
+        """Geometries from index ``keep`` on are replaced by ``objects[keep:]`` (the first ``keep`` are
+        already built, unchanged), and the pairs by ``pairs``."""
+        lib, h = self._lib, self._handle
+        lib.pdk_truncate(h, keep)
+        for k, obj in enumerate(objects[keep:], start=keep):
+            spec = geometry_parameters(obj.geometry)
+            if isinstance(spec, str):
+                raise ValueError(f"geometry {obj.name!r} is {spec}, which the compiled kernel does not take")
+            kind, params, points, triangles = spec
+            params = np.ascontiguousarray(params, dtype=float)
+            placement = np.concatenate([np.asarray(obj.placement.rotation).ravel(), obj.placement.translation])
+            index = lib.pdk_add_geometry(h, kind, _address(params), _address(points), len(points),
+                                         _address(triangles), len(triangles), int(obj.parentJoint),
+                                         _address(np.ascontiguousarray(placement)))
+            if index != k:
+                raise ValueError(f"geometry {obj.name!r}: coal refused its parameters in the compiled kernel")
+            self._joints.add(int(obj.parentJoint))
+        for a, b in np.asarray(pairs, dtype=np.int64).reshape(-1, 2):
+            if lib.pdk_add_pair(h, int(a), int(b)) < 0:
+                raise ValueError("a pair names a geometry the kernel does not hold")
+        self.n_pairs = len(pairs)
+        self._data = None
+
+    def __del__(self) -> None:
+        handle = getattr(self, "_handle", None)
+        if handle:
+            self._lib.pdk_free(handle)
+            self._handle = None
+
+    def follow(self, data) -> None:
+        """Read joint placements from ``data`` (views into it, kept: they follow every kinematics call)."""
+        if data is self._data:
+            return
+        views = []
+        for j in sorted(self._joints):
+            R, t = data.oMi[j].rotation, data.oMi[j].translation
+            if not (R.flags.f_contiguous and R.dtype == np.float64 and t.flags.c_contiguous):
+                raise ValueError("pinocchio's joint placements are not column-major double arrays")
+            self._lib.pdk_set_joint(self._handle, j, _address(R), _address(t))
+            views.append((R, t))
+        self._views, self._data = views, data
+
+    def closest(self, data, n: int, cutoff: float, out) -> int:
+        """The n closest pairs into ``out`` (a PairDistances); returns their count."""
+        self.follow(data)
+        count = self._lib.pdk_closest(self._handle, n, cutoff, _address(out.pair_index), _address(out.distance),
+                                      _address(out.point1), _address(out.point2), _address(out.normal))
+        if count < 0:
+            raise ValueError("a joint carrying geometry has no placement")
+        return count
+
+    @property
+    def narrow_calls(self) -> int:
+        return int(self._lib.pdk_narrow_calls(self._handle))
+
+    def rows(self, out, rows_per_pair: int, margin: float, spacing: float, d_min: float, J: np.ndarray,
+             columns: np.ndarray, support: np.ndarray, rows) -> int:
+        """The barrier rows of the pairs in ``out`` (the last :meth:`closest`) into ``rows`` (a BarrierRows)."""
+        return self._lib.pdk_rows(
+            self._handle, out.count, _address(out.pair_index), _address(out.distance), _address(out.point1),
+            _address(out.point2), _address(out.normal), rows_per_pair, margin, spacing, d_min, len(rows.h),
+            _address(J), J.shape[1], _address(columns), len(columns), _address(support), _address(rows.pair),
+            _address(rows.a), _address(rows.b), _address(rows.normal), _address(rows.h), _address(rows.jacobian))
+
+    def distances(self, data, pairs: np.ndarray, out: np.ndarray) -> None:
+        """Signed distances of ``pairs`` (int64 kernel pair indices) at ``data``'s placements into ``out``."""
+        self.follow(data)
+        if self._lib.pdk_distances(self._handle, len(pairs), _address(pairs), _address(out)) < 0:
+            raise ValueError("a joint carrying geometry has no placement")
