@@ -309,9 +309,11 @@ def test_unrecoverable_position_barrier_row_names_the_box(panda):
     assert "d_min" not in res.status and "SRDF" not in res.status
 
 
-def test_enforce_barriers_forgives_linearization_error_on_violated_rows_only(panda):
-    """At q the TCP is 5 cm above the box. A step that lifts it by less than the tolerance passes;
-    one that lifts it by more, or pushes a satisfied row outside, is zeroed."""
+def test_enforce_barriers_lets_violated_rows_slip_by_at_most_the_recovery_slip(panda):
+    """At q the TCP is 5 cm above the box. A step that lifts it further by less than the recovery slip
+    (1e-5 m) passes; one that lifts it by more is zeroed, however much it is shortened (a violation
+    never creeps deeper, step after step); one that pushes a satisfied row outside is zeroed; one that
+    lowers it passes unchanged."""
     [q] = _samples(panda, 5, 1, lambda q: 0.03 <= -_workspace_h(panda, q)[5] <= 0.07
                    and _workspace_h(panda, q)[:5].min() > 0.05)
     c = _panda_yaml(panda, barriers=("workspace",))
@@ -321,14 +323,37 @@ def test_enforce_barriers_forgives_linearization_error_on_violated_rows_only(pan
 
     def passes(dq_full):
         dq_full = dq_full.copy()
-        return c.oink.enforce_barriers(q, dq_full, c.barriers, TOLERANCE)
+        return c.oink.enforce_barriers(q, dq_full, c.barriers, TOLERANCE), dq_full
 
-    assert passes(0.5 * TOLERANCE * up)
-    assert not passes(3.0 * TOLERANCE * up)
+    assert passes(0.5e-5 * up)[0]
+    ok, dq = passes(3.0 * TOLERANCE * up)
+    assert not ok and not dq.any()
+    down = -3.0 * TOLERANCE * up
+    ok, dq = passes(down)
+    assert ok and np.array_equal(dq, down)
     h_x_lower = _workspace_h(panda, q)[0]
     J_x = pin.computeFrameJacobian(panda.model, panda.model.createData(), q, panda.frame_id(TIP),
                                    pin.LOCAL_WORLD_ALIGNED)[0, panda.group("arm").v_indices]
-    assert not passes(c.oink.scatter(-(h_x_lower + 0.01) * J_x / (J_x @ J_x)))  # x lower: inside -> 1 cm out
+    assert not passes(c.oink.scatter(-(h_x_lower + 0.01) * J_x / (J_x @ J_x)))[0]  # x lower: inside -> 1 cm out
+
+
+def test_enforce_barriers_shortens_a_step_that_ends_outside(panda):
+    """A step that ends 0.5 mm outside a satisfied row is shortened (not zeroed) when a shorter one stays
+    inside: the tick still moves (what the linearization misses shrinks with the square of the step)."""
+    [q] = _samples(panda, 5, 1, lambda q: _workspace_h(panda, q).min() > 0.05)
+    c = _panda_yaml(panda, barriers=("workspace",))
+    c.solve(q)
+    workspace = c.barriers[0]
+    h_x_lower = _workspace_h(panda, q)[0]
+    J_x = pin.computeFrameJacobian(panda.model, panda.model.createData(), q, panda.frame_id(TIP),
+                                   pin.LOCAL_WORLD_ALIGNED)[0, panda.group("arm").v_indices]
+    dq = c.oink.scatter(-(h_x_lower + 5.0 * TOLERANCE) * J_x / (J_x @ J_x))  # to first order 0.5 mm out
+    before = c.oink.shortened_steps
+    out = dq.copy()
+    ok = c.oink.enforce_barriers(q, out, c.barriers, TOLERANCE)
+    assert ok and c.oink.shortened_steps == before + 1
+    assert 0.0 < np.linalg.norm(out) < np.linalg.norm(dq)
+    assert workspace.evaluate(c.oink.data, c.oink.geom_data).min() >= -TOLERANCE
 
 
 def test_barrier_slack_penalty_must_be_positive(panda):

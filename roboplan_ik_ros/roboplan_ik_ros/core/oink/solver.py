@@ -108,6 +108,8 @@ _DAQP_STATUS = {
 # [m] per step: a violated barrier row that no dq inside the box moves back by more than this is stuck
 # (5 um/s at 500 Hz; above the noise of distance Jacobians whose witness points slide on flat faces).
 _MIN_RECOVERY_DISPLACEMENT = 1e-8
+_STEP_SCALES = (0.5, 0.25, 0.125)  # enforce_barriers: the shorter steps tried when a step fails its check
+_RECOVERY_SLIP = 1e-5  # [m] a row violated at q may get worse by this much per step: the distance between convex hulls is only piecewise smooth (a recovery step that holds a row to first order was measured to lose 7.5e-6 m)
 _SHORTCUT = "solved (unconstrained optimum is feasible)"
 # [rad or m] DAQP adds a row to its active set when violated by more than this (its default, 1e-6, lets
 # warm and cold starts end on different active sets, dq up to ~5e-6 apart); the rows then hold to 1e-9.
@@ -212,6 +214,9 @@ class Oink:
         self.c = np.zeros(n)
         self._H_diagonal = self.H.reshape(-1)[:: n + 1]  # writable view
         self._dq = np.zeros(n)
+        self._dq_scaled = np.zeros(n)
+        self.shortened_steps = 0  # steps that enforce_barriers accepted only shortened
+        self.braking_relaxations = 0  # steps whose barrier rows were relaxed to what the box allows (_solve_braking)
         # Barrier braking (set_barrier_braking): [lag steps (< 0: off), per-joint alpha [per step^2]]
         self.barrier_braking = np.concatenate([[-1.0], np.zeros(n)])
         # Barrier reference (set_barrier_reference): the rows bound the step from q ⊕ offset (None: from q)
@@ -509,6 +514,9 @@ class Oink:
             if math.isfinite(dq @ dq):  # a NaN or inf in x shows here (as would |dq| > 1e154: no step either)
                 return OinkResult(dq, True, _daqp_status(flag), used_qp=True, qp_iterations=info["iterations"])
         self._qp = None  # do not warm-start from a failed solve
+        braked = self._solve_braking(lay)
+        if braked is not None:
+            return braked
         return self._fail(f"QP failed: DAQP {_daqp_status(flag)}{self._explain_infeasibility(lay)}")
 
     def _solve_qp_osqp(self, lay: _Layout) -> OinkResult:
@@ -526,6 +534,9 @@ class Oink:
         res = self._qp.solve()
         if not _osqp_solved(res):
             self._qp = None  # do not warm-start from a failed solve
+            braked = self._solve_braking(lay)
+            if braked is not None:
+                return braked
             return self._fail(f"QP failed: OSQP status {res.status!r}{self._explain_infeasibility(lay)}")
         dq = self._clip_into_box(res.x, lay)
         return OinkResult(dq, True, res.status, used_qp=True, qp_iterations=res.iterations)
@@ -567,6 +578,52 @@ class Oink:
         self._slack.reset()  # do not warm-start from a failed solve
         return self._fail(f"{label}; QP failed: OSQP status {res.status!r}")
 
+    def _solve_braking(self, lay: _Layout) -> OinkResult | None:
+        """The hard QP is infeasible although no barrier row is violated at q: some row's braking bound
+        asks for more deceleration than the box (velocity, acceleration, jerk, position limits) allows,
+        typically a pair that has just become one of the closest while the arm moves toward it. Each
+        row is relaxed by what the box cannot give (its least ``G dq`` over the box minus its bound: the
+        step brakes along it as hard as the limits allow), through the slack problem; if the rows still
+        conflict with each other, every barrier row gets a penalized slack. None if the box itself is
+        empty or the slack problem fails too."""
+        k = lay.barrier_upper.size
+        if not k or self._limits_conflict(lay):
+            return None
+        lo, up = np.maximum(lay.lower, -_INF), np.minimum(lay.upper, _INF)
+        deficit, r, worst = np.zeros(k), 0, (0.0, None, -1)
+        for b in lay.barriers:
+            least = np.minimum(b.G * lo, b.G * up).sum(axis=1)
+            gap = np.maximum(least - b.upper, 0.0)
+            deficit[r : r + b.size] = gap
+            j = int(np.argmax(gap))
+            if gap[j] > worst[0]:
+                worst = (float(gap[j]), b, j)
+            r += b.size
+        s_max = np.maximum(-lay.barrier_upper, 0.0)
+        s_max += deficit * (1.0 + 1e-6) + np.where(deficit > 0.0, 1e-9, 0.0)
+        gap, b, j = worst
+        label = (f"braking: barrier {b.name!r} row {b.row_names[j]!r} (h = {b.value[j]:.4g} m) cannot keep its "
+                 f"braking bound within the joint limits; relaxed by {gap:.3g} m" if b is not None else
+                 "braking: the barrier rows conflict with each other within the joint limits; penalized")
+        for bound in (s_max, np.full(k, _INF)):
+            if self.qp_solver == "daqp":
+                x, flag, iterations = self._slack.solve(self.H, self.c, lay, k, self.barrier_slack_penalty, bound)
+                if x is not None:
+                    self.braking_relaxations += 1
+                    return OinkResult(self._clip_into_box(x, lay), True, f"{label} ({_daqp_status(flag)})",
+                                      used_qp=True, qp_iterations=iterations)
+            else:
+                self._P.data[:] = self.H[self._P_rows, self._P_cols]
+                res = self._slack.solve(self._P, self.c, lay.A_box, lay.lower_qp, lay.upper_qp, k,
+                                        self.barrier_slack_penalty, bound)
+                if res.x is not None and np.isfinite(res.x).all() and _osqp_solved(res):
+                    self.braking_relaxations += 1
+                    return OinkResult(self._clip_into_box(res.x, lay), True, f"{label} ({res.status})",
+                                      used_qp=True, qp_iterations=res.iterations)
+            self._slack.reset()
+            label = "braking: the barrier rows conflict with each other within the joint limits; penalized"
+        return None
+
     def _keeps_slack_rows(self, dq: np.ndarray, lay: _Layout) -> bool:
         """Does dq (inside the box) satisfy the slack problem's rows within OSQP's eps_abs: the other
         limits, each barrier row that dq = 0 satisfies, and ``G dq <= 0`` for each violated one?"""
@@ -601,14 +658,34 @@ class Oink:
     ) -> bool:
         """Forward-kinematics check of q ⊕ dq_full against every barrier's rows of the last solve.
 
-        A row is violated when ``h(q ⊕ dq) < min(h(q), 0) - tolerance``: a satisfied row may not end
-        more than ``tolerance`` outside its safe set, and a row already violated at q may not get
-        worse by more than ``tolerance`` (a recovery step moves it back to first order; what remains
-        is linearization error). On violation ``dq_full`` is zeroed in place and False is returned.
-        Call after :meth:`solve` at the same q.
+        A row that holds at q (h >= -tolerance) may end at most ``tolerance`` outside its safe set; a row
+        violated by more than that at q may get worse by at most _RECOVERY_SLIP (1e-5 m) per step: a
+        recovery step moves it back to first order, so the violation never creeps deeper, step after
+        step. When the step fails the check, shorter steps are tried (each clipped into the box limits:
+        the step stays within the velocity and acceleration bounds): the check fails on what the
+        linearization misses (a normal turning over an edge, a witness point jumping between corners),
+        which shrinks with the square of the step. ``dq_full`` holds the accepted step (in place); if none
+        passes it is zeroed and False is returned. Call after :meth:`solve` at the same q.
         """
         if not barriers:
             return True
+        if self._check_step(q, dq_full, barriers, tolerance):
+            return True
+        lay = self._layout
+        full = self._v_columns
+        step = dq_full[full].copy()
+        for scale in _STEP_SCALES:
+            np.multiply(step, scale, out=self._dq_scaled)
+            if lay is not None:
+                np.clip(self._dq_scaled, lay.lower, lay.upper, out=self._dq_scaled)
+            dq_full[full] = self._dq_scaled
+            if self._check_step(q, dq_full, barriers, tolerance):
+                self.shortened_steps += 1
+                return True
+        dq_full.fill(0.0)
+        return False
+
+    def _check_step(self, q: np.ndarray, dq_full: np.ndarray, barriers: Sequence[Barrier], tolerance: float) -> bool:
         model, data = self.scene.model, self.data
         q_next = pin.integrate(model, q, dq_full)
         pin.framesForwardKinematics(model, data, q_next)
@@ -616,12 +693,13 @@ class Oink:
             if b.needs_geometry:
                 pin.updateGeometryPlacements(model, data, self.scene.collision_model, self.geom_data)
                 break
-        for b in barriers:  # b.value still holds h at q (evaluate returns another array)
+        for b in barriers:  # b.measured_value still holds h at q (evaluate returns another array)
             h_next = b.evaluate(data, self.geom_data)
             if np.count_nonzero(np.greater_equal(h_next, -tolerance)) == len(h_next):
                 continue  # every row inside its safe set (up to tolerance): nothing can be violated
-            if np.count_nonzero(~(h_next >= np.minimum(b.value, 0.0) - tolerance)):  # NaN: violated
-                dq_full.fill(0.0)
+            h = b.measured_value
+            floor = np.where(h >= -tolerance, -tolerance, h - _RECOVERY_SLIP)
+            if np.count_nonzero(~(h_next >= floor)):  # NaN: violated
                 return False
         return True
 
@@ -803,9 +881,11 @@ class _SlackProblem:
         u_hard: np.ndarray,
         k: int,
         penalty: float,
+        s_max: np.ndarray | None = None,
     ):
         """OSQP's result for this step: P_hard, c, A_hard, l_hard, u_hard of the hard problem, whose
-        last k rows are the barrier rows; penalty rho_1 [cost]/[m]."""
+        last k rows are the barrier rows; penalty rho_1 [cost]/[m]; ``s_max``: the slacks' upper bounds
+        [m] (default max(0, -u) per barrier row)."""
         n, m = self.n, len(l_hard)
         if self._shape != (m, k):
             self._allocate(P_hard, m, k)
@@ -816,9 +896,12 @@ class _SlackProblem:
         self._q[n:] = penalty
         np.clip(l_hard, -_INF, _INF, out=self._l[:m])
         np.clip(u_hard, -_INF, _INF, out=self._u[:m])
-        s_max = self._u[m:]  # [m]: max(0, -u) per barrier row, 0 for the rows dq = 0 satisfies
-        np.negative(u_hard[m - k :], out=s_max)
-        np.maximum(s_max, 0.0, out=s_max)
+        bound = self._u[m:]  # [m]: max(0, -u) per barrier row, 0 for the rows dq = 0 satisfies
+        if s_max is None:
+            np.negative(u_hard[m - k :], out=bound)
+            np.maximum(bound, 0.0, out=bound)
+        else:
+            np.minimum(s_max, _INF, out=bound)
         if self._qp is None:
             self._qp = OsqpWorkspace(self._P, self._q, self._A, self._l, self._u, self.settings)
         else:
@@ -856,8 +939,10 @@ class _DaqpSlackProblem:
         self._shape = (m, k)
         self._qp = None
 
-    def solve(self, H: np.ndarray, c: np.ndarray, lay: _Layout, k: int, penalty: float):
-        """(x or None on failure, DAQP exit flag, iterations) for this step; penalty rho_1 [cost]/[m]."""
+    def solve(self, H: np.ndarray, c: np.ndarray, lay: _Layout, k: int, penalty: float,
+              s_max: np.ndarray | None = None):
+        """(x or None on failure, DAQP exit flag, iterations) for this step; penalty rho_1 [cost]/[m];
+        ``s_max``: the slacks' upper bounds [m] (default max(0, -h_b))."""
         n, m = self.n, len(lay.A)
         if self._shape != (m, k):
             self._allocate(m, k)
@@ -868,7 +953,10 @@ class _DaqpSlackProblem:
         self._A[:, :n] = lay.A
         upper, lower = self._upper, self._lower
         upper[:n], lower[:n] = lay.upper, lay.lower
-        np.maximum(np.negative(lay.barrier_upper), 0.0, out=upper[n : n + k])
+        if s_max is None:
+            np.maximum(np.negative(lay.barrier_upper), 0.0, out=upper[n : n + k])
+        else:
+            upper[n : n + k] = s_max
         lower[n : n + k] = 0.0
         upper[n + k :], lower[n + k :] = lay.upper_qp[n:], lay.lower_qp[n:]
         if self._qp is None:

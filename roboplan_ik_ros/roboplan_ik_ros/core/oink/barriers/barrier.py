@@ -64,6 +64,12 @@ class Barrier(ABC):
     def size(self) -> int:
         return len(self.value)
 
+    @property
+    def measured_value(self) -> np.ndarray:
+        """h at the last update as measured (:attr:`value` may report a row within tolerance of its
+        boundary as on it); what the solver's barrier check compares the next configuration with."""
+        return self.value
+
     @abstractmethod
     def update(self, q: np.ndarray, data: pin.Data, geom_data: pin.GeometryData) -> None:
         """Fill value and jacobian at q (data holds joint Jacobians, frames and, if needed, geometry at q)."""

@@ -43,6 +43,10 @@ class CollisionBarrier(Barrier):
         row_margin: a vertex gets a row when its distance bound is within this of the pair's distance [m].
         row_spacing: ... and it is at least this far from the points already used on its geometry [m].
         name: defaults to the pair set ("self_collision", "obstacles", "collision").
+
+    ``boundary_tolerance`` [m] (the solver's barrier_tolerance, set by the controller): a row less than
+    this inside d_min counts as on the boundary (h = 0: no further approach) rather than violated, so
+    an arm resting against an obstacle, within what the barrier check accepts, is not "recovering".
     """
 
     needs_geometry = True
@@ -83,6 +87,9 @@ class CollisionBarrier(Barrier):
         self._distances = np.zeros(n_collision_pairs)
         self._h = np.zeros(self.size)
         self._kernel_rows = _RowsView(self.rows, self.value, self.jacobian)
+        self.boundary_tolerance = 0.0
+        self._on_boundary = np.zeros(self.size, dtype=bool)
+        self._measured = np.zeros(self.size)
         self._data: pin.Data | None = None  # whose world-frame joint Jacobians (data.J) self._J views
 
     def _pair_tables(self) -> None:
@@ -133,6 +140,7 @@ class CollisionBarrier(Barrier):
             self.rows.count = compiled.rows(found, self.rows_per_pair, self.row_margin, self.row_spacing,
                                             self.d_min, self._J, self._columns, self._support,
                                             self._kernel_rows)
+            self._clamp_boundary()
             return
         k = found.count
         pairs = found.pair_index[:k]
@@ -140,6 +148,23 @@ class CollisionBarrier(Barrier):
         python_rows(self.pairs, found, self._vertices, geom_data, self.rows_per_pair, self.row_margin,
                     self.row_spacing, self.d_min, J, self._support[self._joint1[pairs]],
                     self._support[self._joint2[pairs]], self.rows, self.value, self.jacobian)
+        self._clamp_boundary()
+
+    @property
+    def measured_value(self) -> np.ndarray:
+        """Per row, its pair's distance - d_min (what :meth:`evaluate` gives at the next configuration)."""
+        return self._measured
+
+    def _clamp_boundary(self) -> None:
+        count, measured = self.rows.count, self._measured
+        measured.fill(np.inf)
+        np.take(self.pairs.result.distance, self.rows.pair[:count], out=measured[:count])
+        measured[:count] -= self.d_min
+        if self.boundary_tolerance > 0.0:
+            v, on = self.value, self._on_boundary
+            np.greater_equal(v, -self.boundary_tolerance, out=on)
+            on &= v < 0.0
+            v[on] = 0.0
 
     def evaluate(self, data: pin.Data, geom_data: pin.GeometryData) -> np.ndarray:
         """h at ``data``'s configuration: every row of a pair gets the pair's distance - d_min (each row's
