@@ -36,15 +36,16 @@ def obstacle_distance(scene, data, geom_data, pairs) -> float:
     return min(pin.computeDistance(scene.collision_model, geom_data, k).min_distance for k in pairs)
 
 
-def drive(loop: ControlLoop, goals: list[pin.SE3], ticks: int) -> dict:
-    """Tick toward each goal in turn; the robot follows every command exactly."""
+def drive(loop: ControlLoop, goals: list[pin.SE3], ticks: int, perceived=None) -> dict:
+    """Tick toward each goal in turn; the robot follows every command exactly. ``perceived(q)``:
+    (name, link, distance) of the perceived cloud (``closest_perceived``: its minimum)."""
     scene = loop.scene
     q = scene.named_configuration("default")
     g = loop.group.q_indices
     data, geom_data = scene.create_data()
     robot_geoms = scene.world.n_robot_geometries
     pairs = [k for k, p in enumerate(scene.collision_model.collisionPairs) if p.second >= robot_geoms]
-    t, commands, closest = 0.0, [], np.inf
+    t, commands, closest, closest_perceived = 0.0, [], np.inf, np.inf
     loop.state.incoming[:] = q
     assert loop.state.accept(t) == ""
     loop.activate(t)
@@ -60,10 +61,12 @@ def drive(loop: ControlLoop, goals: list[pin.SE3], ticks: int) -> dict:
             commands.append(q[g].copy())
             pin.forwardKinematics(scene.model, data, q)
             closest = min(closest, obstacle_distance(scene, data, geom_data, pairs))
+            if perceived is not None:
+                closest_perceived = min(closest_perceived, perceived(q)[2])
     c = np.array(commands)
     accel = loop.acceleration_limit
     return dict(
-        closest=closest, q=q,
+        closest=closest, q=q, closest_perceived=closest_perceived,
         acc=(np.abs(np.diff(c, n=2, axis=0)).max(axis=0) / loop.dt**2 / accel.a_max).max(),
         jerk=(np.abs(np.diff(c, n=3, axis=0)).max(axis=0) / loop.dt**3 / accel.j_max).max(),
     )

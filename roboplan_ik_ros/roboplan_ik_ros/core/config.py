@@ -179,7 +179,7 @@ class BarrierConfig:
     p_max: list[float] = field(default_factory=list)
     axis_selection: list[bool] = field(default_factory=lambda: [True, True, True])
     # collision
-    pairs: str = "self"  # "self" (robot x robot) | "obstacles" (robot x obstacles) | "all"
+    pairs: str = "self"  # "self" (robot x robot) | "obstacles" (robot x obstacles) | "perceived" (x the cloud) | "all"
     n_collision_pairs: int = 0
     d_min: float = 0.02
     broad_phase_cutoff: float = 0.2
@@ -192,6 +192,20 @@ class BarrierConfig:
 
 
 @dataclass
+class PerceptionConfig:
+    """``perception:`` the point cloud on the node's ``~/pointcloud`` (core: perceived_cloud.py)."""
+
+    voxel_size: float = 0.02  # [m] one point per voxel (centroid) before the octree; 0 = no voxel filter
+    octree_resolution: float = 0.02  # [m] leaf size of the coal OcTree
+    self_filter_padding: float = 0.03  # [m] points this close to the robot's collision geometry are its own
+    crop_min: list[float] = field(default_factory=lambda: [-math.inf, -math.inf, -math.inf])  # [m] world frame
+    crop_max: list[float] = field(default_factory=lambda: [math.inf, math.inf, math.inf])  # [m] world frame
+    max_age: float = 0.5  # [s] a cloud older than this (no newer one) is stale
+    on_stale: str = "keep"  # "keep" (the last cloud stays an obstacle) | "clear" (removed, said in ~/status)
+    max_points: int = 1000000  # clouds with more points (width * height) are refused
+
+
+@dataclass
 class IKConfig:
     robot: RobotConfig = field(default_factory=RobotConfig)
     solver: SolverConfig = field(default_factory=SolverConfig)
@@ -201,6 +215,7 @@ class IKConfig:
     # world obstacles and objects attached to links (core.model.obstacles.Obstacle after parsing)
     obstacles: list[Any] = field(default_factory=list)
     simple_ik: Any = None  # SimpleIKOptions after parsing; group_name defaults to robot.group
+    perception: PerceptionConfig = field(default_factory=PerceptionConfig)
     node: dict[str, Any] = field(default_factory=dict)  # validated by the ROS layer
 
     def __post_init__(self) -> None:
@@ -266,6 +281,7 @@ class IKConfig:
                                         f"{', '.join(COLLISION_PAIRS)}")
         if not self.tasks:
             raise InvalidInputError("tasks: expected at least one task")
+        check_perception_config(self.perception)
         self.obstacles = _parse_obstacles(self.obstacles)
 
 
@@ -286,10 +302,30 @@ def _parse_obstacles(items: list) -> list:
     return out
 
 
+ON_STALE = ("keep", "clear")
+
+
+def check_perception_config(p: PerceptionConfig, path: str = "perception") -> PerceptionConfig:
+    """Range and choice checks of the ``perception:`` section (errors name the key)."""
+    for key in ("voxel_size", "octree_resolution", "self_filter_padding", "max_age"):
+        check_key(getattr(p, key), f"perception.{key}", f"{path}.{key}")
+    if p.on_stale not in ON_STALE:
+        raise InvalidInputError(f"{path}.on_stale: unknown value {p.on_stale!r}; valid: {', '.join(ON_STALE)}")
+    if p.max_points < 1:
+        raise InvalidInputError(f"{path}.max_points: expected an integer >= 1, got {p.max_points}")
+    for key in ("crop_min", "crop_max"):
+        values = getattr(p, key)
+        if len(values) != 3 or any(math.isnan(v) for v in values):
+            raise InvalidInputError(f"{path}.{key}: expected [x, y, z] [m] (.inf / -.inf: unbounded), got {values}")
+    if any(lo >= hi for lo, hi in zip(p.crop_min, p.crop_max)):
+        raise InvalidInputError(f"{path}.crop_min: {p.crop_min}; expected below crop_max {p.crop_max} on every axis")
+    return p
+
+
 TASK_TYPES = ("frame", "configuration")
 LIMIT_TYPES = ("position", "velocity", "acceleration")
 BARRIER_TYPES = ("position", "collision", "singularity", "self_collision")
-COLLISION_PAIRS = ("self", "obstacles", "all")
+COLLISION_PAIRS = ("self", "obstacles", "perceived", "all")
 # Keys that only one type uses: setting them on another type is an error, never silently ignored.
 _TASK_KEYS = {
     "frame": ("frame", "position_cost", "orientation_cost", "max_position_error", "max_rotation_error"),

@@ -56,6 +56,11 @@ RANGES: dict[str, Range] = {
     "barriers[].gain": Range(lo_open=True, unit="1/s"),
     "barriers[].safe_displacement_gain": Range(),
     "barriers[].safety_margin": Range(0.0, 10.0, unit="m"),
+    # perception (core.model.perceived_cloud)
+    "perception.voxel_size": Range(0.0, 1.0, unit="m"),
+    "perception.octree_resolution": Range(0.001, 1.0, unit="m"),
+    "perception.self_filter_padding": Range(0.0, 1.0, unit="m"),
+    "perception.max_age": Range(0.0, 3600.0, lo_open=True, unit="s"),
 }
 
 

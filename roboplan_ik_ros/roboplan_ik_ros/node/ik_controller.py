@@ -61,15 +61,16 @@ from .loop_thread import BorrowedThreadPriority, LoopThread
 from .guarded_node import GuardedLifecycleNode
 from .session import Session
 from .spin import ESCAPED, make_executor, spin_until_shutdown, stop_on_signals
-from .markers import HAVE_INTERACTIVE_MARKERS, InteractiveTargets, scene_markers
+from .markers import HAVE_INTERACTIVE_MARKERS, InteractiveTargets, perceived_marker, scene_markers
 from .node_config import NodeConfig, load_node_config
 from .command_outputs import CommandNotSent, CommandOutputs, ContextShutDown
 from .parameters import (DESCRIPTION_TIMEOUT, RuntimeParameters, barrier_specs, loop_specs, task_specs,
                          unknown_parameter_reason)
 from .message_conversions import JointStateDecoder, root_frame_name
 from .path_service import SolvePathServer
+from .pointcloud_input import PointCloudInput
 from .service import SolveIKServer
-from .status import LoopSnapshot, diagnostics_report
+from .status import LoopSnapshot, diagnostics_report, perception_diagnostics, perception_status
 
 
 #: Parameters declared by the constructor (the launch file passes these).
@@ -163,6 +164,7 @@ class IKControllerNode(GuardedLifecycleNode):
         self._service: SolveIKServer | None = None
         self._paths: SolvePathServer | None = None
         self._collision_objects: CollisionObjectsEndpoint | None = None
+        self._perception: PointCloudInput | None = None
         self._decoder: JointStateDecoder | None = None
         self._outputs: CommandOutputs | None = None
         self._loop_thread: LoopThread | None = None
@@ -510,6 +512,12 @@ class IKControllerNode(GuardedLifecycleNode):
         self._collision_objects = CollisionObjectsEndpoint(
             self, self.loop, reader, self._lock, self._service.scene_lock, self._current_q,
             self._on_obstacles_changed, self._on_collision_object_refused)
+        # ~/pointcloud: ingested in a thread of its own, swapped into the scene between two ticks
+        tf_lookup = (lambda frame, stamp: self._resolver._lookup(frame, stamp)) if HAVE_TF2 else None
+        self._perception = PointCloudInput(
+            self, self.scene, self.config.perception, self._root, self._lock, self._service.scene_lock,
+            self._current_q, tf_lookup, self._on_perceived_changed, self._on_pointcloud_refused, self._log_loop_event)
+        session.own("~/pointcloud thread", self._perception.destroy)
         if cfg.trigger == "joint_states":  # ticks come from /joint_states; this timer only watches for staleness
             period = max(1.0 / cfg.control_rate_hz, min(0.05, cfg.state_timeout / 4.0))
             self._watchdog = self.create_timer(period, self._on_watchdog, autostart=False)
@@ -697,6 +705,13 @@ class IKControllerNode(GuardedLifecycleNode):
         self._service.set_obstacles(obstacles)
         self._markers_dirty = True
 
+    def _on_perceived_changed(self) -> None:
+        self._markers_dirty = True
+
+    def _on_pointcloud_refused(self, reason: str) -> None:
+        self._last_rejection = reason
+        self._log_loop_event("warning", reason)
+
     def _on_collision_object_refused(self, reason: str) -> None:
         with self._lock:
             if self.loop is not None:
@@ -778,6 +793,8 @@ class IKControllerNode(GuardedLifecycleNode):
         with self._lock:  # copy what the message needs; build it outside the lock
             snap = LoopSnapshot.take(self.loop)
         msg = snap.status_message(self._last_tick_us, self._last_solve_us)
+        if self._perception is not None:
+            perception_status(msg, self._perception.snapshot())
         msg.header.stamp = self.get_clock().now().to_msg()
         msg.header.frame_id = self._root
         self._status_pub.publish(msg)
@@ -790,8 +807,11 @@ class IKControllerNode(GuardedLifecycleNode):
             goals = [(n, self.loop.goal(n)) for n in self._frame_tasks]
             goals = [(n, g.copy()) for n, g in goals if g is not None]
             obstacles = list(self.scene.obstacles.values())
-        self._marker_pub.publish(scene_markers(goals, self.loop.barriers, obstacles, self._root,
-                                               self.node_cfg.markers.scale))
+        markers = scene_markers(goals, self.loop.barriers, obstacles, self._root, self.node_cfg.markers.scale)
+        if self._perception is not None:
+            markers.markers.append(perceived_marker(self._perception.points(), self.config.perception.octree_resolution,
+                                                    self._root))
+        self._marker_pub.publish(markers)
 
     def _diagnostics_report(self):
         if self.loop is None:
@@ -800,6 +820,8 @@ class IKControllerNode(GuardedLifecycleNode):
             snap = LoopSnapshot.take(self.loop)
         level, message, values = diagnostics_report(snap, self._stats.summary(), self.node_cfg, self._service,
                                                     self._last_rejection, self.loop_scheduling, self._paths)
+        if self._perception is not None:
+            values += perception_diagnostics(self._perception.snapshot())
         values.append(("callback_errors", str(self.faults.count + ESCAPED.count)))
         if self.faults.last:
             values.append(("last_callback_error", self.faults.last))

@@ -159,3 +159,19 @@ class InteractiveTargets:
 
     def shutdown(self) -> None:
         self.server.shutdown()
+
+
+MAX_PERCEIVED_MARKER_POINTS = 5000  # a CUBE_LIST of more is thinned (every k-th point)
+
+
+def perceived_marker(points: np.ndarray, resolution: float, root: str) -> Marker:
+    """The perceived cloud's points (world frame, (N, 3)) as one CUBE_LIST of voxels (ns ``perceived``);
+    an empty cloud gives a DELETE of that marker."""
+    m = Marker(ns="perceived", id=0, type=Marker.CUBE_LIST, action=Marker.ADD if len(points) else Marker.DELETE)
+    m.header.frame_id = root
+    m.pose.orientation.w = 1.0
+    m.scale.x = m.scale.y = m.scale.z = float(resolution)
+    m.color = ColorRGBA(r=0.9, g=0.2, b=0.6, a=0.8)
+    step = max(1, -(-len(points) // MAX_PERCEIVED_MARKER_POINTS))
+    m.points = [Point(x=float(x), y=float(y), z=float(z)) for x, y, z in points[::step].tolist()]
+    return m

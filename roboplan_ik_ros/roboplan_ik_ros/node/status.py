@@ -154,3 +154,28 @@ def diagnostics_report(snap: LoopSnapshot, summary: dict[str, float], node_cfg, 
 def _closest_text(closest: tuple[str, str, float]) -> str:
     obstacle, link, distance = closest
     return "none" if not obstacle else f"{obstacle} <-> {link}: {distance * 1e3:.1f} mm"
+
+
+def perception_status(msg: ControllerStatus, report) -> None:
+    """The perceived cloud in ~/status (fields of ControllerStatus from this version on; an older build of
+    roboplan_ik_interfaces lacks them and gets nothing)."""
+    if not hasattr(msg, "perceived_points"):
+        return
+    msg.perception_state = report.state
+    msg.perceived_points = report.points
+    msg.perceived_age = float(report.age)
+    msg.closest_perceived_link = report.closest_link
+    msg.closest_perceived_distance = float(report.closest_distance)
+    msg.pointclouds_refused = report.refused
+
+
+def perception_diagnostics(report) -> list[tuple[str, str]]:
+    """The perceived cloud in /diagnostics."""
+    closest = ("none" if not report.closest_link else
+               f"{report.closest_link}: {report.closest_distance * 1e3:.1f} mm")
+    return [("perception", report.state), ("perceived_points", str(report.points)),
+            ("perceived_age", f"{report.age:.3f}" if np.isfinite(report.age) else "inf"),
+            ("closest_perceived", closest), ("pointclouds_received", str(report.received)),
+            ("pointclouds_refused", str(report.refused)), ("pointclouds_dropped", str(report.dropped)),
+            ("pointcloud_ingest_ms", f"{report.ingest_ms:.2f}"),
+            ("last_pointcloud_refusal", report.last_refusal or "none")]

@@ -38,7 +38,7 @@ class PairDistances:
     count: int = 0
 
 
-PAIR_SETS = ("all", "self", "obstacles")
+PAIR_SETS = ("all", "self", "obstacles", "perceived")
 
 
 class ClosestPairs:
@@ -49,8 +49,8 @@ class ClosestPairs:
         n: number of pairs wanted (for ``pairs="self"``: <= the robot's collision pairs; with
             obstacles the pairs come and go, and a query finds at most as many as exist).
         cutoff: pairs whose lower-bound distance exceeds this [m] are never evaluated (inf: all may be).
-        pairs: ``"self"`` (robot x robot), ``"obstacles"`` (robot or attached object x obstacle) or
-            ``"all"``.
+        pairs: ``"self"`` (robot x robot), ``"obstacles"`` (robot or attached object x obstacle),
+            ``"perceived"`` (robot or attached object x the perceived cloud) or ``"all"``.
 
     Broad phase: a bounding sphere per geometry (centre and radius of its local AABB); for a pair
     with a geometry fixed in the world (the robot's base, a table, a wall), the distance from the
@@ -102,10 +102,14 @@ class ClosestPairs:
         robot = world.n_robot_geometries
         every = np.array([(p.first, p.second) for p in gm.collisionPairs], dtype=int).reshape(-1, 2)  # read once
         is_self = (every < robot).all(axis=1)
-        keep = np.ones(len(every), dtype=bool) if self.pair_set == "all" else is_self == (self.pair_set == "self")
+        is_perceived = np.isin(every, world.perceived_geometries()).any(axis=1)
+        keep = {"all": np.ones(len(every), dtype=bool), "self": is_self, "obstacles": ~is_self & ~is_perceived,
+                "perceived": is_perceived}[self.pair_set]
         self.collision_pair = np.flatnonzero(keep)  # local pair k -> index into collisionPairs
         self.first, self.second = every[keep, 0].copy(), every[keep, 1].copy()
         self.obstacle_pair = (self.first >= robot) | (self.second >= robot)
+        # coal (3.0) returns the witness points of a shape-octree distance swapped (the octree's first)
+        self._octree_second = np.array([isinstance(objects[b].geometry, coal.OcTree) for b in self.second], dtype=bool)
         self.geometries = np.unique(np.concatenate([self.first, self.second]))
         self._pair_names = [f"{objects[a].name} <-> {objects[b].name}" for a, b in zip(self.first, self.second)]
         slot = {int(g): k for k, g in enumerate(self.geometries)}
@@ -235,7 +239,10 @@ class ClosestPairs:
             res = self.distance(geom_data, k)
             calls += 1
             d = res.min_distance
-            entry = (d, k, np.array(res.getNearestPoint1()), np.array(res.getNearestPoint2()), np.array(res.normal))
+            p1, p2, coal_normal = np.array(res.getNearestPoint1()), np.array(res.getNearestPoint2()), np.array(res.normal)
+            if self._octree_second[k]:  # coal (3.0) gives a shape-octree pair's witness points swapped
+                p1, p2, coal_normal = p2, p1, -coal_normal
+            entry = (d, k, p1, p2, coal_normal)
             if len(found) < n:
                 found.append(entry)
                 if len(found) == n:
@@ -293,10 +300,12 @@ def _unit_normal(d: float, p1: np.ndarray, p2: np.ndarray, coal_normal: np.ndarr
 
 class ClosestObstacle:
     """The obstacle nearest to the robot at a configuration, for status reports (not the hot path:
-    it allocates its tables again after each change of the scene's obstacles)."""
+    it allocates its tables again after each change of the scene's obstacles). ``pairs``:
+    ``"obstacles"`` or ``"perceived"`` (the perceived cloud's nearest point)."""
 
-    def __init__(self, scene: Scene) -> None:
+    def __init__(self, scene: Scene, pairs: str = "obstacles") -> None:
         self.scene = scene
+        self.pair_set = pairs
         self._version = -1
         self._structure = -1
 
@@ -304,10 +313,10 @@ class ClosestObstacle:
         """(obstacle, the robot link or attached object nearest to it, signed distance [m]);
         ("", "", inf) without obstacles (or none that any link can reach)."""
         scene = self.scene
-        if not scene.obstacles:
+        if not (scene.obstacles if self.pair_set == "obstacles" else scene.world.perceived_geometries()):
             return "", "", math.inf
         if self._version != scene.collision_version:
-            self._pairs = ClosestPairs(scene, 1, np.inf, "obstacles")
+            self._pairs = ClosestPairs(scene, 1, np.inf, self.pair_set)
             if self._structure != scene.collision_structure_version:  # a move keeps the geometry data
                 self._data, self._geom_data = scene.create_data()
                 self._structure = scene.collision_structure_version
@@ -327,7 +336,8 @@ class ClosestObstacle:
         a, b = int(pairs.first[k]), int(pairs.second[k])
         world = scene.world
         if world.is_obstacle(a) and world.is_obstacle(b):  # an attached object against a world obstacle
-            a, b = (a, b) if scene.obstacles[self._names[a]].attached else (b, a)
+            first = scene.obstacles.get(self._names[a])  # None: the perceived cloud
+            a, b = (a, b) if first is not None and first.attached else (b, a)
             return self._names[b], f"{self._names[a]} (attached)", float(res.distance[0])
         robot_geometry, obstacle = (a, b) if world.is_obstacle(b) else (b, a)
         return self._names[obstacle], self._names[robot_geometry], float(res.distance[0])

@@ -10,7 +10,11 @@ attached to a link (its placement is the link's placement in that joint composed
   geometries of the obstacle's ``touch_links``;
 * attached obstacle x world obstacle (a grasped part against the table).
 
-Obstacles never pair with each other otherwise (two world obstacles cannot move). Adding, moving
+Obstacles never pair with each other otherwise (two world obstacles cannot move). The perceived
+cloud (:meth:`set_perceived`, a coal OcTree built from a depth camera's points, see
+``perceived_cloud.py``) is one more world geometry, ``perceived:cloud``, paired like a world obstacle
+(every robot geometry off joint 0, and the attached objects) but kept apart from :attr:`obstacles`: the
+collision barriers tell the two sets apart (``pairs: obstacles`` / ``pairs: perceived``). Adding, moving
 and removing touch only the obstacle's geometry and pairs, never the robot's; :attr:`version`
 counts the changes so that the holders of pair tables (the broad phase) rebuild them before their
 next query, and :attr:`structure_version` the adds and removes, after which a ``GeometryData``
@@ -29,6 +33,7 @@ from ..errors import InvalidInputError, unknown_name
 from .obstacles import WORLD, Obstacle, check_obstacle, obstacle_geometry
 
 PREFIX = "obstacle:"
+PERCEIVED = "perceived:cloud"  # the geometry object of the perceived cloud
 
 
 class CollisionWorld:
@@ -42,6 +47,7 @@ class CollisionWorld:
         self.convex_hulls = convex_hulls
         self.n_robot_geometries = collision_model.ngeoms
         self.obstacles: dict[str, Obstacle] = {}
+        self.perceived = None  # the PerceivedCloud in the model (perceived_cloud.py), or None
         self.version = 0  # incremented by every add, move and remove
         self.structure_version = 0  # incremented by every add and remove (geometry data must be remade)
         # geometryObjects[i] copies meshes in pinocchio's Python API: read the robot's once
@@ -69,6 +75,8 @@ class CollisionWorld:
         for other_name, other in self.obstacles.items():
             if other.name != obstacle.name and other.attached != obstacle.attached:  # part in hand x table
                 gm.addCollisionPair(pin.CollisionPair(gm.getGeometryId(PREFIX + other_name), index))
+        if obstacle.attached and self._has_perceived_geometry():  # part in hand x perceived cloud
+            gm.addCollisionPair(pin.CollisionPair(gm.getGeometryId(PERCEIVED), index))
         self.obstacles[obstacle.name] = obstacle
         self.version += 1
         self.structure_version += 1
@@ -99,17 +107,49 @@ class CollisionWorld:
         for name in list(self.obstacles):
             self.remove(name)
 
+    def set_perceived(self, cloud) -> None:
+        """Replace the perceived cloud (a ``PerceivedCloud``; None: none). Its ``octree`` (None for a
+        cloud with no point left) becomes geometry ``perceived:cloud`` on joint 0, paired with every robot
+        geometry that can move and every attached object. Cheap (the octree is built by the caller):
+        one geometry and its pairs; the broad phase's tables are rebuilt by their holders."""
+        gm = self.collision_model
+        if self._has_perceived_geometry():
+            gm.removeGeometryObject(PERCEIVED)  # and its collision pairs
+        self.perceived = cloud
+        if cloud is not None and cloud.octree is not None:
+            gm.addGeometryObject(pin.GeometryObject(PERCEIVED, 0, 0, pin.SE3.Identity(), cloud.octree))
+            index = gm.ngeoms - 1
+            for g in range(self.n_robot_geometries):
+                if self._robot_joint[g] != 0:
+                    gm.addCollisionPair(pin.CollisionPair(g, index))
+            for name, obstacle in self.obstacles.items():
+                if obstacle.attached:
+                    gm.addCollisionPair(pin.CollisionPair(gm.getGeometryId(PREFIX + name), index))
+        self.version += 1
+        self.structure_version += 1
+
     # ------------------------------------------------------------------ queries
     def is_obstacle(self, geometry: int) -> bool:
+        """True for an obstacle's geometry and the perceived cloud's (not the robot's)."""
         return geometry >= self.n_robot_geometries
 
+    def perceived_geometries(self) -> list[int]:
+        """Geometry indices of the perceived cloud (none or one)."""
+        gm = self.collision_model
+        return [gm.getGeometryId(PERCEIVED)] if self._has_perceived_geometry() else []
+
     def obstacle_name(self, geometry: int) -> str:
-        """The obstacle of geometry index ``geometry`` ("" for a robot geometry)."""
+        """The obstacle of geometry index ``geometry`` ("" for a robot geometry; ``perceived:cloud``
+        for the perceived cloud)."""
         if geometry < self.n_robot_geometries:
             return ""
-        return self.collision_model.geometryObjects[geometry].name[len(PREFIX):]
+        name = self.collision_model.geometryObjects[geometry].name
+        return name[len(PREFIX):] if name.startswith(PREFIX) else name
 
     # ----------------------------------------------------------------- helpers
+    def _has_perceived_geometry(self) -> bool:
+        return self.perceived is not None and self.perceived.octree is not None
+
     def _get(self, name: str) -> Obstacle:
         if name not in self.obstacles:
             raise unknown_name("obstacle", name, self.obstacles)

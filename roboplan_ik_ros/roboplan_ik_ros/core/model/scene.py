@@ -309,6 +309,15 @@ class Scene:
     def clear_obstacles(self) -> None:
         self.world.clear()
 
+    @property
+    def perceived_cloud(self):
+        """The perceived cloud in the collision model (``PerceivedCloud``), or None."""
+        return self.world.perceived
+
+    def set_perceived_cloud(self, cloud) -> None:
+        """Replace the perceived cloud (None: remove it); see :meth:`CollisionWorld.set_perceived`."""
+        self.world.set_perceived(cloud)
+
     # ------------------------------------------------------------------- names
     def _joint_id(self, name: str) -> int:
         if name not in self.joint_names:

@@ -41,6 +41,7 @@ enum ShapeKind : int64_t { BOX = 1, SPHERE = 2, CYLINDER = 3, CAPSULE = 4, CONVE
 
 struct Geometry {
   std::shared_ptr<coal::CollisionGeometry> shape;
+  int64_t kind = 0;           // ShapeKind
   int64_t joint = 0;          // model joint whose placement carries it (0: fixed in the world)
   Matrix3s R_joint_geom;      // placement in the joint frame
   Vec3s t_joint_geom;
@@ -210,6 +211,7 @@ int64_t pdk_add_geometry(void* handle, int64_t kind, const double* params, const
     return -1;
   }
   g.joint = joint;
+  g.kind = kind;
   for (int r = 0; r < 3; ++r)
     for (int c = 0; c < 3; ++c) g.R_joint_geom(r, c) = placement[3 * r + c];
   g.t_joint_geom = Vec3s(placement[9], placement[10], placement[11]);
@@ -284,7 +286,11 @@ int64_t pdk_closest(void* handle, int64_t n, double cutoff, int64_t* pair_out, d
     coal::distance(a.shape.get(), a.T_world_geom, b.shape.get(), b.T_world_geom, k.request, res);
     ++k.narrow_calls;
     const double d = res.min_distance;
-    const Found entry{d, p, res.nearest_points[0], res.nearest_points[1], res.normal};
+    Found entry{d, p, res.nearest_points[0], res.nearest_points[1], res.normal};
+    if (b.kind == OCTREE && a.kind != OCTREE) {  // coal (3.0) gives a shape-octree pair's witness points swapped
+      std::swap(entry.p1, entry.p2);
+      entry.normal = -entry.normal;
+    }
     if (static_cast<int64_t>(k.found.size()) < n) {
       k.found.push_back(entry);
       if (static_cast<int64_t>(k.found.size()) == n) worst = std::max_element(k.found.begin(), k.found.end())->distance;

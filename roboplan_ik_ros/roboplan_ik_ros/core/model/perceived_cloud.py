@@ -1,0 +1,93 @@
+"""PerceivedCloud and CloudIngest: a depth camera's points as an obstacle of the scene.
+
+:class:`CloudIngest` turns one PointCloud2 payload into a :class:`PerceivedCloud`: decode (numpy),
+into the world frame (``T_world_sensor``), crop to ``perception.crop_min``/``crop_max``, voxel filter
+(``voxel_size``), remove the robot's own points (:class:`SelfFilter`, ``self_filter_padding``, at the
+configuration given) and build a coal ``OcTree`` (``coal.makeOctree``, leaves of
+``octree_resolution``). This is the expensive part (measured in the README); it runs outside the
+control loop and touches neither the scene's collision model nor its obstacles. The caller then
+swaps the cloud into the scene (:meth:`Scene.set_perceived_cloud`, one geometry and its pairs)
+between two ticks. ROS-free.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import coal
+import numpy as np
+
+from ..errors import InvalidInputError
+from .point_cloud import PointCloudLayout, crop_points, decode_points, transform_points, voxel_filter
+from .scene import Scene
+from .self_filter import SelfFilter
+
+
+@dataclass(frozen=True, eq=False)
+class PerceivedCloud:
+    """The filtered points of one cloud, in the world frame, and their octree.
+
+    Attributes:
+        points: (N, 3) float64 world frame [m] (what the octree was built from; a compiled collision
+            kernel rebuilds the octree from ``points`` and ``resolution``).
+        resolution: octree leaf size [m].
+        octree: the coal OcTree, None when no point is left (then the cloud is no obstacle).
+        frame_id: the sensor frame the cloud came in.
+        stamp: the cloud's time (header.stamp) [s], in the sender's clock.
+        received, invalid, cropped, self_points: points in the message, dropped for NaN/inf, outside
+            the crop box, on the robot (the voxel filter merges the rest into ``len(points)``).
+    """
+
+    points: np.ndarray
+    resolution: float
+    octree: coal.OcTree | None
+    frame_id: str = ""
+    stamp: float = 0.0
+    received: int = 0
+    invalid: int = 0
+    cropped: int = 0
+    self_points: int = 0
+
+    @property
+    def size(self) -> int:
+        return len(self.points)
+
+
+class CloudIngest:
+    """Build :class:`PerceivedCloud` objects for ``scene`` with ``config`` (a ``PerceptionConfig``).
+    Not thread-safe by itself: one thread ingests; :meth:`refresh_robot` (after attached objects
+    changed) must not run while the scene changes."""
+
+    def __init__(self, scene: Scene, config) -> None:
+        self.scene = scene
+        self.config = config
+        self.self_filter = SelfFilter(scene, config.self_filter_padding)
+        self._lower = np.asarray(config.crop_min, dtype=float)
+        self._upper = np.asarray(config.crop_max, dtype=float)
+
+    def refresh_robot(self) -> None:
+        """Re-read the robot's (and attached objects') geometry if the scene's obstacles changed."""
+        self.self_filter.refresh()
+
+    def ingest(self, layout: PointCloudLayout, data, R_world_sensor: np.ndarray, t_world_sensor: np.ndarray,
+               q: np.ndarray, frame_id: str = "", stamp: float = 0.0) -> PerceivedCloud:
+        """The perceived cloud of one payload; raises :class:`InvalidInputError` for a malformed one."""
+        n = layout.width * layout.height if isinstance(layout.width, int) and isinstance(layout.height, int) else 0
+        if n > self.config.max_points:
+            raise InvalidInputError(f"width * height: {layout.width} * {layout.height} = {n} points; expected at most "
+                                    f"perception.max_points = {self.config.max_points}")
+        decoded = decode_points(layout, data)
+        world = transform_points(R_world_sensor, t_world_sensor, decoded.points)
+        inside = crop_points(world, self._lower, self._upper)
+        cropped = len(world) - len(inside)
+        merged = voxel_filter(inside, self.config.voxel_size)
+        kept, on_robot = self.self_filter.filter(merged, q)
+        return self.cloud(kept, frame_id, stamp, received=decoded.received, invalid=decoded.invalid,
+                          cropped=cropped, self_points=on_robot)
+
+    def cloud(self, points: np.ndarray, frame_id: str = "", stamp: float = 0.0, **counts) -> PerceivedCloud:
+        """A PerceivedCloud of world-frame ``points`` as they are (no filter)."""
+        points = np.ascontiguousarray(points, dtype=np.float64).reshape(-1, 3)
+        resolution = float(self.config.octree_resolution)
+        octree = coal.makeOctree(points, resolution) if len(points) else None
+        return PerceivedCloud(points, resolution, octree, frame_id, stamp, **counts)

@@ -1,0 +1,149 @@
+"""Point clouds as numpy arrays: decoding a sensor_msgs/PointCloud2 payload, cropping, voxel filtering.
+
+ROS-free: :func:`decode_points` takes the message's fields as plain values (``PointCloudLayout``), so
+the core and its tests need no rclpy. Every operation is vectorised (no Python loop over points).
+
+Refusals raise :class:`InvalidInputError` naming the field at fault, what it was and what is expected
+(``fields: no 'z' field; expected float fields x, y, z ...``). Points with a NaN or infinite
+coordinate: a depth camera's organized cloud (``is_dense: false``) marks pixels without a return so,
+and they are dropped and counted (:attr:`DecodedPoints.invalid`); a cloud that says ``is_dense: true``
+and still has them is refused (it is not what it claims to be).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..errors import InvalidInputError
+
+#: sensor_msgs/PointField datatypes -> numpy type (INT8 = 1 ... FLOAT64 = 8)
+POINT_FIELD_TYPES = {1: "i1", 2: "u1", 3: "i2", 4: "u2", 5: "i4", 6: "u4", 7: "f4", 8: "f8"}
+POINT_FIELD_NAMES = {1: "INT8", 2: "UINT8", 3: "INT16", 4: "UINT16", 5: "INT32", 6: "UINT32", 7: "FLOAT32",
+                     8: "FLOAT64"}
+COORDINATES = ("x", "y", "z")
+
+
+@dataclass(frozen=True)
+class PointField:
+    """One sensor_msgs/PointField: ``name``, byte ``offset`` in a point, ``datatype`` (1-8), ``count``."""
+
+    name: str
+    offset: int
+    datatype: int
+    count: int = 1
+
+
+@dataclass(frozen=True)
+class PointCloudLayout:
+    """The layout of a sensor_msgs/PointCloud2 payload (everything but the header and the data)."""
+
+    fields: Sequence[PointField]
+    width: int
+    height: int
+    point_step: int  # [bytes] per point
+    row_step: int  # [bytes] per row (>= width * point_step)
+    is_bigendian: bool = False
+    is_dense: bool = False  # true: the sender promises no invalid (NaN/inf) point
+
+
+@dataclass(frozen=True)
+class DecodedPoints:
+    """``points``: (N, 3) float64, finite, in the cloud's frame [m]; ``invalid``: points dropped for a
+    NaN or infinite coordinate; ``received``: width * height."""
+
+    points: np.ndarray
+    invalid: int
+    received: int
+
+
+def decode_points(layout: PointCloudLayout, data: bytes | bytearray | memoryview | np.ndarray) -> DecodedPoints:
+    """The x, y, z of every valid point of a PointCloud2 payload (see the module docstring)."""
+    n_points = _check_layout(layout, len(data))
+    if n_points == 0:
+        return DecodedPoints(np.zeros((0, 3)), 0, 0)
+    order = ">" if layout.is_bigendian else "<"
+    by_name = {f.name: f for f in layout.fields}
+    formats = [order + POINT_FIELD_TYPES[by_name[c].datatype] for c in COORDINATES]
+    point = np.dtype({"names": list(COORDINATES), "formats": formats,
+                      "offsets": [by_name[c].offset for c in COORDINATES], "itemsize": layout.point_step})
+    buffer = np.frombuffer(data, dtype=np.uint8) if not isinstance(data, np.ndarray) else data.view(np.uint8)
+    grid = np.ndarray((layout.height, layout.width), dtype=point, buffer=buffer,
+                      strides=(layout.row_step, layout.point_step))
+    points = np.empty((n_points, 3))
+    for k, c in enumerate(COORDINATES):
+        points[:, k] = grid[c].reshape(-1)
+    finite = np.isfinite(points).all(axis=1)
+    invalid = n_points - int(np.count_nonzero(finite))
+    if invalid and layout.is_dense:
+        raise InvalidInputError(f"is_dense: true, but {invalid} of {n_points} points have a NaN or infinite "
+                                "coordinate; expected is_dense: false for a cloud with invalid points")
+    return DecodedPoints(points[finite] if invalid else points, invalid, n_points)
+
+
+def _check_layout(layout: PointCloudLayout, n_bytes: int) -> int:
+    """The number of points (width * height), or raise naming what is wrong."""
+    for key in ("width", "height", "point_step", "row_step"):
+        value = getattr(layout, key)
+        if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 0:
+            raise InvalidInputError(f"{key}: expected an integer >= 0, got {value!r}")
+    by_name: dict[str, PointField] = {}
+    for f in layout.fields:
+        by_name.setdefault(f.name, f)
+    names = [f.name for f in layout.fields]
+    for c in COORDINATES:
+        if c not in by_name:
+            raise InvalidInputError(f"fields: no {c!r} field (fields: {names}); expected fields x, y, z of a "
+                                    "numeric datatype (FLOAT32 usually)")
+        f = by_name[c]
+        if f.datatype not in POINT_FIELD_TYPES:
+            raise InvalidInputError(f"fields[{c!r}].datatype: {f.datatype} is not a PointField datatype; expected "
+                                    f"one of {', '.join(f'{v} ({k})' for k, v in POINT_FIELD_NAMES.items())}")
+        if f.count < 1:
+            raise InvalidInputError(f"fields[{c!r}].count: {f.count}; expected >= 1")
+        size = np.dtype(POINT_FIELD_TYPES[f.datatype]).itemsize
+        if f.offset < 0 or f.offset + size > layout.point_step:
+            raise InvalidInputError(
+                f"point_step: {layout.point_step} bytes, but field {c!r} ({POINT_FIELD_NAMES[f.datatype]}, {size} "
+                f"bytes) is at offset {f.offset}; expected point_step >= {f.offset + size}")
+    n_points = layout.width * layout.height
+    if n_points and layout.row_step < layout.width * layout.point_step:
+        raise InvalidInputError(f"row_step: {layout.row_step} bytes; expected >= width * point_step = "
+                                f"{layout.width} * {layout.point_step} = {layout.width * layout.point_step}")
+    expected = layout.row_step * layout.height
+    if n_bytes != expected:
+        raise InvalidInputError(f"data: {n_bytes} bytes; expected row_step * height = {layout.row_step} * "
+                                f"{layout.height} = {expected}")
+    return n_points
+
+
+def transform_points(R_world_frame: np.ndarray, t_world_frame: np.ndarray, points: np.ndarray) -> np.ndarray:
+    """``T_world_frame * p`` for every row of ``points`` (N, 3) [m]."""
+    out = points @ np.asarray(R_world_frame, dtype=float).T
+    out += np.asarray(t_world_frame, dtype=float)
+    return out
+
+
+def crop_points(points: np.ndarray, lower: np.ndarray, upper: np.ndarray) -> np.ndarray:
+    """The points inside the axis-aligned box [lower, upper] (bounds may be infinite)."""
+    inside = ((points >= lower) & (points <= upper)).all(axis=1)
+    return points[inside]
+
+
+def voxel_filter(points: np.ndarray, voxel_size: float) -> np.ndarray:
+    """One point per occupied voxel of a grid of ``voxel_size`` [m] (cells ``floor(p / voxel_size)``):
+    the centroid of the points in it. Order: by cell. ``voxel_size`` <= 0 returns ``points``."""
+    if voxel_size <= 0 or len(points) == 0:
+        return points
+    cells = np.floor(points / voxel_size).astype(np.int64)
+    cells -= cells.min(axis=0)
+    extent = cells.max(axis=0) + 1
+    keys = (cells[:, 0] * extent[1] + cells[:, 1]) * extent[2] + cells[:, 2]  # one int64 per cell
+    unique, inverse, counts = np.unique(keys, return_inverse=True, return_counts=True)
+    out = np.empty((len(unique), 3))
+    for k in range(3):
+        out[:, k] = np.bincount(inverse, weights=points[:, k], minlength=len(unique))
+    out /= counts[:, None]
+    return out

@@ -1,0 +1,137 @@
+"""SelfFilter: remove the points of a cloud that lie on the robot itself (a camera that sees the arm
+must not make it avoid itself).
+
+A point is the robot's if it is inside one of the robot's collision geometries (and the objects
+attached to its links) inflated by ``padding`` [m], at configuration ``q``. Per geometry, vectorised
+over the points: a bounding-sphere test first (numpy, every point), then the exact test in the
+geometry's own frame for the few points left:
+
+* convex hulls (``robot.convex_hulls``): the hull's half-spaces ``n . p + o <= padding`` (coal's
+  outward unit normals and offsets), an inflated polytope that contains the hull grown by ``padding``
+  (at most sqrt(3) x ``padding`` more at sharp corners: conservative);
+* box, sphere, capsule, cylinder: their own inflated shape;
+* anything else (a mesh kept as a mesh): its bounding sphere plus ``padding`` (conservative).
+
+Geometry tables are read from the scene's collision model at construction and again after an
+attached object changed (:meth:`refresh`, with the scene's changes serialized by the caller). The
+filter has its own pinocchio data: it may run in a thread of its own. ROS-free.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import coal
+import numpy as np
+import pinocchio as pin
+
+from ..errors import check_positive
+from .scene import Scene
+
+
+@dataclass
+class _Shape:
+    joint: int  # parent joint
+    placement: pin.SE3  # T_joint_geometry
+    center: np.ndarray  # bounding-sphere centre in the geometry frame
+    radius: float  # bounding-sphere radius [m]
+    kind: str  # "convex", "box", "sphere", "capsule", "cylinder", "sphere_bound"
+    normals: np.ndarray | None = None  # convex: (F, 3) outward unit normals
+    offsets: np.ndarray | None = None  # convex: (F,) with n . p + o <= 0 inside
+    dims: tuple[float, ...] = ()  # box half sizes; sphere (r,); capsule/cylinder (r, half length)
+
+
+class SelfFilter:
+    """Remove the robot's own points. ``padding`` [m] >= 0 inflates every geometry."""
+
+    def __init__(self, scene: Scene, padding: float = 0.02) -> None:
+        self.scene = scene
+        self.padding = check_positive(padding, "perception.self_filter_padding", allow_zero=True)
+        self._data = scene.model.createData()
+        self._version = -1
+        self.refresh()
+
+    def refresh(self) -> bool:
+        """Re-read the geometries if the scene's obstacles changed (attached objects); True if it did."""
+        if self._version == self.scene.collision_version:
+            return False
+        gm, world = self.scene.collision_model, self.scene.world
+        shapes = []
+        for g in range(gm.ngeoms):
+            obj = gm.geometryObjects[g]
+            robot = g < world.n_robot_geometries
+            if not robot and not (world.is_obstacle(g) and obj.parentJoint != 0):
+                continue  # world obstacles and perceived clouds are not the robot
+            shapes.append(_shape(obj))
+        self._shapes = shapes
+        self._version = self.scene.collision_version
+        return True
+
+    def robot_mask(self, points: np.ndarray, q: np.ndarray) -> np.ndarray:
+        """(N,) True where a point (world frame, (N, 3) [m]) is inside the padded robot at ``q``."""
+        model, data = self.scene.model, self._data
+        pin.forwardKinematics(model, data, q)
+        inside = np.zeros(len(points), dtype=bool)
+        if not len(points):
+            return inside
+        pad = self.padding
+        for s in self._shapes:
+            T = data.oMi[s.joint] * s.placement  # T_world_geometry
+            R, t = T.rotation, T.translation
+            c = R @ s.center + t
+            reach = s.radius + pad
+            gap = points - c
+            near = np.flatnonzero(np.einsum("ij,ij->i", gap, gap) <= reach * reach)
+            near = near[~inside[near]]
+            if not len(near):
+                continue
+            local = (points[near] - t) @ R  # R^T (p - t): the points in the geometry frame
+            inside[near[_inside(s, local, pad)]] = True
+        return inside
+
+    def filter(self, points: np.ndarray, q: np.ndarray) -> tuple[np.ndarray, int]:
+        """(the points not on the robot, how many were removed)."""
+        mask = self.robot_mask(points, q)
+        removed = int(np.count_nonzero(mask))
+        return (points[~mask] if removed else points), removed
+
+
+def _inside(s: _Shape, p: np.ndarray, pad: float) -> np.ndarray:
+    """Which local points (K, 3) are inside the shape inflated by ``pad``."""
+    if s.kind == "convex":
+        return (p @ s.normals.T + s.offsets).max(axis=1) <= pad
+    if s.kind == "box":
+        return (np.abs(p) <= np.asarray(s.dims) + pad).all(axis=1)
+    if s.kind == "sphere":
+        return np.einsum("ij,ij->i", p, p) <= (s.dims[0] + pad) ** 2
+    if s.kind == "capsule":
+        r, half = s.dims
+        q = p.copy()
+        q[:, 2] -= np.clip(p[:, 2], -half, half)  # minus the nearest point of the axis segment
+        return np.einsum("ij,ij->i", q, q) <= (r + pad) ** 2
+    if s.kind == "cylinder":
+        r, half = s.dims
+        return (p[:, 0] ** 2 + p[:, 1] ** 2 <= (r + pad) ** 2) & (np.abs(p[:, 2]) <= half + pad)
+    return np.ones(len(p), dtype=bool)  # sphere_bound: already inside the padded bounding sphere
+
+
+def _shape(obj: pin.GeometryObject) -> _Shape:
+    geometry = obj.geometry
+    geometry.computeLocalAABB()
+    lo, hi = np.array(geometry.aabb_local.min_), np.array(geometry.aabb_local.max_)
+    center, radius = (lo + hi) / 2, float(np.linalg.norm(hi - lo) / 2)
+    shape = _Shape(obj.parentJoint, obj.placement.copy(), center, radius, "sphere_bound")
+    swept = float(geometry.getSweptSphereRadius()) if hasattr(geometry, "getSweptSphereRadius") else 0.0
+    if isinstance(geometry, coal.ConvexBase) and geometry.num_normals_and_offsets > 0:
+        shape.kind = "convex"
+        shape.normals = np.array(geometry.normals(), dtype=float).reshape(-1, 3)
+        shape.offsets = np.array(geometry.offsets(), dtype=float).reshape(-1) - swept
+    elif isinstance(geometry, coal.Box):
+        shape.kind, shape.dims = "box", tuple(float(h) + swept for h in geometry.halfSide)
+    elif isinstance(geometry, coal.Sphere):
+        shape.kind, shape.dims = "sphere", (float(geometry.radius) + swept,)
+    elif isinstance(geometry, coal.Capsule):
+        shape.kind, shape.dims = "capsule", (float(geometry.radius) + swept, float(geometry.halfLength))
+    elif isinstance(geometry, coal.Cylinder):
+        shape.kind, shape.dims = "cylinder", (float(geometry.radius) + swept, float(geometry.halfLength))
+    return shape

@@ -1,0 +1,215 @@
+"""core/model/self_filter.py and perceived_cloud.py: the robot's own points removed, the octree in the
+scene as ``pairs: perceived`` (apart from ``pairs: obstacles``), its distances against brute force, the
+barrier's Jacobian against finite differences, and a closed loop that keeps d_min from a perceived box."""
+
+from __future__ import annotations
+
+import coal
+import numpy as np
+import pinocchio as pin
+import pytest
+
+from models import robot, scene as cached_scene
+from roboplan_ik_ros.core import Scene
+from roboplan_ik_ros.core.config import PerceptionConfig, load_config
+from roboplan_ik_ros.core.control.control_loop import ControlLoop
+from roboplan_ik_ros.core.errors import InvalidInputError
+from roboplan_ik_ros.core.model.closest_pairs import ClosestObstacle, ClosestPairs
+from roboplan_ik_ros.core.model.obstacles import Obstacle
+from roboplan_ik_ros.core.model.perceived_cloud import CloudIngest
+from roboplan_ik_ros.core.model.point_cloud import PointCloudLayout, PointField
+from roboplan_ik_ros.core.oink import Oink
+from roboplan_ik_ros.core.oink.barriers.collision_barrier import CollisionBarrier
+from roboplan_ik_ros.core.oink.controller import scene_from_config
+
+from test_closed_loop_bounds import TIP, panda_yaml
+from test_closed_loop_obstacles import drive
+
+
+def fresh_scene() -> Scene:
+    r = robot("panda")
+    return Scene(r.urdf_xml, r.srdf_xml, r.package_paths)
+
+
+def box_surface(center, size, n, rng) -> np.ndarray:
+    """``n`` points on the surface of an axis-aligned box."""
+    half = np.asarray(size) / 2
+    p = rng.uniform(-half, half, (n, 3))
+    axis = rng.integers(0, 3, n)
+    p[np.arange(n), axis] = np.where(rng.random(n) < 0.5, -1, 1) * half[axis]
+    return p + center
+
+
+def arm_surface(scene: Scene, q, n, rng) -> np.ndarray:
+    """``n`` points on the robot's convex hulls at q (their vertices)."""
+    data = scene.model.createData()
+    pin.forwardKinematics(scene.model, data, q)
+    pts = []
+    for g in scene.collision_model.geometryObjects:
+        if isinstance(g.geometry, coal.ConvexBase):
+            T = data.oMi[g.parentJoint] * g.placement
+            pts.append(np.array(g.geometry.points()) @ T.rotation.T + T.translation)
+    pts = np.vstack(pts)
+    return pts[rng.integers(0, len(pts), n)]
+
+
+def test_self_filter_removes_the_arm_and_keeps_the_rest():
+    s = cached_scene("panda")
+    q = s.named_configuration("default")
+    rng = np.random.default_rng(0)
+    arm = arm_surface(s, q, 3000, rng) + rng.normal(0, 0.003, (3000, 3))  # sensor noise below the padding
+    box = box_surface([0.5, 0.3, 0.1], [0.1, 0.1, 0.1], 1000, rng)
+    ingest = CloudIngest(s, PerceptionConfig(voxel_size=0.0, self_filter_padding=0.02))
+    kept, removed = ingest.self_filter.filter(np.vstack([arm, box]), q)
+    assert removed == 3000
+    np.testing.assert_array_equal(kept, box)
+
+
+def test_self_filter_removes_an_attached_object():
+    s = fresh_scene()
+    q = s.named_configuration("default")
+    s.add_obstacle(Obstacle("rod", "cylinder", (0.01, 0.3), position=(0.0, 0.0, 0.25), frame="panda_hand"))
+    ingest = CloudIngest(s, PerceptionConfig(self_filter_padding=0.01))
+    tip = s.frame_pose(q, "panda_hand").act(np.array([0.0, 0.0, 0.38]))  # on the rod, far from the hand
+    assert ingest.self_filter.robot_mask(tip[None], q).all()
+
+
+def packed_cloud(points: np.ndarray) -> tuple[PointCloudLayout, bytes]:
+    buf = np.zeros((len(points), 4), np.float32)
+    buf[:, :3] = points
+    fields = [PointField("x", 0, 7), PointField("y", 4, 7), PointField("z", 8, 7)]
+    return PointCloudLayout(fields, len(points), 1, 16, 16 * len(points)), buf.tobytes()
+
+
+def test_ingest_counts_and_crop():
+    s = cached_scene("panda")
+    q = s.named_configuration("default")
+    rng = np.random.default_rng(1)
+    table = np.c_[rng.uniform(0.2, 0.8, (500, 2)), np.full(500, -0.01)]
+    box = box_surface([0.5, 0.3, 0.1], [0.1, 0.1, 0.1], 500, rng)
+    pts = np.vstack([table, box, [[np.nan, 0, 0]]])
+    ingest = CloudIngest(s, PerceptionConfig(crop_min=[-np.inf, -np.inf, 0.005]))
+    layout, data = packed_cloud(pts)
+    T = pin.SE3(pin.utils.rpyToMatrix(0.3, 0.0, 0.2), np.array([0.1, 0.0, 0.5]))  # a camera frame
+    local = (pts - T.translation) @ T.rotation  # the same points in the camera frame
+    layout, data = packed_cloud(local)
+    cloud = ingest.ingest(layout, data, T.rotation, T.translation, q, "camera", 12.5)
+    assert (cloud.received, cloud.invalid, cloud.cropped) == (1001, 1, 500)
+    assert cloud.points.dtype == np.float64 and cloud.points.shape[1] == 3
+    assert np.all(cloud.points[:, 2] > 0.04)  # the table is cropped, the box stays
+    assert cloud.resolution == 0.02 and isinstance(cloud.octree, coal.OcTree)
+    with pytest.raises(InvalidInputError, match="max_points"):
+        CloudIngest(s, PerceptionConfig(max_points=100)).ingest(layout, data, T.rotation, T.translation, q)
+
+
+def test_octree_distance_against_brute_force_points():
+    """The octree's distance to a robot link is within one voxel diagonal below the distance to the points."""
+    s = fresh_scene()
+    rng = np.random.default_rng(2)
+    points = box_surface([0.45, 0.0, 0.12], [0.1, 0.1, 0.24], 3000, rng)
+    cfg = PerceptionConfig(voxel_size=0.0, octree_resolution=0.01)
+    s.set_perceived_cloud(CloudIngest(s, cfg).cloud(points))
+    pairs = ClosestPairs(s, 1, np.inf, "perceived")
+    data, geom_data = s.create_data()
+    group = s.group("panda_arm") if "panda_arm" in s.srdf.groups else s.group("")
+    checked = 0
+    while checked < 10:
+        q = s.random_configuration(rng, group, s.named_configuration("default"))
+        pin.forwardKinematics(s.model, data, q)
+        pin.updateGeometryPlacements(s.model, data, s.collision_model, geom_data)
+        res = pairs.query(data, geom_data)
+        if not res.count or res.distance[0] < 0.02:
+            continue
+        k = int(res.pair_index[0])
+        g = s.collision_model.geometryObjects[int(pairs.first[k])]
+        sphere = coal.Sphere(1e-6)
+        T_geom = geom_data.oMg[int(pairs.first[k])]
+        brute = min(coal.distance(g.geometry, coal.Transform3s(T_geom.rotation, T_geom.translation), sphere,
+                                  coal.Transform3s(np.eye(3), p), coal.DistanceRequest(), coal.DistanceResult())
+                    for p in points)
+        assert brute - np.sqrt(3) * 0.01 - 1e-4 <= res.distance[0] <= brute + 1e-4
+        # witness points: point1 on the robot geometry, point2 on the cloud, normal from 1 to 2
+        np.testing.assert_allclose(np.linalg.norm(res.point2[0] - res.point1[0]), res.distance[0], atol=1e-6)
+        assert res.point2[0][2] <= 0.24 + 0.02  # on the cloud's side
+        checked += 1
+
+
+def test_pair_sets_keep_perceived_and_obstacles_apart():
+    s = fresh_scene()
+    s.add_obstacle(Obstacle("table", "box", (1.2, 1.2, 0.04), position=(0.35, 0.0, -0.03)))
+    assert len(ClosestPairs(s, 1, np.inf, "perceived").first) == 0
+    n_obstacle_pairs = len(ClosestPairs(s, 1, np.inf, "obstacles").first)
+    s.set_perceived_cloud(CloudIngest(s, PerceptionConfig()).cloud(np.array([[0.5, 0.3, 0.2]])))
+    perceived = ClosestPairs(s, 1, np.inf, "perceived")
+    moving = sum(1 for g in s.collision_model.geometryObjects[:s.world.n_robot_geometries] if g.parentJoint != 0)
+    assert len(perceived.first) == moving
+    assert len(ClosestPairs(s, 1, np.inf, "obstacles").first) == n_obstacle_pairs
+    s.add_obstacle(Obstacle("part", "sphere", (0.02,), position=(0, 0, 0.1), frame="panda_hand"))
+    assert len(ClosestPairs(s, 1, np.inf, "perceived").first) == moving + 1  # the attached part too
+    name, link, d = ClosestObstacle(s, "perceived").query(s.named_configuration("default"))
+    assert name == "perceived:cloud" and np.isfinite(d)
+    s.set_perceived_cloud(None)
+    assert len(ClosestPairs(s, 1, np.inf, "perceived").first) == 0
+    assert ClosestObstacle(s, "perceived").query(s.named_configuration("default"))[0] == ""
+
+
+def test_perceived_barrier_jacobian():
+    s = fresh_scene()
+    rng = np.random.default_rng(4)
+    s.set_perceived_cloud(CloudIngest(s, PerceptionConfig(octree_resolution=0.01)).cloud(
+        box_surface([0.45, 0.2, 0.3], [0.1, 0.1, 0.1], 2000, rng)))
+    oink = Oink(s, "panda_arm" if "panda_arm" in s.srdf.groups else "")
+    barrier = CollisionBarrier(oink, 2, 0.01, broad_phase_cutoff=np.inf, pairs="perceived")
+    checked = 0
+    while checked < 5:
+        q = s.random_configuration(rng, oink.group, s.named_configuration("default"))
+        pin.computeJointJacobians(s.model, oink.data, q)
+        pin.framesForwardKinematics(s.model, oink.data, q)
+        pin.updateGeometryPlacements(s.model, oink.data, s.collision_model, oink.geom_data)
+        barrier.update(q, oink.data, oink.geom_data)
+        if barrier.value.min() < 0.02 or not np.isfinite(barrier.value).all():
+            continue
+        J, h0 = barrier.jacobian.copy(), barrier.value.copy()
+        fd = np.zeros_like(J)
+        eps = 1e-5
+        for c, iv in enumerate(oink.group.v_indices):
+            dq = np.zeros(s.model.nv)
+            dq[iv] = eps
+            qp = pin.integrate(s.model, q, dq)
+            pin.framesForwardKinematics(s.model, oink.data, qp)
+            pin.updateGeometryPlacements(s.model, oink.data, s.collision_model, oink.geom_data)
+            fd[:, c] = (barrier.evaluate(oink.data, oink.geom_data) - h0) / eps
+        np.testing.assert_allclose(J, fd, atol=5e-3, rtol=5e-2)
+        checked += 1
+
+
+def test_closed_loop_keeps_d_min_from_a_perceived_box():
+    """panda.yaml with a perceived barrier; a sweep through a box that only the cloud knows."""
+    data, settings = panda_yaml()
+    data["barriers"] = [b for b in data["barriers"] if b["name"] != "workspace"]
+    d_min = 0.03
+    data["barriers"].append({"name": "perceived", "type": "collision", "pairs": "perceived", "n_collision_pairs": 4,
+                             "d_min": d_min, "gain": 5.0, "safe_displacement_gain": 1.0e-4})
+    config = load_config(data)
+    r = robot("panda")
+    scene = scene_from_config(r.urdf_xml, r.srdf_xml, config.robot, r.package_paths, config.obstacles)
+    rng = np.random.default_rng(5)
+    points = box_surface([0.45, 0.0, 0.115], [0.1, 0.1, 0.25], 4000, rng)
+    cloud = CloudIngest(scene, config.perception).cloud(points)
+    scene.set_perceived_cloud(cloud)
+    loop = ControlLoop(scene, config, settings)
+    start = scene.frame_pose(scene.named_configuration("default"), TIP)
+    left = pin.SE3(start.rotation, np.array([0.45, 0.25, 0.15]))
+    right = pin.SE3(start.rotation, np.array([0.45, -0.25, 0.15]))
+    closest = ClosestObstacle(scene, "perceived")
+    out = drive(loop, [left, right], 1500, closest.query)
+    d = closest.query(out["q"])[2]
+    print(f"\nsweep through a perceived box: closest {out['closest_perceived'] * 1e3:.2f} mm at the end {d * 1e3:.2f} mm "
+          f"(d_min {d_min * 1e3:.0f} mm), QP failures {loop.counts.qp_failures}, holds {loop.counts.holds}, "
+          f"peak acc/a_max {out['acc']:.3f}")
+    assert out["closest_perceived"] >= d_min - 1e-3
+    assert loop.guard.cuts == 0
+    assert out["acc"] <= 1.0 + 1e-6 and out["jerk"] <= 1.0 + 1e-6
+    tcp = scene.frame_pose(out["q"], TIP).translation
+    assert d >= d_min - 1e-3
+    assert tcp[1] > -0.2, "the arm passed through the perceived box"
