@@ -51,6 +51,8 @@ class ClosestPairs:
         cutoff: pairs whose lower-bound distance exceeds this [m] are never evaluated (inf: all may be).
         pairs: ``"self"`` (robot x robot), ``"obstacles"`` (robot or attached object x obstacle) or
             ``"all"``.
+        use_compiled: False runs the Python path even when the compiled kernel is built (the same
+            results, slower; the tests compare the two paths with it).
 
     Broad phase: a bounding sphere per geometry (centre and radius of its local AABB); for a pair
     with a geometry fixed in the world (the robot's base, a table, a wall), the distance from the
@@ -59,11 +61,13 @@ class ClosestPairs:
     obstacles change (:attr:`Scene.collision_version`).
     """
 
-    def __init__(self, scene: Scene, n: int, cutoff: float = np.inf, pairs: str = "self") -> None:
+    def __init__(self, scene: Scene, n: int, cutoff: float = np.inf, pairs: str = "self",
+                 use_compiled: bool = True) -> None:
         if pairs not in PAIR_SETS:
             raise InvalidInputError(f"pairs: unknown pair set {pairs!r}; valid: {', '.join(PAIR_SETS)}")
         self.scene = scene
         self.pair_set = pairs
+        self.use_compiled = bool(use_compiled)
         self.cutoff = check_positive(cutoff, "broad_phase_cutoff", allow_inf=True)
         self._version = -1
         self._build()
@@ -157,6 +161,9 @@ class ClosestPairs:
     def _build_compiled(self, robot: int) -> None:
         """The compiled kernel's copy of the geometries and pairs; keeps the robot geometries it already
         built (they never change). ``compiled`` None: :attr:`compiled_reason` says why."""
+        if not self.use_compiled:
+            self.compiled, self.compiled_reason = None, "use_compiled=False: the Python path was asked for"
+            return
         pairs = np.stack([self._slot1, self._slot2], axis=1) if len(self.first) else np.zeros((0, 2), dtype=int)
         old = getattr(self, "_built_geometries", np.zeros(0, dtype=int))
         keep = 0

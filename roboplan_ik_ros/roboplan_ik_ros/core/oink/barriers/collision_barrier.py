@@ -42,6 +42,8 @@ class CollisionBarrier(Barrier):
         rows_per_pair: rows per pair (1: the witness row only, RoboPlan's form).
         row_margin: a vertex gets a row when its distance bound is within this of the pair's distance [m].
         row_spacing: ... and it is at least this far from the points already used on its geometry [m].
+        use_compiled: False computes the distances and rows in Python even when the compiled kernel is
+            built (the same rows, slower; for tests and comparisons).
         name: defaults to the pair set ("self_collision", "obstacles", "collision").
     """
 
@@ -62,9 +64,10 @@ class CollisionBarrier(Barrier):
         rows_per_pair: int = 1,
         row_margin: float = 0.01,
         row_spacing: float = 0.01,
+        use_compiled: bool = True,
     ) -> None:
         name = name if name is not None else DEFAULT_NAMES.get(pairs, pairs)
-        self.pairs = ClosestPairs(oink.scene, n_collision_pairs, broad_phase_cutoff, pairs)
+        self.pairs = ClosestPairs(oink.scene, n_collision_pairs, broad_phase_cutoff, pairs, use_compiled)
         if not isinstance(rows_per_pair, (int, np.integer)) or isinstance(rows_per_pair, bool) or rows_per_pair < 1:
             raise InvalidInputError(f"{name}.rows_per_pair: expected an integer >= 1, got {rows_per_pair!r}")
         self.rows_per_pair = int(rows_per_pair)
