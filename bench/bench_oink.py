@@ -23,6 +23,14 @@ Configs:
       --a-max for every joint; no jerk bound: RoboPlan's has none). RoboPlan's AccelerationLimit is
       fed the last velocity (setLastVelocity), ours the last two increments (set_history) and its
       barrier rows brake within the bound (brake_barriers_for). pink is not run for (e).
+Near obstacles (--near-configs, default "cd"; Panda only): (c) and (d) again from a start with the hand low
+  (NEAR_START: TCP 16 cm over the base plane), a table 7 cm under the TCP and a box 19 cm beside it
+  (+y): the circle runs into both, and at least five pairs of each collision barrier are within its
+  broad_phase_cutoff (0.2 m) all along (printed: pairs within the cutoff at the start and min/median/max
+  over the run, self pairs for (c) and (d), obstacle pairs for (d); the obstacles are in (d) only). Ours
+  runs twice, rows_per_pair 1 (RoboPlan's form, the class default the rows above use) and the config's
+  default (BarrierConfig.rows_per_pair), same run; the ratio lines compare each with RoboPlan and the two
+  with each other. These rows have no targets.
 Barrier gains are the libraries' common defaults (gain 1, safe_displacement_gain 1); pink's class-K
 function is linear (h) where RoboPlan/ours use h/(1+|h|).
 Each step: set target, solve, enforce barriers (ours/RoboPlan, tolerance 1e-4), integrate.
@@ -63,13 +71,16 @@ UR5_START = [0.0, -1.57, 1.57, -1.57, -1.57, 0.0]
 TARGETS = {"a": 1.5, "b": 2.0, "c": 0.3, "d": 0.3, "e": 0.3}
 OWN_C_TARGET = 1.5  # (d) <= 1.5x our own (c) when RoboPlan's barrier ignores the obstacles  # median step ours / RoboPlan, same run, hot and paced
 TIMINGS = ("hot", "paced")
+NEAR_START = [0.0, 0.2, 0.0, -2.3, 0.0, 2.5, 0.785]  # Panda: the hand low, TCP at (0.53, 0, 0.16) m
 
 
-def make_peers(robot, setup, q0, T0, core, core_err, pink_have, qp_solvers=(None,)) -> list:
+def make_peers(robot, setup, q0, T0, core, core_err, pink_have, qp_solvers=(None,), rows_per_pair=(None,)) -> list:
     makers = []
     if core is not None:
         for qs in qp_solvers:
-            makers.append((f"ours+{qs}" if qs else "ours", lambda qs=qs: OursOink(robot, core, setup, q0, T0, qs)))
+            for rpp in rows_per_pair:
+                makers.append((f"ours+{qs}" if qs else "ours",
+                               lambda qs=qs, rpp=rpp: OursOink(robot, core, setup, q0, T0, qs, rows_per_pair=rpp)))
     makers.append(("roboplan", lambda: RoboPlanOink(robot, setup, q0, T0)))
     for s in ([] if setup.acceleration or setup.obstacles else pink_have):
         makers.append((f"pink+{s}", lambda s=s: PinkOink(robot, setup, q0, T0, s)))
@@ -78,7 +89,7 @@ def make_peers(robot, setup, q0, T0, core, core_err, pink_have, qp_solvers=(None
         try:
             peers.append(make())
         except Exception as exc:  # report precisely, keep the other peers running
-            print(f"  [{name} ({setup.config}) failed to build: {type(exc).__name__}: {exc}]")
+            print(f"  [{name} ({setup.label}) failed to build: {type(exc).__name__}: {exc}]")
             traceback.print_exc(limit=-2)
     return peers
 
@@ -90,9 +101,9 @@ def _schedule(peers, n_steps: int, sequential: bool):
     return ((k, p) for k in range(n_steps) for p in peers[k % len(peers):] + peers[: k % len(peers)])
 
 
-def run_loop(robot, setup, q0, T0, targets, core, core_err, pink_have, qp_solvers, timing, args):
+def run_loop(robot, setup, q0, T0, targets, core, core_err, pink_have, qp_solvers, timing, args, rows_per_pair=(None,)):
     """One timing ("hot" | "paced") of every peer from fresh solver objects: {name: (peer, traj, times, crash)}."""
-    peers = make_peers(robot, setup, q0, T0, core, core_err, pink_have, qp_solvers)
+    peers = make_peers(robot, setup, q0, T0, core, core_err, pink_have, qp_solvers, rows_per_pair)
     traj = {p.name: [] for p in peers}
     times = {p.name: [] for p in peers}
     dead = {}
@@ -121,12 +132,15 @@ def run_loop(robot, setup, q0, T0, targets, core, core_err, pink_have, qp_solver
     return {p.name: (p, traj[p.name], times[p.name], dead.get(p.name)) for p in peers}
 
 
-def run_config(robot, setup, q0, T0, targets, core, core_err, pink_have, args, qp_solvers=(None,)) -> list[dict]:
+def run_config(robot, setup, q0, T0, targets, core, core_err, pink_have, args, qp_solvers=(None,),
+               rows_per_pair=(None,), trajectories: dict | None = None) -> list[dict]:
     """Rows (one per peer and timing). Quality metrics come from the first timing's trajectory; the
-    other timing's rows reuse them when its trajectory is the same (else they are computed again)."""
+    other timing's rows reuse them when its trajectory is the same (else they are computed again).
+    ``trajectories``: filled with each peer's first-timing joint values per step, by name."""
     rows, first = [], {}
     for timing in args.timings:
-        runs = run_loop(robot, setup, q0, T0, targets, core, core_err, pink_have, qp_solvers, timing, args)
+        runs = run_loop(robot, setup, q0, T0, targets, core, core_err, pink_have, qp_solvers, timing, args,
+                        rows_per_pair)
         for name, (peer, traj, times, crash) in runs.items():
             ref = first.get(name)
             same = (ref is not None and len(ref[1]) == len(traj) and
@@ -139,6 +153,8 @@ def run_config(robot, setup, q0, T0, targets, core, core_err, pink_have, args, q
             row.update(timing=timing, same_traj_as=(ref[0]["timing"] if same else None))
             if ref is None:
                 first[name] = (row, traj)
+                if trajectories is not None:
+                    trajectories[name] = traj
             rows.append(row)
     return rows
 
@@ -206,6 +222,102 @@ def run_robot(spec, args, core, core_err, pink_have) -> list[dict]:
             setup.obstacles = cell_obstacles(core, args.obstacle_seed, robot, q0, targets)
         rows += run_config(robot, setup, q0, T0, targets, core, core_err, pink_have, args, args.qp_solvers)
     print_results(spec.name, rows, args)
+    if args.near_configs:
+        rows += run_near(robot, core, core_err, pink_have, args)
+    return rows
+
+
+def circle_targets(T0: pin.SE3, args) -> list[pin.SE3]:
+    c, r, w = T0.translation, args.radius, 2 * np.pi / args.period
+    return [pin.SE3(T0.rotation, c + r * np.array([0.0, np.cos(w * k * args.dt), np.sin(w * k * args.dt)]))
+            for k in range(args.steps)]
+
+
+def near_obstacles(core, c: np.ndarray) -> list:
+    """A table whose top is 7 cm under the TCP at ``c`` (from 25 cm in front of the base on, not under it)
+    and a box whose face is 19 cm beside it (+y), standing on the table."""
+    top = c[2] - 0.068
+    return [core.Obstacle("near_table", "box", (0.6, 1.2, 0.04), position=(0.55, 0.0, top - 0.02)),
+            core.Obstacle("near_box", "box", (0.2, 0.1, 0.3), position=(c[0], c[1] + 0.24, top + 0.15))]
+
+
+def pairs_within_cutoff(robot, core, setup, traj_values, every: int = 10) -> dict[str, tuple]:
+    """Per collision barrier of ``setup`` ("self", and "obstacles" with obstacles): pairs whose distance
+    (the solvers' convex hulls, coal) is within the barrier's broad_phase_cutoff, at the start and
+    (min, median, max) over every ``every``-th step: (cutoff, start, min, median, max)."""
+    from roboplan_ik_ros.core.model.closest_pairs import ClosestPairs
+    from peers import _ours_scene
+
+    scene, q_ref = _ours_scene(robot, core)
+    for o in setup.obstacles:
+        scene.add_obstacle(o)
+    cutoff = _default_cutoff(core)
+    data, geom_data = scene.create_data()
+    out = {}
+    for pair_set in ("self", "obstacles") if setup.obstacles else ("self",):
+        pairs = ClosestPairs(scene, 1, cutoff, pair_set)
+        counts = []
+        for values in traj_values[::every]:
+            q = scene.q_from_joint_positions(robot.joints, values, q_ref)
+            pin.forwardKinematics(scene.model, data, q)
+            pin.updateGeometryPlacements(scene.model, data, scene.collision_model, geom_data)
+            counts.append(sum(pairs.distance(geom_data, k).min_distance <= cutoff for k in range(len(pairs.first))))
+        out[pair_set] = (cutoff, counts[0], min(counts), float(np.median(counts)), max(counts))
+    return out
+
+
+def _default_cutoff(core) -> float:
+    import inspect
+
+    return float(inspect.signature(core.CollisionBarrier).parameters["broad_phase_cutoff"].default)
+
+
+def run_near(robot, core, core_err, pink_have, args) -> list[dict]:
+    """The near-obstacles rows (module docstring): (c) and (d) from NEAR_START, ours with rows_per_pair 1 and
+    the config's default."""
+    if robot.spec.name != "panda" or core is None:
+        print(f"[near obstacles: {'no near start for ' + robot.spec.name if core is not None else 'no core'}; skipped]")
+        return []
+    from roboplan_ik_ros.core.config import BarrierConfig
+
+    default_rpp = BarrierConfig(name="", type="collision").rows_per_pair
+    q0 = np.array(NEAR_START)
+    T0 = robot.tip_pose(q0)
+    c = T0.translation
+    targets = circle_targets(T0, args)
+    box_min, box_max = c - 0.5, c + np.array([0.5, 0.5, args.radius - args.cut])
+    obstacles = near_obstacles(core, c)
+    print(f"\n== {robot.spec.name} near obstacles: start {NEAR_START}, tip at {np.round(c, 4).tolist()}; "
+          f"{', '.join(f'{o.name} {o.shape} {o.dims} at {np.round(o.position, 3).tolist()}' for o in obstacles)} "
+          f"((d) only); ours with rows_per_pair 1 and {default_rpp} (the config's default)")
+    rows = []
+    for cfg in args.near_configs:
+        setup = OinkSetup(cfg, args.dt, box_min, box_max, scb_safe_gain=args.scb_safe_gain, label=f"{cfg} near")
+        setup.skip_dist = args.fast
+        if cfg == "d":
+            setup.obstacles = obstacles
+        trajectories = {}
+        cfg_rows = run_config(robot, setup, q0, T0, targets, core, core_err, pink_have, args, args.qp_solvers,
+                              rows_per_pair=(1, default_rpp), trajectories=trajectories)
+        ours = next(name for name in trajectories if name.startswith("ours") and f" rpp{default_rpp} " in name)
+        within = pairs_within_cutoff(robot, core, setup, [q0] + trajectories[ours])  # along ours' run
+        for pair_set, (cutoff, start, lo, med, hi) in within.items():
+            print(f"  ({cfg} near) {pair_set} pairs within broad_phase_cutoff {cutoff:g} m: start {start}, "
+                  f"over the run min {lo} / median {med:g} / max {hi}")
+        for r in cfg_rows:
+            r.update(scenario="near", pairs_within_cutoff={k: v[1:] for k, v in within.items()})
+        rows += cfg_rows
+    print_results(f"{robot.spec.name} near obstacles", rows, args)
+    for t in args.timings:
+        pairs = []
+        for r in rows:
+            if r["timing"] == t and r["name"].startswith("ours") and f" rpp{default_rpp} " in r["name"]:
+                one = next((o for o in rows if o["timing"] == t and o["name"] == r["name"].replace(
+                    f" rpp{default_rpp} ", " rpp1 ")), None)
+                if one:
+                    pairs.append((f"{r['name']} vs rpp1", "median step", r["median_us"], one["median_us"]))
+        if pairs:
+            print_ratios(f"rows_per_pair {default_rpp} vs 1 ({t}):", pairs)
     return rows
 
 
@@ -266,7 +378,7 @@ def print_results(robot_name: str, rows: list[dict], args) -> None:
               "for both")
     for t in timings:
         pairs = []
-        for cfg in args.configs:
+        for cfg in dict.fromkeys(r["config"] for r in rows):
             for ours in (r for r in rows if r["config"] == cfg and r["timing"] == t and r["name"].startswith("ours")):
                 for r in rows:
                     if r["config"] == cfg and r["timing"] == t and not r["name"].startswith("ours"):
@@ -280,7 +392,7 @@ def target_rows(rows: list[dict], args) -> list[dict]:
     """One row per robot, config, timing and ours variant: ours/RoboPlan median step vs its target."""
     out = []
     for robot_name in dict.fromkeys(r["robot"] for r in rows):
-        rr = [r for r in rows if r["robot"] == robot_name]
+        rr = [r for r in rows if r["robot"] == robot_name and not r.get("scenario")]
         for t in args.timings:
             for cfg in args.configs:
                 same = [r for r in rr if r["config"] == cfg and r["timing"] == t]
@@ -368,6 +480,8 @@ def main() -> None:
     p.add_argument("--period", type=float, default=4.0)
     p.add_argument("--cut", type=float, default=0.03, help="[m] box top below the circle's top")
     p.add_argument("--configs", default="abcde")
+    p.add_argument("--near-configs", default="cd",
+                   help="configs run again near obstacles (module docstring; '' = none)")
     p.add_argument("--obstacle-seed", type=int, default=0, help="seed of config (d)'s 20 random primitives")
     p.add_argument("--a-max", type=float, default=10.0,
                    help="[rad/s^2] (e): every joint's acceleration bound for robots without a shipped joint_limits.yaml")

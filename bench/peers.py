@@ -239,8 +239,9 @@ class OinkSetup:
     ``a_max`` per group joint [rad/s^2]), dt, box, posture weight, d_min."""
 
     def __init__(self, config, dt, box_min, box_max, posture_weight=0.05, n_pairs=4, d_min=0.02, reg=1e-6,
-                 scb_safe_gain=1.0, a_max=None):
+                 scb_safe_gain=1.0, a_max=None, label=None):
         self.config, self.dt, self.box_min, self.box_max = config, dt, box_min, box_max
+        self.label = label or config  # in the peers' names: the config, or e.g. "c near" for a scenario of it
         self.a_max = a_max
         self.box = config in "bcde"  # PositionBarrier on the tip
         self.self_collision = config in "cde"  # SelfCollisionBarrier
@@ -255,7 +256,7 @@ class RoboPlanOink:
         import roboplan.core as rc
         import roboplan.optimal_ik as ro
 
-        self.name = f"roboplan ({setup.config})"
+        self.name = f"roboplan ({setup.label})"
         self.scene, _ = _roboplan_scene(robot)
         for o in setup.obstacles:  # RoboPlan's Scene takes boxes, spheres, cylinders (and meshes)
             _roboplan_add_obstacle(self.scene, rc, o)
@@ -311,10 +312,15 @@ class RoboPlanOink:
 
 
 class OursOink:
-    """``qp_solver``: None = the Oink's default (and the only choice before ``solver.qp_solver`` existed)."""
+    """``qp_solver``: None = the Oink's default (and the only choice before ``solver.qp_solver`` existed).
+    ``rows_per_pair``: of both collision barriers; None = CollisionBarrier's default (1, RoboPlan's form),
+    and the name says nothing; else the name says "rpp<n>"."""
 
-    def __init__(self, robot: Robot, core, setup: OinkSetup, q0_values, T0: pin.SE3, qp_solver: str | None = None):
-        self.name = f"ours+{qp_solver} ({setup.config})" if qp_solver else f"ours ({setup.config})"
+    def __init__(self, robot: Robot, core, setup: OinkSetup, q0_values, T0: pin.SE3, qp_solver: str | None = None,
+                 rows_per_pair: int | None = None):
+        rpp = f" rpp{rows_per_pair}" if rows_per_pair is not None else ""
+        self.name = (f"ours+{qp_solver}" if qp_solver else "ours") + f"{rpp} ({setup.label})"
+        rows = {} if rows_per_pair is None else {"rows_per_pair": rows_per_pair}
         self.robot = robot
         self.scene, q_ref = _ours_scene(robot, core)
         self.q = self.scene.q_from_joint_positions(robot.joints, q0_values, q_ref)
@@ -339,13 +345,13 @@ class OursOink:
         if setup.self_collision:
             self.barriers.append(core.SelfCollisionBarrier(self.oink, n_collision_pairs=setup.n_pairs, dt=dt,
                                                            d_min=setup.d_min,
-                                                           safe_displacement_gain=setup.scb_safe_gain))
+                                                           safe_displacement_gain=setup.scb_safe_gain, **rows))
         if setup.obstacles:  # the core's Scene and its obstacle barrier (as panda.yaml's 'obstacles')
             for o in setup.obstacles:
                 self.scene.add_obstacle(o)
             self.barriers.append(core.CollisionBarrier(self.oink, n_collision_pairs=setup.n_pairs, dt=dt,
                                                        d_min=setup.d_min, safe_displacement_gain=setup.scb_safe_gain,
-                                                       pairs="obstacles", name="obstacles"))
+                                                       pairs="obstacles", name="obstacles", **rows))
         self.failures = 0
 
     def set_target(self, T: pin.SE3):
@@ -385,7 +391,7 @@ class PinkOink:
         from pink import barriers, limits, tasks
 
         self.pink, self.solver, self.dt = pink, solver, setup.dt
-        self.name = f"pink+{solver} ({setup.config})"
+        self.name = f"pink+{solver} ({setup.label})"
         m, s = robot.model, robot.spec
         gm = pin.buildGeomFromUrdfString(m, s.urdf_xml, pin.COLLISION, package_dirs=list(s.package_paths))
         for go in gm.geometryObjects:

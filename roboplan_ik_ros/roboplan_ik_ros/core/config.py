@@ -183,7 +183,7 @@ class BarrierConfig:
     n_collision_pairs: int = 0
     d_min: float = 0.02
     broad_phase_cutoff: float = 0.2
-    rows_per_pair: int = 5  # rows per close pair: its witness points and its nearest other vertices (1: RoboPlan's form)
+    rows_per_pair: int = 5  # rows per close pair (a face's four corners and the witness): its witness points and its nearest other vertices (1: RoboPlan's form)
     row_margin: float = 0.01  # [m] a vertex gets a row when its distance bound is within this of the pair's distance
     row_spacing: float = 0.01  # [m] ... and it is this far from the points already used on its geometry
     # singularity (and frame): the smallest singular value of the frame's Jacobian allowed

@@ -41,6 +41,11 @@ class PairDistances:
 PAIR_SETS = ("all", "self", "obstacles", "perceived")
 
 
+def empty_distances(n: int) -> PairDistances:
+    """Buffers for n pairs."""
+    return PairDistances(np.zeros(n, dtype=int), np.zeros(n), np.zeros((n, 3)), np.zeros((n, 3)), np.zeros((n, 3)))
+
+
 class ClosestPairs:
     """Query the ``n`` closest active collision pairs of ``scene``.
 
@@ -51,6 +56,8 @@ class ClosestPairs:
         cutoff: pairs whose lower-bound distance exceeds this [m] are never evaluated (inf: all may be).
         pairs: ``"self"`` (robot x robot), ``"obstacles"`` (robot or attached object x obstacle),
             ``"perceived"`` (robot or attached object x the perceived cloud) or ``"all"``.
+        use_compiled: False runs the Python path even when the compiled kernel is built (the same
+            results, slower; the tests compare the two paths with it).
 
     Broad phase: a bounding sphere per geometry (centre and radius of its local AABB); for a pair
     with a geometry fixed in the world (the robot's base, a table, a wall), the distance from the
@@ -59,11 +66,13 @@ class ClosestPairs:
     obstacles change (:attr:`Scene.collision_version`).
     """
 
-    def __init__(self, scene: Scene, n: int, cutoff: float = np.inf, pairs: str = "self") -> None:
+    def __init__(self, scene: Scene, n: int, cutoff: float = np.inf, pairs: str = "self",
+                 use_compiled: bool = True) -> None:
         if pairs not in PAIR_SETS:
             raise InvalidInputError(f"pairs: unknown pair set {pairs!r}; valid: {', '.join(PAIR_SETS)}")
         self.scene = scene
         self.pair_set = pairs
+        self.use_compiled = bool(use_compiled)
         self.cutoff = check_positive(cutoff, "broad_phase_cutoff", allow_inf=True)
         self._version = -1
         self._build()
@@ -76,9 +85,7 @@ class ClosestPairs:
                 f"n_collision_pairs: expected an integer >= 1, got {n!r}"
             )
         self.n = int(n)
-        self.result = PairDistances(
-            np.zeros(n, dtype=int), np.zeros(n), np.zeros((n, 3)), np.zeros((n, 3)), np.zeros((n, 3))
-        )
+        self.result = empty_distances(self.n)
         self.narrow_phase_calls = 0  # of the last query
         self._request = coal.DistanceRequest()
         self._request.gjk_tolerance = GJK_TOLERANCE
@@ -161,6 +168,9 @@ class ClosestPairs:
     def _build_compiled(self, robot: int) -> None:
         """The compiled kernel's copy of the geometries and pairs; keeps the robot geometries it already
         built (they never change). ``compiled`` None: :attr:`compiled_reason` says why."""
+        if not self.use_compiled:
+            self.compiled, self.compiled_reason = None, "use_compiled=False: the Python path was asked for"
+            return
         pairs = np.stack([self._slot1, self._slot2], axis=1) if len(self.first) else np.zeros((0, 2), dtype=int)
         old = getattr(self, "_built_geometries", np.zeros(0, dtype=int))
         keep = 0
@@ -218,10 +228,10 @@ class ClosestPairs:
         coal.distance(a.geometry, t1, b.geometry, t2, self._request, res)
         return res
 
-    def query(self, data: pin.Data, geom_data: pin.GeometryData) -> PairDistances:
-        """Fill and return :attr:`result`; call after ``pin.updateGeometryPlacements`` with a geometry
-        data of the current collision model (and after :meth:`refresh`)."""
-        out = self.result
+    def query(self, data: pin.Data, geom_data: pin.GeometryData, out: PairDistances | None = None) -> PairDistances:
+        """Fill and return ``out`` (default :attr:`result`); call after ``pin.updateGeometryPlacements``
+        with a geometry data of the current collision model (and after :meth:`refresh`)."""
+        out = self.result if out is None else out
         if self.compiled is not None:
             out.count = self.compiled.closest(data, self.n, self.cutoff, out)
             self.narrow_phase_calls = self.compiled.narrow_calls

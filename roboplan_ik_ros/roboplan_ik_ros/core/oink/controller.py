@@ -106,9 +106,8 @@ class OinkController:
             _prefixed(f"barriers[{k}] ({bc.name})", self._make_barrier, bc) for k, bc in enumerate(config.barriers)
         ]
         self._task_list = list(self.tasks.values())
-        for b in self.barriers:  # within what the barrier check accepts, a collision row is on its boundary
-            if isinstance(b, CollisionBarrier) and s.enforce_barriers:
-                b.boundary_tolerance = s.barrier_tolerance
+        if s.enforce_barriers:  # a row within what the barrier check accepts is on its boundary, not violated
+            self.oink.boundary_tolerance = s.barrier_tolerance
         self.acceleration_limit = next((lim for lim in self.limits if isinstance(lim, AccelerationLimit)), None)
         accel = self.acceleration_limit
         if accel is not None:  # barriers are approached no faster than the arm can stop before them

@@ -216,6 +216,9 @@ class Oink:
         self._dq = np.zeros(n)
         self._dq_scaled = np.zeros(n)
         self.shortened_steps = 0  # steps that enforce_barriers accepted only shortened
+        # [m] a barrier row with -boundary_tolerance <= h < 0 is on its boundary, not violated: its hard row
+        # (move back by gain * dt * |h|) stays in the QP instead of the recovery's slack problem
+        self.boundary_tolerance = 0.0
         self.braking_relaxations = 0  # steps whose barrier rows were relaxed to what the box allows (_solve_braking)
         # Barrier braking (set_barrier_braking): [lag steps (< 0: off), per-joint alpha [per step^2]]
         self.barrier_braking = np.concatenate([[-1.0], np.zeros(n)])
@@ -324,7 +327,7 @@ class Oink:
                 if not self._build_limits(q, lay):
                     raise ValueError("a limit's bounds change shape from one call to the next")
             if lay.barrier_upper.size and lay.barrier_upper.min() < 0.0:
-                violated = _most_violated_row(barriers)
+                violated = _most_violated_row(barriers, self.boundary_tolerance)
                 if violated is not None:
                     return self._solve_recovery(lay, *violated)
             return self._solve_qp(lay)
@@ -362,14 +365,14 @@ class Oink:
             for b in lay.kernel_barriers:
                 b.constraint()
             if lay.barrier_upper.size and lay.barrier_upper.min() < 0.0:
-                violated = _most_violated_row(barriers)
+                violated = _most_violated_row(barriers, self.boundary_tolerance)
                 if violated is not None:
                     return self._solve_recovery(lay, *violated)
             return self._solve_qp(lay, shortcut=self.unconstrained_shortcut, box_conflict=True)
         if code == compiled_assembly.VIOLATED_BARRIER or (
             lay.python_barriers and lay.barrier_upper.size and lay.barrier_upper.min() < 0.0
         ):
-            violated = _most_violated_row(barriers)
+            violated = _most_violated_row(barriers, self.boundary_tolerance)
             if violated is not None:
                 return self._solve_recovery(lay, *violated)
         if code == compiled_assembly.SHORTCUT_FEASIBLE:
@@ -695,6 +698,8 @@ class Oink:
                 break
         for b in barriers:  # b.measured_value still holds h at q (evaluate returns another array)
             h_next = b.evaluate(data, self.geom_data)
+            if not b.untracked_floor() >= 0.0:  # a pair the rows did not track ended inside d_min
+                return False
             if np.count_nonzero(np.greater_equal(h_next, -tolerance)) == len(h_next):
                 continue  # every row inside its safe set (up to tolerance): nothing can be violated
             h = b.measured_value
@@ -981,12 +986,16 @@ def _osqp_solved(res: OsqpResult) -> bool:
     return res.status_val in _OSQP_SOLVED and res.x is not None and np.isfinite(res.x).all()
 
 
-def _most_violated_row(barriers: Sequence[Barrier]) -> tuple[Barrier, int] | None:
-    """(barrier, row) with the least h among the rows dq = 0 violates (upper < 0), or None."""
+def _most_violated_row(barriers: Sequence[Barrier], boundary: float = 0.0) -> tuple[Barrier, int] | None:
+    """(barrier, row) with the least h among the rows dq = 0 violates (upper < 0), or None; rows with
+    -boundary <= h < 0 are on their boundary, not violated."""
     worst: tuple[Barrier, int] | None = None
     for b in barriers:
         if b.upper.min(initial=np.inf) < 0.0:
-            k = int(np.argmin(np.where(b.upper < 0.0, b.value, np.inf)))
+            violated = (b.upper < 0.0) & ~((b.value >= -boundary) & (b.value < 0.0))
+            if not violated.any():
+                continue
+            k = int(np.argmin(np.where(violated, b.value, np.inf)))
             if worst is None or b.value[k] < worst[0].value[worst[1]]:
                 worst = (b, k)
     return worst

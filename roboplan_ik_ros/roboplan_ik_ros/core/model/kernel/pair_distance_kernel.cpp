@@ -60,12 +60,17 @@ struct Found {
   bool operator<(const Found& o) const { return distance < o.distance || (distance == o.distance && pair < o.pair); }
 };
 
+// Candidates are ordered by their bound in steps of 1 nm, then side, then index: vertices of a face
+// parallel to the other geometry tie, and their bounds differ only by rounding (which differs between
+// this kernel and the Python path's numpy); exact doubles would order them by that noise.
+constexpr double kRowOrderSteps = 1e9;  // [1/m]; collision_rows.py: ROW_ORDER_STEPS
+
 struct Candidate {
-  double value;  // lower bound of the vertex's distance [m]
+  double key;    // floor(lower bound of the vertex's distance [m] * kRowOrderSteps)
   int side;      // 0: vertex on geometry 1, 1: on geometry 2
   int64_t index;
   bool operator<(const Candidate& o) const {
-    return value < o.value || (value == o.value && (side < o.side || (side == o.side && index < o.index)));
+    return key < o.key || (key == o.key && (side < o.side || (side == o.side && index < o.index)));
   }
 };
 
@@ -356,12 +361,12 @@ int64_t pdk_rows(void* handle, int64_t count, const int64_t* pair, const double*
     for (size_t i = 0; i < g1.vertices.size(); ++i) {  // a vertex v of geometry 1: distance >= n.(p2 - v)
       const Vec3s v = g1.T_world_geom.transform(g1.vertices[i]);
       const double value = n.dot(w2 - v);
-      if (value <= limit) k.candidates.push_back({value, 0, static_cast<int64_t>(i)});
+      if (value <= limit) k.candidates.push_back({std::floor(value * kRowOrderSteps), 0, static_cast<int64_t>(i)});
     }
     for (size_t i = 0; i < g2.vertices.size(); ++i) {  // a vertex w of geometry 2: distance >= n.(w - p1)
       const Vec3s w = g2.T_world_geom.transform(g2.vertices[i]);
       const double value = n.dot(w - w1);
-      if (value <= limit) k.candidates.push_back({value, 1, static_cast<int64_t>(i)});
+      if (value <= limit) k.candidates.push_back({std::floor(value * kRowOrderSteps), 1, static_cast<int64_t>(i)});
     }
     std::sort(k.candidates.begin(), k.candidates.end());
     k.chosen[0].assign(1, w1);

@@ -14,6 +14,7 @@ the barrier's stacked Jacobian; dq_safe = 0 unless a subclass says otherwise).
 
 from __future__ import annotations
 
+import math
 from abc import ABC, abstractmethod
 from typing import TYPE_CHECKING
 
@@ -63,6 +64,12 @@ class Barrier(ABC):
     @property
     def size(self) -> int:
         return len(self.value)
+
+    def untracked_floor(self) -> float:
+        """After :meth:`evaluate`: the least h - floor over what the rows do not track (a collision pair
+        that was not among the closest at q); >= 0 when nothing untracked crossed its floor. The
+        barrier check refuses a step that makes it negative."""
+        return math.inf
 
     @property
     def measured_value(self) -> np.ndarray:

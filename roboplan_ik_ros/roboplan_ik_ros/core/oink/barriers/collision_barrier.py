@@ -8,7 +8,7 @@ import numpy as np
 import pinocchio as pin
 
 from ...errors import InvalidInputError, check_positive
-from ...model.closest_pairs import ClosestPairs
+from ...model.closest_pairs import ClosestPairs, empty_distances
 from .barrier import Barrier
 from .collision_rows import CollisionRows, RowVertices, python_rows
 
@@ -39,14 +39,13 @@ class CollisionBarrier(Barrier):
         d_min: minimum distance [m].
         broad_phase_cutoff: pairs whose lower-bound distance exceeds this [m] are skipped; it must
             exceed d_min plus the largest approach of two bodies in one step.
-        rows_per_pair: rows per pair (1: the witness row only, RoboPlan's form).
+        rows_per_pair: rows per pair (1: the witness row only, RoboPlan's form, the default in code; the
+            YAML config's default is 5: a face's four corners and the witness).
         row_margin: a vertex gets a row when its distance bound is within this of the pair's distance [m].
         row_spacing: ... and it is at least this far from the points already used on its geometry [m].
+        use_compiled: False computes the distances and rows in Python even when the compiled kernel is
+            built (the same rows, slower; for tests and comparisons).
         name: defaults to the pair set ("self_collision", "obstacles", "collision").
-
-    ``boundary_tolerance`` [m] (the solver's barrier_tolerance, set by the controller): a row less than
-    this inside d_min counts as on the boundary (h = 0: no further approach) rather than violated, so
-    an arm resting against an obstacle, within what the barrier check accepts, is not "recovering".
     """
 
     needs_geometry = True
@@ -66,9 +65,10 @@ class CollisionBarrier(Barrier):
         rows_per_pair: int = 1,
         row_margin: float = 0.01,
         row_spacing: float = 0.01,
+        use_compiled: bool = True,
     ) -> None:
         name = name if name is not None else DEFAULT_NAMES.get(pairs, pairs)
-        self.pairs = ClosestPairs(oink.scene, n_collision_pairs, broad_phase_cutoff, pairs)
+        self.pairs = ClosestPairs(oink.scene, n_collision_pairs, broad_phase_cutoff, pairs, use_compiled)
         if not isinstance(rows_per_pair, (int, np.integer)) or isinstance(rows_per_pair, bool) or rows_per_pair < 1:
             raise InvalidInputError(f"{name}.rows_per_pair: expected an integer >= 1, got {rows_per_pair!r}")
         self.rows_per_pair = int(rows_per_pair)
@@ -87,9 +87,9 @@ class CollisionBarrier(Barrier):
         self._distances = np.zeros(n_collision_pairs)
         self._h = np.zeros(self.size)
         self._kernel_rows = _RowsView(self.rows, self.value, self.jacobian)
-        self.boundary_tolerance = 0.0
-        self._on_boundary = np.zeros(self.size, dtype=bool)
         self._measured = np.zeros(self.size)
+        self._next = empty_distances(n_collision_pairs)  # the closest pairs at the configuration evaluate() is given
+        self._untracked_h = np.inf
         self._data: pin.Data | None = None  # whose world-frame joint Jacobians (data.J) self._J views
 
     def _pair_tables(self) -> None:
@@ -140,7 +140,7 @@ class CollisionBarrier(Barrier):
             self.rows.count = compiled.rows(found, self.rows_per_pair, self.row_margin, self.row_spacing,
                                             self.d_min, self._J, self._columns, self._support,
                                             self._kernel_rows)
-            self._clamp_boundary()
+            self._measure()
             return
         k = found.count
         pairs = found.pair_index[:k]
@@ -148,38 +148,48 @@ class CollisionBarrier(Barrier):
         python_rows(self.pairs, found, self._vertices, geom_data, self.rows_per_pair, self.row_margin,
                     self.row_spacing, self.d_min, J, self._support[self._joint1[pairs]],
                     self._support[self._joint2[pairs]], self.rows, self.value, self.jacobian)
-        self._clamp_boundary()
+        self._measure()
 
     @property
     def measured_value(self) -> np.ndarray:
         """Per row, its pair's distance - d_min (what :meth:`evaluate` gives at the next configuration)."""
         return self._measured
 
-    def _clamp_boundary(self) -> None:
+    def _measure(self) -> None:
         count, measured = self.rows.count, self._measured
         measured.fill(np.inf)
         np.take(self.pairs.result.distance, self.rows.pair[:count], out=measured[:count])
         measured[:count] -= self.d_min
-        if self.boundary_tolerance > 0.0:
-            v, on = self.value, self._on_boundary
-            np.greater_equal(v, -self.boundary_tolerance, out=on)
-            on &= v < 0.0
-            v[on] = 0.0
 
     def evaluate(self, data: pin.Data, geom_data: pin.GeometryData) -> np.ndarray:
         """h at ``data``'s configuration: every row of a pair gets the pair's distance - d_min (each row's
-        vertex is at least as far as the pair's closest points)."""
+        vertex is at least as far as the pair's closest points). Also queries the closest pairs there,
+        for :meth:`untracked_floor`."""
         h = self._h
         h.fill(np.inf)
         found, rows = self.pairs.result, self.rows
+        nxt = self.pairs.query(data, geom_data, self._next)
+        tracked = found.pair_index[: found.count]
+        untracked = [float(d) for k, d in zip(nxt.pair_index[: nxt.count], nxt.distance[: nxt.count])
+                     if k not in tracked]
+        self._untracked_h = min(untracked) - self.d_min if untracked else np.inf
         if not rows.count:
             return h
         d = self._distances[: found.count]
-        self.pairs.distances(data, geom_data, found.pair_index[: found.count], d)
+        self.pairs.distances(data, geom_data, tracked, d)
         used = rows.pair[: rows.count]
         h[: rows.count] = d[used]
         h[: rows.count] -= self.d_min
         return h
+
+    def untracked_floor(self) -> float:
+        """A pair that was not among the closest at q (so at least as far as the farthest tracked one) may
+        end at most ``boundary_tolerance`` inside d_min, or no deeper than the tracked rows were."""
+        if not np.isfinite(self._untracked_h):
+            return np.inf
+        tracked = self._measured[: self.rows.count]
+        floor = min(-self.oink.boundary_tolerance, float(tracked.min()) if len(tracked) else 0.0)
+        return self._untracked_h - floor
 
 
 DEFAULT_NAMES = {"self": "self_collision", "obstacles": "obstacles", "all": "collision"}

@@ -15,7 +15,9 @@ Here each of the closest pairs gets up to ``rows_per_pair`` rows, all with the p
   geometry 2 at least ``n.(w - p1)`` from geometry 1. Its row: that bound minus d_min, with a = v, b = p2
   (or a = p1, b = w). Each bound is >= d, so an extra row is never more violated than the witness row.
   Vertices closer than ``spacing`` to a point already used on the same geometry are skipped, lowest
-  bound first.
+  bound first (bounds compared in steps of ``1 / ROW_ORDER_STEPS`` m, ties by geometry then vertex
+  index: the vertices of a face parallel to the other geometry tie up to rounding, which differs
+  between numpy and the kernel, and must not decide which of them get rows).
 
 Every row's Jacobian is ``n^T (dp_b/dq - dp_a/dq)`` with the normal held fixed, as the witness row's
 (the class docstring of :class:`CollisionBarrier`). ``rows_per_pair = 1`` is RoboPlan's exact form.
@@ -25,6 +27,7 @@ its Python path.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -32,6 +35,8 @@ import pinocchio as pin
 
 from ...model.closest_pairs import ClosestPairs, PairDistances
 from ...model.compiled_pairs import row_vertices
+
+ROW_ORDER_STEPS = 1e9  # [1/m] vertex bounds are ordered by floor(bound * this); kernel: kRowOrderSteps
 
 
 @dataclass
@@ -108,12 +113,14 @@ def python_rows(
         v2 = vertices.world(geom_data, int(pairs.second[k]))
         bound1 = (p2 - v1) @ n  # vertices of geometry 1: at least this far from geometry 2
         bound2 = (v2 - p1) @ n
-        candidates = [(float(bound1[i]), 0, i) for i in np.flatnonzero(bound1 <= d + margin)]
-        candidates += [(float(bound2[i]), 1, i) for i in np.flatnonzero(bound2 <= d + margin)]
+        candidates = [(math.floor(float(bound1[i]) * ROW_ORDER_STEPS), 0, int(i), float(bound1[i]))
+                      for i in np.flatnonzero(bound1 <= d + margin)]
+        candidates += [(math.floor(float(bound2[i]) * ROW_ORDER_STEPS), 1, int(i), float(bound2[i]))
+                       for i in np.flatnonzero(bound2 <= d + margin)]
         candidates.sort()
         chosen = ([p1], [p2])
         extra = 0
-        for bound, side, i in candidates:
+        for _, side, i, bound in candidates:
             if extra + 1 >= rows_per_pair or rows >= m:
                 break
             v = (v1 if side == 0 else v2)[i]
