@@ -15,12 +15,28 @@ is shipped to an :class:`~roboplan_ik_ros.core.simple_ik.worker.IKWorker` proces
 its pipe (GIL released): SimpleIK's Python iterations do not compete with the control loop's thread
 for the GIL either.
 
-A request waits for the end of the next control tick (``wait_for_gap``, at most three periods;
-not at all while the loop is inactive) before it is parsed and shipped: its Python work then runs
-in the idle part of the period instead of taking the GIL from a tick in progress. Measured
-(config c, timer, 3 interleaved pairs of 20 s runs each way): tick p99 with the request stream
-434 / 534 / 451 us with the wait vs 613 / 625 / 485 us without (idle runs 440-684 us); the
-response time grows by about one period (p50 2.5-3.5 ms vs 2.1-2.5 ms).
+A request's Python work (~0.1-0.3 ms) should not overlap a tick (GIL): it starts at once when the
+next tick is due at least ``GAP_NEED`` (0.4 ms) ahead (``next_tick_in``, from the node), else it
+waits for the end of the next tick (``wait_for_gap``, at most three periods; not at all while the
+loop is inactive). (Before, every request waited for the end of the next tick: tick p99 with a
+request stream 434 / 534 / 451 us with that wait vs 613 / 625 / 485 us without, config c, 3 pairs;
+it cost ~1.3 ms of every round trip.)
+
+With the worker ready, a request with ``fast_return`` (the default) is first tried in this thread:
+the seeded attempt alone, at most ``INLINE_MAX_ITERS`` (20) iterations. An easy goal converges in a
+few iterations (~0.1 ms) and is answered without the worker's round trip; the answer is the one the
+worker would give (the same first attempt, same scene, obstacles and options). If it does not
+converge (or converges in collision) the worker solves the request from the seed, as before. The
+options of a request's overrides are built and validated once per distinct set (a planner repeats
+them) and reused.
+
+Measured (``bench/bench_service.py``: a separate client process calling one at a time, easy goals
+with an explicit seed, the node at 500 Hz, config c, timer, tracking a 50 Hz goal stream; interleaved
+runs of the code before and after, see the README): round trip p50 7.4 -> 1.5 ms in a loaded run
+(load average 4); stages of the old path, p50: DDS to the callback 0.4-0.8 ms, the gap wait 1.3 ms,
+parsing 0.38-0.50 ms (SimpleIKOptions.validate was most of it), the worker round trip 1.1-2.8 ms,
+building the response 0.04 ms, DDS back 0.5-0.9 ms. rclpy and DDS alone (bench_node's ``reject``
+variant: answered at once) take 0.9 ms p50 in the same run.
 
 Why not an ``async`` callback awaiting the solve (as before): this rclpy's EventsExecutor re-runs a
 task that awaits a Future as fast as it can until the Future is done (thousands of iterations for
