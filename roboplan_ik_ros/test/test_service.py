@@ -192,14 +192,13 @@ def test_each_request_waits_for_the_gap_between_ticks_before_its_work(ros):
 
 
 def test_a_request_skips_the_gap_wait_when_the_next_tick_is_far_enough(ros):
-    """With next_tick_in, the wait for the gap happens only when the next tick is due within GAP_NEED
-    (or a tick runs: 0): otherwise the request's work fits before it."""
-    from roboplan_ik_ros.node.service import GAP_NEED
-
+    """With next_tick_in, the wait for the gap happens only when the next tick is due within gap_need
+    (the expected in-thread work; or a tick runs: 0): otherwise the request's work fits before it."""
     waits: list[float] = []
     next_tick = [1.0]
     s = Setup(wait_for_gap=lambda: waits.append(next_tick[0]), next_tick_in=lambda: next_tick[0])
     try:
+        GAP_NEED = s.srv.gap_need
         T = s.scene.frame_pose(s.q0, TIP)
         for due in (float("inf"), 1.0, 2.0 * GAP_NEED, 0.5 * GAP_NEED, 0.0, -0.001):
             next_tick[0] = due
@@ -275,3 +274,18 @@ def test_repeated_overrides_reuse_their_checked_options_and_bad_ones_are_still_r
         for _ in range(2):  # refused again, not served from the cache
             res = setup.call(_request(T, **bad))
             assert res.error_code == SolveIK.Response.INVALID_REQUEST, (bad, res.message)
+
+
+def test_the_gap_need_follows_the_timed_in_thread_work_within_its_range(setup):
+    from roboplan_ik_ros.node.service import _WORK_EVERY, GAP_NEED, GAP_NEED_RANGE
+
+    assert setup.srv.gap_need == GAP_NEED
+    for _ in range(_WORK_EVERY):
+        setup.srv._timed_work(10.0)  # a very slow machine: capped
+    assert setup.srv.gap_need == GAP_NEED_RANGE[1]
+    for _ in range(4 * _WORK_EVERY):
+        setup.srv._timed_work(0.0)  # faster than the floor
+    assert setup.srv.gap_need == GAP_NEED_RANGE[0]
+    for _ in range(4 * _WORK_EVERY):
+        setup.srv._timed_work(0.0004)
+    assert setup.srv.gap_need == 1.25 * 0.0004

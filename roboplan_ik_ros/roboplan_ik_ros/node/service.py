@@ -16,9 +16,9 @@ its pipe (GIL released): SimpleIK's Python iterations do not compete with the co
 for the GIL either.
 
 A request's Python work (~0.1-0.3 ms) should not overlap a tick (GIL): it starts at once when the
-next tick is due at least ``GAP_NEED`` (0.4 ms) ahead (``next_tick_in``, from the node), else it
-waits for the end of the next tick (``wait_for_gap``, at most three periods; not at all while the
-loop is inactive). (Before, every request waited for the end of the next tick: tick p99 with a
+next tick is due later than that work takes (1.25 x the p90 of recent requests', 0.15-1 ms; 0.4 ms
+at first; ``next_tick_in``, from the node), else it waits for the end of the next tick
+(``wait_for_gap``, at most three periods; not at all while the loop is inactive). (Before, every request waited for the end of the next tick: tick p99 with a
 request stream 434 / 534 / 451 us with that wait vs 613 / 625 / 485 us without, config c, 3 pairs;
 it cost ~1.3 ms of every round trip.)
 
@@ -81,6 +81,8 @@ import copy
 import dataclasses
 import math
 import threading
+import time
+from collections import deque
 from collections.abc import Callable
 
 import numpy as np
@@ -98,7 +100,9 @@ from .message_conversions import JointMap
 from .service_thread import ServiceThread
 
 MAX_TIME_LIMIT = 10.0  # [s] longest max_time a request may ask for
-GAP_NEED = 0.0004  # [s] a request starts at once when the next tick is due at least this far ahead (see _wait_gap)
+GAP_NEED = 0.0004  # [s] a request starts at once when the next tick is due at least this far ahead, until
+GAP_NEED_RANGE = (0.00015, 0.001)  # its work in this thread has been timed: then 1.25 x the p90 of the last
+_WORK_WINDOW, _WORK_EVERY = 64, 16  # 64 in-thread attempts (parse + attempt), within this range, every 16 (_wait_gap)
 INLINE_MAX_ITERS = 20  # iterations of the seeded attempt solved in the service thread (see _solve)
 _OPTIONS_CACHE = 32  # requests' distinct option overrides kept validated (see parse)
 THREAD_NAME = "solve_ik"  # the service thread, also its OS name (top -H)
@@ -153,6 +157,10 @@ class SolveIKServer:
         self.fallback_solves = 0  # solved in-process because the worker was not ready yet
         self.inline_solves = 0  # answered by the seeded attempt in the service thread (the worker was ready)
         self.gap_waits = 0  # requests that waited for the end of a tick (see _wait_gap)
+        self.gap_need = GAP_NEED  # [s] see _wait_gap
+        self._work: deque[float] = deque(maxlen=_WORK_WINDOW)  # [s] recent parse + in-thread attempt durations
+        self._work_new = 0
+        self._started = 0.0  # perf_counter() when this request's work started
         # the options of each distinct set of request overrides, validated once: key -> (options, inline options)
         self._options_cache: dict[tuple, tuple[SimpleIKOptions, SimpleIKOptions | None]] = {}
         self._options_base: SimpleIKOptions | None = None  # the solver's options the cache was made with
@@ -221,25 +229,39 @@ class SolveIKServer:
             # crashed it must not run in the node's process.
             with self.scene_lock:
                 result = self.solver.solve(goals, q_seed, inline)
+            self._timed_work(time.perf_counter() - self._started)
             if result.success:
                 self.inline_solves += 1
                 return result
         return worker.solve(goals, q_seed, options)
 
     def _wait_gap(self) -> None:
-        """Wait for the end of the next tick unless the next tick is due at least GAP_NEED from now (the
-        request's Python work, ~0.3 ms, then runs before it) or not at all (not ticking)."""
+        """Wait for the end of the next tick unless the next tick is due at least ``gap_need`` from now
+        (the request's Python work then ends before it: the GIL is free when the tick starts) or not at
+        all (not ticking). ``gap_need`` is GAP_NEED until the in-thread work has been timed, then 1.25 x
+        the p90 of the last _WORK_WINDOW requests' parse + attempt (within GAP_NEED_RANGE): 0.15-0.3 ms on
+        a quiet machine, more when it is loaded (and the work takes longer)."""
         if self.wait_for_gap is None:
             return
-        if self.next_tick_in is not None and self.next_tick_in() >= GAP_NEED:
+        if self.next_tick_in is not None and self.next_tick_in() >= self.gap_need:
             return
         self.gap_waits += 1
         self.wait_for_gap()
+
+    def _timed_work(self, seconds: float) -> None:
+        self._work.append(seconds)
+        self._work_new += 1
+        if self._work_new >= _WORK_EVERY:
+            self._work_new = 0
+            recent = sorted(self._work)
+            lo, hi = GAP_NEED_RANGE
+            self.gap_need = min(max(1.25 * recent[int(0.9 * (len(recent) - 1))], lo), hi)
 
     # ------------------------------------------------------------------ callback (service thread)
     def _on_request(self, request: SolveIK.Request, response: SolveIK.Response) -> SolveIK.Response:
         self.count_call()
         self._wait_gap()
+        self._started = time.perf_counter()
         try:
             goals, q_seed, options = self.parse(request)
             result = self._solve(goals, q_seed, options, self._inline_options(options))
