@@ -37,7 +37,7 @@ class Setup:
     client node that a Spinner spins."""
 
     def __init__(self, namespace: str | None = None, cli_args=None, current_q=None, name: str = "",
-                 wait_for_gap=None) -> None:
+                 wait_for_gap=None, next_tick_in=None) -> None:
         import rclpy
 
         from roboplan_ik_interfaces.srv import SolveIK
@@ -56,7 +56,8 @@ class Setup:
         self.node = rclpy.create_node(name or unique_name("solve_ik_only"), namespace=namespace, cli_args=cli_args)
         self.resolver = FrameResolver(self.scene, root_frame_name(self.scene))
         self.srv = SolveIKServer(self.node, self.scene, SimpleIK(self.scene, SimpleIKOptions(group_name="arm")),
-                                 self.resolver, 1e-3, current_q or default_current_q, wait_for_gap=wait_for_gap)
+                                 self.resolver, 1e-3, current_q or default_current_q, wait_for_gap=wait_for_gap,
+                                 next_tick_in=next_tick_in)
         self.client_node = rclpy.create_node(unique_name("solve_ik_client"))
         self.spinner = Spinner(self.client_node)
         self.client = self.client_node.create_client(SolveIK, self.srv.service_name)
@@ -188,3 +189,103 @@ def test_each_request_waits_for_the_gap_between_ticks_before_its_work(ros):
         assert order == ["wait", "gap", "parse"]
     finally:
         s.close()
+
+
+def test_a_request_skips_the_gap_wait_when_the_next_tick_is_far_enough(ros):
+    """With next_tick_in, the wait for the gap happens only when the next tick is due within gap_need
+    (the expected in-thread work; or a tick runs: 0): otherwise the request's work fits before it."""
+    waits: list[float] = []
+    next_tick = [1.0]
+    s = Setup(wait_for_gap=lambda: waits.append(next_tick[0]), next_tick_in=lambda: next_tick[0])
+    try:
+        GAP_NEED = s.srv.gap_need
+        T = s.scene.frame_pose(s.q0, TIP)
+        for due in (float("inf"), 1.0, 2.0 * GAP_NEED, 0.5 * GAP_NEED, 0.0, -0.001):
+            next_tick[0] = due
+            assert s.call(_request(T)).success
+        assert waits == [0.5 * GAP_NEED, 0.0, -0.001]
+        assert s.srv.gap_waits == 3
+    finally:
+        s.close()
+
+
+class FakeWorker:
+    """Stands in for IKWorker: a state, and solve() answering a fixed result (recording its calls)."""
+
+    def __init__(self, state: str, result=None) -> None:
+        self.state, self.result, self.calls = state, result, []
+
+    def solve(self, goals, q_seed, options):
+        from roboplan_ik_ros.core.simple_ik.worker import READY, WorkerError
+
+        self.calls.append(options)
+        if self.state != READY:
+            raise WorkerError(f"the IK worker is {self.state}")
+        return self.result
+
+    def stop(self) -> None:
+        pass
+
+
+def test_an_easy_goal_is_solved_in_the_service_thread_and_the_rest_by_the_worker(setup):
+    """With the worker ready, the seeded attempt (at most INLINE_MAX_ITERS iterations, no restart) runs in
+    the service thread: its answer when it converges; otherwise, and with fast_return false, the worker
+    solves the request with the request's own options. While the worker restarts nothing is solved in
+    the node's process (NOT_READY)."""
+    from roboplan_ik_interfaces.srv import SolveIK
+    from roboplan_ik_ros.core.simple_ik.solver import IKResult
+    from roboplan_ik_ros.core.simple_ik.worker import READY, RESTARTING
+
+    marker = IKResult(False, setup.q0.copy(), np.zeros(1), np.zeros(1), message="from the worker")
+    worker = FakeWorker(READY, marker)
+    setup.srv.worker = worker
+    res = setup.call(_request(_reachable(setup), max_time=0.5))
+    assert res.success and res.message == "solved" and not worker.calls
+    assert setup.srv.inline_solves == 1
+    # an answer of the seeded attempt is the worker's: the same solver from the same seed
+    goals, q_seed, options = setup.srv.parse(_request(_reachable(setup), max_time=0.5))
+    direct = SimpleIK(setup.scene, setup.srv.solver.options).solve(goals, q_seed, options)
+    assert np.allclose(np.array(res.solution.position), direct.q[:7], atol=1e-12)
+
+    far = pin.SE3(np.eye(3), np.array([3.0, 0.0, 0.5]))  # unreachable: the attempt fails, the worker answers
+    res = setup.call(_request(far, max_time=0.5))
+    assert res.message == "from the worker" and len(worker.calls) == 1
+    assert worker.calls[0].max_time == 0.5 and worker.calls[0].max_restarts == setup.srv.solver.options.max_restarts
+    res = setup.call(_request(_reachable(setup), fast_return=SolveIK.Request.OPTION_FALSE))
+    assert res.message == "from the worker" and len(worker.calls) == 2 and not worker.calls[1].fast_return
+    assert setup.srv.inline_solves == 1
+
+    worker.state = RESTARTING
+    res = setup.call(_request(_reachable(setup), max_time=0.5))
+    assert res.error_code == SolveIK.Response.NOT_READY and "restarting" in res.message, res.message
+    assert setup.srv.inline_solves == 1 and len(worker.calls) == 3
+
+
+def test_repeated_overrides_reuse_their_checked_options_and_bad_ones_are_still_refused(setup):
+    from roboplan_ik_interfaces.srv import SolveIK
+
+    T = _reachable(setup)
+    _, _, a = setup.srv.parse(_request(T, max_time=0.5))
+    _, _, b = setup.srv.parse(_request(T, max_time=0.5))
+    _, _, c = setup.srv.parse(_request(T, max_time=0.25))
+    assert a is b and c is not a and (a.max_time, c.max_time) == (0.5, 0.25)
+    for bad in ({"max_time": float("nan")}, {"max_time": 11.0}, {"max_deviation": float("nan")},
+                {"joint_limit_gain": -2.0}, {"method": "nope"}):
+        for _ in range(2):  # refused again, not served from the cache
+            res = setup.call(_request(T, **bad))
+            assert res.error_code == SolveIK.Response.INVALID_REQUEST, (bad, res.message)
+
+
+def test_the_gap_need_follows_the_timed_in_thread_work_within_its_range(setup):
+    from roboplan_ik_ros.node.service import _WORK_EVERY, GAP_NEED, GAP_NEED_RANGE
+
+    assert setup.srv.gap_need == GAP_NEED
+    for _ in range(_WORK_EVERY):
+        setup.srv._timed_work(10.0)  # a very slow machine: capped
+    assert setup.srv.gap_need == GAP_NEED_RANGE[1]
+    for _ in range(4 * _WORK_EVERY):
+        setup.srv._timed_work(0.0)  # faster than the floor
+    assert setup.srv.gap_need == GAP_NEED_RANGE[0]
+    for _ in range(4 * _WORK_EVERY):
+        setup.srv._timed_work(0.0004)
+    assert setup.srv.gap_need == 1.25 * 0.0004

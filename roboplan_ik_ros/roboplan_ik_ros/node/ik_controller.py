@@ -22,6 +22,7 @@ serializes every access to the loop.
 
 from __future__ import annotations
 
+import math
 import os
 import sys
 import threading
@@ -502,7 +503,8 @@ class IKControllerNode(GuardedLifecycleNode):
         # its own thread and helper node (and a worker process), guarded by the same session
         self._service = SolveIKServer(self, self.scene, self.simple_ik, self._resolver, cfg.quaternion_tolerance,
                                       self._current_q, worker_spec=self._ik_worker_spec,
-                                      wait_for_gap=self._wait_for_tick_gap, guard=session.guard)
+                                      wait_for_gap=self._wait_for_tick_gap, guard=session.guard,
+                                      next_tick_in=self._next_tick_in)
         session.own("~/solve_ik", self._service.destroy)
         # its own thread and a private scene built from the worker's spec: a long path blocks nothing
         self._paths = SolvePathServer(self._service, self._ik_worker_spec)
@@ -731,6 +733,7 @@ class IKControllerNode(GuardedLifecycleNode):
         if not self._active:
             return
         self._last_tick_start = t0
+        self._tick_ended.clear()  # a tick runs (see _next_tick_in)
         try:
             self._tick_locked(t0)
         except ContextShutDown:  # Ctrl-C: rclpy's signal handler invalidated the context under this tick
@@ -770,6 +773,15 @@ class IKControllerNode(GuardedLifecycleNode):
             return
         self._tick_ended.clear()
         self._tick_ended.wait(3.0 / self.node_cfg.control_rate_hz)
+
+    def _next_tick_in(self) -> float:
+        """[s] until the next tick is due: inf when not ticking, 0 while a tick runs (or a waiter of
+        _wait_for_tick_gap cleared its event: the caller then waits too)."""
+        if not self._active or self.loop is None:
+            return math.inf
+        if not self._tick_ended.is_set():
+            return 0.0
+        return self._last_tick_start + 1.0 / self.node_cfg.control_rate_hz - time.perf_counter()
 
     def _current_q(self) -> np.ndarray | None:
         """A copy of the latest command (else the measurement), for ~/solve_ik's default seed."""

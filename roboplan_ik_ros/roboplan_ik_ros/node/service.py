@@ -15,12 +15,28 @@ is shipped to an :class:`~roboplan_ik_ros.core.simple_ik.worker.IKWorker` proces
 its pipe (GIL released): SimpleIK's Python iterations do not compete with the control loop's thread
 for the GIL either.
 
-A request waits for the end of the next control tick (``wait_for_gap``, at most three periods;
-not at all while the loop is inactive) before it is parsed and shipped: its Python work then runs
-in the idle part of the period instead of taking the GIL from a tick in progress. Measured
-(config c, timer, 3 interleaved pairs of 20 s runs each way): tick p99 with the request stream
-434 / 534 / 451 us with the wait vs 613 / 625 / 485 us without (idle runs 440-684 us); the
-response time grows by about one period (p50 2.5-3.5 ms vs 2.1-2.5 ms).
+A request's Python work (~0.1-0.3 ms) should not overlap a tick (GIL): it starts at once when the
+next tick is due later than that work takes (1.25 x the p90 of recent requests', 0.15-1 ms; 0.4 ms
+at first; ``next_tick_in``, from the node), else it waits for the end of the next tick
+(``wait_for_gap``, at most three periods; not at all while the loop is inactive). (Before, every request waited for the end of the next tick: tick p99 with a
+request stream 434 / 534 / 451 us with that wait vs 613 / 625 / 485 us without, config c, 3 pairs;
+it cost ~1.3 ms of every round trip.)
+
+With the worker ready, a request with ``fast_return`` (the default) is first tried in this thread:
+the seeded attempt alone, at most ``INLINE_MAX_ITERS`` (20) iterations. An easy goal converges in a
+few iterations (~0.1 ms) and is answered without the worker's round trip; the answer is the one the
+worker would give (the same first attempt, same scene, obstacles and options). If it does not
+converge (or converges in collision) the worker solves the request from the seed, as before. The
+options of a request's overrides are built and validated once per distinct set (a planner repeats
+them) and reused.
+
+Measured (``bench/bench_service.py``: a separate client process calling one at a time, easy goals
+with an explicit seed, the node at 500 Hz, config c, timer, tracking a 50 Hz goal stream; interleaved
+runs of the code before and after, see the README): round trip p50 7.4 -> 1.5 ms in a loaded run
+(load average 4); stages of the old path, p50: DDS to the callback 0.4-0.8 ms, the gap wait 1.3 ms,
+parsing 0.38-0.50 ms (SimpleIKOptions.validate was most of it), the worker round trip 1.1-2.8 ms,
+building the response 0.04 ms, DDS back 0.5-0.9 ms. rclpy and DDS alone (bench_node's ``reject``
+variant: answered at once) take 0.9 ms p50 in the same run.
 
 Why not an ``async`` callback awaiting the solve (as before): this rclpy's EventsExecutor re-runs a
 task that awaits a Future as fast as it can until the Future is done (thousands of iterations for
@@ -65,6 +81,8 @@ import copy
 import dataclasses
 import math
 import threading
+import time
+from collections import deque
 from collections.abc import Callable
 
 import numpy as np
@@ -73,7 +91,7 @@ from roboplan_ik_interfaces.srv import SolveIK
 
 from ..core.errors import InvalidInputError
 from ..core.simple_ik.objective_config import check_objective_frames
-from ..core.simple_ik.worker import FAILED, STARTING, IKWorker, WorkerError, WorkerSpec
+from ..core.simple_ik.worker import FAILED, READY, STARTING, IKWorker, WorkerError, WorkerSpec
 from ..core.model.scene import Scene
 from ..core.simple_ik.solver import FrameGoal, IKResult, SimpleIK, SimpleIKOptions
 from .goals import FrameResolver, GoalError
@@ -82,6 +100,11 @@ from .message_conversions import JointMap
 from .service_thread import ServiceThread
 
 MAX_TIME_LIMIT = 10.0  # [s] longest max_time a request may ask for
+GAP_NEED = 0.0004  # [s] a request starts at once when the next tick is due at least this far ahead, until
+GAP_NEED_RANGE = (0.00015, 0.001)  # its work in this thread has been timed: then 1.25 x the p90 of the last
+_WORK_WINDOW, _WORK_EVERY = 64, 16  # 64 in-thread attempts (parse + attempt), within this range, every 16 (_wait_gap)
+INLINE_MAX_ITERS = 20  # iterations of the seeded attempt solved in the service thread (see _solve)
+_OPTIONS_CACHE = 32  # requests' distinct option overrides kept validated (see parse)
 THREAD_NAME = "solve_ik"  # the service thread, also its OS name (top -H)
 
 GOAL_CODES = {
@@ -118,7 +141,7 @@ class SolveIKServer:
     def __init__(self, node, scene: Scene, solver: SimpleIK, resolver: FrameResolver,
                  quaternion_tolerance: float, current_q: Callable[[], np.ndarray | None],
                  worker_spec: WorkerSpec | None = None, wait_for_gap: Callable[[], None] | None = None,
-                 guard=None) -> None:
+                 guard=None, next_tick_in: Callable[[], float] | None = None) -> None:
         self.node = node
         self.scene = scene
         self.solver = solver
@@ -127,10 +150,20 @@ class SolveIKServer:
         self.quaternion_tolerance = quaternion_tolerance
         self.current_q = current_q
         self.wait_for_gap = wait_for_gap
+        self.next_tick_in = next_tick_in
         self.calls = 0  # ~/solve_ik and ~/solve_path requests (diagnostics); counted under _counts_lock:
         self.failures = 0  # both services' threads count here
         self._counts_lock = threading.Lock()
         self.fallback_solves = 0  # solved in-process because the worker was not ready yet
+        self.inline_solves = 0  # answered by the seeded attempt in the service thread (the worker was ready)
+        self.gap_waits = 0  # requests that waited for the end of a tick (see _wait_gap)
+        self.gap_need = GAP_NEED  # [s] see _wait_gap
+        self._work: deque[float] = deque(maxlen=_WORK_WINDOW)  # [s] recent parse + in-thread attempt durations
+        self._work_new = 0
+        self._started = 0.0  # perf_counter() when this request's work started
+        # the options of each distinct set of request overrides, validated once: key -> (options, inline options)
+        self._options_cache: dict[tuple, tuple[SimpleIKOptions, SimpleIKOptions | None]] = {}
+        self._options_base: SimpleIKOptions | None = None  # the solver's options the cache was made with
         self._joint_maps: dict[str, JointMap] = {}  # per group: the response's joint order
         self._closing = False
         self._destroyed = False
@@ -174,8 +207,10 @@ class SolveIKServer:
         log = self.node.get_logger()
         {"info": log.info, "warning": log.warning}.get(level, log.error)(f"solve_ik: {message}")
 
-    def _solve(self, goals: list[FrameGoal], q_seed: np.ndarray, options: SimpleIKOptions) -> IKResult:
-        """The worker's answer, the in-process solver's, or WorkerError."""
+    def _solve(self, goals: list[FrameGoal], q_seed: np.ndarray, options: SimpleIKOptions,
+               inline: SimpleIKOptions | None = None) -> IKResult:
+        """The worker's answer, the in-process solver's, or WorkerError. ``inline``: the options of the
+        seeded attempt tried in this thread first when the worker is ready (see :meth:`parse`)."""
         if self._closing:
             raise WorkerError("the node is shutting down")
         worker = self.worker
@@ -184,16 +219,52 @@ class SolveIKServer:
                 self.fallback_solves += 1
             with self.scene_lock:  # the obstacles of the shared scene do not change during the solve
                 return self.solver.solve(goals, q_seed, options)
+        if inline is not None and worker.state == READY:
+            # An easy goal converges in a few iterations of the seeded attempt (~0.1 ms): solved here it
+            # is answered without the worker's round trip (pickling, pipe, another process's wake-up: ~1 ms
+            # median on this VM). The attempt is the one the worker would make first (same scene,
+            # obstacles and options; the restarts' RNG unused), capped at INLINE_MAX_ITERS iterations so
+            # that its GIL time stays short; if it does not converge (or ends in collision) the worker
+            # solves the request as before, from the seed. Not while the worker restarts: a request that
+            # crashed it must not run in the node's process.
+            with self.scene_lock:
+                result = self.solver.solve(goals, q_seed, inline)
+            self._timed_work(time.perf_counter() - self._started)
+            if result.success:
+                self.inline_solves += 1
+                return result
         return worker.solve(goals, q_seed, options)
+
+    def _wait_gap(self) -> None:
+        """Wait for the end of the next tick unless the next tick is due at least ``gap_need`` from now
+        (the request's Python work then ends before it: the GIL is free when the tick starts) or not at
+        all (not ticking). ``gap_need`` is GAP_NEED until the in-thread work has been timed, then 1.25 x
+        the p90 of the last _WORK_WINDOW requests' parse + attempt (within GAP_NEED_RANGE): 0.15-0.3 ms on
+        a quiet machine, more when it is loaded (and the work takes longer)."""
+        if self.wait_for_gap is None:
+            return
+        if self.next_tick_in is not None and self.next_tick_in() >= self.gap_need:
+            return
+        self.gap_waits += 1
+        self.wait_for_gap()
+
+    def _timed_work(self, seconds: float) -> None:
+        self._work.append(seconds)
+        self._work_new += 1
+        if self._work_new >= _WORK_EVERY:
+            self._work_new = 0
+            recent = sorted(self._work)
+            lo, hi = GAP_NEED_RANGE
+            self.gap_need = min(max(1.25 * recent[int(0.9 * (len(recent) - 1))], lo), hi)
 
     # ------------------------------------------------------------------ callback (service thread)
     def _on_request(self, request: SolveIK.Request, response: SolveIK.Response) -> SolveIK.Response:
         self.count_call()
-        if self.wait_for_gap is not None:
-            self.wait_for_gap()
+        self._wait_gap()
+        self._started = time.perf_counter()
         try:
             goals, q_seed, options = self.parse(request)
-            result = self._solve(goals, q_seed, options)
+            result = self._solve(goals, q_seed, options, self._inline_options(options))
         except GoalError as exc:
             return self._error(response, GOAL_CODES[exc.code], str(exc))
         except NotReady as exc:
@@ -259,6 +330,31 @@ class SolveIKServer:
                 raise GoalError(f"goals[{k}].tip_frame: {exc}", GoalError.UNKNOWN_FRAME) from exc
             T = self._resolver.resolve(g.pose, q_seed, self.quaternion_tolerance, f"goals[{k}].pose")
             goals.append(FrameGoal(g.tip_frame, T))
+        options = self._options(request, base, group_name, group)
+        objectives = [objective_from_msg(m, f"objectives[{k}]", options.error_weights)
+                      for k, m in enumerate(request.objectives)]
+        try:
+            check_objective_frames(objectives, self.scene.frame_id, "objectives")
+        except InvalidInputError as exc:
+            raise GoalError(str(exc), GoalError.UNKNOWN_FRAME) from exc
+        return goals + objectives, q_seed, options
+
+    def _options(self, request: SolveIK.Request, base: SimpleIKOptions, group_name: str, group) -> SimpleIKOptions:
+        """The validated options of a request's overrides, or InvalidInputError. A planner sends the same
+        overrides (usually none) request after request: each distinct set is checked and built once
+        (``SimpleIKOptions.validate`` alone cost ~0.1 ms a request) and the same (never mutated) object
+        reused; the cache follows the solver's options."""
+        if base is not self._options_base:
+            self._options_cache.clear()
+            self._options_base = base
+        b = request.bias_configuration
+        key = (group_name, request.check_collisions, request.fast_return, request.standing_objectives,
+               request.max_time, request.max_deviation, request.method, tuple(request.error_weights),
+               tuple(request.active_joints), request.joint_limit_gain, request.manipulability_gain,
+               request.bias_gain, request.joint_limit_ps, request.joint_limit_pi, tuple(b.name), tuple(b.position))
+        cached = self._options_cache.get(key)  # (a NaN in the key never matches: checked, refused again)
+        if cached is not None:
+            return cached[0]
         o = SolveIK.Request
         for name in ("check_collisions", "fast_return", "standing_objectives"):
             if getattr(request, name) not in (o.OPTION_DEFAULT, o.OPTION_TRUE, o.OPTION_FALSE):
@@ -298,13 +394,26 @@ class SolveIKServer:
                                         f"{base.bias_gain:g}{' and turned off' if request.bias_gain < 0 else ''}); "
                                         f"expected a bias_gain > 0 with it")
         options.validate()
-        objectives = [objective_from_msg(m, f"objectives[{k}]", options.error_weights)
-                      for k, m in enumerate(request.objectives)]
-        try:
-            check_objective_frames(objectives, self.scene.frame_id, "objectives")
-        except InvalidInputError as exc:
-            raise GoalError(str(exc), GoalError.UNKNOWN_FRAME) from exc
-        return goals + objectives, q_seed, options
+        if len(self._options_cache) >= _OPTIONS_CACHE:
+            self._options_cache.clear()
+        self._options_cache[key] = (options, self._make_inline(options))
+        return options
+
+    def _inline_options(self, options: SimpleIKOptions) -> SimpleIKOptions | None:
+        """The options of the seeded attempt :meth:`_solve` tries in this thread (None: not tried)."""
+        for cached, inline in self._options_cache.values():
+            if cached is options:
+                return inline
+        return self._make_inline(options)
+
+    @staticmethod
+    def _make_inline(options: SimpleIKOptions) -> SimpleIKOptions | None:
+        """The seeded attempt alone, at most INLINE_MAX_ITERS iterations: its answer, when it converges
+        clear of collisions, is the worker's (which would stop there: fast_return). None with
+        fast_return false (the worker searches max_time for the nearest answer)."""
+        if not options.fast_return:
+            return None
+        return dataclasses.replace(options, max_restarts=0, max_iters=min(options.max_iters, INLINE_MAX_ITERS))
 
     def _seed(self, seed, group) -> np.ndarray:
         """Full q of a request's seed (sensor_msgs/JointState; empty: the node's current state), or raise
