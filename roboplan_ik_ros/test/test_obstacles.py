@@ -12,7 +12,7 @@ import numpy as np
 import pinocchio as pin
 import pytest
 
-from models import robot
+from models import robot, scene
 from roboplan_ik_ros.core import CollisionBarrier, InvalidInputError, Obstacle, Oink, Scene, SimpleIK, SimpleIKOptions
 from roboplan_ik_ros.core.config import load_config
 from roboplan_ik_ros.core.model.closest_pairs import ClosestPairs
@@ -312,3 +312,42 @@ def test_scene_from_config_refuses_an_obstacle_on_an_unknown_link():
                        "obstacles": [{"name": "tool", "shape": "sphere", "radius": 0.05, "frame": "gripper"}]})
     with pytest.raises(InvalidInputError, match=r"obstacles\[0\] \(tool\)\.frame: unknown frame 'gripper'"):
         scene_from_config(r.urdf_xml, r.srdf_xml, cfg.robot, r.package_paths, cfg.obstacles)
+
+
+def test_prepared_pair_tables_are_swapped_in_without_a_rebuild_in_the_tick(monkeypatch):
+    """An obstacle added, then prepare() (the thread that changed the scene): the next update swaps the
+    prepared tables in and builds nothing; without prepare() the update rebuilds them itself. Both give
+    the rows a fresh barrier gives."""
+    from roboplan_ik_ros.core.model import closest_pairs
+
+    s = scene("panda")
+    s.add_obstacle(TABLE)
+    oink = Oink(s, "arm")
+    barrier = CollisionBarrier(oink, 4, 0.01, pairs="obstacles", rows_per_pair=3)
+    q = s.named_configuration("default")
+    pin.computeJointJacobians(s.model, oink.data, q)
+    pin.updateGeometryPlacements(s.model, oink.data, s.collision_model, oink.geom_data)
+    barrier.update(q, oink.data, oink.geom_data)
+    builds = []
+    original = closest_pairs.ClosestPairs._build
+    monkeypatch.setattr(closest_pairs.ClosestPairs, "_build", lambda self: (builds.append(self), original(self))[1])
+
+    def rows_now():
+        oink.geom_data = pin.GeometryData(s.collision_model)
+        pin.updateGeometryPlacements(s.model, oink.data, s.collision_model, oink.geom_data)
+        barrier.update(q, oink.data, oink.geom_data)
+        fresh = CollisionBarrier(oink, 4, 0.01, pairs="obstacles", rows_per_pair=3)
+        fresh.update(q, oink.data, oink.geom_data)
+        np.testing.assert_array_equal(barrier.value, fresh.value)
+        np.testing.assert_array_equal(barrier.jacobian, fresh.jacobian)
+
+    s.add_obstacle(Obstacle("post", "cylinder", (0.05, 0.6), position=(0.45, 0.1, 0.3)))
+    barrier.prepare()
+    assert len(builds) == 1
+    rows_now()  # (the fresh barrier builds its own: counted below)
+    assert len(builds) == 2 and builds[1] is not barrier.pairs, "the tick rebuilt the tables"
+    assert "obstacle:post" in " ".join(barrier.row_names)
+    s.remove_obstacle("post")
+    builds.clear()
+    rows_now()  # nothing prepared: the update rebuilds
+    assert builds[0] is barrier.pairs

@@ -701,14 +701,23 @@ class IKControllerNode(GuardedLifecycleNode):
         self._markers_dirty = True
 
     def _on_obstacles_changed(self) -> None:
-        """After ~/collision_objects changed the scene: the IK worker's scene follows; markers again."""
+        """After ~/collision_objects changed the scene: the barriers' tables are prepared for the next
+        tick; the IK worker's scene follows; markers again."""
+        self._prepare_collisions()
         with self._lock:
             obstacles = list(self.scene.obstacles.values())
         self._service.set_obstacles(obstacles)
         self._markers_dirty = True
 
     def _on_perceived_changed(self) -> None:
+        self._prepare_collisions()
         self._markers_dirty = True
+
+    def _prepare_collisions(self) -> None:
+        """The collision barriers' new pair tables, built here, not in a tick (scene_lock: every change to
+        the scene's obstacles holds it, so none happens meanwhile; the loop's lock is not needed)."""
+        with self._service.scene_lock:
+            self.loop.prepare_collisions()
 
     def _on_pointcloud_refused(self, reason: str) -> None:
         self._last_rejection = reason

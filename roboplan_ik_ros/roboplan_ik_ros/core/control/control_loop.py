@@ -688,6 +688,14 @@ class ControlLoop:
     def joint_states_rejected(self) -> int:
         return self.state.rejected
 
+    def prepare_collisions(self) -> None:
+        """After the scene's obstacles changed, build the collision barriers' pair tables here (the thread
+        that changed them, where they cannot change meanwhile) for the next tick to swap in."""
+        for b in self.ctrl.barriers:
+            prepare = getattr(b, "prepare", None)
+            if prepare is not None:
+                prepare()
+
     def braking_time_bound(self) -> float:
         """[s] A generous bound on a stop from any velocity within the bounds: twice the slowest joint's
         v_max/a_max + a_max/j_max, + 0.1 s (1 s without finite acceleration bounds)."""

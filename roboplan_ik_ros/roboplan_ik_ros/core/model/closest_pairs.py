@@ -14,6 +14,7 @@ configuration gives the same witness points, whatever was queried before.
 
 from __future__ import annotations
 
+import copy
 import math
 from dataclasses import dataclass
 
@@ -91,6 +92,25 @@ class ClosestPairs:
         self._request.gjk_tolerance = GJK_TOLERANCE
         self._result = coal.DistanceResult()
         self._transform1, self._transform2 = coal.Transform3s(), coal.Transform3s()
+
+    def rebuilt(self, kernel: CompiledPairs | None) -> ClosestPairs:
+        """A new ClosestPairs of the same pair set for the scene as it is now (call where the scene cannot
+        change meanwhile); ``kernel``: a spare compiled kernel no query uses any more, rebuilt in place
+        (keeping the robot geometries it holds), or None for a new one. This object is not touched: a
+        control tick may go on querying it until the new one is swapped in."""
+        new = copy.copy(self)
+        new.result = empty_distances(self.n)
+        new._request, new._result = coal.DistanceRequest(), coal.DistanceResult()
+        new._request.gjk_tolerance = GJK_TOLERANCE
+        new._transform1, new._transform2 = coal.Transform3s(), coal.Transform3s()
+        new.compiled = kernel
+        new._build()
+        return new
+
+    @property
+    def version(self) -> int:
+        """The scene's collision_version these tables were built for."""
+        return self._version
 
     def refresh(self) -> bool:
         """Rebuild the pair tables if the scene's obstacles changed; True if it did. The robot's own
@@ -172,20 +192,20 @@ class ClosestPairs:
             self.compiled, self.compiled_reason = None, "use_compiled=False: the Python path was asked for"
             return
         pairs = np.stack([self._slot1, self._slot2], axis=1) if len(self.first) else np.zeros((0, 2), dtype=int)
-        old = getattr(self, "_built_geometries", np.zeros(0, dtype=int))
+        kernel = getattr(self, "compiled", None)
+        old = kernel.built_geometries if kernel is not None else np.zeros(0, dtype=int)
         keep = 0
         while keep < min(len(old), len(self.geometries)) and old[keep] == self.geometries[keep] and old[keep] < robot:
             keep += 1
         try:
-            if getattr(self, "compiled", None) is None:
+            if kernel is None:
                 self.compiled = CompiledPairs(self._objects, pairs)
             else:
                 self.compiled.rebuild(self._objects, pairs, keep)
             self.compiled_reason = ""
-            self._built_geometries = self.geometries.copy()
+            self.compiled.built_geometries = self.geometries.copy()
         except ValueError as exc:
             self.compiled, self.compiled_reason = None, str(exc)
-            self._built_geometries = np.zeros(0, dtype=int)
 
     def lower_bounds(self, data: pin.Data) -> np.ndarray:
         """Per-pair lower bound of the distance [m]; needs forward kinematics in ``data``."""

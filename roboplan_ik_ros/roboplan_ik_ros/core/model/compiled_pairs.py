@@ -118,6 +118,7 @@ class CompiledPairs:
         if not self._handle:
             raise ValueError("the pair distance kernel could not be created")
         self._joints = set()
+        self.built_geometries = np.zeros(0, dtype=int)  # collision-model indices of the geometries held (set by the owner)
         self.rebuild(objects, pairs)
 
     def rebuild(self, objects, pairs: np.ndarray, keep: int = 0) -> None:
@@ -125,6 +126,7 @@ class CompiledPairs:
         already built, unchanged), and the pairs by ``pairs``."""
         lib, h = self._lib, self._handle
         lib.pdk_truncate(h, keep)
+        self.built_geometries = np.zeros(0, dtype=int)  # until the owner says what it holds
         for k, obj in enumerate(objects[keep:], start=keep):
             spec = geometry_parameters(obj.geometry)
             if isinstance(spec, str):

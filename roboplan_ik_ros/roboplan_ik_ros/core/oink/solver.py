@@ -312,7 +312,7 @@ class Oink:
             model, data = self.scene.model, self.data
             pin.computeJointJacobians(model, data, q)  # also forward kinematics
             pin.updateFramePlacements(model, data)
-            if lay.needs_geometry:
+            if any(b.needs_geometry for b in lay.barriers):  # the Python collision path (the kernel places its own)
                 if self._geometry_version != self.scene.collision_structure_version:  # obstacles added/removed
                     self.geom_data = pin.GeometryData(self.scene.collision_model)
                     self._geometry_version = self.scene.collision_structure_version

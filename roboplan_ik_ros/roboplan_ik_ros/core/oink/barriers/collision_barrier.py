@@ -48,8 +48,6 @@ class CollisionBarrier(Barrier):
         name: defaults to the pair set ("self_collision", "obstacles", "collision").
     """
 
-    needs_geometry = True
-
     def __init__(
         self,
         oink: Oink,
@@ -84,6 +82,9 @@ class CollisionBarrier(Barrier):
         self._columns = np.ascontiguousarray(np.arange(model.nv)[oink.group.v_columns], dtype=np.int64)
         self._support = np.ascontiguousarray(support[:, self._columns], dtype=float)
         self._pair_tables()
+        self._prepared = None  # (pairs, joint1, joint2, vertices) built by prepare() for update() to swap in
+        self._preparing = -1  # the collision_version a prepare() is building for
+        self._spare = None  # a compiled kernel no query uses: prepare() rebuilds it
         self._distances = np.zeros(n_collision_pairs)
         self._h = np.zeros(self.size)
         self._kernel_rows = _RowsView(self.rows, self.value, self.jacobian)
@@ -93,13 +94,45 @@ class CollisionBarrier(Barrier):
         self._data: pin.Data | None = None  # whose world-frame joint Jacobians (data.J) self._J views
 
     def _pair_tables(self) -> None:
-        """Per pair, the parent joint of its geometries; the vertices that may get rows (after the pairs'
-        tables were (re)built)."""
-        gm = self.oink.scene.collision_model
-        joint_of = {int(g): gm.geometryObjects[int(g)].parentJoint for g in self.pairs.geometries}
-        self._joint1 = np.array([joint_of[int(g)] for g in self.pairs.first], dtype=int)
-        self._joint2 = np.array([joint_of[int(g)] for g in self.pairs.second], dtype=int)
-        self._vertices = RowVertices(self.pairs) if self.pairs.compiled is None else None
+        """Swap in :attr:`pairs`' derived tables (after its tables were (re)built here)."""
+        self._joint1, self._joint2, self._vertices = _derived_tables(self.pairs)
+
+    @property
+    def needs_geometry(self) -> bool:
+        """The Python path reads the geometry placements (geom_data); the compiled kernel places its own."""
+        return self.pairs.compiled is None
+
+    def prepare(self) -> None:
+        """Build the pair tables for the scene as it is now, for the next :meth:`update` to swap in (call
+        from the thread that changed the scene's obstacles, where they cannot change meanwhile): the
+        control tick then pays a reference swap, not the rebuild. Until the swap a tick with the compiled
+        kernel goes on with the previous tables (its own copy of the geometries); the Python path reads the
+        scene's collision model, so it rebuilds in the tick if nothing is prepared for the version it sees."""
+        version = self.oink.scene.collision_version
+        if self.pairs.version == version or self.pairs.pair_set == "self":
+            return
+        self._preparing = version
+        spare, self._spare = self._spare, None
+        pairs = self.pairs.rebuilt(spare)
+        self._prepared = (pairs, *_derived_tables(pairs))
+
+    def _swap_prepared(self) -> None:
+        """In the tick: take the prepared tables if they fit the scene; else rebuild here unless the
+        compiled kernel can go on with the current ones while a prepare is under way."""
+        version = self.oink.scene.collision_version
+        if self.pairs.version == version:
+            return
+        prepared = self._prepared
+        if prepared is not None and prepared[0].version == version:
+            old = self.pairs
+            self.pairs, self._joint1, self._joint2, self._vertices = prepared
+            self._prepared = None
+            self._spare = old.compiled  # no query uses it now: the next prepare rebuilds it in place
+            return
+        if self._preparing == version and self.pairs.compiled is not None:
+            return  # being prepared in another thread: the kernel's geometries are the previous scene's
+        if self.pairs.refresh():
+            self._pair_tables()
 
     @property
     def compiled(self) -> bool:
@@ -130,8 +163,7 @@ class CollisionBarrier(Barrier):
         pass
 
     def update(self, q: np.ndarray, data: pin.Data, geom_data: pin.GeometryData) -> None:
-        if self.pairs.refresh():  # obstacles changed (the solver's geom_data already follows)
-            self._pair_tables()
+        self._swap_prepared()  # obstacles changed (the solver's geom_data already follows)
         found = self.pairs.query(data, geom_data)
         if data is not self._data:
             self._J, self._data = data.J, data  # a view: it follows every later kinematics call
@@ -190,6 +222,13 @@ class CollisionBarrier(Barrier):
         tracked = self._measured[: self.rows.count]
         floor = min(-self.oink.boundary_tolerance, float(tracked.min()) if len(tracked) else 0.0)
         return self._untracked_h - floor
+
+
+def _derived_tables(pairs: ClosestPairs) -> tuple[np.ndarray, np.ndarray, RowVertices | None]:
+    """Per pair, the parent joint of its geometries; the vertices that may get rows (Python path)."""
+    joint1 = np.array([pairs.object(int(g)).parentJoint for g in pairs.first], dtype=int)
+    joint2 = np.array([pairs.object(int(g)).parentJoint for g in pairs.second], dtype=int)
+    return joint1, joint2, RowVertices(pairs) if pairs.compiled is None else None
 
 
 DEFAULT_NAMES = {"self": "self_collision", "obstacles": "obstacles", "all": "collision"}
