@@ -198,6 +198,8 @@ def _push(rig: Rig, name: str, size, centre, goal, settle: bool) -> dict:
         status_closest_mm=last.closest_obstacle_distance * 1e3, status_closest=f"{last.closest_obstacle} <-> "
         f"{last.closest_obstacle_link}", **counters, status_holds=holds, modes="/".join(modes),
         last_mode=last.mode, last_second_modes="/".join(rest_modes), last_second_spread_rad=float(np.ptp(tail, axis=0).max()),
+        last_second_tcp_mm=float(np.linalg.norm(rig.panda.fk(tail[-1]).translation
+                                                 - rig.panda.fk(tail[0]).translation)) * 1e3,
         commands_until_settled=rig.count_commands(t_goal) if settle else -1,
         tcp_mm=np.round(rig.panda.fk(tail[-1]).translation * 1e3, 1).tolist())
     report(name, **{k: (f"{v:.9g}" if isinstance(v, float) else v) for k, v in out.items()})
