@@ -47,6 +47,7 @@ WINDOW = 2500  # commands after the goal (5 s at the shipped 500 Hz)
 REST_COMMANDS = 500  # the last second of commands (at 500 Hz) ...
 REST_SPREAD = 1e-3  # [rad] ... stay within this per joint: at rest
 #: counters of /diagnostics that must not move while pushing
+FAR = 0.1  # [m] beyond this the oracle takes a mesh's hull distance for its surface's (a lower bound)
 COUNTERS = ("qp_failures", "barrier_refusals", "holds", "tick_errors", "acceleration_nonviable")
 
 
@@ -88,16 +89,11 @@ class Geometry:
         for link, joint, placement, g_raw, g_hull in self.objects:
             T = self.data.oMi[joint] * placement
             Ta = coal.Transform3s(T.rotation, T.translation)
-            d = coal.distance(g_hull, Ta, shape, Tb, coal.DistanceRequest(), coal.DistanceResult())
-            hull = min(hull, (d, link))
-            if d > 0.1 and g_raw is g_hull:
-                continue
-            if g_raw is not g_hull:
-                if d > 0.1:  # far: the surface is at least as far as its hull
-                    raw = min(raw, (d, link))
-                    continue
-                d = coal.distance(g_raw, Ta, shape, Tb, coal.DistanceRequest(), coal.DistanceResult())
-            raw = min(raw, (d, link))
+            d_hull = coal.distance(g_hull, Ta, shape, Tb, coal.DistanceRequest(), coal.DistanceResult())
+            # a surface is never nearer than its hull: far from the box, the hull's distance stands for it
+            d_raw = d_hull if g_raw is g_hull or d_hull > FAR else coal.distance(
+                g_raw, Ta, shape, Tb, coal.DistanceRequest(), coal.DistanceResult())
+            hull, raw = min(hull, (d_hull, link)), min(raw, (d_raw, link))
         return raw[0], raw[1], hull[0], hull[1]
 
 
