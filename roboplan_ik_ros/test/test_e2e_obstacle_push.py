@@ -34,8 +34,8 @@ import pinocchio as pin
 import pytest
 
 import e2e
-from e2e import ARM, ROOT_FRAME, Rig, panda, report, rig, write_config  # noqa: F401 - rig is a fixture
-from test_e2e_motion import A_MAX, J_MAX, RATIO_TOL, ratios
+from e2e import ROOT_FRAME, Rig, panda, report, rig, write_config  # noqa: F401 - rig is a fixture
+from test_e2e_motion import RATIO_TOL, ratios
 from test_node_obstacles import Objects, box
 
 WAIT = 60.0
