@@ -12,7 +12,7 @@ import numpy as np
 import pinocchio as pin
 import pytest
 
-from models import robot, scene
+from models import robot
 from roboplan_ik_ros.core import CollisionBarrier, InvalidInputError, Obstacle, Oink, Scene, SimpleIK, SimpleIKOptions
 from roboplan_ik_ros.core.config import load_config
 from roboplan_ik_ros.core.model.closest_pairs import ClosestPairs
@@ -314,13 +314,13 @@ def test_scene_from_config_refuses_an_obstacle_on_an_unknown_link():
         scene_from_config(r.urdf_xml, r.srdf_xml, cfg.robot, r.package_paths, cfg.obstacles)
 
 
-def test_prepared_pair_tables_are_swapped_in_without_a_rebuild_in_the_tick(monkeypatch):
+def test_prepared_pair_tables_are_swapped_in_without_a_rebuild_in_the_tick(panda, monkeypatch):
     """An obstacle added, then prepare() (the thread that changed the scene): the next update swaps the
     prepared tables in and builds nothing; without prepare() the update rebuilds them itself. Both give
     the rows a fresh barrier gives."""
     from roboplan_ik_ros.core.model import closest_pairs
 
-    s = scene("panda")
+    s = panda
     s.add_obstacle(TABLE)
     oink = Oink(s, "arm")
     barrier = CollisionBarrier(oink, 4, 0.01, pairs="obstacles", rows_per_pair=3)

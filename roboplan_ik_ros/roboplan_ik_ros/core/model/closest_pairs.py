@@ -290,12 +290,13 @@ class ClosestPairs:
             out.normal[row] = _unit_normal(d, p1, p2, coal_normal)
         return out
 
-    def distances(self, data: pin.Data, geom_data: pin.GeometryData, pairs: np.ndarray, out: np.ndarray) -> None:
-        """Signed distances of local ``pairs`` (int64) at the current placements into ``out``."""
+    def distances(self, data: pin.Data, geom_data: pin.GeometryData, pairs: np.ndarray, count: int,
+                  out: np.ndarray) -> None:
+        """Signed distances of local ``pairs[:count]`` (int64) at the current placements into ``out[:count]``."""
         if self.compiled is not None:
-            self.compiled.distances(data, pairs, out)
+            self.compiled.distances(data, pairs, count, out)
             return
-        for i, k in enumerate(pairs.tolist()):
+        for i, k in enumerate(pairs[:count].tolist()):
             out[i] = self.distance(geom_data, k).min_distance
 
     def object(self, geometry: int):

@@ -118,6 +118,7 @@ class CompiledPairs:
         if not self._handle:
             raise ValueError("the pair distance kernel could not be created")
         self._joints = set()
+        self._address_cache: dict = {}
         self.built_geometries = np.zeros(0, dtype=int)  # collision-model indices of the geometries held (set by the owner)
         self.rebuild(objects, pairs)
 
@@ -165,11 +166,21 @@ class CompiledPairs:
             views.append((R, t))
         self._views, self._data = views, data
 
+    def _addresses(self, key, *arrays) -> tuple[int, ...]:
+        """The arrays' data addresses, taken once per set of arrays (``ndarray.ctypes`` costs ~1.5 us a call;
+        the arrays are kept, so their memory and ids stay theirs)."""
+        entry = self._address_cache.get(key)
+        if entry is None or any(a is not b for a, b in zip(entry[0], arrays)):
+            entry = (arrays, tuple(_address(a) for a in arrays))
+            self._address_cache[key] = entry
+        return entry[1]
+
     def closest(self, data, n: int, cutoff: float, out) -> int:
         """The n closest pairs into ``out`` (a PairDistances); returns their count."""
-        self.follow(data)
-        count = self._lib.pdk_closest(self._handle, n, cutoff, _address(out.pair_index), _address(out.distance),
-                                      _address(out.point1), _address(out.point2), _address(out.normal))
+        if data is not self._data:
+            self.follow(data)
+        count = self._lib.pdk_closest(self._handle, n, cutoff, *self._addresses(
+            ("closest", id(out)), out.pair_index, out.distance, out.point1, out.point2, out.normal))
         if count < 0:
             raise ValueError("a joint carrying geometry has no placement")
         return count
@@ -181,14 +192,17 @@ class CompiledPairs:
     def rows(self, out, rows_per_pair: int, margin: float, spacing: float, d_min: float, J: np.ndarray,
              columns: np.ndarray, support: np.ndarray, rows) -> int:
         """The barrier rows of the pairs in ``out`` (the last :meth:`closest`) into ``rows`` (a BarrierRows)."""
-        return self._lib.pdk_rows(
-            self._handle, out.count, _address(out.pair_index), _address(out.distance), _address(out.point1),
-            _address(out.point2), _address(out.normal), rows_per_pair, margin, spacing, d_min, len(rows.h),
-            _address(J), J.shape[1], _address(columns), len(columns), _address(support), _address(rows.pair),
-            _address(rows.a), _address(rows.b), _address(rows.normal), _address(rows.h), _address(rows.jacobian))
+        pi, dist, p1, p2, nrm = self._addresses(("closest", id(out)), out.pair_index, out.distance, out.point1,
+                                                 out.point2, out.normal)
+        Ja, ca, sa, pa, aa, ba, na, ha, ja = self._addresses(("rows", id(rows)), J, columns, support, rows.pair, rows.a,
+                                                             rows.b, rows.normal, rows.h, rows.jacobian)
+        return self._lib.pdk_rows(self._handle, out.count, pi, dist, p1, p2, nrm, rows_per_pair, margin, spacing,
+                                  d_min, len(rows.h), Ja, J.shape[1], ca, len(columns), sa, pa, aa, ba, na, ha, ja)
 
-    def distances(self, data, pairs: np.ndarray, out: np.ndarray) -> None:
-        """Signed distances of ``pairs`` (int64 kernel pair indices) at ``data``'s placements into ``out``."""
-        self.follow(data)
-        if self._lib.pdk_distances(self._handle, len(pairs), _address(pairs), _address(out)) < 0:
+    def distances(self, data, pairs: np.ndarray, count: int, out: np.ndarray) -> None:
+        """Signed distances of ``pairs[:count]`` (int64 kernel pair indices) at ``data``'s placements into
+        ``out[:count]``."""
+        if data is not self._data:
+            self.follow(data)
+        if self._lib.pdk_distances(self._handle, count, *self._addresses(("distances", id(out)), pairs, out)) < 0:
             raise ValueError("a joint carrying geometry has no placement")

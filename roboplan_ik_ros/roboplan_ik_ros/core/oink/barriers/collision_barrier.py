@@ -201,14 +201,16 @@ class CollisionBarrier(Barrier):
         h.fill(np.inf)
         found, rows = self.pairs.result, self.rows
         nxt = self.pairs.query(data, geom_data, self._next)
-        tracked = found.pair_index[: found.count]
-        untracked = [float(d) for k, d in zip(nxt.pair_index[: nxt.count], nxt.distance[: nxt.count])
-                     if k not in tracked]
-        self._untracked_h = min(untracked) - self.d_min if untracked else np.inf
+        tracked = set(found.pair_index[: found.count].tolist())
+        self._untracked_h = np.inf
+        for k, d in zip(nxt.pair_index[: nxt.count].tolist(), nxt.distance[: nxt.count].tolist()):
+            if k not in tracked:
+                self._untracked_h = d - self.d_min  # sorted by distance: the first is the least
+                break
         if not rows.count:
             return h
-        d = self._distances[: found.count]
-        self.pairs.distances(data, geom_data, tracked, d)
+        d = self._distances
+        self.pairs.distances(data, geom_data, found.pair_index, found.count, d)
         used = rows.pair[: rows.count]
         h[: rows.count] = d[used]
         h[: rows.count] -= self.d_min
