@@ -197,6 +197,11 @@ class ControlLoop:
         oink = self.ctrl.oink
         self.notes.append(f"OInK: {oink.assembly} assembly, qp_solver {oink.qp_solver}"
                           + (f" ({oink.assembly_note})" if oink.assembly_note else ""))
+        for b in self.ctrl.barriers:
+            if hasattr(b, "compiled_reason"):
+                self.notes.append(f"barrier {b.name!r}: collision distances "
+                                  + (f"in Python ({b.compiled_reason})" if not b.compiled else "compiled")
+                                  + f", {b.rows_per_pair} row(s) per pair")
         accel = self._accel
         self.guard = CommandGuard(scene, self.group, self._guard_v_max(), self.dt,
                                   None if accel is None else accel.a_max, None if accel is None else accel.j_max)
