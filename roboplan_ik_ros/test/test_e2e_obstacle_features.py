@@ -24,6 +24,8 @@ No assertion is about a rate, a duration or a latency; the timeouts are generous
 
 from __future__ import annotations
 
+import functools
+
 import math
 
 import coal
@@ -97,14 +99,9 @@ def _distance(a, Ta: pin.SE3, b, Tb: pin.SE3) -> float:
                          coal.Transform3s(Tb.rotation, Tb.translation), coal.DistanceRequest(), coal.DistanceResult())
 
 
-_GEOMETRY: Geometry | None = None
-
-
+@functools.lru_cache(maxsize=None)
 def geometry() -> Geometry:
-    global _GEOMETRY
-    if _GEOMETRY is None:
-        _GEOMETRY = Geometry()
-    return _GEOMETRY
+    return Geometry()
 
 
 # ===================================================================================== helpers

@@ -25,6 +25,8 @@ a latency; the timeouts are generous (60 s).
 
 from __future__ import annotations
 
+import functools
+
 import math
 import time
 
@@ -97,14 +99,9 @@ class Geometry:
         return raw[0], raw[1], hull[0], hull[1]
 
 
-_GEOMETRY: Geometry | None = None
-
-
+@functools.lru_cache(maxsize=None)
 def geometry() -> Geometry:
-    global _GEOMETRY
-    if _GEOMETRY is None:
-        _GEOMETRY = Geometry()
-    return _GEOMETRY
+    return Geometry()
 
 
 # ===================================================================================== scenario

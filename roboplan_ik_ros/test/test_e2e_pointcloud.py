@@ -18,6 +18,7 @@ import coal
 
 from e2e import ROOT_FRAME, panda, report, rig, write_config  # noqa: F401 - fixture
 from test_e2e_obstacle_features import geometry
+from test_perceived_cloud import box_surface
 
 WAIT = 60.0
 D_MIN = 0.03
@@ -42,15 +43,6 @@ def cloud_msg(points: np.ndarray, frame: str = ROOT_FRAME, drop_z: bool = False)
     msg.data = buf.tobytes()
     return msg
 
-
-def box_points(center, size, n, rng) -> np.ndarray:
-    half = np.asarray(size) / 2
-    p = rng.uniform(-half, half, (n, 3))
-    axis = rng.integers(0, 3, n)
-    p[np.arange(n), axis] = np.where(rng.random(n) < 0.5, -1, 1) * half[axis]
-    return p + center
-
-
 def test_the_arm_keeps_d_min_from_a_perceived_box_and_a_malformed_cloud_is_refused(rig):
     from sensor_msgs.msg import PointCloud2
 
@@ -67,7 +59,7 @@ def test_the_arm_keeps_d_min_from_a_perceived_box_and_a_malformed_cloud_is_refus
     center = T0.translation + [0.0, 0.25, 0.0]
     block, T_block = coal.Box(*size), pin.SE3(np.eye(3), center)
     assert G.clearance(q0, block, T_block) > 0.1
-    points = box_points(center, size, 3000, np.random.default_rng(0))
+    points = box_surface(center, size, 3000, np.random.default_rng(0))
     pub.publish(cloud_msg(points))
     # the cloud is in once a malformed one is refused after it (messages of one publisher arrive in order)
     pub.publish(cloud_msg(points[:10], drop_z=True))
