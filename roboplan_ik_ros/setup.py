@@ -97,6 +97,7 @@ setup(
         "console_scripts": [
             "ik_controller = roboplan_ik_ros.node.ik_controller:main",
             "mock_robot = roboplan_ik_ros.node.mock_robot:main",
+            "mock_camera = roboplan_ik_ros.node.mock_camera:main",
             "roboplan_ik_demo = roboplan_ik_ros.demo:main",
         ],
     },

@@ -13,7 +13,11 @@ the peak acceleration and jerk per joint and segment as ratios of the bounds, an
 (target vs achieved TCP path; joints vs limits). Before the stop (unless --no-obstacle-segment)
 it adds a block on the table over ``~/collision_objects`` (an RViz marker on ``~/markers``) and
 streams a goal over it and back that dips into it: a second table and plot give the smallest
-obstacle distance (from /joint_states, raw meshes) against d_min. Then (unless --no-teleop-segment) a
+obstacle distance (from /joint_states, raw meshes) against d_min. Before that (with
+--perceived-segment; off by default until it passes, see the README) a mock depth camera (``mock_camera``, started with the others: the table and the
+arm at 15 Hz on ``~/pointcloud``) shows a box on the arm's path, and the goal sweeps straight through
+it: the ``pairs: perceived`` barrier stops the arm in front of it (a table and a plot: the distance to
+the true box against d_min, QP failures, acceleration and jerk). Then (unless --no-teleop-segment) a
 teleop segment: a scripted 100 Hz twist stream on ``~/ee/target_twist`` pushes the tool up into the
 box's upper face and holds it there, then stops; the line printed gives the highest TCP point against
 the face and the ``~/status`` motion limits seen (barrier, then command_timeout). A strict-drive fault
@@ -106,6 +110,10 @@ class Recording:
     obstacle_status: list = field(default_factory=list)  # (t, closest obstacle, link, distance) from ~/status
     motion_limits: list = field(default_factory=list)  # (t, motion_limit, motion_limit_reason) from ~/status
     teleop_window: tuple = ()  # (t0, t1) of the teleop segment (demo time)
+    diagnostics_log: list = field(default_factory=list)  # (t, the node's /diagnostics values)
+    perceived_status: list = field(default_factory=list)  # (t, state, points, link, distance) from ~/status
+    perceived_window: tuple = ()  # (t0, t1) of the sweep toward the perceived box (demo time)
+    perceived_box: object = None  # the camera's box (a core Obstacle)
 
 
 def circle_path(start: np.ndarray, p_max_z: float, radius: float, lead_in: float, period: float):
@@ -189,11 +197,15 @@ def run(args) -> int:
         rec.obstacle_status.append((time.perf_counter() - t_origin, msg.closest_obstacle, msg.closest_obstacle_link,
                                     msg.closest_obstacle_distance))
         rec.motion_limits.append((time.perf_counter() - t_origin, msg.motion_limit, msg.motion_limit_reason))
+        if hasattr(msg, "perceived_points"):
+            rec.perceived_status.append((time.perf_counter() - t_origin, msg.perception_state, msg.perceived_points,
+                                         msg.closest_perceived_link, msg.closest_perceived_distance))
 
     def on_diag(msg: DiagnosticArray):
         for st in msg.status:
             if st.name.startswith(f"{ns}:"):
                 rec.diagnostics = {kv.key: kv.value for kv in st.values}
+                rec.diagnostics_log.append((time.perf_counter() - t_origin, rec.diagnostics))
 
     def on_command(msg: Float64MultiArray):
         rec.cmd_t.append(time.perf_counter() - t_origin)
@@ -225,6 +237,11 @@ def run(args) -> int:
         Child("roboplan_ik_ros.node.ik_controller", {"autostart": True, "config_file": args.config},
               out_dir / "ik_controller.log"),
     ]
+    if args.perceived_segment:  # a fixed depth camera: the table and the arm from the start, the box when told
+        rec.perceived_box = perceived_box(scene.frame_pose(scene.named_configuration("default"), tip))
+        children.append(Child("roboplan_ik_ros.node.mock_camera", {
+            "topic": f"/{ns}/pointcloud", "box_size": list(PERCEIVED_BOX_SIZE),
+            "box_position": [float(v) for v in rec.perceived_box.T_frame_obstacle.translation]}, out_dir / "mock_camera.log"))
     ok = True
     try:
         with Progress(TextColumn("[bold]{task.description}"), BarColumn(), TimeElapsedColumn(),
@@ -276,6 +293,11 @@ def run(args) -> int:
             while any(not f.done() for f in pending) and time.monotonic() < deadline:
                 time.sleep(0.01)
             time.sleep(0.6)  # one more /diagnostics message
+            if args.perceived_segment:
+                sweep_toward_perceived_box(node, ns, goal_pub, T0, rec, progress, t_origin)
+                rec.segments.append(("perceived box (camera)", *rec.perceived_window))
+                if rec.drive_faults:
+                    raise RuntimeError(f"the strict drive FAULTED: {rec.drive_faults[0]['violation']['message']}")
             if args.obstacle_segment:
                 reach_over_block(node, ns, goal_pub, T0, rec, progress, t_origin)
                 rec.segments.append(("reach over block", *rec.obstacle_window))
@@ -320,6 +342,8 @@ def run(args) -> int:
     a_max, j_max = bounds
     good = motion_table(rec, a_max, j_max, 1.0 / control_rate, arm, console)
     status = report(rec, scene, arm, tip, box, args, console) if good else 1
+    if args.perceived_segment:
+        status |= perceived_report(rec, config, arm, tip, a_max, j_max, 1.0 / control_rate, args, console)
     if args.obstacle_segment:
         status |= obstacle_report(rec, config, arm, tip, args, console)
     if args.teleop_segment:
@@ -644,6 +668,199 @@ def obstacle_report(rec: Recording, config, arm, tip, args, console) -> int:
     return 0 if distances.min() >= d_min - 2e-3 else 1
 
 
+# --------------------------------------------------------- a box that appears in the camera's cloud
+#: the box the mock camera shows on request (world frame, on the table under the TCP's start x) [m]
+PERCEIVED_BOX_SIZE = (0.12, 0.12, 0.40)
+PERCEIVED_SWEEP = (0.35, -0.35, 0.30)  # the goal's y from, y to, and z [m]: straight through the box
+
+
+def perceived_box(T0):
+    """The camera's box (a core Obstacle, for the demo's own distances): on the table, under the start TCP."""
+    from .core.model.obstacles import Obstacle
+
+    # its +y face (the side the arm comes from) at y = 0.07, mid-leaf of a 2 cm octree: a face on a leaf
+    # boundary jumps by a leaf between noisy clouds (README, "Perceived obstacles")
+    return Obstacle("camera_box", "box", PERCEIVED_BOX_SIZE,
+                    position=(float(T0.translation[0]), 0.01, PERCEIVED_BOX_SIZE[2] / 2))
+
+
+def _set_camera_box(node, visible: bool) -> None:
+    """mock_camera's runtime parameter box_visible (SetParameters: any rclpy version)."""
+    from rcl_interfaces.msg import Parameter, ParameterType, ParameterValue
+    from rcl_interfaces.srv import SetParameters
+
+    client = node.create_client(SetParameters, "/mock_camera/set_parameters")
+    try:
+        if not client.wait_for_service(timeout_sec=10.0):
+            raise RuntimeError("mock_camera's parameter service did not appear within 10 s")
+        value = ParameterValue(type=ParameterType.PARAMETER_BOOL, bool_value=visible)
+        future = client.call_async(SetParameters.Request(parameters=[Parameter(name="box_visible", value=value)]))
+        deadline = time.monotonic() + 10.0
+        while not future.done() and time.monotonic() < deadline:
+            time.sleep(0.01)
+        if not (future.done() and future.result().results[0].successful):
+            raise RuntimeError(f"mock_camera refused box_visible := {visible}")
+    finally:
+        node.destroy_client(client)
+
+
+def sweep_toward_perceived_box(node, ns, goal_pub, T0, rec, progress, t_origin, sweep: float = 3.0,
+                               hold: float = 1.5) -> None:
+    """The goal to one side of where the box will be; the camera shows the box (only its cloud knows it);
+    then the goal sweeps straight through it to the other side, stays, and comes back. The arm stops in
+    front of the box (the ``pairs: perceived`` barrier) and returns. The box is hidden again after."""
+    import pinocchio as pin
+    from geometry_msgs.msg import PoseStamped
+
+    from .node.message_conversions import pose_from_se3
+
+    x = float(T0.translation[0])
+    y_from, y_to, z = PERCEIVED_SWEEP
+
+    def publish(y: float) -> None:
+        p = np.array([x, y, z])
+        ps = PoseStamped()
+        pose_from_se3(pin.SE3(T0.rotation, p), ps.pose)
+        goal_pub.publish(ps)
+        rec.goal_t.append(time.perf_counter() - t_origin)
+        rec.goal_p.append(p)
+
+    def points() -> int:
+        return rec.perceived_status[-1][2] if rec.perceived_status else 0
+
+    task = progress.add_task("a box appears in the camera's cloud on the arm's path", total=2 * sweep + hold + 2.0)
+    t_start = time.perf_counter()
+    while time.perf_counter() - t_start < 2.0:  # to the start side
+        publish(y_from)
+        progress.update(task, completed=time.perf_counter() - t_start)
+        time.sleep(0.02)
+    before = points()
+    _set_camera_box(node, True)
+    deadline = time.monotonic() + 10.0
+    while points() < before + 50 and time.monotonic() < deadline:  # the box is in the node's cloud
+        publish(y_from)
+        time.sleep(0.02)
+    if points() < before + 50:
+        raise RuntimeError(f"the camera's box did not reach the node's cloud within 10 s ({points()} points)")
+    t0 = time.perf_counter()
+    rec.perceived_window = (t0 - t_origin,)
+    while (t := time.perf_counter() - t0) < 2 * sweep + hold:
+        s = min(t / sweep, 1.0) if t < sweep + hold else max(0.0, 1.0 - (t - sweep - hold) / sweep)
+        publish(y_from + (y_to - y_from) * (0.5 - 0.5 * np.cos(np.pi * s)))
+        progress.update(task, completed=2.0 + t)
+        time.sleep(0.02)
+    deadline = time.perf_counter() + 1.0
+    while time.perf_counter() < deadline:  # settle at the start side
+        publish(y_from)
+        time.sleep(0.02)
+    rec.perceived_window = (rec.perceived_window[0], time.perf_counter() - t_origin)
+    _set_camera_box(node, False)
+    deadline = time.monotonic() + 5.0
+    while points() >= before + 50 and time.monotonic() < deadline:
+        time.sleep(0.02)
+    time.sleep(0.6)  # one more /diagnostics message
+
+
+def perceived_report(rec: Recording, config, arm, tip, a_max, j_max, dt, args, console) -> int:
+    """The sweep toward the perceived box: the smallest distance to the true box (the demo's own coal
+    distance, raw meshes, from /joint_states) against the barrier's d_min, ~/status's closest perceived
+    point, QP failures and holds in the segment, peak acceleration and jerk ratios; a plot."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    import pinocchio as pin
+    from matplotlib.patches import Rectangle
+    from rich.table import Table
+
+    from .core.model.robots import load_example_robot
+    from .core.model.scene import Scene
+
+    if len(rec.perceived_window) != 2:
+        console.print("[red]the sweep toward the perceived box did not run[/red]")
+        return 1
+    rd = load_example_robot("panda")
+    checker = Scene(rd.urdf_xml, rd.srdf_xml, rd.package_paths, convex_hulls=False)
+    checker.add_obstacle(rec.perceived_box)
+    q_ref = checker.named_configuration("default")
+    gm = checker.collision_model
+    pairs = [k for k, p in enumerate(gm.collisionPairs) if p.second >= checker.world.n_robot_geometries]
+    data, gd = checker.model.createData(), pin.GeometryData(gm)
+    t0, t1 = rec.perceived_window
+    js_t, js_q = np.array(rec.js_t), np.array(rec.js_q)
+    window = (js_t >= t0) & (js_t <= t1)
+    distances, tcp = [], []
+    for v in js_q[window]:
+        q = checker.q_from_joint_positions(arm, v, q_ref)
+        pin.updateGeometryPlacements(checker.model, data, gm, gd, q)
+        distances.append(min(pin.computeDistance(gm, gd, k).min_distance for k in pairs))
+        tcp.append(checker.frame_pose(q, tip).translation)
+    distances, tcp = np.array(distances), np.array(tcp)
+    barrier = next((b for b in config.barriers if b.type == "collision" and b.pairs == "perceived"), None)
+    d_min = barrier.d_min if barrier is not None else 0.0
+
+    def counter(key: str, at: float) -> int:
+        values = [int(d.get(key, 0)) for t, d in rec.diagnostics_log if t <= at]
+        return values[-1] if values else 0
+
+    qp_failures = counter("qp_failures", t1 + 0.6) - counter("qp_failures", t0)
+    holds = counter("holds", t1 + 0.6) - counter("holds", t0)
+    seen = [s for s in rec.perceived_status if t0 <= s[0] <= t1 and s[3]]
+    nearest = min(seen, key=lambda s: s[4]) if seen else None
+    cloud = max((s[2] for s in rec.perceived_status if t0 <= s[0] <= t1), default=0)
+    lap_end = max((end for name, _, end in rec.segments if name.startswith("lap ")), default=-np.inf)
+    laps = [s[2] for s in rec.perceived_status if s[0] <= lap_end]
+    t, c = np.array(rec.cmd_t), np.array(rec.cmd_q)
+    k0, k1 = int(np.searchsorted(t, t0)), int(np.searchsorted(t, t1))
+    seg = c[max(0, k0 - 3):k1]
+    acc = float((np.abs(np.diff(seg, n=2, axis=0)) / dt**2 / a_max).max()) if len(seg) > 3 else np.nan
+    jerk = float((np.abs(np.diff(seg, n=3, axis=0)) / dt**3 / j_max).max()) if len(seg) > 3 else np.nan
+    face = rec.perceived_box.T_frame_obstacle.translation[1] + PERCEIVED_BOX_SIZE[1] / 2
+    table = Table(title="a box appears in the mock camera's cloud on the arm's path (~/pointcloud, pairs: perceived)",
+                  title_justify="left")
+    table.add_column("metric")
+    table.add_column("value", justify="right")
+    table.add_column("note")
+    table.add_row("min distance to the box (joint_states)", f"{distances.min() * 1e3:.1f} mm",
+                  f"d_min {d_min * 1e3:.0f} mm; the demo's coal distance to the true box, raw meshes, "
+                  f"{len(distances)} samples")
+    if nearest is not None:
+        table.add_row("min closest perceived point in ~/status", f"{nearest[4] * 1e3:.1f} mm", nearest[3])
+    table.add_row("perceived points (octree)", f"{cloud}", "the box; the table cropped, the arm self-filtered"
+                  + (f"; {max(laps)} at most during the laps (the arm alone)" if laps else ""))
+    table.add_row("TCP nearest the box's +y face", f"y = {tcp[:, 1].min():.3f} m",
+                  f"face y = {face:.3f} m; the goal went to y = {PERCEIVED_SWEEP[1]:.2f} m")
+    table.add_row("QP failures / holds in the segment", f"{qp_failures} / {holds}", "from /diagnostics")
+    table.add_row("peak acc / a_max, jerk / j_max", f"{acc:.3f} / {jerk:.3f}", "commands, every joint")
+    console.print(table)
+    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(13, 4.5))
+    goal_t, goal_p = np.array(rec.goal_t), np.array(rec.goal_p)
+    in_goal = (goal_t >= t0) & (goal_t <= t1)
+    ax1.plot(goal_p[in_goal, 1], goal_p[in_goal, 2], "--", color="tab:gray", label="goal")
+    ax1.plot(tcp[:, 1], tcp[:, 2], color="tab:blue", label="achieved TCP")
+    ax1.add_patch(Rectangle((rec.perceived_box.T_frame_obstacle.translation[1] - PERCEIVED_BOX_SIZE[1] / 2, 0.0), PERCEIVED_BOX_SIZE[1], PERCEIVED_BOX_SIZE[2],
+                            color="tab:orange", alpha=0.5, label="box (camera only)"))
+    ax1.set_xlim(-0.4, 0.4)
+    ax1.set_ylim(0.0, 0.6)
+    ax1.set_xlabel("y [m]")
+    ax1.set_ylabel("z [m]")
+    ax1.set_aspect("equal")
+    ax1.legend(loc="upper right", fontsize=8)
+    ax1.set_title("a box appears in the cloud: TCP (y-z)")
+    ax2.plot(js_t[window] - t0, distances * 1e3, color="tab:blue", label="arm to the true box")
+    ax2.axhline(d_min * 1e3, color="tab:red", lw=1, label=f"d_min {d_min * 1e3:.0f} mm")
+    ax2.set_xlabel("time in the segment [s]")
+    ax2.set_ylabel("distance [mm]")
+    ax2.legend(fontsize=8)
+    ax2.set_title(f"min {distances.min() * 1e3:.1f} mm; QP failures {qp_failures}")
+    out = Path(args.out).with_name(Path(args.out).stem + "_perceived.png")
+    fig.tight_layout()
+    fig.savefig(out, dpi=110)
+    console.print(f"plot: {out}")
+    good = distances.min() >= d_min - 2e-3 and qp_failures == 0 and acc <= 1.0 + 1e-6 and jerk <= 1.0 + 1e-6
+    return 0 if good else 1
+
+
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--config", default=None, help="YAML config (default: the packaged panda.yaml)")
@@ -655,6 +872,9 @@ def main(argv=None) -> int:
     p.add_argument("--out", default="build/demo/roboplan_ik_demo.png", help="plot file (PNG)")
     p.add_argument("--no-obstacle-segment", dest="obstacle_segment", action="store_false",
                    help="skip the reach over a block on the table (added on ~/collision_objects)")
+    p.add_argument("--perceived-segment", action="store_true",
+                   help="also start the mock depth camera and sweep toward a box that appears in its cloud "
+                        "(off by default: it still ends with QP failures, see the README)")
     p.add_argument("--no-teleop-segment", dest="teleop_segment", action="store_false",
                    help="skip the twist stream that pushes into the box's upper face")
     args = p.parse_args(argv)

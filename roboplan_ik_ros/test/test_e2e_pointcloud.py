@@ -25,6 +25,7 @@ D_MIN = 0.03
 
 
 def _perceived_barrier(data) -> None:
+    data["barriers"] = [b for b in data["barriers"] if b["name"] != "perceived"]  # the shipped one: d_min here
     data["barriers"].append({"name": "perceived", "type": "collision", "pairs": "perceived", "n_collision_pairs": 4,
                              "d_min": D_MIN, "gain": 5.0, "safe_displacement_gain": 1.0e-4})
     data["perception"] = {"crop_min": [-10.0, -10.0, 0.005], "max_age": 30.0}

@@ -188,6 +188,7 @@ def test_closed_loop_keeps_d_min_from_a_perceived_box():
     data, settings = panda_yaml()
     data["barriers"] = [b for b in data["barriers"] if b["name"] != "workspace"]
     d_min = 0.03
+    data["barriers"] = [b for b in data["barriers"] if b["name"] != "perceived"]  # the shipped one: d_min here
     data["barriers"].append({"name": "perceived", "type": "collision", "pairs": "perceived", "n_collision_pairs": 4,
                              "d_min": d_min, "gain": 5.0, "safe_displacement_gain": 1.0e-4})
     config = load_config(data)

@@ -164,6 +164,14 @@ class CollisionBarrier(Barrier):
 
     def update(self, q: np.ndarray, data: pin.Data, geom_data: pin.GeometryData) -> None:
         self._swap_prepared()  # obstacles changed (the solver's geom_data already follows)
+        if not len(self.pairs.first):  # no candidate pair (pairs: perceived before a cloud): no query, no row
+            if self.rows.count or self._untracked_h != np.inf or not np.isinf(self.value).all():
+                self.rows.count = 0
+                self.value.fill(np.inf)
+                self.jacobian.fill(0.0)
+                self._measured.fill(np.inf)
+                self._untracked_h = np.inf
+            return
         found = self.pairs.query(data, geom_data)
         if data is not self._data:
             self._J, self._data = data.J, data  # a view: it follows every later kinematics call
@@ -199,6 +207,9 @@ class CollisionBarrier(Barrier):
         for :meth:`untracked_floor`."""
         h = self._h
         h.fill(np.inf)
+        if not len(self.pairs.first):  # no candidate pair: nothing to measure (update() cleared the rows)
+            self._untracked_h = np.inf
+            return h
         found, rows = self.pairs.result, self.rows
         nxt = self.pairs.query(data, geom_data, self._next)
         tracked = set(found.pair_index[: found.count].tolist())
