@@ -558,7 +558,10 @@ class Oink:
             return self._fail(status)
         label = f"recovering: barrier {barrier.name!r} row {barrier.row_names[row]!r} h = {barrier.value[row]:.4g} m"
         stuck = self._explain_infeasibility(lay)
-        if stuck:
+        if stuck:  # the box does not let some row stop approaching yet: brake along it as hard as it allows
+            braked = self._solve_braking(lay, recovering=True)
+            if braked is not None:
+                return braked
             return self._fail(f"cannot recover{stuck}")
         if self.unconstrained_shortcut and self._unconstrained_optimum_is_feasible(lay):
             return OinkResult(self._dq, True, f"{label} (unconstrained optimum is feasible)", recovering=True)
@@ -581,14 +584,16 @@ class Oink:
         self._slack.reset()  # do not warm-start from a failed solve
         return self._fail(f"{label}; QP failed: OSQP status {res.status!r}")
 
-    def _solve_braking(self, lay: _Layout) -> OinkResult | None:
+    def _solve_braking(self, lay: _Layout, recovering: bool = False) -> OinkResult | None:
         """The hard QP is infeasible although no barrier row is violated at q: some row's braking bound
         asks for more deceleration than the box (velocity, acceleration, jerk, position limits) allows,
         typically a pair that has just become one of the closest while the arm moves toward it. Each
         row is relaxed by what the box cannot give (its least ``G dq`` over the box minus its bound: the
         step brakes along it as hard as the limits allow), through the slack problem; if the rows still
-        conflict with each other, every barrier row gets a penalized slack. None if the box itself is
-        empty or the slack problem fails too."""
+        conflict with each other, every barrier row gets a penalized slack. In recovery (``recovering``)
+        the same for a violated row the box forces further in this step (the arm still moving toward it).
+        None if the box itself is empty, a violated row cannot move at all (no joint moves it: unrecoverable),
+        or the slack problem fails too."""
         k = lay.barrier_upper.size
         if not k or self._limits_conflict(lay):
             return None
@@ -596,7 +601,9 @@ class Oink:
         deficit, r, worst = np.zeros(k), 0, (0.0, None, -1)
         for b in lay.barriers:
             least = np.minimum(b.G * lo, b.G * up).sum(axis=1)
-            gap = np.maximum(least - b.upper, 0.0)
+            if np.any((b.upper < 0.0) & (least > -_MIN_RECOVERY_DISPLACEMENT) & (least <= _MIN_RECOVERY_DISPLACEMENT)):
+                return None  # a violated row no step inside the box moves back, nor forward: no braking helps it
+            gap = np.maximum(least - np.maximum(b.upper, 0.0), 0.0)  # a violated row's slack already gives -u
             deficit[r : r + b.size] = gap
             j = int(np.argmax(gap))
             if gap[j] > worst[0]:
@@ -614,7 +621,7 @@ class Oink:
                 if x is not None:
                     self.braking_relaxations += 1
                     return OinkResult(self._clip_into_box(x, lay), True, f"{label} ({_daqp_status(flag)})",
-                                      used_qp=True, qp_iterations=iterations)
+                                      used_qp=True, qp_iterations=iterations, recovering=recovering)
             else:
                 self._P.data[:] = self.H[self._P_rows, self._P_cols]
                 res = self._slack.solve(self._P, self.c, lay.A_box, lay.lower_qp, lay.upper_qp, k,
@@ -622,7 +629,7 @@ class Oink:
                 if res.x is not None and np.isfinite(res.x).all() and _osqp_solved(res):
                     self.braking_relaxations += 1
                     return OinkResult(self._clip_into_box(res.x, lay), True, f"{label} ({res.status})",
-                                      used_qp=True, qp_iterations=res.iterations)
+                                      used_qp=True, qp_iterations=res.iterations, recovering=recovering)
             self._slack.reset()
             label = "braking: the barrier rows conflict with each other within the joint limits; penalized"
         return None
