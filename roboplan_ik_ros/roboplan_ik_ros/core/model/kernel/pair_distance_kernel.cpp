@@ -326,20 +326,28 @@ bool pair_distance(Kernel& k, const Geometry& a, const Geometry& b, double limit
   return true;
 }
 
-// The corner of cube `index` (input order) of cloud geometry g least along m (world): its centre minus
-// resolution/2 times the signs of m in the cloud's frame (+ for 0).
+// The point of the cube at `center` of cloud geometry g least along m (world): its centre minus resolution/2
+// times the signs of m in the cloud's frame, where |m| > kFlatAxis (else the centre's coordinate: a face's or
+// an edge's middle; the sign of a rounding error must not choose the corner). collision_rows.FLAT_AXIS
+constexpr double kFlatAxis = 1e-9;
+constexpr double kCloudRowSlack = 1e-6;  // [m] a cube's row bound may be this below the pair's distance (GJK's
+                                         // tolerance); collision_rows.CLOUD_ROW_SLACK
+
 Vec3s cloud_vertex_at(const Geometry& g, const Vec3s& center, const Vec3s& m) {
   const Vec3s m_local = g.T_world_geom.getRotation().transpose() * m;
   Vec3s corner = center;
-  for (int a = 0; a < 3; ++a) corner[a] -= (m_local[a] >= 0.0 ? 0.5 : -0.5) * g.cloud->resolution;
+  for (int a = 0; a < 3; ++a)
+    if (std::abs(m_local[a]) > kFlatAxis) corner[a] -= (m_local[a] > 0.0 ? 0.5 : -0.5) * g.cloud->resolution;
   return g.T_world_geom.transform(corner);
 }
 
 // Extra-row candidates of a cloud (geometry g, side `side`) against convex geometry `other`: each cube's
 // corner v least along m, value m.(v - q) <= limit, and only cubes whose lower bound of distance to
-// `other` (its local AABB) is <= limit too (a far cube may lie near the plane; its row would add nothing).
+// `other` (its local AABB) is <= limit too (a far cube may lie near the plane; its row would add nothing),
+// and value >= floor: a cloud is not convex, a cube beside the geometry may lie before the witness plane
+// (a true but loose bound, below the pair's distance: its row would be violated more than the pair is).
 void cloud_candidates(Kernel& k, const Geometry& g, const Geometry& other, const Vec3s& m, const Vec3s& q,
-                      double limit, int side) {
+                      double floor, double limit, int side) {
   const Cloud& cl = *g.cloud;
   const CloudView view(other, g);
   const Vec3s m_local = g.T_world_geom.getRotation().transpose() * m;
@@ -351,7 +359,7 @@ void cloud_candidates(Kernel& k, const Geometry& g, const Geometry& other, const
     for (int64_t p = cell.begin; p < cell.end; ++p) {
       if (box_aabb_bound(other, view.local(cl.points[p]), e_cube) > limit) continue;
       const double value = m.dot(cloud_vertex_at(g, cl.points[p], m) - q);
-      if (value <= limit) k.candidates.push_back({std::floor(value * kRowOrderSteps), side, cl.index[p]});
+      if (value <= limit && value >= floor) k.candidates.push_back({std::floor(value * kRowOrderSteps), side, cl.index[p]});
     }
   }
 }
@@ -604,7 +612,7 @@ int64_t pdk_rows(void* handle, int64_t count, const int64_t* pair, const double*
       const Vec3s m = side == 0 ? Vec3s(-n) : n;
       const Vec3s& q = side == 0 ? w2 : w1;
       if (g.cloud) {
-        cloud_candidates(k, g, other, m, q, limit, side);
+        cloud_candidates(k, g, other, m, q, distance[f] - kCloudRowSlack, limit, side);
         continue;
       }
       for (size_t i = 0; i < g.vertices.size(); ++i) {
