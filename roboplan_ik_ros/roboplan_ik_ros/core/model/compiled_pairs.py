@@ -4,8 +4,15 @@ One C++ call per step places the geometries, runs the broad phase (the same boun
 :class:`ClosestPairs`' Python path), coal's narrow phase on the candidates and, for the collision
 barrier, writes every row (value and distance Jacobian over the group's columns). The kernel holds
 its own copies of the geometries, rebuilt from their parameters (coal's primitives, the convex hull
-of the same points, an octree of the same cells): coal's Python objects do not hand out their C++
-pointers.
+of the same points): coal's Python objects do not hand out their C++ pointers.
+
+A point cloud (a coal ``OcTree``: the perceived cloud) is held as its occupied cells' centres, each an
+axis-aligned cube of the octree's resolution, binned in a uniform grid of ``CLOUD_GRID_CELL``; its
+distance to a geometry is the least over its cubes, as coal's octree distance, but computed by the
+kernel's own narrow phase: grid cells in increasing lower bound, coal's distance to one cube only for
+cubes whose lower bound is below the least distance found (exact; measured in bench/bench_cloud.py:
+tens of microseconds where coal's octree distance took 0.3-1 ms). The Python path keeps coal's octree
+distance (the same distances, slow).
 
 The library is built with the package when coal's headers and library are found (setup.py:
 ``roboplan_ik_ros.core.model._pair_distance_kernel``, linked against the coal that pinocchio
@@ -25,6 +32,7 @@ from ..compiled_library import library_path, load_library
 
 _LIBRARY_STEM = "_pair_distance_kernel"
 GJK_TOLERANCE = 1e-6  # coal's default [m]; no guess is kept between calls, so equal input gives equal rows
+CLOUD_GRID_CELL = 0.05  # [m] grid cell of a point cloud's narrow phase (bench/bench_cloud.py)
 
 # shape kinds of pdk_add_geometry
 _BOX, _SPHERE, _CYLINDER, _CAPSULE, _CONVEX, _MESH, _OCTREE = range(1, 8)
@@ -45,6 +53,7 @@ def _bind(lib: ctypes.CDLL) -> ctypes.CDLL:
     lib.pdk_closest.restype = _i64
     lib.pdk_closest.argtypes = [_p, _i64, _f64, _p, _p, _p, _p, _p]
     lib.pdk_narrow_calls.restype, lib.pdk_narrow_calls.argtypes = _i64, [_p]
+    lib.pdk_cube_calls.restype, lib.pdk_cube_calls.argtypes = _i64, [_p]
     lib.pdk_rows.restype = _i64
     lib.pdk_rows.argtypes = [_p, _i64, _p, _p, _p, _p, _p, _i64, _f64, _f64, _f64, _i64, _p, _i64, _p, _i64, _p,
                              _p, _p, _p, _p, _p, _p]
@@ -81,10 +90,21 @@ def geometry_parameters(geometry) -> tuple[int, np.ndarray, np.ndarray, np.ndarr
         triangles = np.array([[t[0], t[1], t[2]] for t in geometry.tri_indices()], dtype=np.int64).reshape(-1, 3)
         return _MESH, np.zeros(1), vertices, triangles
     if isinstance(geometry, coal.OcTree):  # the centres of its occupied cells, at its resolution
-        boxes = np.asarray(geometry.toBoxes(), dtype=float).reshape(-1, 6)
-        occupied = boxes[:, 4] >= geometry.getOccupancyThres()
-        return _OCTREE, np.array([geometry.getResolution()]), np.ascontiguousarray(boxes[occupied, :3]), empty
+        return _OCTREE, np.array([geometry.getResolution(), CLOUD_GRID_CELL]), octree_centers(geometry), empty
     return f"a {type(geometry).__name__}"
+
+
+def octree_centers(octree) -> np.ndarray:
+    """(n, 3) centres of an octree's occupied cells (cubes of its resolution), in ``toBoxes`` order."""
+    boxes = np.asarray(octree.toBoxes(), dtype=float).reshape(-1, 6)
+    occupied = boxes[:, 4] >= octree.getOccupancyThres()
+    return np.ascontiguousarray(boxes[occupied, :3])
+
+
+def is_convex(geometry) -> bool:
+    """True for coal's shapes (primitives, convex hulls), whose points all lie beyond the plane through a
+    witness point normal to the pair's normal; False for meshes and octrees (the kernel: BOX..CONVEX)."""
+    return isinstance(geometry, coal.ShapeBase)
 
 
 def box_vertices(half_side: np.ndarray) -> np.ndarray:
@@ -96,7 +116,8 @@ def box_vertices(half_side: np.ndarray) -> np.ndarray:
 
 def row_vertices(geometry) -> np.ndarray:
     """Local points that may each get a barrier row (the kernel's ``vertices``): a convex hull's points,
-    a box's corners; none for smooth shapes, meshes and octrees."""
+    a box's corners; none for smooth shapes and meshes. An octree's cubes get rows too, from their corners
+    (collision_rows.py), not from this."""
     if isinstance(geometry, coal.Box):
         return box_vertices(geometry.halfSide)
     if isinstance(geometry, coal.ConvexBase):
@@ -188,6 +209,11 @@ class CompiledPairs:
     @property
     def narrow_calls(self) -> int:
         return int(self._lib.pdk_narrow_calls(self._handle))
+
+    @property
+    def cube_calls(self) -> int:
+        """coal calls against a point cloud's cubes in the last :meth:`closest`."""
+        return int(self._lib.pdk_cube_calls(self._handle))
 
     def rows(self, out, rows_per_pair: int, margin: float, spacing: float, d_min: float, J: np.ndarray,
              columns: np.ndarray, support: np.ndarray, rows) -> int:

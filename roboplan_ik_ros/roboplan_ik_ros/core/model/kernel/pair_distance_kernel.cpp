@@ -2,7 +2,7 @@
 // by core/model/compiled_pairs.py; a plain shared library with a C API, linked against coal).
 //
 // A kernel holds its own copy of the geometries of a pair set (built once from their parameters:
-// coal's shapes, convex hulls of the same points, octrees of the same points), the pairs, and
+// coal's shapes, convex hulls of the same points, point clouds of the same cells), the pairs, and
 // pointers to pinocchio's Data: the joint placements oMi[j] (rotation column-major, translation) and
 // the world-frame joint Jacobians data.J (6 x nv, column-major), read in place at every call.
 //
@@ -11,20 +11,21 @@
 //   2. broad phase: a lower bound of each pair's distance (bounding spheres; a geometry fixed in the
 //      world: the moving sphere against its box), pairs above `cutoff` never evaluated;
 //   3. narrow phase: coal's distance (GJK/EPA, no guess kept from an earlier call: same input, same
-//      result) in increasing lower bound until no remaining pair can be among the n closest;
+//      result) in increasing lower bound until no remaining pair can be among the n closest; a point
+//      cloud (an octree's occupied cells) has its own exact narrow phase (cloud_distance below);
 //   4. rows: per close pair, its witness row (p1, p2, n) and up to rows_per_pair - 1 rows for other
 //      vertices of either geometry within `margin` of the closest distance (module docstring of
 //      compiled_pairs.py; each is a lower bound of that vertex's distance, so never more than the
-//      pair's own);
+//      pair's own): a vertex of one geometry only when the other is convex;
 //   5. each row's h = n.(b - a) - d_min and dh/dq = n^T (dp_b/dq - dp_a/dq) over the group's columns.
 // The Python path (closest_pairs.py, witness_rows.py) computes the same rows with the same rules.
 #include <coal/BVH/BVH_model.h>
 #include <coal/distance.h>
-#include <coal/octree.h>
 #include <coal/shape/convex.h>
 #include <coal/shape/geometric_shapes.h>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstdint>
 #include <limits>
@@ -39,8 +40,28 @@ using coal::Vec3s;
 
 enum ShapeKind : int64_t { BOX = 1, SPHERE = 2, CYLINDER = 3, CAPSULE = 4, CONVEX = 5, MESH = 6, OCTREE = 7 };
 
+// A point cloud: occupied cells, each an axis-aligned cube of side `resolution` (geometry frame) centred
+// at its point, as coal's octree leaves; the distance to it is the least distance to any cube.
+// Its points are binned in a uniform grid of `grid` cells: a query visits the grid cells in increasing
+// lower bound and calls coal (the geometry against one cube) only for points whose own lower bound is
+// below the least distance found so far. Exact: the same minimum as over every cube.
+struct Cloud {
+  double resolution = 0.0;
+  double grid = 0.0;               // [m] grid cell size
+  std::vector<Vec3s> points;       // geometry frame, grouped by grid cell
+  std::vector<int64_t> index;      // each point's index in the input (the order of candidates' ties)
+  std::vector<int64_t> position;   // input index -> its place in points
+  struct Cell {
+    Vec3s center, half;            // box of the cell's cubes (geometry frame)
+    int64_t begin, end;            // its points: points[begin:end]
+  };
+  std::vector<Cell> cells;         // non-empty grid cells
+  std::shared_ptr<coal::Box> cube;
+};
+
 struct Geometry {
-  std::shared_ptr<coal::CollisionGeometry> shape;
+  std::shared_ptr<coal::CollisionGeometry> shape;  // null for a point cloud
+  std::shared_ptr<Cloud> cloud;                    // OCTREE: the cells, our narrow phase
   int64_t kind = 0;           // ShapeKind
   int64_t joint = 0;          // model joint whose placement carries it (0: fixed in the world)
   Matrix3s R_joint_geom;      // placement in the joint frame
@@ -51,6 +72,8 @@ struct Geometry {
   std::vector<Vec3s> vertices;  // geometry frame [m]: candidates for extra rows (convex hulls, boxes)
   Transform3s T_world_geom;   // this call's placement
   std::vector<Vec3s> world_vertices;
+  double round_radius = 0.0, half_length = 0.0;  // SPHERE, CAPSULE, CYLINDER: for support()
+  bool convex() const { return kind >= BOX && kind <= CONVEX; }
 };
 
 struct Found {
@@ -86,7 +109,9 @@ struct Kernel {
   std::vector<Found> found;
   std::vector<Candidate> candidates;
   std::vector<Vec3s> chosen[2];
+  std::vector<std::pair<double, int64_t>> cell_order;  // cloud queries: (bound, cell)
   int64_t narrow_calls = 0;
+  int64_t cube_calls = 0;  // coal calls against a cloud's cubes in the last pdk_closest
 
   explicit Kernel(double tolerance) : request(true) {
     request.gjk_tolerance = tolerance;
@@ -134,6 +159,211 @@ bool far_from(const std::vector<Vec3s>& points, const Vec3s& p, double spacing) 
   return true;
 }
 
+// The cloud of `points` (n, 3 row-major, geometry frame): points grouped by grid cell, the cells' boxes;
+// null for a non-finite point or a non-positive size.
+std::shared_ptr<Cloud> make_cloud(const double* points, int64_t n, double resolution, double grid) {
+  if (n < 1 || !(resolution > 0) || !std::isfinite(resolution)) return nullptr;
+  auto c = std::make_shared<Cloud>();
+  c->resolution = resolution;
+  c->grid = grid > 0 && std::isfinite(grid) ? std::max(grid, resolution) : 5.0 * resolution;
+  Vec3s lo = Vec3s::Constant(std::numeric_limits<double>::infinity()), hi = -lo;
+  std::vector<Vec3s> input(n);
+  for (int64_t i = 0; i < n; ++i) {
+    input[i] = Vec3s(points[3 * i], points[3 * i + 1], points[3 * i + 2]);
+    if (!input[i].allFinite()) return nullptr;
+    lo = lo.cwiseMin(input[i]);
+    hi = hi.cwiseMax(input[i]);
+  }
+  std::vector<std::array<int64_t, 3>> key(n);
+  for (int64_t i = 0; i < n; ++i)
+    for (int a = 0; a < 3; ++a) key[i][a] = static_cast<int64_t>(std::floor((input[i][a] - lo[a]) / c->grid));
+  std::vector<int64_t> order(n);
+  for (int64_t i = 0; i < n; ++i) order[i] = i;
+  std::sort(order.begin(), order.end(), [&key](int64_t a, int64_t b) { return key[a] < key[b] || (key[a] == key[b] && a < b); });
+  const double half = resolution / 2;
+  for (int64_t s = 0; s < n;) {
+    int64_t e = s;
+    Vec3s cl = input[order[s]], ch = cl;
+    while (e < n && key[order[e]] == key[order[s]]) {
+      c->points.push_back(input[order[e]]);
+      c->index.push_back(order[e]);
+      cl = cl.cwiseMin(input[order[e]]);
+      ch = ch.cwiseMax(input[order[e]]);
+      ++e;
+    }
+    c->cells.push_back({(cl + ch) / 2, (ch - cl) / 2 + Vec3s::Constant(half), s, e});
+    s = e;
+  }
+  c->position.resize(n);
+  for (int64_t i = 0; i < n; ++i) c->position[c->index[i]] = i;
+  c->cube = std::make_shared<coal::Box>(resolution, resolution, resolution);
+  return c;
+}
+
+// A lower bound of the distance from a box of half-extents e (axes of geometry `g`'s frame) centred at x
+// (geometry frame) to geometry g (inside its local AABB): -inf where they overlap (no bound of a penetration).
+inline double box_aabb_bound(const Geometry& g, const Vec3s& x, const Vec3s& e) {
+  const Vec3s out = (g.aabb_lo - e - x).cwiseMax(x - g.aabb_hi - e);
+  if (out.maxCoeff() <= 0.0) return -std::numeric_limits<double>::infinity();
+  return out.cwiseMax(0.0).norm();
+}
+
+// A cloud placed against a shape: the shape's frame seen from the cloud's (x_shape = Rt (x_cloud - t)) and
+// |Rt| (a box of half-extents h along the cloud's axes fits in one of half-extents |Rt| h along the shape's).
+struct CloudView {
+  Matrix3s Rt, A;
+  Vec3s t;
+  CloudView(const Geometry& shape, const Geometry& cloud) {
+    const Transform3s T = cloud.T_world_geom.inverseTimes(shape.T_world_geom);  // T_cloud_shape
+    Rt = T.getRotation().transpose();
+    A = Rt.cwiseAbs();
+    t = T.getTranslation();
+  }
+  Vec3s local(const Vec3s& x_cloud) const { return Rt * (x_cloud - t); }
+};
+
+// max over the points y of geometry g of u.y (u world, unit), at its placement: its support function (that
+// of its convex hull); NaN where unknown (a mesh: no plane bound).
+double support(const Geometry& g, const Vec3s& u) {
+  const Vec3s v = g.T_world_geom.getRotation().transpose() * u;
+  double h = -std::numeric_limits<double>::infinity();
+  switch (g.kind) {
+    case BOX:
+    case CONVEX:
+      for (const Vec3s& p : g.vertices) h = std::max(h, v.dot(p));
+      break;
+    case SPHERE: h = g.round_radius * v.norm(); break;
+    case CAPSULE: h = g.half_length * std::abs(v[2]) + g.round_radius * v.norm(); break;
+    case CYLINDER: h = g.half_length * std::abs(v[2]) + g.round_radius * std::hypot(v[0], v[1]); break;
+    default: return std::numeric_limits<double>::quiet_NaN();
+  }
+  return h + u.dot(g.T_world_geom.getTranslation());
+}
+
+// Bounds closer than this to the least distance found do not make a cube evaluated: with ties (a flat face
+// over a flat table, every cube beneath it at the same bound) rounding would decide, and the result is
+// the least distance to 1 nm.
+constexpr double kPruneSlack = 1e-9;  // [m]
+
+// Exact distance from shape geometry `s` to cloud geometry `c` (the least over its cubes), if below `limit`:
+// false if no cube is closer than `limit` (then the outputs are untouched). p_shape on s, p_cloud on a cube,
+// normal from s to the cloud (coal's, penetration).
+bool cloud_distance(Kernel& k, const Geometry& s, const Geometry& c, double limit, double& distance, Vec3s& p_shape,
+                    Vec3s& p_cloud, Vec3s& normal) {
+  const Cloud& cl = *c.cloud;
+  const CloudView view(s, c);
+  double best = limit;
+  k.cell_order.clear();
+  for (size_t i = 0; i < cl.cells.size(); ++i) {
+    const Cloud::Cell& cell = cl.cells[i];
+    const double b = box_aabb_bound(s, view.local(cell.center), view.A * cell.half);
+    if (b < best) k.cell_order.emplace_back(b, static_cast<int64_t>(i));
+  }
+  std::sort(k.cell_order.begin(), k.cell_order.end());
+  const Vec3s e_cube = view.A * Vec3s::Constant(cl.resolution / 2);
+  const Matrix3s R_cloud_T = c.T_world_geom.getRotation().transpose();
+  // the plane bound, once a cube is found at distance > 0 with witness p1 and normal n: every point y of s
+  // has n.y <= h = support(s, n), so a cube (a box of half-extents e, cloud frame, at x) is at least
+  // n.x - |n|.e - h from s (n in the cloud's frame for |n|); valid for any unit n, the closest's is tight
+  bool plane = false;
+  Vec3s n_world, n_abs;
+  double h_plane = 0.0;
+  Transform3s T_cube;
+  T_cube.setRotation(c.T_world_geom.getRotation());
+  coal::DistanceResult res;
+  bool found = false;
+  for (const auto& [bound, i] : k.cell_order) {
+    if (bound >= best - kPruneSlack) break;  // neither this cell nor any later one holds a closer cube
+    const Cloud::Cell& cell = cl.cells[i];
+    if (plane && n_world.dot(c.T_world_geom.transform(cell.center)) - n_abs.dot(cell.half) - h_plane >= best - kPruneSlack)
+      continue;
+    for (int64_t p = cell.begin; p < cell.end; ++p) {
+      const Vec3s& x = cl.points[p];
+      if (plane && n_world.dot(c.T_world_geom.transform(x)) - n_abs.sum() * (cl.resolution / 2) - h_plane >= best - kPruneSlack)
+        continue;
+      if (box_aabb_bound(s, view.local(x), e_cube) >= best - kPruneSlack) continue;
+      T_cube.setTranslation(c.T_world_geom.transform(x));
+      res.clear();
+      coal::distance(s.shape.get(), s.T_world_geom, cl.cube.get(), T_cube, k.request, res);
+      ++k.cube_calls;
+      if (res.min_distance < best) {
+        best = distance = res.min_distance;
+        p_shape = res.nearest_points[0];
+        p_cloud = res.nearest_points[1];
+        normal = res.normal;
+        found = true;
+        const Vec3s delta = p_cloud - p_shape;
+        const double norm = delta.norm();
+        if (best > 0 && norm > 1e-9) {
+          n_world = delta / norm;
+          h_plane = support(s, n_world);
+          plane = std::isfinite(h_plane);
+          n_abs = (R_cloud_T * n_world).cwiseAbs();
+        }
+      }
+    }
+  }
+  return found;
+}
+
+// A pair's signed distance, witness points (p1 on a, p2 on b) and coal's normal (from a to b), if below
+// `limit` (else false; a pair without a point cloud is always computed).
+bool pair_distance(Kernel& k, const Geometry& a, const Geometry& b, double limit, double& d, Vec3s& p1, Vec3s& p2,
+                   Vec3s& normal) {
+  if (a.cloud && b.cloud) return false;  // never paired (two world geometries)
+  if (b.cloud) return cloud_distance(k, a, b, limit, d, p1, p2, normal);
+  if (a.cloud) {
+    if (!cloud_distance(k, b, a, limit, d, p2, p1, normal)) return false;
+    normal = -normal;
+    return true;
+  }
+  coal::DistanceResult res;
+  coal::distance(a.shape.get(), a.T_world_geom, b.shape.get(), b.T_world_geom, k.request, res);
+  d = res.min_distance;
+  p1 = res.nearest_points[0];
+  p2 = res.nearest_points[1];
+  normal = res.normal;
+  return true;
+}
+
+// The point of the cube at `center` of cloud geometry g least along m (world): its centre minus resolution/2
+// times the signs of m in the cloud's frame, where |m| > kFlatAxis (else the centre's coordinate: a face's or
+// an edge's middle; the sign of a rounding error must not choose the corner). collision_rows.FLAT_AXIS
+constexpr double kFlatAxis = 1e-9;
+constexpr double kCloudRowSlack = 1e-6;  // [m] a cube's row bound may be this below the pair's distance (GJK's
+                                         // tolerance); collision_rows.CLOUD_ROW_SLACK
+
+Vec3s cloud_vertex_at(const Geometry& g, const Vec3s& center, const Vec3s& m) {
+  const Vec3s m_local = g.T_world_geom.getRotation().transpose() * m;
+  Vec3s corner = center;
+  for (int a = 0; a < 3; ++a)
+    if (std::abs(m_local[a]) > kFlatAxis) corner[a] -= (m_local[a] > 0.0 ? 0.5 : -0.5) * g.cloud->resolution;
+  return g.T_world_geom.transform(corner);
+}
+
+// Extra-row candidates of a cloud (geometry g, side `side`) against convex geometry `other`: each cube's
+// corner v least along m, value m.(v - q) <= limit, and only cubes whose lower bound of distance to
+// `other` (its local AABB) is <= limit too (a far cube may lie near the plane; its row would add nothing),
+// and value >= floor: a cloud is not convex, a cube beside the geometry may lie before the witness plane
+// (a true but loose bound, below the pair's distance: its row would be violated more than the pair is).
+void cloud_candidates(Kernel& k, const Geometry& g, const Geometry& other, const Vec3s& m, const Vec3s& q,
+                      double floor, double limit, int side) {
+  const Cloud& cl = *g.cloud;
+  const CloudView view(other, g);
+  const Vec3s m_local = g.T_world_geom.getRotation().transpose() * m;
+  const Vec3s m_abs = m_local.cwiseAbs();
+  const Vec3s e_cube = view.A * Vec3s::Constant(cl.resolution / 2);
+  for (const Cloud::Cell& cell : cl.cells) {
+    if (m.dot(g.T_world_geom.transform(cell.center) - q) - m_abs.dot(cell.half) > limit) continue;
+    if (box_aabb_bound(other, view.local(cell.center), view.A * cell.half) > limit) continue;
+    for (int64_t p = cell.begin; p < cell.end; ++p) {
+      if (box_aabb_bound(other, view.local(cl.points[p]), e_cube) > limit) continue;
+      const double value = m.dot(cloud_vertex_at(g, cl.points[p], m) - q);
+      if (value <= limit && value >= floor) k.candidates.push_back({std::floor(value * kRowOrderSteps), side, cl.index[p]});
+    }
+  }
+}
+
 // n^T dp/dq of a point p (world) fixed to `joint`, over the group's columns, added times `sign` to row.
 void add_point_jacobian(const double* J, int64_t nv, const int64_t* columns, int64_t n_columns,
                         const double* support_row, const Vec3s& p, const Vec3s& n, double sign, double* row) {
@@ -162,8 +392,8 @@ void pdk_free(void* handle) { delete static_cast<Kernel*>(handle); }
 
 // Add a geometry; returns its index, or -1 (unknown kind, bad parameters, or coal refused it).
 // params: BOX (x, y, z full sizes), SPHERE (r), CYLINDER (r, length), CAPSULE (r, length),
-// OCTREE (resolution); points (n, 3) row-major: CONVEX (its hull is taken), MESH (vertices), OCTREE (cells'
-// points); triangles (m, 3): MESH. placement: R (3 x 3 row-major) then t, in the joint frame.
+// OCTREE (resolution, grid cell size of its narrow phase [m]; <= 0: 5 resolutions); points (n, 3) row-major:
+// CONVEX (its hull is taken), MESH (vertices), OCTREE (the occupied cells' centres); triangles (m, 3): MESH. placement: R (3 x 3 row-major) then t, in the joint frame.
 int64_t pdk_add_geometry(void* handle, int64_t kind, const double* params, const double* points, int64_t n_points,
                          const int64_t* triangles, int64_t n_triangles, int64_t joint, const double* placement) {
   Kernel& k = *static_cast<Kernel*>(handle);
@@ -176,9 +406,17 @@ int64_t pdk_add_geometry(void* handle, int64_t kind, const double* params, const
           g.vertices.emplace_back((i & 1 ? 0.5 : -0.5) * params[0], (i & 2 ? 0.5 : -0.5) * params[1],
                                   (i & 4 ? 0.5 : -0.5) * params[2]);
         break;
-      case SPHERE: g.shape = std::make_shared<coal::Sphere>(params[0]); break;
-      case CYLINDER: g.shape = std::make_shared<coal::Cylinder>(params[0], params[1]); break;
-      case CAPSULE: g.shape = std::make_shared<coal::Capsule>(params[0], params[1]); break;
+      case SPHERE:
+        g.shape = std::make_shared<coal::Sphere>(params[0]);
+        g.round_radius = params[0];
+        break;
+      case CYLINDER:
+      case CAPSULE:
+        if (kind == CYLINDER) g.shape = std::make_shared<coal::Cylinder>(params[0], params[1]);
+        else g.shape = std::make_shared<coal::Capsule>(params[0], params[1]);
+        g.round_radius = params[0];
+        g.half_length = params[1] / 2;
+        break;
       case CONVEX: {
         if (n_points < 4) return -1;
         auto pts = std::make_shared<std::vector<Vec3s>>();
@@ -201,17 +439,27 @@ int64_t pdk_add_geometry(void* handle, int64_t kind, const double* params, const
         g.shape = bvh;
         break;
       }
-      case OCTREE: {
-        if (n_points < 1 || !(params[0] > 0)) return -1;
-        Eigen::Matrix<double, Eigen::Dynamic, 3> cloud(n_points, 3);
-        for (int64_t i = 0; i < n_points; ++i) cloud.row(i) << points[3 * i], points[3 * i + 1], points[3 * i + 2];
-        g.shape = coal::makeOctree(cloud, params[0]);
+      case OCTREE: {  // our point cloud (cloud_distance), not coal's octree: params (resolution, grid cell size)
+        g.cloud = make_cloud(points, n_points, params[0], params[1]);
+        if (!g.cloud) return -1;
         break;
       }
       default: return -1;
     }
-    if (!g.shape) return -1;
-    g.shape->computeLocalAABB();
+    if (g.cloud) {  // the cubes' bounds
+      g.aabb_lo = g.aabb_hi = g.cloud->points[0];
+      for (const Vec3s& p : g.cloud->points) {
+        g.aabb_lo = g.aabb_lo.cwiseMin(p);
+        g.aabb_hi = g.aabb_hi.cwiseMax(p);
+      }
+      g.aabb_lo.array() -= g.cloud->resolution / 2;
+      g.aabb_hi.array() += g.cloud->resolution / 2;
+    } else {
+      if (!g.shape) return -1;
+      g.shape->computeLocalAABB();
+      g.aabb_lo = g.shape->aabb_local.min_;
+      g.aabb_hi = g.shape->aabb_local.max_;
+    }
   } catch (...) {
     return -1;
   }
@@ -220,8 +468,6 @@ int64_t pdk_add_geometry(void* handle, int64_t kind, const double* params, const
   for (int r = 0; r < 3; ++r)
     for (int c = 0; c < 3; ++c) g.R_joint_geom(r, c) = placement[3 * r + c];
   g.t_joint_geom = Vec3s(placement[9], placement[10], placement[11]);
-  g.aabb_lo = g.shape->aabb_local.min_;
-  g.aabb_hi = g.shape->aabb_local.max_;
   g.center = (g.aabb_lo + g.aabb_hi) / 2;
   g.radius = (g.aabb_hi - g.aabb_lo).norm() / 2;
   g.world_vertices.resize(g.vertices.size());
@@ -282,20 +528,15 @@ int64_t pdk_closest(void* handle, int64_t n, double cutoff, int64_t* pair_out, d
   k.found.clear();
   k.narrow_calls = 0;
   double worst = std::numeric_limits<double>::infinity();
-  coal::DistanceResult res;
+  k.cube_calls = 0;
   for (int64_t p : k.order) {
     if (k.bound[p] >= worst) break;  // neither this pair nor any later one can be closer than the n found
-    const Geometry& a = k.geoms[k.first[p]];
-    const Geometry& b = k.geoms[k.second[p]];
-    res.clear();
-    coal::distance(a.shape.get(), a.T_world_geom, b.shape.get(), b.T_world_geom, k.request, res);
+    Found entry{0.0, p, Vec3s::Zero(), Vec3s::Zero(), Vec3s::Zero()};
     ++k.narrow_calls;
-    const double d = res.min_distance;
-    Found entry{d, p, res.nearest_points[0], res.nearest_points[1], res.normal};
-    if (b.kind == OCTREE && a.kind != OCTREE) {  // coal (3.0) gives a shape-octree pair's witness points swapped
-      std::swap(entry.p1, entry.p2);
-      entry.normal = -entry.normal;
-    }
+    if (!pair_distance(k, k.geoms[k.first[p]], k.geoms[k.second[p]], worst, entry.distance, entry.p1, entry.p2,
+                       entry.normal))
+      continue;  // a cloud with no cube closer than the n found
+    const double d = entry.distance;
     if (static_cast<int64_t>(k.found.size()) < n) {
       k.found.push_back(entry);
       if (static_cast<int64_t>(k.found.size()) == n) worst = std::max_element(k.found.begin(), k.found.end())->distance;
@@ -321,6 +562,9 @@ int64_t pdk_closest(void* handle, int64_t n, double cutoff, int64_t* pair_out, d
 }
 
 int64_t pdk_narrow_calls(void* handle) { return static_cast<Kernel*>(handle)->narrow_calls; }
+
+// coal calls against point clouds' cubes in the last pdk_closest.
+int64_t pdk_cube_calls(void* handle) { return static_cast<Kernel*>(handle)->cube_calls; }
 
 // The rows of the pairs found by the last pdk_closest (count of them, arrays as it wrote them):
 // up to rows_per_pair rows per pair (row 0: the witness points; then vertices within `margin` of
@@ -358,15 +602,24 @@ int64_t pdk_rows(void* handle, int64_t count, const int64_t* pair, const double*
     if (rows_per_pair <= 1 || n.squaredNorm() == 0.0) continue;
     k.candidates.clear();
     const double limit = distance[f] + margin;
-    for (size_t i = 0; i < g1.vertices.size(); ++i) {  // a vertex v of geometry 1: distance >= n.(p2 - v)
-      const Vec3s v = g1.T_world_geom.transform(g1.vertices[i]);
-      const double value = n.dot(w2 - v);
-      if (value <= limit) k.candidates.push_back({std::floor(value * kRowOrderSteps), 0, static_cast<int64_t>(i)});
-    }
-    for (size_t i = 0; i < g2.vertices.size(); ++i) {  // a vertex w of geometry 2: distance >= n.(w - p1)
-      const Vec3s w = g2.T_world_geom.transform(g2.vertices[i]);
-      const double value = n.dot(w - w1);
-      if (value <= limit) k.candidates.push_back({std::floor(value * kRowOrderSteps), 1, static_cast<int64_t>(i)});
+    // a vertex v of geometry 1 is at least n.(p2 - v) from geometry 2, a vertex w of geometry 2 at least
+    // n.(w - p1) from geometry 1, if that other geometry is convex (it lies beyond the plane through its
+    // witness point): value = m.(v - q) with m = -n, q = p2 (side 0) or m = n, q = p1 (side 1)
+    for (int side = 0; side < 2; ++side) {
+      const Geometry& g = side == 0 ? g1 : g2;
+      const Geometry& other = side == 0 ? g2 : g1;
+      if (!other.convex()) continue;
+      const Vec3s m = side == 0 ? Vec3s(-n) : n;
+      const Vec3s& q = side == 0 ? w2 : w1;
+      if (g.cloud) {
+        cloud_candidates(k, g, other, m, q, distance[f] - kCloudRowSlack, limit, side);
+        continue;
+      }
+      for (size_t i = 0; i < g.vertices.size(); ++i) {
+        const Vec3s v = g.T_world_geom.transform(g.vertices[i]);
+        const double value = side == 0 ? n.dot(w2 - v) : n.dot(v - w1);
+        if (value <= limit) k.candidates.push_back({std::floor(value * kRowOrderSteps), side, static_cast<int64_t>(i)});
+      }
     }
     std::sort(k.candidates.begin(), k.candidates.end());
     k.chosen[0].assign(1, w1);
@@ -375,7 +628,8 @@ int64_t pdk_rows(void* handle, int64_t count, const int64_t* pair, const double*
     for (const Candidate& c : k.candidates) {
       if (extra + 1 >= rows_per_pair || rows >= max_rows) break;
       const Geometry& g = c.side == 0 ? g1 : g2;
-      const Vec3s v = g.T_world_geom.transform(g.vertices[c.index]);
+      const Vec3s v = g.cloud ? cloud_vertex_at(g, g.cloud->points[g.cloud->position[c.index]], c.side == 0 ? Vec3s(-n) : n)
+                              : g.T_world_geom.transform(g.vertices[c.index]);
       if (!far_from(k.chosen[c.side], v, spacing)) continue;
       k.chosen[c.side].push_back(v);
       if (c.side == 0) emit(v, w2, false); else emit(w1, v, false);
@@ -396,12 +650,11 @@ int64_t pdk_distances(void* handle, int64_t count, const int64_t* pairs, double*
     if (k.joint_R[g.joint] == nullptr) return -1;
     place(k, g);
   }
-  coal::DistanceResult res;
+  const double inf = std::numeric_limits<double>::infinity();
+  Vec3s p1, p2, normal;
   for (int64_t i = 0; i < count; ++i) {
-    const Geometry& a = k.geoms[k.first[pairs[i]]];
-    const Geometry& b = k.geoms[k.second[pairs[i]]];
-    res.clear();
-    distance_out[i] = coal::distance(a.shape.get(), a.T_world_geom, b.shape.get(), b.T_world_geom, k.request, res);
+    distance_out[i] = inf;
+    pair_distance(k, k.geoms[k.first[pairs[i]]], k.geoms[k.second[pairs[i]]], inf, distance_out[i], p1, p2, normal);
   }
   return count;
 }

@@ -9,11 +9,19 @@ Here each of the closest pairs gets up to ``rows_per_pair`` rows, all with the p
 (from geometry 1 to geometry 2) and the witness points p1, p2:
 
 - row 0: the witness row, h = d - d_min, a = p1, b = p2;
-- then the vertices of either geometry (a convex hull's points, a box's corners) whose lower bound
-  of distance is within ``margin`` of d: a vertex v of geometry 1 is at least ``n.(p2 - v)`` from
-  geometry 2 (geometry 2 lies beyond the plane through p2 normal to n, for convex geometry), a vertex w of
+- then the vertices of either geometry (a convex hull's points, a box's corners, a point cloud's cubes'
+  corners) whose lower bound of distance is within ``margin`` of d: a vertex v of geometry 1 is at least
+  ``n.(p2 - v)`` from geometry 2 (geometry 2 lies beyond the plane through p2 normal to n), a vertex w of
   geometry 2 at least ``n.(w - p1)`` from geometry 1. Its row: that bound minus d_min, with a = v, b = p2
   (or a = p1, b = w). Each bound is >= d, so an extra row is never more violated than the witness row.
+  The plane bound holds only when the *other* geometry is convex (:func:`is_convex`: coal's shapes; not a
+  mesh without its convex hull, not a point cloud): a robot link's vertices never get rows against the
+  perceived cloud, the cloud's cubes do against a convex link. A cloud's candidates: per cube, its
+  corner least along the direction away from the other geometry (the middle of a face or an edge where
+  that direction is along the cube's axes, up to ``FLAT_AXIS``), and only cubes whose lower bound of
+  distance to the other geometry (its local AABB, the kernel's ``box_aabb_bound``) is within ``margin``
+  of d too (far cubes near the plane would add nothing), and bound >= d - ``CLOUD_ROW_SLACK`` (a cloud is
+  not convex: a cube beside the link may lie before the witness plane, a true but loose bound below d).
   Vertices closer than ``spacing`` to a point already used on the same geometry are skipped, lowest
   bound first (bounds compared in steps of ``1 / ROW_ORDER_STEPS`` m, ties by geometry then vertex
   index: the vertices of a face parallel to the other geometry tie up to rounding, which differs
@@ -30,13 +38,16 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+import coal
 import numpy as np
 import pinocchio as pin
 
 from ...model.closest_pairs import ClosestPairs, PairDistances
-from ...model.compiled_pairs import row_vertices
+from ...model.compiled_pairs import is_convex, octree_centers, row_vertices
 
 ROW_ORDER_STEPS = 1e9  # [1/m] vertex bounds are ordered by floor(bound * this); kernel: kRowOrderSteps
+CLOUD_ROW_SLACK = 1e-6  # [m] a cube's row bound is at least the pair's distance minus this; kernel: kCloudRowSlack
+FLAT_AXIS = 1e-9  # a cube's point least along u: no offset along an axis where |u| <= this; kernel: kFlatAxis
 
 
 @dataclass
@@ -55,10 +66,19 @@ class CollisionRows:
 
 
 class RowVertices:
-    """The local vertices of each geometry of a pair set (read once per build of its tables)."""
+    """The local vertices of each geometry of a pair set (read once per build of its tables), whether it is
+    convex, its local AABB and, for a point cloud (an octree), its cubes' centres and size."""
 
     def __init__(self, pairs: ClosestPairs) -> None:
-        self.local = {int(g): row_vertices(pairs.object(int(g)).geometry) for g in pairs.geometries}
+        self.local, self.convex, self.aabb, self.cloud = {}, {}, {}, {}
+        for g in pairs.geometries:
+            geometry = pairs.object(int(g)).geometry
+            self.local[int(g)] = row_vertices(geometry)
+            self.convex[int(g)] = is_convex(geometry)
+            geometry.computeLocalAABB()
+            self.aabb[int(g)] = (np.array(geometry.aabb_local.min_), np.array(geometry.aabb_local.max_))
+            if isinstance(geometry, coal.OcTree):
+                self.cloud[int(g)] = (octree_centers(geometry), float(geometry.getResolution()))
 
     def world(self, geom_data: pin.GeometryData, geometry: int) -> np.ndarray:
         local = self.local[geometry]
@@ -66,6 +86,29 @@ class RowVertices:
             return local
         M = geom_data.oMg[geometry]
         return local @ M.rotation.T + M.translation
+
+    def cloud_candidates(self, geom_data: pin.GeometryData, cloud: int, other: int, m: np.ndarray, q: np.ndarray,
+                         floor: float, limit: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(indices, corners (world), values) of the cubes of point cloud ``cloud`` whose corner v least along
+        ``m`` has floor <= m.(v - q) <= limit and whose lower bound of distance to ``other`` (its local AABB)
+        is <= limit (the kernel's cloud_candidates)."""
+        centers, resolution = self.cloud[cloud]
+        Mc, Mo = geom_data.oMg[cloud], geom_data.oMg[other]
+        T = Mc.actInv(Mo)  # the other geometry in the cloud's frame
+        Rt, t = T.rotation.T, T.translation
+        local = (centers - t) @ Rt.T
+        e = np.abs(Rt) @ np.full(3, resolution / 2)
+        lo, hi = self.aabb[other]
+        out = np.maximum(lo - e - local, local - hi - e)
+        bound = np.where(out.max(axis=1) <= 0.0, -np.inf, np.linalg.norm(np.maximum(out, 0.0), axis=1))
+        near = np.flatnonzero(bound <= limit)
+        m_local = Mc.rotation.T @ m
+        offset = np.where(np.abs(m_local) > FLAT_AXIS, np.where(m_local > 0.0, 0.5, -0.5), 0.0)
+        corners = centers[near] - offset * resolution
+        corners = corners @ Mc.rotation.T + Mc.translation
+        values = (corners - q) @ m
+        keep = (values <= limit) & (values >= floor)
+        return near[keep], corners[keep], values[keep]
 
 
 def python_rows(
@@ -109,21 +152,33 @@ def python_rows(
         emit(f, p1, p2, n, d)
         if rows_per_pair <= 1 or not n.any():
             continue
-        v1 = vertices.world(geom_data, int(pairs.first[k]))
-        v2 = vertices.world(geom_data, int(pairs.second[k]))
-        bound1 = (p2 - v1) @ n  # vertices of geometry 1: at least this far from geometry 2
-        bound2 = (v2 - p1) @ n
-        candidates = [(math.floor(float(bound1[i]) * ROW_ORDER_STEPS), 0, int(i), float(bound1[i]))
-                      for i in np.flatnonzero(bound1 <= d + margin)]
-        candidates += [(math.floor(float(bound2[i]) * ROW_ORDER_STEPS), 1, int(i), float(bound2[i]))
-                       for i in np.flatnonzero(bound2 <= d + margin)]
+        g1, g2 = int(pairs.first[k]), int(pairs.second[k])
+        limit = d + margin
+        points, candidates = ([], []), []
+        for side, (g, other, u, q) in enumerate(((g1, g2, -n, p2), (g2, g1, n, p1))):
+            if not vertices.convex[other]:  # the plane bound holds against a convex geometry only
+                points[side].append(np.zeros((0, 3)))
+                continue
+            if g in vertices.cloud:
+                index, v, bound = vertices.cloud_candidates(geom_data, g, other, u, q, d - CLOUD_ROW_SLACK, limit)
+                order = {int(i): r for r, i in enumerate(index)}
+                points[side].append((v, order))
+                candidates += [(math.floor(float(b) * ROW_ORDER_STEPS), side, int(i), float(b))
+                               for i, b in zip(index, bound)]
+                continue
+            v = vertices.world(geom_data, g)
+            points[side].append(v)
+            bound = (p2 - v) @ n if side == 0 else (v - p1) @ n
+            candidates += [(math.floor(float(bound[i]) * ROW_ORDER_STEPS), side, int(i), float(bound[i]))
+                           for i in np.flatnonzero(bound <= limit)]
         candidates.sort()
         chosen = ([p1], [p2])
         extra = 0
         for _, side, i, bound in candidates:
             if extra + 1 >= rows_per_pair or rows >= m:
                 break
-            v = (v1 if side == 0 else v2)[i]
+            held = points[side][0]
+            v = held[0][held[1][i]] if isinstance(held, tuple) else held[i]
             if any(float((c - v) @ (c - v)) < spacing * spacing for c in chosen[side]):
                 continue
             chosen[side].append(v)
