@@ -7,7 +7,7 @@ import pytest
 
 from conftest import fifo_permitted, wait_until
 from roboplan_ik_ros.node import loop_thread
-from roboplan_ik_ros.node.loop_thread import BorrowedThreadPriority, LoopThread
+from roboplan_ik_ros.node.loop_thread import BorrowedThreadPriority, LoopThread, TickGap
 
 pytestmark = pytest.mark.skipif(not hasattr(os, "SCHED_FIFO"), reason="Linux scheduling API")
 
@@ -117,3 +117,19 @@ def test_run_on_schedule_calls_at_the_period_until_done_or_the_deadline():
     # never earlier), so this holds however loaded the machine is
     assert all(t >= t0 + k * 0.01 for k, t in enumerate(calls)), [t - t0 for t in calls]
     assert not loop_thread.run_on_schedule(0.01, lambda t: False, time.perf_counter(), time.perf_counter() + 0.05)
+
+
+def test_tick_gap_wakes_a_waiter_at_the_end_of_the_next_tick_and_times_out_without_one():
+    gap = TickGap()
+    gap.ended()  # no waiter: nothing is remembered for a later wait
+    assert not gap.wait(0.05)  # no tick ended meanwhile: the timeout
+    woke = []
+    waiter = threading.Thread(target=lambda: woke.append(gap.wait(60.0)))
+    waiter.start()
+    loop = LoopThread(0.002, lambda t0: gap.ended())
+    loop.start()
+    try:
+        waiter.join(60.0)
+    finally:
+        loop.stop()
+    assert woke == [True]

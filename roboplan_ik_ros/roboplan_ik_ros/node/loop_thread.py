@@ -144,6 +144,29 @@ class LoopThread:
             next_start += self.period
 
 
+class TickGap:
+    """The end of a control tick, for threads that want to start work in the idle part of the period
+    (``~/solve_ik``, status, diagnostics): :meth:`wait` blocks until the next tick has ended. The tick
+    calls :meth:`ended`, which costs an attribute check unless a thread waits (an Event's ``set`` is
+    Python-level Condition work, several microseconds on a cold cache, 500 times a second)."""
+
+    def __init__(self) -> None:
+        self._event = threading.Event()
+        self._wanted = False
+
+    def ended(self) -> None:
+        """Called by the tick as it ends."""
+        if self._wanted:
+            self._wanted = False
+            self._event.set()
+
+    def wait(self, timeout: float) -> bool:
+        """Block until a tick ends (at most ``timeout`` [s]); True if one did."""
+        self._event.clear()
+        self._wanted = True
+        return self._event.wait(timeout)
+
+
 def run_on_schedule(period: float, step: Callable[[float], bool], first_start: float, deadline: float) -> bool:
     """Call ``step(start_time)`` at ``first_start``, ``first_start + period``, ... (``time.perf_counter()``
     times, sleeping in between; a late call re-bases the schedule, no burst) until it returns True:

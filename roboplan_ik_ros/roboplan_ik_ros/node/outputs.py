@@ -45,15 +45,16 @@ class CommandEncoder:
         # position limits per output joint (inf for unbounded/continuous)
         self.lower = scene.q_min_v[self.map.v_idx].copy()
         self.upper = scene.q_max_v[self.map.v_idx].copy()
-        self._pos = np.zeros(n)
-        self._vel = np.zeros(n)
         self.dt = dt
         if cfg.type == "forward_command":
             msg = Float64MultiArray()
             msg.layout.dim = [MultiArrayDimension(label="joints", size=n, stride=n)]
             msg.data = _zeros(n)
-            self._out = _view(msg.data)
             self.msg_type = Float64MultiArray
+            data = _view(msg.data)
+            # the command is computed in the message's own buffer: no copy per tick
+            velocity = cfg.interface == "velocity"
+            self._pos, self._vel = (np.zeros(n), data) if velocity else (data, np.zeros(n))
         elif cfg.type == "joint_trajectory":
             msg = JointTrajectory()
             msg.joint_names = self.joints
@@ -61,17 +62,19 @@ class CommandEncoder:
             point.positions = _zeros(n)
             point.velocities = _zeros(n)
             msg.points = [point]
-            self._out = _view(point.positions)
-            self._out_vel = _view(point.velocities)
             self.msg_type = JointTrajectory
+            self._pos, self._vel = _view(point.positions), _view(point.velocities)
+            velocity = True
         else:
             msg = JointState()
             msg.name = self.joints
             msg.position = _zeros(n)
             msg.velocity = _zeros(n)
-            self._out = _view(msg.position)
-            self._out_vel = _view(msg.velocity)
             self.msg_type = JointState
+            self._pos, self._vel = _view(msg.position), _view(msg.velocity)
+            velocity = True
+        self._needs_velocity = velocity  # velocities are computed (velocity interface, trajectory, joint_state)
+        self._stamped = cfg.type == "joint_state"
         self.msg = msg
         self.set_dt(dt)
 
@@ -90,24 +93,20 @@ class CommandEncoder:
         so a velocity command never leads outside the limits either. ``stamp``
         (builtin_interfaces/Time) goes into the header of JointState outputs.
         """
-        pos, vel = self._pos, self._vel
-        self.map.from_q(q_next, pos)
-        np.clip(pos, self.lower, self.upper, out=pos)
+        pos, vel, m = self._pos, self._vel, self.map
+        m.from_q(q_next, pos)
+        np.maximum(pos, self.lower, out=pos)  # np.clip's result in two cheaper calls (lower <= upper)
+        np.minimum(pos, self.upper, out=pos)
         if hold:
-            vel[:] = 0.0
-        elif self.cfg.interface == "velocity" or self.cfg.type != "forward_command":
-            self.map.from_q(q_now, vel)
+            vel.fill(0.0)
+        elif self._needs_velocity:
+            m.from_q(q_now, vel)
             np.subtract(pos, vel, out=vel)
-            if self.map.has_continuous:  # shortest way around for angles
-                vel[self.map.cont_src] = np.remainder(vel[self.map.cont_src] + np.pi, 2 * np.pi) - np.pi
+            if m.has_continuous:  # shortest way around for angles
+                vel[m.cont_src] = np.remainder(vel[m.cont_src] + np.pi, 2 * np.pi) - np.pi
             vel /= self.dt
-        if self.cfg.type == "forward_command":
-            self._out[:] = vel if self.cfg.interface == "velocity" else pos
-        else:
-            self._out[:] = pos
-            self._out_vel[:] = vel
-            if stamp is not None and self.cfg.type == "joint_state":
-                self.msg.header.stamp = stamp
+        if stamp is not None and self._stamped:
+            self.msg.header.stamp = stamp
         return self.msg
 
     def encode_hold(self, q_hold: np.ndarray, stamp=None):

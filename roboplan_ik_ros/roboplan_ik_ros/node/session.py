@@ -38,9 +38,14 @@ class Session:
     def __init__(self, name: str, on_fault: FaultHandler) -> None:
         self.name = name
         self._on_fault = on_fault
-        self._cond = threading.Condition()
+        # A plain Lock (C-level enter/exit) guards the running counts: a guarded call costs two uncontended
+        # acquires and a dict update (the control tick is one, 500 times a second); the Condition on the same
+        # lock is notified only while retire() waits (Condition.notify_all is Python-level, several us cold).
+        self._lock = threading.Lock()
+        self._cond = threading.Condition(self._lock)
+        self._waiters = 0  # threads in retire()
         self._retired = False
-        self._running: Counter[int] = Counter()  # thread id -> callbacks of this session running in it
+        self._running: dict[int, int] = {}  # thread id -> callbacks of this session running in it
         self._owned: list[tuple[str, Callable[[], Any]]] = []  # (what, release) in creation order
 
     # ------------------------------------------------------------------ state
@@ -57,23 +62,28 @@ class Session:
         exception the session's fault (then also ``on_refused(*args)``). ``on_refused`` builds what a
         service must still answer (a response saying why)."""
 
+        lock, running, get_ident = self._lock, self._running, threading.get_ident
+
         def guarded(*args):
-            me = threading.get_ident()
-            with self._cond:
+            me = get_ident()
+            with lock:
                 if self._retired:
                     return on_refused(*args) if on_refused is not None else None
-                self._running[me] += 1
+                running[me] = running.get(me, 0) + 1
             try:
                 return fn(*args)
             except Exception as exc:  # noqa: BLE001 - the one place a callback's error is caught
                 self._on_fault(self.name, what, exc, traceback.format_exc())
                 return on_refused(*args) if on_refused is not None else None
             finally:
-                with self._cond:
-                    self._running[me] -= 1
-                    if self._running[me] <= 0:
-                        del self._running[me]
-                    self._cond.notify_all()
+                with lock:
+                    n = running[me] - 1
+                    if n > 0:
+                        running[me] = n
+                    else:
+                        del running[me]
+                    if self._waiters:
+                        self._cond.notify_all()
 
         guarded.__name__ = f"guarded_{getattr(fn, '__name__', 'callback')}"
         guarded.__wrapped__ = fn
@@ -97,12 +107,17 @@ class Session:
         deadline = time.monotonic() + timeout
         with self._cond:
             self._retired = True
-            while True:
-                others = [t for t, n in self._running.items() if t != me and n > 0]
-                left = deadline - time.monotonic()
-                if not others or left <= 0:
-                    return [f"{n} callback(s) in thread {t}" for t, n in self._running.items() if t != me and n > 0]
-                self._cond.wait(left)
+            self._waiters += 1
+            try:
+                while True:
+                    others = [t for t, n in self._running.items() if t != me and n > 0]
+                    left = deadline - time.monotonic()
+                    if not others or left <= 0:
+                        return [f"{n} callback(s) in thread {t}" for t, n in self._running.items()
+                                if t != me and n > 0]
+                    self._cond.wait(left)
+            finally:
+                self._waiters -= 1
 
     def destroy(self, log_error: Callable[[str], None]) -> None:
         """Release everything owned, newest first; a release that fails is logged and the rest go on.

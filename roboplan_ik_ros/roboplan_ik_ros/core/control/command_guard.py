@@ -83,7 +83,9 @@ class CommandGuard:
             np.minimum(np.maximum(cut, u1 - self._max_dstep), u1 + self._max_dstep, out=cut)
             center = 2.0 * u1 - u2
             np.minimum(np.maximum(cut, center - self._max_ddstep), center + self._max_ddstep, out=cut)
-        if not np.array_equal(cut, d) or not np.isfinite(d).all():
+        # (cut != d).any(): np.array_equal's answer for arrays of one shape (NaN differs), without its
+        # Python-level checks (the guard runs every tick)
+        if (cut != d).any() or not np.isfinite(d).all():
             self.cuts += counted
             cut[~np.isfinite(cut)] = 0.0
         self._step[self.group.v_indices] = cut
@@ -100,7 +102,7 @@ class CommandGuard:
     def _clip_to_limits(self, q: np.ndarray) -> bool:
         x = q[self._bounded_q]
         clipped = np.minimum(np.maximum(x, self._q_min), self._q_max)
-        if np.array_equal(clipped, x):
+        if not (clipped != x).any():  # np.array_equal (same shape), cheaper
             return False
         q[self._bounded_q] = clipped
         return True
