@@ -742,7 +742,7 @@ class IKControllerNode(GuardedLifecycleNode):
         if not self._active:
             return
         self._last_tick_start = t0
-        self._tick_ended.clear()  # a tick runs (see _next_tick_in)
+        self._tick_gap.started()  # (see _next_tick_in)
         try:
             self._tick_locked(t0)
         except ContextShutDown:  # Ctrl-C: rclpy's signal handler invalidated the context under this tick
@@ -791,11 +791,10 @@ class IKControllerNode(GuardedLifecycleNode):
             self._wait_for_tick_gap()
 
     def _next_tick_in(self) -> float:
-        """[s] until the next tick is due: inf when not ticking, 0 while a tick runs (or a waiter of
-        _wait_for_tick_gap cleared its event: the caller then waits too)."""
+        """[s] until the next tick is due: inf when not ticking, 0 while a tick runs."""
         if not self._active or self.loop is None:
             return math.inf
-        if not self._tick_ended.is_set():
+        if self._tick_gap.running:
             return 0.0
         return self._last_tick_start + 1.0 / self.node_cfg.control_rate_hz - time.perf_counter()
 

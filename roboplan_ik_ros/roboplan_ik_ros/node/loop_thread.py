@@ -153,9 +153,15 @@ class TickGap:
     def __init__(self) -> None:
         self._event = threading.Event()
         self._wanted = False
+        self.running = False  # a tick runs (between started() and ended())
+
+    def started(self) -> None:
+        """Called by the tick as it starts."""
+        self.running = True
 
     def ended(self) -> None:
         """Called by the tick as it ends."""
+        self.running = False
         if self._wanted:
             self._wanted = False
             self._event.set()
