@@ -103,7 +103,7 @@ if ! stage_done package "$h_pkg" || ! kernel_built; then
     # also builds the C kernels in place (setup.py ext_modules; core/oink/compiled_assembly.py and
     # core/simple_ik/compiled_step.py load them)
     say "installing roboplan_ik_ros (editable; log: build/logs/pip-package.log)"
-    run_logged "$LOGS/pip-package.log" "${PIP[@]}" install -q --no-deps -e ./roboplan_ik_ros
+    run_logged "$LOGS/pip-package.log" "${PIP[@]}" install -v --no-deps -e ./roboplan_ik_ros
     # pip does not install data_files in editable mode: lay out what ament/colcon would, with
     # symlinks to the sources (like `colcon build --symlink-install`).
     mkdir -p "$VENV/share/ament_index/resource_index/packages" "$VENV/share/roboplan_ik_ros" \
@@ -113,9 +113,13 @@ if ! stage_done package "$h_pkg" || ! kernel_built; then
         rm -rf "$VENV/share/roboplan_ik_ros/$item"
         if [ -e "roboplan_ik_ros/$item" ]; then ln -s "$ROOT/roboplan_ik_ros/$item" "$VENV/share/roboplan_ik_ros/$item"; fi
     done
-    for exe in ik_controller mock_robot roboplan_ik_demo; do  # where `ros2 run`/launch_ros look
+    for exe in ik_controller mock_robot mock_camera roboplan_ik_demo; do  # where `ros2 run`/launch_ros look
         ln -sf "$VENV/bin/$exe" "$VENV/lib/roboplan_ik_ros/$exe"
     done
+    if ! compgen -G "roboplan_ik_ros/roboplan_ik_ros/core/model/_pair_distance_kernel*.so" >/dev/null; then
+        say "note: the collision distance kernel was not built (coal's or Eigen's headers not found, or no C++"
+        say "      compiler): collision barriers run their Python path (same rows, slower); see $LOGS/pip-package.log"
+    fi
     mark_done package "$h_pkg"
 fi
 
