@@ -176,7 +176,7 @@ def main() -> None:
                         merged[k][case]["times"][s] += run[case]["times"][s]
     n = args.rounds * args.repeat
     print(f"{args.rounds} alternating rounds x {args.repeat} ingests per tree and case ({n} samples each)"
-          + table(merged, [m["tree"] for m in merged]))
+          + table(merged, [str(Path(tree).resolve()) for tree in args.trees]))
 
 
 if __name__ == "__main__":

@@ -81,7 +81,9 @@ class SelfFilter:
         reach = self._radii + pad
         # every shape's bounding sphere at once, (S, N): |p|^2 + |c|^2 - 2 p.c <= reach^2, loosened by far
         # more than its rounding (1e-12 relative, 1e-9 m^2); the points it keeps get the exact test below
-        pp = np.einsum("ij,ij->i", points, points)
+        pp = points[:, 0] * points[:, 0]
+        pp += points[:, 1] * points[:, 1]
+        pp += points[:, 2] * points[:, 2]
         cc = np.einsum("ij,ij->i", centers, centers)
         d2 = centers @ points.T
         d2 *= -2.0
@@ -107,7 +109,7 @@ class SelfFilter:
         """(the points not on the robot, how many were removed)."""
         mask = self.robot_mask(points, q)
         removed = int(np.count_nonzero(mask))
-        return (points[~mask] if removed else points), removed
+        return (np.compress(~mask, points, axis=0) if removed else points), removed
 
 
 def _inside(s: _Shape, p: np.ndarray, pad: float) -> np.ndarray:
