@@ -64,7 +64,6 @@ class SelfFilter:
                 continue  # world obstacles and perceived clouds are not the robot
             shapes.append(_shape(obj))
         self._shapes = shapes
-        self._radii = np.array([sh.radius for sh in shapes])  # bounding spheres [m]
         self._version = self.scene.collision_version
         return True
 
@@ -73,12 +72,13 @@ class SelfFilter:
         model, data = self.scene.model, self._data
         pin.forwardKinematics(model, data, q)
         inside = np.zeros(len(points), dtype=bool)
-        if not len(points) or not self._shapes:
+        shapes = self._shapes  # one read: refresh() may swap the list
+        if not len(points) or not shapes:
             return inside
         pad = self.padding
-        placements = [data.oMi[s.joint] * s.placement for s in self._shapes]  # T_world_geometry
-        centers = np.array([T.rotation @ s.center + T.translation for s, T in zip(self._shapes, placements)])
-        reach = self._radii + pad
+        placements = [data.oMi[s.joint] * s.placement for s in shapes]  # T_world_geometry
+        centers = np.array([T.rotation @ s.center + T.translation for s, T in zip(shapes, placements)])
+        reach = np.array([s.radius for s in shapes]) + pad
         # every shape's bounding sphere at once, (S, N): |p|^2 + |c|^2 - 2 p.c <= reach^2, loosened by far
         # more than its rounding (1e-12 relative, 1e-9 m^2); the points it keeps get the exact test below
         pp = points[:, 0] * points[:, 0]
@@ -95,7 +95,7 @@ class SelfFilter:
             near = near[~inside[near]]
             if not len(near):
                 continue
-            s, T, c, r = self._shapes[k], placements[k], centers[k], reach[k]
+            s, T, c, r = shapes[k], placements[k], centers[k], reach[k]
             gap = points[near] - c
             near = near[np.einsum("ij,ij->i", gap, gap) <= r * r]  # the bounding sphere, exactly
             if not len(near):
