@@ -4,6 +4,8 @@ barrier's Jacobian against finite differences, and a closed loop that keeps d_mi
 
 from __future__ import annotations
 
+import dataclasses
+
 import coal
 import numpy as np
 import pinocchio as pin
@@ -15,9 +17,11 @@ from roboplan_ik_ros.core.config import PerceptionConfig, load_config
 from roboplan_ik_ros.core.control.control_loop import ControlLoop
 from roboplan_ik_ros.core.errors import InvalidInputError
 from roboplan_ik_ros.core.model.closest_pairs import ClosestObstacle, ClosestPairs
+from roboplan_ik_ros.core.model.compiled_pairs import octree_centers
 from roboplan_ik_ros.core.model.obstacles import Obstacle
 from roboplan_ik_ros.core.model.perceived_cloud import CloudIngest
 from roboplan_ik_ros.core.model.point_cloud import PointCloudLayout, PointField
+from roboplan_ik_ros.core.model.self_filter import _inside
 from roboplan_ik_ros.core.oink import Oink
 from roboplan_ik_ros.core.oink.barriers.collision_barrier import CollisionBarrier
 from roboplan_ik_ros.core.oink.controller import scene_from_config
@@ -63,6 +67,75 @@ def test_self_filter_removes_the_arm_and_keeps_the_rest():
     kept, removed = ingest.self_filter.filter(np.vstack([arm, box]), q)
     assert removed == 3000
     np.testing.assert_array_equal(kept, box)
+
+
+def _robot_mask_per_geometry(self_filter, points: np.ndarray, q: np.ndarray) -> np.ndarray:
+    """The reference self-filter: each geometry's bounding sphere over every point, then its exact test."""
+    data = self_filter.scene.model.createData()
+    pin.forwardKinematics(self_filter.scene.model, data, q)
+    inside = np.zeros(len(points), dtype=bool)
+    pad = self_filter.padding
+    for s in self_filter._shapes:
+        T = data.oMi[s.joint] * s.placement
+        c = T.rotation @ s.center + T.translation
+        gap = points - c
+        near = np.flatnonzero(np.einsum("ij,ij->i", gap, gap) <= (s.radius + pad) ** 2)
+        local = (points[near] - T.translation) @ T.rotation
+        inside[near[_inside(s, local, pad)]] = True
+    return inside
+
+
+@pytest.mark.parametrize("padding", [0.0, 0.02, 0.03])
+def test_self_filter_mask_equals_the_per_geometry_reference(padding):
+    """All geometries' spheres in one product, then the exact tests: the same points as one geometry at a time
+    (points on and around every hull, at their bounding spheres' edges, far away; an attached cylinder)."""
+    s = fresh_scene()
+    s.add_obstacle(Obstacle("rod", "cylinder", (0.01, 0.3), position=(0.0, 0.0, 0.25), frame="panda_hand"))
+    self_filter = CloudIngest(s, PerceptionConfig(self_filter_padding=padding)).self_filter
+    rng = np.random.default_rng(4)
+    data = s.model.createData()
+    for q in [s.named_configuration("default")] + [s.random_configuration(rng, s.group("arm"),
+                                                                        s.named_configuration("default"))
+                                                   for _ in range(5)]:
+        pin.forwardKinematics(s.model, data, q)
+        edges = []
+        for shape in self_filter._shapes:  # on each bounding sphere's padded edge, to the rounding
+            T = data.oMi[shape.joint] * shape.placement
+            u = rng.normal(size=(40, 3))
+            u /= np.linalg.norm(u, axis=1, keepdims=True)
+            edges.append(T.rotation @ shape.center + T.translation + u * (shape.radius + padding))
+        pts = np.vstack([arm_surface(s, q, 3000, rng) + rng.normal(0, 0.02, (3000, 3)), *edges,
+                         rng.uniform([-1, -1, -0.1], [1, 1, 1.3], (5000, 3)), rng.uniform(-50, 50, (100, 3))])
+        mask = self_filter.robot_mask(pts, q)
+        np.testing.assert_array_equal(mask, _robot_mask_per_geometry(self_filter, pts, q))
+        assert 0 < mask.sum() < len(pts)
+
+
+def test_the_kernel_takes_the_ingested_cells_as_the_octree_holds_them():
+    """CloudIngest computes the octree's occupied cells (point_cloud.octree_cells); they equal what the octree
+    gives back (toBoxes), and a kernel given them answers as one that reads them from the octree."""
+    s = fresh_scene()
+    rng = np.random.default_rng(5)
+    points = np.vstack([box_surface([0.5, 0.1, 0.3], [0.1, 0.12, 0.2], 1500, rng),
+                        np.c_[rng.uniform(0.2, 0.8, (1500, 2)), rng.normal(0.02, 0.003, 1500)]])
+    cloud = CloudIngest(s, PerceptionConfig()).cloud(points)
+    np.testing.assert_array_equal(cloud.cells, octree_centers(cloud.octree))
+    s.set_perceived_cloud(cloud)
+    given = ClosestPairs(s, 4, 0.3, "perceived")
+    s.set_perceived_cloud(dataclasses.replace(cloud, cells=None))
+    read_back = ClosestPairs(s, 4, 0.3, "perceived")
+    if given.compiled is None:
+        pytest.skip(given.compiled_reason)
+    for q in [s.named_configuration("default")] + [s.random_configuration(rng, s.group("arm"),
+                                                                        s.named_configuration("default"))
+                                                   for _ in range(8)]:
+        data, geom_data = s.create_data()
+        pin.forwardKinematics(s.model, data, q)
+        pin.updateGeometryPlacements(s.model, data, s.collision_model, geom_data)
+        a, b = given.query(data, geom_data), read_back.query(data, geom_data)
+        assert a.count == b.count
+        for name in ("pair_index", "distance", "point1", "point2", "normal"):
+            np.testing.assert_array_equal(getattr(a, name)[:a.count], getattr(b, name)[:b.count])
 
 
 def test_self_filter_removes_an_attached_object():

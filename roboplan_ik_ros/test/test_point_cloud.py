@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import coal
 import numpy as np
 import pytest
 
 from roboplan_ik_ros.core.errors import InvalidInputError
-from roboplan_ik_ros.core.model.point_cloud import (PointCloudLayout, PointField, crop_points, decode_points,
-                                                    transform_points, voxel_filter)
+from roboplan_ik_ros.core.model.compiled_pairs import octree_centers
+from roboplan_ik_ros.core.model.point_cloud import (POINT_FIELD_TYPES, PointCloudLayout, PointField, crop_points,
+                                                    decode_points, octree_cells, transform_points, voxel_filter)
 
 FLOAT32, FLOAT64, UINT8 = 7, 8, 2
 
@@ -97,3 +99,82 @@ def test_voxel_filter_one_centroid_per_occupied_voxel():
     np.testing.assert_allclose(np.sort(out, axis=0), np.sort(expected, axis=0), atol=1e-12)
     assert len(voxel_filter(pts, 0.0)) == len(pts)
     assert np.array_equal(np.unique(np.floor(out / 0.02), axis=0).shape, (3, 3))
+
+
+# ---------------------------------------------------------------- the fast paths equal the plain ones
+def _decode_field_by_field(layout: PointCloudLayout, data: bytes) -> np.ndarray:
+    """The reference decoder: a structured dtype, one field at a time into float64, then the finite rows."""
+    order = ">" if layout.is_bigendian else "<"
+    by_name = {f.name: f for f in layout.fields}
+    point = np.dtype({"names": list("xyz"), "formats": [order + POINT_FIELD_TYPES[by_name[c].datatype] for c in "xyz"],
+                      "offsets": [by_name[c].offset for c in "xyz"], "itemsize": layout.point_step})
+    grid = np.ndarray((layout.height, layout.width), dtype=point, buffer=np.frombuffer(data, dtype=np.uint8),
+                      strides=(layout.row_step, layout.point_step))
+    points = np.stack([grid[c].reshape(-1).astype(np.float64) for c in "xyz"], axis=1)
+    return points[np.isfinite(points).all(axis=1)]
+
+
+@pytest.mark.parametrize("dtype, step, row_pad, bigendian", [
+    (np.float32, 12, 0, False), (np.float32, 16, 0, False), (np.float32, 32, 8, False), (np.float64, 24, 0, False),
+    (np.float64, 32, 16, True), (np.int16, 6, 2, True)])
+def test_decode_reads_the_coordinates_as_one_block_exactly_as_field_by_field(dtype, step, row_pad, bigendian):
+    rng = np.random.default_rng(7)
+    width, height = 37, 5
+    pts = rng.uniform(-100, 100, (width * height, 3))
+    if np.dtype(dtype).kind == "f":
+        pts[rng.integers(0, len(pts), 20), rng.integers(0, 3, 20)] = np.nan
+        pts[3, 0], pts[4, 2] = np.inf, -np.inf
+    rows = [packed(pts[r * width:(r + 1) * width], step, dtype, bigendian) + b"\7" * row_pad for r in range(height)]
+    size = np.dtype(dtype).itemsize
+    datatype = {np.float32: FLOAT32, np.float64: FLOAT64, np.int16: 3}[dtype]
+    fields = [PointField(c, k * size, datatype) for k, c in enumerate("xyz")]
+    layout = PointCloudLayout(fields, width, height, step, width * step + row_pad, is_bigendian=bigendian)
+    data = b"".join(rows)
+    out = decode_points(layout, data)
+    expected = _decode_field_by_field(layout, data)
+    assert out.points.dtype == np.float64 and out.points.flags.c_contiguous and out.points.flags.writeable
+    np.testing.assert_array_equal(out.points, expected)
+    assert out.invalid == len(pts) - len(expected)
+
+
+def test_crop_with_infinite_bounds_equals_the_full_test():
+    rng = np.random.default_rng(8)
+    pts = rng.uniform(-1, 1, (500, 3))
+    inf = np.inf
+    for lower, upper in [([-inf] * 3, [inf] * 3), ([-inf, -inf, 0.2], [inf] * 3), ([-0.5, -inf, 0.0], [0.5, 0.3, inf]),
+                         ([inf, -inf, -inf], [inf] * 3), ([-inf] * 3, [inf, -inf, inf]), ([0.9, 0.9, 0.9], [1, 1, 1])]:
+        lower, upper = np.array(lower), np.array(upper)
+        expected = pts[((pts >= lower) & (pts <= upper)).all(axis=1)]
+        np.testing.assert_array_equal(crop_points(pts, lower, upper), expected)
+
+
+def _voxel_filter_by_unique(points: np.ndarray, voxel_size: float) -> np.ndarray:
+    """The reference voxel filter: np.unique's inverse and np.bincount's sums."""
+    cells = np.floor(points / voxel_size).astype(np.int64)
+    cells -= cells.min(axis=0)
+    extent = cells.max(axis=0) + 1
+    keys = (cells[:, 0] * extent[1] + cells[:, 1]) * extent[2] + cells[:, 2]
+    unique, inverse, counts = np.unique(keys, return_inverse=True, return_counts=True)
+    out = np.stack([np.bincount(inverse, weights=points[:, k], minlength=len(unique)) for k in range(3)], axis=1)
+    return out / counts[:, None]
+
+
+def test_voxel_filter_equals_the_unique_and_bincount_reference_to_the_bit():
+    rng = np.random.default_rng(9)
+    crowded = rng.uniform(0, 0.04, (3000, 3))  # eight voxels of hundreds of points each
+    spread = rng.uniform(-2, 2, (20000, 3))
+    on_edges = rng.integers(-50, 50, (2000, 3)) * 0.02 + rng.choice([0.0, 1e-12, -1e-12], (2000, 3))
+    for pts in (crowded, spread, on_edges, np.vstack([spread, crowded]), spread[:1]):
+        for voxel in (0.01, 0.02, 0.05):
+            np.testing.assert_array_equal(voxel_filter(pts, voxel), _voxel_filter_by_unique(pts, voxel))
+
+
+@pytest.mark.parametrize("resolution", [0.02, 0.01, 0.05, 0.013])
+def test_octree_cells_are_coal_octree_leaves_in_to_boxes_order(resolution):
+    rng = np.random.default_rng(10)
+    pts = rng.uniform(-2, 2, (4000, 3))
+    pts[:2000] = rng.integers(-100, 100, (2000, 3)) * resolution + rng.choice([0, 1e-9, -1e-9, 1e-17], (2000, 3))
+    far = np.array([[700.0, 0.0, 0.0], [0.0, -700.0, 0.0]])  # beyond octomap's 16-bit keys at 1-2 cm: not inserted
+    for p in (pts, pts[:1], np.vstack([pts[:100], far])):
+        np.testing.assert_array_equal(octree_cells(p, resolution), octree_centers(coal.makeOctree(p, resolution)))
+    assert octree_cells(np.zeros((0, 3)), resolution).shape == (0, 3)

@@ -23,7 +23,7 @@ import numpy as np
 import pinocchio as pin
 
 from ..errors import InvalidInputError, check_positive
-from .compiled_pairs import GJK_TOLERANCE, CompiledPairs
+from .compiled_pairs import GJK_TOLERANCE, CompiledPairs, octree_centers
 from .scene import Scene
 
 
@@ -183,6 +183,10 @@ class ClosestPairs:
         self._box_hi = np.array([highs[s] for s in fixed_slot]).reshape(-1, 3)
         self._data = None  # whose joint placements the views below follow
         self._objects = [objects[int(g)] for g in self.geometries]  # the geometries of the pairs, by slot
+        # the perceived cloud's occupied cells as its ingest computed them (else read back from the octree)
+        cloud = world.perceived
+        cells = getattr(cloud, "cells", None) if cloud is not None else None
+        self._cells = {int(g): cells for g in world.perceived_geometries() if cells is not None}
         self._build_compiled(robot)
 
     def _build_compiled(self, robot: int) -> None:
@@ -197,11 +201,12 @@ class ClosestPairs:
         keep = 0
         while keep < min(len(old), len(self.geometries)) and old[keep] == self.geometries[keep] and old[keep] < robot:
             keep += 1
+        cells = {int(np.searchsorted(self.geometries, g)): c for g, c in self._cells.items() if g in self.geometries}
         try:
             if kernel is None:
-                self.compiled = CompiledPairs(self._objects, pairs)
+                self.compiled = CompiledPairs(self._objects, pairs, cells)
             else:
-                self.compiled.rebuild(self._objects, pairs, keep)
+                self.compiled.rebuild(self._objects, pairs, keep, cells)
             self.compiled_reason = ""
             self.compiled.built_geometries = self.geometries.copy()
         except ValueError as exc:
@@ -302,6 +307,12 @@ class ClosestPairs:
     def object(self, geometry: int):
         """The collision-model object of geometry index ``geometry`` (one of :attr:`geometries`)."""
         return self._objects[int(np.searchsorted(self.geometries, geometry))]
+
+    def octree_cells(self, geometry: int) -> np.ndarray:
+        """(n, 3) occupied cell centres of octree geometry ``geometry`` (one of :attr:`geometries`), in
+        ``toBoxes`` order: the perceived cloud's as its ingest computed them, else read back from the octree."""
+        cells = self._cells.get(int(geometry))
+        return octree_centers(self.object(geometry).geometry) if cells is None else cells
 
     def pair_name(self, pair_index: int) -> str:
         """"geometry1 <-> geometry2" of a collision pair."""

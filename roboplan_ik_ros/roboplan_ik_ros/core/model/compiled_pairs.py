@@ -69,9 +69,11 @@ def _address(a: np.ndarray) -> int:
     return a.ctypes.data
 
 
-def geometry_parameters(geometry) -> tuple[int, np.ndarray, np.ndarray, np.ndarray] | str:
+def geometry_parameters(geometry, cells: np.ndarray | None = None) \
+        -> tuple[int, np.ndarray, np.ndarray, np.ndarray] | str:
     """(kind, params, points (n, 3), triangles (m, 3)) of a coal geometry for the kernel, or why it cannot
-    take it."""
+    take it. ``cells``: an octree's occupied cell centres if known (``PerceivedCloud.cells``, equal to
+    :func:`octree_centers`), else they are read back from the octree."""
     empty = np.zeros((0, 3))
     if hasattr(geometry, "getSweptSphereRadius") and geometry.getSweptSphereRadius() != 0.0:
         return f"{type(geometry).__name__} with a swept-sphere radius"
@@ -90,12 +92,14 @@ def geometry_parameters(geometry) -> tuple[int, np.ndarray, np.ndarray, np.ndarr
         triangles = np.array([[t[0], t[1], t[2]] for t in geometry.tri_indices()], dtype=np.int64).reshape(-1, 3)
         return _MESH, np.zeros(1), vertices, triangles
     if isinstance(geometry, coal.OcTree):  # the centres of its occupied cells, at its resolution
-        return _OCTREE, np.array([geometry.getResolution(), CLOUD_GRID_CELL]), octree_centers(geometry), empty
+        centers = octree_centers(geometry) if cells is None else np.ascontiguousarray(cells, dtype=float)
+        return _OCTREE, np.array([geometry.getResolution(), CLOUD_GRID_CELL]), centers, empty
     return f"a {type(geometry).__name__}"
 
 
 def octree_centers(octree) -> np.ndarray:
-    """(n, 3) centres of an octree's occupied cells (cubes of its resolution), in ``toBoxes`` order."""
+    """(n, 3) centres of an octree's occupied cells (cubes of its resolution), in ``toBoxes`` order (for
+    ``coal.makeOctree``'s octrees ``point_cloud.octree_cells`` computes the same without the octree)."""
     boxes = np.asarray(octree.toBoxes(), dtype=float).reshape(-1, 6)
     occupied = boxes[:, 4] >= octree.getOccupancyThres()
     return np.ascontiguousarray(boxes[occupied, :3])
@@ -126,12 +130,14 @@ def row_vertices(geometry) -> np.ndarray:
 
 
 class CompiledPairs:
-    """A kernel holding ``geometries`` (collision-model objects) and ``pairs`` (indices into them).
+    """A kernel holding ``geometries`` (collision-model objects) and ``pairs`` (indices into them);
+    ``cells``: {index into ``objects``: the occupied cell centres of that octree} where known (see
+    :func:`geometry_parameters`).
 
     Raises ValueError (with the reason) if the library is missing or a geometry is not supported.
     """
 
-    def __init__(self, objects, pairs: np.ndarray) -> None:
+    def __init__(self, objects, pairs: np.ndarray, cells: dict[int, np.ndarray] | None = None) -> None:
         if _LIBRARY is None:
             raise ValueError(LOAD_ERROR)
         self._lib = _LIBRARY
@@ -141,16 +147,16 @@ class CompiledPairs:
         self._joints = set()
         self._address_cache: dict = {}
         self.built_geometries = np.zeros(0, dtype=int)  # collision-model indices of the geometries held (set by the owner)
-        self.rebuild(objects, pairs)
+        self.rebuild(objects, pairs, cells=cells)
 
-    def rebuild(self, objects, pairs: np.ndarray, keep: int = 0) -> None:
+    def rebuild(self, objects, pairs: np.ndarray, keep: int = 0, cells: dict[int, np.ndarray] | None = None) -> None:
         """Geometries from index ``keep`` on are replaced by ``objects[keep:]`` (the first ``keep`` are
-        already built, unchanged), and the pairs by ``pairs``."""
+        already built, unchanged), and the pairs by ``pairs``; ``cells`` as in the constructor."""
         lib, h = self._lib, self._handle
         lib.pdk_truncate(h, keep)
         self.built_geometries = np.zeros(0, dtype=int)  # until the owner says what it holds
         for k, obj in enumerate(objects[keep:], start=keep):
-            spec = geometry_parameters(obj.geometry)
+            spec = geometry_parameters(obj.geometry, (cells or {}).get(k))
             if isinstance(spec, str):
                 raise ValueError(f"geometry {obj.name!r} is {spec}, which the compiled kernel does not take")
             kind, params, points, triangles = spec

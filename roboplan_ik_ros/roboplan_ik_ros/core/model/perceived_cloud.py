@@ -18,7 +18,8 @@ import coal
 import numpy as np
 
 from ..errors import InvalidInputError
-from .point_cloud import PointCloudLayout, crop_points, decode_points, transform_points, voxel_filter
+from .point_cloud import (PointCloudLayout, crop_points, decode_points, octree_cells, transform_points,
+                          voxel_filter)
 from .scene import Scene
 from .self_filter import SelfFilter
 
@@ -28,14 +29,16 @@ class PerceivedCloud:
     """The filtered points of one cloud, in the world frame, and their octree.
 
     Attributes:
-        points: (N, 3) float64 world frame [m] (what the octree was built from; a compiled collision
-            kernel rebuilds the octree from ``points`` and ``resolution``).
+        points: (N, 3) float64 world frame [m] (what the octree was built from).
         resolution: octree leaf size [m].
         octree: the coal OcTree, None when no point is left (then the cloud is no obstacle).
         frame_id: the sensor frame the cloud came in.
         stamp: the cloud's time (header.stamp) [s], in the sender's clock.
         received, invalid, cropped, self_points: points in the message, dropped for NaN/inf, outside
             the crop box, on the robot (the voxel filter merges the rest into ``len(points)``).
+        cells: (n, 3) centres of the octree's occupied leaves, in its ``toBoxes`` order
+            (``point_cloud.octree_cells``): the compiled collision kernel's cubes, computed here (off the
+            loop thread) rather than read back from the octree; None: not computed.
     """
 
     points: np.ndarray
@@ -47,6 +50,7 @@ class PerceivedCloud:
     invalid: int = 0
     cropped: int = 0
     self_points: int = 0
+    cells: np.ndarray | None = None
 
     @property
     def size(self) -> int:
@@ -90,4 +94,5 @@ class CloudIngest:
         points = np.ascontiguousarray(points, dtype=np.float64).reshape(-1, 3)
         resolution = float(self.config.octree_resolution)
         octree = coal.makeOctree(points, resolution) if len(points) else None
-        return PerceivedCloud(points, resolution, octree, frame_id, stamp, **counts)
+        cells = octree_cells(points, resolution) if octree is not None else None
+        return PerceivedCloud(points, resolution, octree, frame_id, stamp, **counts, cells=cells)

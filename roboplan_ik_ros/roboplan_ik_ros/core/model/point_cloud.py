@@ -3,6 +3,10 @@
 ROS-free: :func:`decode_points` takes the message's fields as plain values (``PointCloudLayout``), so
 the core and its tests need no rclpy. Every operation is vectorised (no Python loop over points).
 
+Row-wise work goes column by column (``finite &= isfinite(column)``, ``np.compress(mask, points,
+axis=0)``): numpy's reductions along axis 1 of an (N, 3) array and its boolean row indexing cost 10-40x
+more on these shapes (bench/bench_ingest.py).
+
 Refusals raise :class:`InvalidInputError` naming the field at fault, what it was and what is expected
 (``fields: no 'z' field; expected float fields x, y, z ...``). Points with a NaN or infinite
 coordinate: a depth camera's organized cloud (``is_dense: false``) marks pixels without a return so,
@@ -66,21 +70,43 @@ def decode_points(layout: PointCloudLayout, data: bytes | bytearray | memoryview
         return DecodedPoints(np.zeros((0, 3)), 0, 0)
     order = ">" if layout.is_bigendian else "<"
     by_name = {f.name: f for f in layout.fields}
-    formats = [order + POINT_FIELD_TYPES[by_name[c].datatype] for c in COORDINATES]
-    point = np.dtype({"names": list(COORDINATES), "formats": formats,
-                      "offsets": [by_name[c].offset for c in COORDINATES], "itemsize": layout.point_step})
     buffer = np.frombuffer(data, dtype=np.uint8) if not isinstance(data, np.ndarray) else data.view(np.uint8)
-    grid = np.ndarray((layout.height, layout.width), dtype=point, buffer=buffer,
-                      strides=(layout.row_step, layout.point_step))
-    points = np.empty((n_points, 3))
-    for k, c in enumerate(COORDINATES):
-        points[:, k] = grid[c].reshape(-1)
-    finite = np.isfinite(points).all(axis=1)
+    raw = _coordinate_view(layout, by_name, order, buffer)
+    if raw is None:  # the coordinates are not one type at consecutive offsets: one field at a time
+        formats = [order + POINT_FIELD_TYPES[by_name[c].datatype] for c in COORDINATES]
+        point = np.dtype({"names": list(COORDINATES), "formats": formats,
+                          "offsets": [by_name[c].offset for c in COORDINATES], "itemsize": layout.point_step})
+        grid = np.ndarray((layout.height, layout.width), dtype=point, buffer=buffer,
+                          strides=(layout.row_step, layout.point_step))
+        raw = np.empty((n_points, 3))
+        for k, c in enumerate(COORDINATES):
+            raw[:, k] = grid[c].reshape(-1)
+    finite = np.isfinite(raw[:, 0])  # in the sender's type: finite there iff finite as float64
+    finite &= np.isfinite(raw[:, 1])
+    finite &= np.isfinite(raw[:, 2])
     invalid = n_points - int(np.count_nonzero(finite))
     if invalid and layout.is_dense:
         raise InvalidInputError(f"is_dense: true, but {invalid} of {n_points} points have a NaN or infinite "
                                 "coordinate; expected is_dense: false for a cloud with invalid points")
-    return DecodedPoints(points[finite] if invalid else points, invalid, n_points)
+    points = np.compress(finite, raw, axis=0) if invalid else raw
+    if points.dtype != np.float64 or not (points.flags.c_contiguous and points.flags.owndata):
+        points = np.array(points, dtype=np.float64, order="C")  # one copy; never a view of the message
+    return DecodedPoints(points, invalid, n_points)
+
+
+def _coordinate_view(layout: PointCloudLayout, by_name: dict, order: str, buffer: np.ndarray) -> np.ndarray | None:
+    """(N, 3) view of x, y, z in the sender's type (no copy) when they share one datatype at consecutive
+    offsets (x, y, z float32 at 0, 4, 8: every depth camera's layout), else None."""
+    x, y, z = (by_name[c] for c in COORDINATES)
+    if not x.datatype == y.datatype == z.datatype:
+        return None
+    dtype = np.dtype(order + POINT_FIELD_TYPES[x.datatype])
+    size = dtype.itemsize
+    if y.offset != x.offset + size or z.offset != x.offset + 2 * size:
+        return None
+    grid = np.ndarray((layout.height, layout.width, 3), dtype=dtype, buffer=buffer, offset=x.offset,
+                      strides=(layout.row_step, layout.point_step, size))
+    return grid.reshape(-1, 3)  # a view if the rows are unpadded, else one copy
 
 
 def _check_layout(layout: PointCloudLayout, n_bytes: int) -> int:
@@ -127,23 +153,89 @@ def transform_points(R_world_frame: np.ndarray, t_world_frame: np.ndarray, point
 
 
 def crop_points(points: np.ndarray, lower: np.ndarray, upper: np.ndarray) -> np.ndarray:
-    """The points inside the axis-aligned box [lower, upper] (bounds may be infinite)."""
-    inside = ((points >= lower) & (points <= upper)).all(axis=1)
-    return points[inside]
+    """The points inside the axis-aligned box [lower, upper] (bounds may be infinite: an infinite bound
+    is not tested, a point's coordinates being finite)."""
+    lower, upper = np.asarray(lower, dtype=float), np.asarray(upper, dtype=float)
+    inside = None
+    for k in range(3):
+        for bound, keep in ((lower[k], np.greater_equal), (upper[k], np.less_equal)):
+            if np.isinf(bound) and keep(0.0, bound):
+                continue  # every finite coordinate is on the kept side
+            test = keep(points[:, k], bound)
+            inside = test if inside is None else np.logical_and(inside, test, out=inside)
+    return points if inside is None else np.compress(inside, points, axis=0)
 
 
 def voxel_filter(points: np.ndarray, voxel_size: float) -> np.ndarray:
     """One point per occupied voxel of a grid of ``voxel_size`` [m] (cells ``floor(p / voxel_size)``):
-    the centroid of the points in it. Order: by cell. ``voxel_size`` <= 0 returns ``points``."""
+    the centroid of the points in it (their sum in input order, divided by their count). Order: by
+    cell. ``voxel_size`` <= 0 returns ``points``."""
     if voxel_size <= 0 or len(points) == 0:
         return points
     cells = np.floor(points / voxel_size).astype(np.int64)
-    cells -= cells.min(axis=0)
-    extent = cells.max(axis=0) + 1
+    for k in range(3):  # per column: a reduction along axis 0 of (N, 3) is slow
+        cells[:, k] -= cells[:, k].min()
+    extent = [int(cells[:, k].max()) + 1 for k in range(3)]
     keys = (cells[:, 0] * extent[1] + cells[:, 1]) * extent[2] + cells[:, 2]  # one int64 per cell
-    unique, inverse, counts = np.unique(keys, return_inverse=True, return_counts=True)
-    out = np.empty((len(unique), 3))
-    for k in range(3):
-        out[:, k] = np.bincount(inverse, weights=points[:, k], minlength=len(unique))
-    out /= counts[:, None]
+    order = np.argsort(keys)
+    sorted_keys = keys[order]
+    first = np.empty(len(keys), dtype=bool)  # the first point of each cell, in key order
+    first[0] = True
+    np.not_equal(sorted_keys[1:], sorted_keys[:-1], out=first[1:])
+    cell = np.empty(len(keys), dtype=np.intp)
+    cell[order] = np.cumsum(first) - 1  # each point's cell index (np.unique's inverse)
+    n_cells = int(np.count_nonzero(first))
+    out = np.empty((n_cells, 3))
+    for k in range(3):  # bincount sums each cell's points in input order
+        out[:, k] = np.bincount(cell, weights=points[:, k], minlength=n_cells)
+    out /= np.bincount(cell, minlength=n_cells)[:, None]
     return out
+
+
+#: octomap's keys: 16 levels, key = floor(coordinate / resolution) + 2^15
+OCTREE_DEPTH = 16
+OCTREE_MAX_KEY = 1 << (OCTREE_DEPTH - 1)
+
+
+def octree_cells(points: np.ndarray, resolution: float) -> np.ndarray:
+    """(n, 3) centres of the leaves that ``coal.makeOctree(points, resolution)`` occupies, in its
+    ``toBoxes`` order: what ``compiled_pairs.octree_centers`` reads back from that octree, computed
+    without it. As octomap: a point's key per axis is ``floor(p * (1 / resolution)) + 2^15``
+    (points outside the 16-bit key range are not inserted), a leaf's centre ``(key - 2^15 + 0.5) *
+    resolution``; every leaf with a point is occupied and none is pruned (coal inserts lazily); leaves
+    come depth first, children in octomap's order (x the lowest bit, then y, z): by Morton code."""
+    if len(points) == 0:
+        return np.zeros((0, 3))
+    scaled = np.floor(points * (1.0 / resolution))  # coal hands octomap doubles
+    valid = np.ones(len(scaled), dtype=bool)
+    for k in range(3):
+        valid &= (scaled[:, k] >= -OCTREE_MAX_KEY) & (scaled[:, k] < OCTREE_MAX_KEY)
+    if not valid.all():
+        scaled = np.compress(valid, scaled, axis=0)
+    keys = scaled.astype(np.int64) + OCTREE_MAX_KEY  # (n, 3) in [0, 2^16)
+    code = _spread_bits(keys[:, 0]) | (_spread_bits(keys[:, 1]) << 1) | (_spread_bits(keys[:, 2]) << 2)
+    code.sort()  # the depth-first order
+    if len(code) > 1:
+        code = code[np.r_[True, code[1:] != code[:-1]]]  # one per leaf (np.unique: a hash table first, slower)
+    keys = np.stack([_compact_bits(code), _compact_bits(code >> 1), _compact_bits(code >> 2)], axis=1)
+    return ((keys - OCTREE_MAX_KEY).astype(np.float64) + 0.5) * resolution
+
+
+def _spread_bits(v: np.ndarray) -> np.ndarray:
+    """16-bit integers with two zero bits after each bit (bit i -> bit 3 i)."""
+    v = v & 0xFFFF
+    v = (v | (v << 16)) & 0x0000FF0000FF
+    v = (v | (v << 8)) & 0x00F00F00F00F
+    v = (v | (v << 4)) & 0x0C30C30C30C3
+    v = (v | (v << 2)) & 0x249249249249
+    return v
+
+
+def _compact_bits(v: np.ndarray) -> np.ndarray:
+    """The inverse of :func:`_spread_bits` (bits 0, 3, 6, ... -> 0, 1, 2, ...)."""
+    v = v & 0x249249249249
+    v = (v | (v >> 2)) & 0x0C30C30C30C3
+    v = (v | (v >> 4)) & 0x00F00F00F00F
+    v = (v | (v >> 8)) & 0x0000FF0000FF
+    v = (v | (v >> 16)) & 0xFFFF
+    return v

@@ -43,7 +43,7 @@ import numpy as np
 import pinocchio as pin
 
 from ...model.closest_pairs import ClosestPairs, PairDistances
-from ...model.compiled_pairs import is_convex, octree_centers, row_vertices
+from ...model.compiled_pairs import is_convex, row_vertices
 
 ROW_ORDER_STEPS = 1e9  # [1/m] vertex bounds are ordered by floor(bound * this); kernel: kRowOrderSteps
 CLOUD_ROW_SLACK = 1e-6  # [m] a cube's row bound is at least the pair's distance minus this; kernel: kCloudRowSlack
@@ -78,7 +78,7 @@ class RowVertices:
             geometry.computeLocalAABB()
             self.aabb[int(g)] = (np.array(geometry.aabb_local.min_), np.array(geometry.aabb_local.max_))
             if isinstance(geometry, coal.OcTree):
-                self.cloud[int(g)] = (octree_centers(geometry), float(geometry.getResolution()))
+                self.cloud[int(g)] = (pairs.octree_cells(int(g)), float(geometry.getResolution()))
 
     def world(self, geom_data: pin.GeometryData, geometry: int) -> np.ndarray:
         local = self.local[geometry]
