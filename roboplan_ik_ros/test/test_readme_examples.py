@@ -1,4 +1,5 @@
-"""The README's examples work as written: its YAML snippets load through the real config checks, every
+"""The README's examples work as written, and those of the docs/*.md it links to (every Markdown file there is
+read, so an example is tested wherever it is moved): its YAML snippets load through the real config checks, every
 ``ros2 topic pub`` / ``ros2 service call`` line builds its message from the real message classes, and the
 streaming section's commands, sent in order to a running ik_controller (the shipped panda.yaml less the
 self-collision barrier, for speed), take effect: the topic exists with that type, the goal or stream
@@ -31,7 +32,8 @@ from roboplan_ik_ros.core.control.twist_follower import StreamingConfig
 from roboplan_ik_ros.node.node_config import load_node_config
 
 ROOT = Path(__file__).resolve().parents[2]
-README = (ROOT / "README.md").read_text()
+DOC_FILES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+README = "\n".join(p.read_text() for p in DOC_FILES)  # the README and docs/*.md, one text: examples, tables, sections
 CONFIG_DIR = ROOT / "roboplan_ik_ros" / "config"
 PANDA = yaml.safe_load((CONFIG_DIR / "panda.yaml").read_text())
 NODE_NAME = "ik_controller"  # the executable's default node name, and the launch file's
