@@ -159,6 +159,35 @@ def fill_message(msg, values: dict, path: str = "", clock=_now_msg):
     return msg
 
 
+# ------------------------------------------------------------------------------------------ links
+def _anchors(text: str) -> set[str]:
+    """The ids GitHub gives the headings of ``text`` (lower case, punctuation but ``-`` and ``_`` dropped,
+    spaces to ``-``)."""
+    out, fenced = set(), False
+    for line in text.splitlines():
+        if line.startswith("```"):
+            fenced = not fenced
+        m = not fenced and re.match(r"#{1,6} +(.*)", line)
+        if m:
+            out.add(re.sub(r"[^\w\- ]", "", m.group(1).strip().lower()).replace(" ", "-"))
+    return out
+
+
+@pytest.mark.parametrize("path", DOC_FILES, ids=lambda p: p.relative_to(ROOT).as_posix())
+def test_every_relative_link_and_anchor_resolves(path):
+    """The README and docs/ link to each other (the README's sections moved to docs/): every relative link
+    names a file that exists, and its ``#anchor`` a heading of that file."""
+    text = path.read_text()
+    for target in re.findall(r"\]\(([^)\s]+)\)", text):
+        if re.match(r"[a-z]+:", target):
+            continue
+        file, _, anchor = target.partition("#")
+        dest = (path.parent / file).resolve() if file else path
+        assert dest.exists(), f"{path.name}: link {target}: no such file"
+        if anchor and dest.suffix == ".md":
+            assert anchor in _anchors(dest.read_text()), f"{path.name}: link {target}: no such heading in {dest.name}"
+
+
 # ------------------------------------------------------------------------------------------ the YAML
 def deep_merge(base: dict, update: dict) -> dict:
     out = copy.deepcopy(base)
