@@ -16,7 +16,7 @@ from models import robot
 from roboplan_ik_ros.core import CollisionBarrier, InvalidInputError, Obstacle, Oink, Scene, SimpleIK, SimpleIKOptions
 from roboplan_ik_ros.core.config import load_config
 from roboplan_ik_ros.core.model.closest_pairs import ClosestPairs
-from roboplan_ik_ros.core.simple_ik.solver import FrameGoal
+from roboplan_ik_ros.core.simple_ik import FrameGoal
 
 from conftest import CONFIG_DIR
 

@@ -27,7 +27,7 @@ from .oink import (
 )
 from .model.obstacles import Obstacle
 from .model.scene import Scene
-from .simple_ik.solver import FrameGoal, IKResult, SimpleIK, SimpleIKOptions
+from .simple_ik import FrameGoal, IKResult, SimpleIK, SimpleIKOptions
 
 __all__ = [
     "AccelerationLimit", "Barrier", "ConfigurationTask", "FrameGoal", "FrameTask", "IKResult", "InvalidInputError", "JointGroup",

@@ -63,7 +63,8 @@ import numpy as np
 
 from ..errors import InvalidInputError
 from .objectives import AxisGoal, PointGoal
-from .solver import FrameGoal, IKResult, SimpleIKOptions
+from .goals import FrameGoal, IKResult
+from .options import SimpleIKOptions
 
 STARTING, READY, RESTARTING, FAILED, STOPPED = "starting", "ready", "restarting", "failed", "stopped"
 
