@@ -305,7 +305,7 @@ def test_yaml_obstacles_and_collision_barrier_keys():
 
 
 def test_scene_from_config_refuses_an_obstacle_on_an_unknown_link():
-    from roboplan_ik_ros.core.oink.controller import scene_from_config
+    from roboplan_ik_ros.core.model.scene_config import scene_from_config
 
     r = robot("panda")
     cfg = load_config({"tasks": [{"name": "ee", "type": "frame", "frame": "panda_hand_tcp"}],
