@@ -9,7 +9,7 @@ import numpy as np
 
 from ..errors import InvalidInputError, check_positive
 from .goals import FrameGoal
-from .methods import METHOD_TABLE, METHODS
+from .methods import METHOD_TABLE
 from .objectives import AxisGoal, PointGoal
 
 
@@ -143,8 +143,8 @@ class SimpleIKOptions:
         if not self.joint_limit_ps < self.joint_limit_pi:
             raise InvalidInputError(f"joint_limit_ps: expected < joint_limit_pi ({self.joint_limit_pi:g}), "
                                     f"got {self.joint_limit_ps!r}")
-        if self.method not in METHODS:
-            raise InvalidInputError(f"method: expected one of {', '.join(METHODS)}, got {self.method!r}")
+        if not isinstance(self.method, str) or self.method not in METHOD_TABLE:
+            raise InvalidInputError(f"method: expected one of {', '.join(METHOD_TABLE)}, got {self.method!r}")
         if self.lm_gain is not None:
             check_positive(self.lm_gain, "lm_gain")
         check_error_weights(self.error_weights, "error_weights")
