@@ -141,7 +141,7 @@ def stop_processes(*procs, timeout: float = 20.0) -> None:
 
 
 def _variant_result(q_seed, n_goals: int):
-    from roboplan_ik_ros.core.simple_ik.solver import IKResult
+    from roboplan_ik_ros.core.simple_ik import IKResult
 
     return IKResult(True, np.array(q_seed, dtype=float), np.zeros(n_goals), np.zeros(n_goals), message="bench")
 
@@ -193,7 +193,7 @@ def run_child_server(config: str) -> None:
     from roboplan_ik_interfaces.srv import SolveIK
     from roboplan_ik_ros.core.config import load_config
     from roboplan_ik_ros.core.model.scene import Scene
-    from roboplan_ik_ros.core.simple_ik.solver import FrameGoal, SimpleIK
+    from roboplan_ik_ros.core.simple_ik import FrameGoal, SimpleIK
     from roboplan_ik_ros.node.spin import make_executor, spin_until_shutdown
     from roboplan_ik_ros.node.mock_robot import load_robot
     from roboplan_ik_ros.node.message_conversions import se3_from_pose

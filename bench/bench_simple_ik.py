@@ -387,7 +387,7 @@ def main() -> None:
     args = p.parse_args()
     core, core_err = import_core()
     if core is not None:
-        from roboplan_ik_ros.core.simple_ik.solver import METHODS
+        from roboplan_ik_ros.core.simple_ik.methods import METHODS
         args.methods = METHODS if args.methods is None else args.methods
         bad = [m for m in args.methods if m not in METHODS]
         if bad:

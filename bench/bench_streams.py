@@ -39,7 +39,7 @@ def build_loop(drop=()):
     from roboplan_ik_ros.core.config import load_config
     from roboplan_ik_ros.core.control.control_loop import ControlLoop
     from roboplan_ik_ros.core.model.robots import load_example_robot
-    from roboplan_ik_ros.core.oink.controller import scene_from_config
+    from roboplan_ik_ros.core.model.scene_config import scene_from_config
     from roboplan_ik_ros.node.node_config import load_node_config
 
     data = yaml.safe_load(CONFIG.read_text())

@@ -16,7 +16,7 @@ import pinocchio as pin
 
 from models import robot
 from roboplan_ik_ros.core import Obstacle, Scene, SimpleIK, SimpleIKOptions
-from roboplan_ik_ros.core.simple_ik.solver import FrameGoal
+from roboplan_ik_ros.core.simple_ik import FrameGoal
 
 TIP = "panda_hand_tcp"
 

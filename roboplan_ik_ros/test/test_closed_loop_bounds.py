@@ -15,7 +15,7 @@ import yaml
 from models import robot
 from roboplan_ik_ros.core.config import load_config
 from roboplan_ik_ros.core.control.control_loop import ControlLoop, LoopConfig
-from roboplan_ik_ros.core.oink.controller import scene_from_config
+from roboplan_ik_ros.core.model.scene_config import scene_from_config
 from roboplan_ik_ros.core.control.twist_follower import StreamingConfig
 from roboplan_ik_ros.core.control.goal_followers import GoalSmoothingConfig
 

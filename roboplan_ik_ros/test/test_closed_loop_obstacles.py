@@ -14,7 +14,7 @@ from models import robot
 from roboplan_ik_ros.core.config import load_config
 from roboplan_ik_ros.core.control.control_loop import ControlLoop
 from roboplan_ik_ros.core.model.obstacles import Obstacle
-from roboplan_ik_ros.core.oink.controller import scene_from_config
+from roboplan_ik_ros.core.model.scene_config import scene_from_config
 
 from test_closed_loop_bounds import TIP, panda_yaml
 

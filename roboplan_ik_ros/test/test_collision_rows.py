@@ -17,7 +17,8 @@ from models import robot
 from roboplan_ik_ros.core import CollisionBarrier, InvalidInputError, Obstacle, Oink, Scene
 from roboplan_ik_ros.core.config import parse_config
 from roboplan_ik_ros.core.model import compiled_pairs
-from roboplan_ik_ros.core.oink.controller import OinkController, scene_from_config
+from roboplan_ik_ros.core.model.scene_config import scene_from_config
+from roboplan_ik_ros.core.oink.controller import OinkController
 
 needs_kernel = pytest.mark.skipif(
     compiled_pairs.LOAD_ERROR != "",

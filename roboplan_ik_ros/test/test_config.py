@@ -8,7 +8,8 @@ import pytest
 from models import robot, scene
 from roboplan_ik_ros.core import InvalidInputError
 from roboplan_ik_ros.core.config import load_config, parse_config
-from roboplan_ik_ros.core.oink.controller import OinkController, scene_from_config
+from roboplan_ik_ros.core.model.scene_config import scene_from_config
+from roboplan_ik_ros.core.oink.controller import OinkController
 
 CONFIG_DIR = Path(__file__).resolve().parents[1] / "config"
 

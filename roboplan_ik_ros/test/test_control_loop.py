@@ -11,7 +11,7 @@ import yaml
 from models import robot
 from roboplan_ik_ros.core.control.command_guard import CommandGuard
 from roboplan_ik_ros.core.config import load_config
-from roboplan_ik_ros.core.oink.controller import scene_from_config
+from roboplan_ik_ros.core.model.scene_config import scene_from_config
 from roboplan_ik_ros.core.control.control_loop import (
     HOLDING, RECOVERING, STALE, TRACKING, WAITING_FOR_GOAL, ControlLoop, LoopConfig, TickResult,
 )

@@ -387,7 +387,7 @@ def test_start_failure_is_reported():
 PARENT = """
 import sys, time
 from roboplan_ik_ros.core.model.robots import load_example_robot
-from roboplan_ik_ros.core.simple_ik.solver import SimpleIKOptions
+from roboplan_ik_ros.core.simple_ik import SimpleIKOptions
 from roboplan_ik_ros.core.simple_ik.worker import IKWorker, WorkerSpec
 r = load_example_robot("panda")
 w = IKWorker(WorkerSpec(r.urdf_xml, r.srdf_xml, r.package_paths, options=SimpleIKOptions(group_name="arm")))

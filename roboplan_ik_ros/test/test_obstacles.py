@@ -16,7 +16,7 @@ from models import robot
 from roboplan_ik_ros.core import CollisionBarrier, InvalidInputError, Obstacle, Oink, Scene, SimpleIK, SimpleIKOptions
 from roboplan_ik_ros.core.config import load_config
 from roboplan_ik_ros.core.model.closest_pairs import ClosestPairs
-from roboplan_ik_ros.core.simple_ik.solver import FrameGoal
+from roboplan_ik_ros.core.simple_ik import FrameGoal
 
 from conftest import CONFIG_DIR
 
@@ -305,7 +305,7 @@ def test_yaml_obstacles_and_collision_barrier_keys():
 
 
 def test_scene_from_config_refuses_an_obstacle_on_an_unknown_link():
-    from roboplan_ik_ros.core.oink.controller import scene_from_config
+    from roboplan_ik_ros.core.model.scene_config import scene_from_config
 
     r = robot("panda")
     cfg = load_config({"tasks": [{"name": "ee", "type": "frame", "frame": "panda_hand_tcp"}],

@@ -24,7 +24,7 @@ from roboplan_ik_ros.core.model.point_cloud import PointCloudLayout, PointField
 from roboplan_ik_ros.core.model.self_filter import _inside
 from roboplan_ik_ros.core.oink import Oink
 from roboplan_ik_ros.core.oink.barriers.collision_barrier import CollisionBarrier
-from roboplan_ik_ros.core.oink.controller import scene_from_config
+from roboplan_ik_ros.core.model.scene_config import scene_from_config
 
 from test_closed_loop_bounds import TIP, panda_yaml
 from test_closed_loop_obstacles import drive

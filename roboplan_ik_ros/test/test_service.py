@@ -233,7 +233,7 @@ def test_an_easy_goal_is_solved_in_the_service_thread_and_the_rest_by_the_worker
     solves the request with the request's own options. While the worker restarts nothing is solved in
     the node's process (NOT_READY)."""
     from roboplan_ik_interfaces.srv import SolveIK
-    from roboplan_ik_ros.core.simple_ik.solver import IKResult
+    from roboplan_ik_ros.core.simple_ik import IKResult
     from roboplan_ik_ros.core.simple_ik.worker import READY, RESTARTING
 
     marker = IKResult(False, setup.q0.copy(), np.zeros(1), np.zeros(1), message="from the worker")

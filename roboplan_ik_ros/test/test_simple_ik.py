@@ -17,9 +17,9 @@ import pytest
 
 from models import robot, scene
 from roboplan_ik_ros.core import FrameGoal, InvalidInputError, Scene, SimpleIK, SimpleIKOptions
-from roboplan_ik_ros.core.simple_ik import solver as solver_module
+from roboplan_ik_ros.core.simple_ik import compiled_step as compiled_kernel
 from roboplan_ik_ros.core.simple_ik.compiled_step import load_step_kernel
-from roboplan_ik_ros.core.simple_ik.solver import _CLAMP_ROUNDS
+from roboplan_ik_ros.core.simple_ik.active_set import CLAMP_ROUNDS
 
 MAX_TIME = 10.0  # [s] never reached: max_restarts (100) ends a solve, so no outcome depends on the machine
 POS_TOL, ROT_TOL = 1e-3, 1e-3
@@ -364,7 +364,7 @@ def reference_step(s: Scene, group_name: str, q: np.ndarray, goals: list[FrameGo
     premultiplied by Jlog6(T_goal^-1 T(q)) with use_log_jacobian), dq = -step_size J^T (J J^T +
     damping I)^-1 e, scaled to |dq| = max_step_norm if longer; then the position limits: clipped
     (clamp_limits False) or an active set (joints leaving their range go onto their limit, the free
-    joints are re-solved for rhs - J d_c with rhs = -step_size e, at most _CLAMP_ROUNDS times, then
+    joints are re-solved for rhs - J d_c with rhs = -step_size e, at most CLAMP_ROUNDS times, then
     clipped). Scalar joints step q directly; a group with a continuous joint bounds the displacement
     and integrates.
 
@@ -421,7 +421,7 @@ def reference_step(s: Scene, group_name: str, q: np.ndarray, goals: list[FrameGo
     if limited and opt.clamp_limits:
         rhs = -opt.step_size * e
         clamped = np.zeros(len(x), dtype=bool)
-        for _ in range(_CLAMP_ROUNDS):
+        for _ in range(CLAMP_ROUNDS):
             inside = np.clip(target, lo, hi)
             violated = inside != target
             if not violated.any():
@@ -501,7 +501,7 @@ def test_one_iteration_equals_reference(model, variant, compiled, monkeypatch):
     """The solver's iteration (buffers, BLAS, held views, limit shortcuts; dls and lm_* through the compiled
     kernel, or its Python step) against reference_step: 200 random configurations and goals (near and far,
     so that the cap and the limits act), to 1e-10."""
-    monkeypatch.setattr(solver_module, "USE_COMPILED_STEP", compiled)
+    monkeypatch.setattr(compiled_kernel, "USE_COMPILED_STEP", compiled)
     s = continuous_ur5() if model == "ur5-continuous" else scene(model.split("-")[0])
     panda_model = model.startswith("panda")
     group_name = "arm" if panda_model else ""
@@ -570,7 +570,7 @@ def test_compiled_and_python_steps_solve_alike(panda, method, monkeypatch):
              for q in random_goal_configurations(s, "arm", q0, 30, seed=61)]
     answers = {}
     for compiled in (True, False):
-        monkeypatch.setattr(solver_module, "USE_COMPILED_STEP", compiled)
+        monkeypatch.setattr(compiled_kernel, "USE_COMPILED_STEP", compiled)
         ik = panda_ik(s, method=method, max_time=1.0)
         answers[compiled] = [ik.solve([g], q0) for g in goals]
     same = 0

@@ -13,7 +13,7 @@ import pinocchio as pin
 import pytest
 
 from roboplan_ik_ros.core import FrameGoal, InvalidInputError, SimpleIK, SimpleIKOptions
-from roboplan_ik_ros.core.simple_ik.solver import METHODS
+from roboplan_ik_ros.core.simple_ik.methods import METHODS
 from test_simple_ik import (MAX_TIME, POS_TOL, ROT_TOL, SOLVER_SEED, Checker,  # noqa: F401 - panda, ur5: fixtures
                             panda, random_goal_configurations, ur5)
 

@@ -248,7 +248,7 @@ def test_standing_objectives_hold_along_solve_path(panda):
 def test_objective_solves_take_the_same_steps_compiled_or_not(panda, monkeypatch, method):
     """The objectives loop runs the compiled step (dls and lm_*, scalar joints, no null-space terms) or the
     Python step: the same iterations and answers (to rounding) on 20 point + axis goals, every one reached."""
-    from roboplan_ik_ros.core.simple_ik import solver as solver_module
+    from roboplan_ik_ros.core.simple_ik import compiled_step as compiled_kernel
 
     s, q0 = panda
     configs = random_goal_configurations(s, "arm", q0, 20, seed=91)
@@ -256,7 +256,7 @@ def test_objective_solves_take_the_same_steps_compiled_or_not(panda, monkeypatch
              for q in configs]
     answers = {}
     for compiled in (True, False):
-        monkeypatch.setattr(solver_module, "USE_COMPILED_STEP", compiled)
+        monkeypatch.setattr(compiled_kernel, "USE_COMPILED_STEP", compiled)
         ik = ik_of(s, method=method)
         answers[compiled] = [ik.solve(g, q0) for g in goals]
     same = 0

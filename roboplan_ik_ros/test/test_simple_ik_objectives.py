@@ -15,7 +15,7 @@ from models import scene
 from roboplan_ik_ros.core import FrameGoal, InvalidInputError, SimpleIK, SimpleIKOptions
 from roboplan_ik_ros.core.simple_ik import AxisGoal, PointGoal
 from roboplan_ik_ros.core.simple_ik.objectives import bind
-from roboplan_ik_ros.core.simple_ik.solver import _inverse_target
+from roboplan_ik_ros.core.simple_ik.goals import inverse_target
 from test_simple_ik import MAX_TIME, SOLVER_SEED, Checker, continuous_ur5, random_goal_configurations
 
 TIP = "panda_hand_tcp"
@@ -70,7 +70,7 @@ def test_jacobian_matches_finite_differences(panda, kind):
     h = 1e-6
     for q_goal, q in zip(random_goal_configurations(s, "arm", q0, 4, seed=31),
                          random_goal_configurations(s, "arm", q0, 4, seed=32)):
-        o = bind(goals_for(s, q_goal)[kind], 0, s.frame_id, [1.0] * 6, _inverse_target)
+        o = bind(goals_for(s, q_goal)[kind], 0, s.frame_id, [1.0] * 6, inverse_target)
 
         def error(x):
             pin.computeJointJacobians(model, data, x)
@@ -132,7 +132,7 @@ def test_reachable_objectives_are_solved(panda, kind, method):
 def test_objectives_compiled_and_python_steps_solve_alike(panda, method, monkeypatch):
     """The objectives loop with and without the compiled step kernel: the same answers (up to rounding:
     within 1e-9, the same iterations) on points-relative and point + axis goals, all reached and valid."""
-    from roboplan_ik_ros.core.simple_ik import solver as solver_module
+    from roboplan_ik_ros.core.simple_ik import compiled_step as compiled_kernel
 
     s, check, q0 = panda
     cases = []
@@ -141,7 +141,7 @@ def test_objectives_compiled_and_python_steps_solve_alike(panda, method, monkeyp
         cases += [[g["points relative"]], [g["point world"], g["axis world"]]]
     answers = {}
     for compiled in (True, False):
-        monkeypatch.setattr(solver_module, "USE_COMPILED_STEP", compiled)
+        monkeypatch.setattr(compiled_kernel, "USE_COMPILED_STEP", compiled)
         ik = ik_of(s, method=method, max_time=1.0)
         answers[compiled] = [ik.solve(goals, q0) for goals in cases]
     same = 0

@@ -1,6 +1,6 @@
 """ROS-free IK core: scene, SimpleIK and OInK on pinocchio + OSQP + coal. Imports no ROS module.
 
-Layout: ``model/`` (the robot: scene, SRDF, joint groups, limits files), ``oink/`` (the QP step:
+Layout: ``model/`` (the robot: scene, SRDF, joint groups, limits files, ``scene_from_config``), ``oink/`` (the QP step:
 tasks, limits, barriers, solver, and ``controller`` that builds them from a config),
 ``simple_ik/`` (one-shot IK and its worker process), ``control/`` (the per-tick loop around OInK),
 ``config.py`` (the YAML schema) and ``errors.py``.
@@ -27,7 +27,7 @@ from .oink import (
 )
 from .model.obstacles import Obstacle
 from .model.scene import Scene
-from .simple_ik.solver import FrameGoal, IKResult, SimpleIK, SimpleIKOptions
+from .simple_ik import FrameGoal, IKResult, SimpleIK, SimpleIKOptions
 
 __all__ = [
     "AccelerationLimit", "Barrier", "ConfigurationTask", "FrameGoal", "FrameTask", "IKResult", "InvalidInputError", "JointGroup",

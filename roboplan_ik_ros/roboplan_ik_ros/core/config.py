@@ -21,7 +21,7 @@ import yaml
 from .errors import InvalidInputError
 from .ranges import check_key
 from .simple_ik.objective_config import objectives_from_config
-from .simple_ik.solver import SimpleIKOptions
+from .simple_ik.options import SimpleIKOptions
 
 Number = float
 

@@ -45,7 +45,7 @@ from roboplan_ik_interfaces.msg import ControllerStatus
 
 from ..core.config import IKConfig, load_config
 from ..core.control.control_loop import STALE, ControlLoop
-from ..core.oink.controller import scene_from_config
+from ..core.model.scene_config import scene_from_config
 from ..core.errors import InvalidInputError
 from ..core.simple_ik.worker import WorkerSpec, start_forkserver
 from ..core.oink import FrameTask

@@ -93,7 +93,7 @@ from ..core.errors import InvalidInputError
 from ..core.simple_ik.objective_config import check_objective_frames
 from ..core.simple_ik.worker import FAILED, READY, STARTING, IKWorker, WorkerError, WorkerSpec
 from ..core.model.scene import Scene
-from ..core.simple_ik.solver import FrameGoal, IKResult, SimpleIK, SimpleIKOptions
+from ..core.simple_ik import FrameGoal, IKResult, SimpleIK, SimpleIKOptions
 from .goals import FrameResolver, GoalError
 from .objective_msgs import objective_from_msg
 from .message_conversions import JointMap

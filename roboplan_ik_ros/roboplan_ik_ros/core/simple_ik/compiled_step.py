@@ -2,7 +2,7 @@
 
 One C call per iteration does what SimpleIK's Python step does in ~10 BLAS/LAPACK/numpy calls (the
 damped least-squares direction of dls and lm_*, the cap to max_step_norm) plus ~20 per re-solve of
-the active set on the joint limits (_clamped_step): at ~1 us per call from Python, those calls were
+the active set on the joint limits (active_set.py): at ~1 us per call from Python, those calls were
 most of an iteration's time (TALOS torso + arm hits a limit in most iterations). The kinematics, the
 error, the convergence, stall and plateau tests stay in Python.
 
@@ -21,6 +21,7 @@ import numpy as np
 from ..compiled_library import library_path, load_library
 
 _LIBRARY_STEM = "_simple_ik_kernel"
+USE_COMPILED_STEP = True  # the compiled methods' steps in C when the kernel is built (tests switch it)
 _p, _i64, _f64 = ctypes.c_void_p, ctypes.c_int64, ctypes.c_double
 
 

@@ -31,7 +31,8 @@ import pinocchio as pin
 
 from ..errors import InvalidInputError
 from .objectives import AxisGoal, PointGoal, check_axis_weights, check_objective_weight, as_points, as_direction
-from .solver import FrameGoal, check_error_weights
+from .goals import FrameGoal
+from .options import check_error_weights
 
 OBJECTIVE_TYPES = ("frame", "point", "axis")
 COMMON_KEYS = ("type", "link", "relative_to", "weight")

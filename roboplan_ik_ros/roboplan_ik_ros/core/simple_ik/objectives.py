@@ -6,7 +6,7 @@ Klamp't's IKObjective family (``ik.objective(link, ref=..., local=..., world=...
 * :class:`AxisGoal`: a unit axis ``a_link`` (link frame) along a unit direction (reference frame), 3 rows
   ``R a_link - d`` of rank 2 (rotation about the axis is free);
 * ``relative_to``: the reference frame is another frame of the model, moving with q (None: the world),
-  also on :class:`~roboplan_ik_ros.core.simple_ik.solver.FrameGoal`.
+  also on :class:`~roboplan_ik_ros.core.simple_ik.goals.FrameGoal`.
 
 Each bound objective (``bind``) computes its stacked error ``e`` and its Jacobian ``de/dq`` (group v
 columns) after ``computeJointJacobians`` and ``updateFramePlacements`` on the solver's data. With

@@ -4,17 +4,35 @@ than ``max_joint_step`` between consecutive waypoints (MoveIt's jump threshold i
 bound on every joint; a continuous joint's motion is the angle pin.difference measures, the short way
 round), so a path never jumps to another IK branch. The search stops at the first
 waypoint without such a solution; the result tells how far along the path it got.
+
+This module sits above the solver: it calls any :class:`NearbySolver` (SimpleIK is one) and imports
+nothing of solver.py, which imports it for ``SimpleIK.solve_path``.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
+from typing import Protocol
 
 import numpy as np
 
 from ..errors import InvalidInputError, check_positive
-from .solver import FrameGoal, SimpleIK, SimpleIKOptions
+from .goals import FrameGoal, IKResult
+from .options import SimpleIKOptions
+
+
+class NearbySolver(Protocol):
+    """What path planning needs of a one-shot IK solver (:class:`~.solver.SimpleIK` is one)."""
+
+    options: SimpleIKOptions  # used when solve_path is given no options
+
+    def check_seed(self, q_seed) -> np.ndarray:
+        """q_seed as a finite float vector of size nq, or InvalidInputError."""
+
+    def solve_nearby(self, goals: Sequence[FrameGoal], q_seed: np.ndarray, max_deviation: float,
+                     options: SimpleIKOptions | None = None) -> IKResult:
+        """A solution with no joint more than ``max_deviation`` from ``q_seed``."""
 
 
 @dataclass
@@ -25,7 +43,7 @@ class PathResult:
     message: str = ""
 
 
-def solve_path(ik: SimpleIK, tip_frame: str, poses: Sequence, q_seed: np.ndarray, max_joint_step: float,
+def solve_path(ik: NearbySolver, tip_frame: str, poses: Sequence, q_seed: np.ndarray, max_joint_step: float,
                options: SimpleIKOptions | None = None) -> PathResult:
     """Solve ``tip_frame`` at each of ``poses`` (pin.SE3 or 4x4, model world frame) in order, from
     ``q_seed`` (full nq): waypoint k by ``ik.solve_nearby`` from waypoint k-1's solution with
@@ -34,7 +52,7 @@ def solve_path(ik: SimpleIK, tip_frame: str, poses: Sequence, q_seed: np.ndarray
     if isinstance(poses, (str, bytes)) or not isinstance(poses, Sequence) or len(poses) == 0:
         raise InvalidInputError(f"poses: expected a non-empty list of poses, got {poses!r}")
     opt = replace(options or ik.options, fast_return=True)
-    q = ik._check_seed(q_seed).copy()
+    q = ik.check_seed(q_seed).copy()
     q_path: list[np.ndarray] = []
     for k, T in enumerate(poses):
         res = ik.solve_nearby([FrameGoal(tip_frame, T)], q, max_joint_step, opt)

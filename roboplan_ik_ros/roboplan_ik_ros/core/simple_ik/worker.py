@@ -63,7 +63,8 @@ import numpy as np
 
 from ..errors import InvalidInputError
 from .objectives import AxisGoal, PointGoal
-from .solver import FrameGoal, IKResult, SimpleIKOptions
+from .goals import FrameGoal, IKResult
+from .options import SimpleIKOptions
 
 STARTING, READY, RESTARTING, FAILED, STOPPED = "starting", "ready", "restarting", "failed", "stopped"
 
@@ -82,7 +83,7 @@ class WorkerSpec:
 
     The scene is ``Scene(urdf_xml, srdf_xml, package_paths, convex_hulls=..., position_limits=...,
     velocity_limits=...)``; :meth:`from_robot_config` gives the arguments with which
-    ``core.oink.controller.scene_from_config`` builds the control loop's scene.
+    ``core.model.scene_config.scene_from_config`` builds the control loop's scene.
     """
 
     urdf_xml: str

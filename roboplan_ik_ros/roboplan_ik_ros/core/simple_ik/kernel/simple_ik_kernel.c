@@ -1,8 +1,8 @@
 /* One SimpleIK iteration after the kinematics: the damped least-squares step, its cap and the
  * position limits (active set or clip), in one call.
  *
- * The same arithmetic as the Python path of solver.py (_descend_fast: the dls and lm_* steps, the
- * cap to max_step_norm; _clamped_step / _back_into_limits: the active set on the limits), written
+ * The same arithmetic as the Python path of solver.py (_descend_fast: the dls and lm_* steps of
+ * methods.py, the cap to max_step_norm; active_set.py: the active set on the limits), written
  * as plain loops over the small dense matrices of one step (m = 6 rows per goal, n <= a few tens of
  * joints). The kinematics (pinocchio), the error, the convergence and stall/plateau tests stay in
  * Python; this replaces the ~10 BLAS/LAPACK/numpy calls of a step and the ~20 of each re-solve
@@ -26,7 +26,7 @@ typedef struct {
     double neg_step; /* -step_size */
     double max_step; /* [rad or m] cap of the step's 2-norm (inf: none) */
     int64_t clamp;   /* 1: active set on the limits (clamp_limits); 0: clip into them */
-    int64_t rounds;  /* re-solves of the active set (_CLAMP_ROUNDS) */
+    int64_t rounds;  /* re-solves of the active set (active_set.CLAMP_ROUNDS) */
 } sik_step;
 
 /* Scratch doubles a step needs: the step's A (m x m), y, (unused) (m), dq, target (n), then the
@@ -119,7 +119,7 @@ static int64_t clip_mark(const double *t, const double *lo, const double *hi, in
     return count;
 }
 
-/* _clamped_step: target (= x + the step, outside [lo, hi]) with the coordinates that left the
+/* active_set.clamped_step: target (= x + the step, outside [lo, hi]) with the coordinates that left the
  * range clamped onto it and the free ones re-solved for rhs - J d_c (rhs = neg_step e) by the same
  * damped least squares, capped; new violations join the clamped set (at most `rounds` re-solves);
  * the result is clipped, so it is always inside. */
