@@ -455,11 +455,31 @@ def _call_service(srv, scene, arm, tip, rng, rec, PoseGoal, SolveIK, pose_from_s
     return future
 
 
-def report(rec: Recording, scene, arm, tip, box, args, console) -> int:
+def _pyplot():
+    """matplotlib's pyplot on the Agg backend (files only: the demo may run without a display)."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+
+    return plt
+
+
+def _raw_mesh_checker(*obstacles):
+    """The demo's own distance oracle: the Panda with its raw collision meshes (not the node's convex
+    hulls) and ``obstacles``."""
+    from .core.model.robots import load_example_robot
+    from .core.model.scene import Scene
+
+    rd = load_example_robot("panda")
+    checker = Scene(rd.urdf_xml, rd.srdf_xml, rd.package_paths, convex_hulls=False)
+    for obstacle in obstacles:
+        checker.add_obstacle(obstacle)
+    return checker
+
+
+def report(rec: Recording, scene, arm, tip, box, args, console) -> int:
+    plt = _pyplot()
     from rich.table import Table
 
     js_t = np.array(rec.js_t)
@@ -601,22 +621,15 @@ def reach_over_block(node, ns, goal_pub, T0, rec, progress, t_origin, duration: 
 def obstacle_report(rec: Recording, config, arm, tip, args, console) -> int:
     """The reach's smallest obstacle distance: from /joint_states with the demo's own scene (table +
     block; every pair, raw meshes) and from ~/status; a plot of the TCP path over the block."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    plt = _pyplot()
     import pinocchio as pin
     from matplotlib.patches import Rectangle
     from rich.table import Table
 
-    from .core.model.robots import load_example_robot
-    from .core.model.scene import Scene
-
     if len(rec.obstacle_window) != 2:
         console.print("[red]the reach over the block did not run[/red]")
         return 1
-    rd = load_example_robot("panda")
-    checker = Scene(rd.urdf_xml, rd.srdf_xml, rd.package_paths, convex_hulls=False)
+    checker = _raw_mesh_checker()
     q_ref = checker.named_configuration("default")
     js_t, js_q = np.array(rec.js_t), np.array(rec.js_q)
     t0, t1 = rec.obstacle_window
@@ -765,23 +778,15 @@ def perceived_report(rec: Recording, config, arm, tip, a_max, j_max, dt, args, c
     """The sweep toward the perceived box: the smallest distance to the true box (the demo's own coal
     distance, raw meshes, from /joint_states) against the barrier's d_min, ~/status's closest perceived
     point, QP failures and holds in the segment, peak acceleration and jerk ratios; a plot."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    plt = _pyplot()
     import pinocchio as pin
     from matplotlib.patches import Rectangle
     from rich.table import Table
 
-    from .core.model.robots import load_example_robot
-    from .core.model.scene import Scene
-
     if len(rec.perceived_window) != 2:
         console.print("[red]the sweep toward the perceived box did not run[/red]")
         return 1
-    rd = load_example_robot("panda")
-    checker = Scene(rd.urdf_xml, rd.srdf_xml, rd.package_paths, convex_hulls=False)
-    checker.add_obstacle(rec.perceived_box)
+    checker = _raw_mesh_checker(rec.perceived_box)
     q_ref = checker.named_configuration("default")
     gm = checker.collision_model
     pairs = [k for k, p in enumerate(gm.collisionPairs) if p.second >= checker.world.n_robot_geometries]

@@ -46,7 +46,7 @@ from ..core.model.robots import EXAMPLE_ROBOTS
 from ..core.model.scene import Scene
 from .message_conversions import JointMap
 from .mock_robot import load_robot
-from .spin import make_executor, spin_until_shutdown
+from .spin import spin_node_until_shutdown
 
 
 def _vector(value, name: str, n: int = 3, allow_empty: bool = False) -> np.ndarray:
@@ -166,14 +166,7 @@ def main(args=None) -> None:
         rclpy.logging.get_logger("mock_camera").error(str(exc))
         rclpy.try_shutdown()
         raise SystemExit(1) from exc
-    executor = make_executor()
-    executor.add_node(node)
-    try:
-        spin_until_shutdown(executor, logger_name="mock_camera")
-    finally:
-        node.destroy_node()
-        executor.shutdown()
-        rclpy.try_shutdown()
+    spin_node_until_shutdown(node, "mock_camera")
 
 
 if __name__ == "__main__":

@@ -80,7 +80,7 @@ from ..core.model.scene import Scene
 from . import strict_drive as sd
 from .loop_thread import set_fifo_priority
 from .message_conversions import JointMap
-from .spin import make_executor, spin_until_shutdown
+from .spin import spin_node_until_shutdown
 
 LATCHED = QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.TRANSIENT_LOCAL)
 COMMAND_TYPES = ("forward_command", "joint_trajectory", "joint_state")
@@ -468,14 +468,7 @@ def main(args=None) -> None:
             node.get_logger().warning(f"rt_priority {node.rt_priority}: {why_not}")
         else:
             node.get_logger().info(f"SCHED_FIFO priority {node.rt_priority}")
-    executor = make_executor()
-    executor.add_node(node)
-    try:
-        spin_until_shutdown(executor, logger_name="mock_robot")
-    finally:
-        node.destroy_node()
-        executor.shutdown()
-        rclpy.try_shutdown()
+    spin_node_until_shutdown(node, "mock_robot")
 
 
 if __name__ == "__main__":

@@ -87,6 +87,18 @@ def spin_until_shutdown(executor, stop: threading.Event | None = None,
                     get_logger(logger_name).error(f"the error handler raised:\n{traceback.format_exc()}")
 
 
+def spin_node_until_shutdown(node, logger_name: str) -> None:
+    """A plain node's main loop (the mocks): spin it until shutdown, then release it and rclpy."""
+    executor = make_executor()
+    executor.add_node(node)
+    try:
+        spin_until_shutdown(executor, logger_name=logger_name)
+    finally:
+        node.destroy_node()
+        executor.shutdown()
+        rclpy.try_shutdown()
+
+
 def stop_on_signals(stop: threading.Event, logger_name: str = "ik_controller") -> list[str]:
     """SIGINT and SIGTERM set ``stop`` (the node then brakes before rclpy shuts down: after that
     nothing can be published). A later signal is logged and changes nothing: it must not cut the
