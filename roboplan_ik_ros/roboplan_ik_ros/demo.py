@@ -478,6 +478,23 @@ def _raw_mesh_checker(*obstacles):
     return checker
 
 
+def _obstacle_distances(checker, js_q, arm, tip):
+    """Per joint state: the least distance of any robot x obstacle pair of ``checker`` [m], and the TCP."""
+    import pinocchio as pin
+
+    gm = checker.collision_model
+    pairs = [k for k, p in enumerate(gm.collisionPairs) if p.second >= checker.world.n_robot_geometries]
+    data, gd = checker.model.createData(), pin.GeometryData(gm)
+    q_ref = checker.named_configuration("default")
+    distances, tcp = [], []
+    for v in js_q:
+        q = checker.q_from_joint_positions(arm, v, q_ref)
+        pin.updateGeometryPlacements(checker.model, data, gm, gd, q)
+        distances.append(min(pin.computeDistance(gm, gd, k).min_distance for k in pairs))
+        tcp.append(checker.frame_pose(q, tip).translation)
+    return np.array(distances), np.array(tcp)
+
+
 def report(rec: Recording, scene, arm, tip, box, args, console) -> int:
     plt = _pyplot()
     from rich.table import Table
@@ -622,7 +639,6 @@ def obstacle_report(rec: Recording, config, arm, tip, args, console) -> int:
     """The reach's smallest obstacle distance: from /joint_states with the demo's own scene (table +
     block; every pair, raw meshes) and from ~/status; a plot of the TCP path over the block."""
     plt = _pyplot()
-    import pinocchio as pin
     from matplotlib.patches import Rectangle
     from rich.table import Table
 
@@ -630,22 +646,12 @@ def obstacle_report(rec: Recording, config, arm, tip, args, console) -> int:
         console.print("[red]the reach over the block did not run[/red]")
         return 1
     checker = _raw_mesh_checker()
-    q_ref = checker.named_configuration("default")
     js_t, js_q = np.array(rec.js_t), np.array(rec.js_q)
     t0, t1 = rec.obstacle_window
     window = (js_t >= t0) & (js_t <= t1)
     for o in [*config.obstacles, rec.block]:
         checker.add_obstacle(o)
-    gm = checker.collision_model
-    pairs = [k for k, p in enumerate(gm.collisionPairs) if p.second >= checker.world.n_robot_geometries]
-    data, gd = checker.model.createData(), pin.GeometryData(gm)
-    distances, tcp = [], []
-    for v in js_q[window]:
-        q = checker.q_from_joint_positions(arm, v, q_ref)
-        pin.updateGeometryPlacements(checker.model, data, gm, gd, q)
-        distances.append(min(pin.computeDistance(gm, gd, k).min_distance for k in pairs))
-        tcp.append(checker.frame_pose(q, tip).translation)
-    distances, tcp = np.array(distances), np.array(tcp)
+    distances, tcp = _obstacle_distances(checker, js_q[window], arm, tip)
     d_min = next((b.d_min for b in config.barriers if b.type == "collision" and b.pairs in ("obstacles", "all")), 0.0)
     seen = [s for s in rec.obstacle_status if t0 <= s[0] <= t1 and s[1]]
     nearest = min(seen, key=lambda s: s[3]) if seen else None
@@ -779,7 +785,6 @@ def perceived_report(rec: Recording, config, arm, tip, a_max, j_max, dt, args, c
     distance, raw meshes, from /joint_states) against the barrier's d_min, ~/status's closest perceived
     point, QP failures and holds in the segment, peak acceleration and jerk ratios; a plot."""
     plt = _pyplot()
-    import pinocchio as pin
     from matplotlib.patches import Rectangle
     from rich.table import Table
 
@@ -787,20 +792,10 @@ def perceived_report(rec: Recording, config, arm, tip, a_max, j_max, dt, args, c
         console.print("[red]the sweep toward the perceived box did not run[/red]")
         return 1
     checker = _raw_mesh_checker(rec.perceived_box)
-    q_ref = checker.named_configuration("default")
-    gm = checker.collision_model
-    pairs = [k for k, p in enumerate(gm.collisionPairs) if p.second >= checker.world.n_robot_geometries]
-    data, gd = checker.model.createData(), pin.GeometryData(gm)
     t0, t1 = rec.perceived_window
     js_t, js_q = np.array(rec.js_t), np.array(rec.js_q)
     window = (js_t >= t0) & (js_t <= t1)
-    distances, tcp = [], []
-    for v in js_q[window]:
-        q = checker.q_from_joint_positions(arm, v, q_ref)
-        pin.updateGeometryPlacements(checker.model, data, gm, gd, q)
-        distances.append(min(pin.computeDistance(gm, gd, k).min_distance for k in pairs))
-        tcp.append(checker.frame_pose(q, tip).translation)
-    distances, tcp = np.array(distances), np.array(tcp)
+    distances, tcp = _obstacle_distances(checker, js_q[window], arm, tip)
     barrier = next((b for b in config.barriers if b.type == "collision" and b.pairs == "perceived"), None)
     d_min = barrier.d_min if barrier is not None else 0.0
 
