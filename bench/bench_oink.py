@@ -354,7 +354,7 @@ def run_near(robot, core, core_err, pink_have, args) -> list[dict]:
     obstacles = near_obstacles(core, c)
     print(f"\n== {robot.spec.name} near obstacles: start {NEAR_START}, tip at {np.round(c, 4).tolist()}; "
           f"{', '.join(f'{o.name} {o.shape} {o.dims} at {np.round(o.position, 3).tolist()}' for o in obstacles)} "
-          f"((d) only); ours with rows_per_pair 1 and {default_rpp} (the config's default)")
+          f"((d) as primitives, (p) as a cloud); ours with rows_per_pair 1 and {default_rpp} (the config's default)")
     rows = []
     for cfg in args.near_configs:
         setup = OinkSetup(cfg, args.dt, box_min, box_max, scb_safe_gain=args.scb_safe_gain, label=f"{cfg} near")
