@@ -1720,7 +1720,8 @@ def target_rows(rows: list[dict]) -> list[dict]:
 
 def issue20_targets(rows: list[dict]) -> list[dict]:
     """Issue 20's targets for the loop, each judged on every run it applies to (variant "full"): loop thread
-    CPU and tick p99 at 500 Hz idle (any trigger), on time at 1 kHz (timer; idle, and busy for (c)/(d)),
+    CPU and tick p99 at 500 Hz, timer, idle (the issue measures with the timer trigger unless it says; with the
+    joint_states trigger the "loop thread" is the executor's, which also runs every callback), on time at 1 kHz (timer; idle, and busy for (c)/(d)),
     on time with the joint_states trigger at 500 Hz (idle and busy)."""
     out = []
 
@@ -1733,7 +1734,7 @@ def issue20_targets(rows: list[dict]) -> list[dict]:
         if r.get("variant", "full") != "full":
             continue
         cfg, rate, load, trig = r["config"], r["rate_set_hz"], r["load"], r["trigger"]
-        if rate == 500.0 and load == "idle":
+        if rate == 500.0 and load == "idle" and trig == "timer":  # the issue's figures: timer trigger unless said
             if cfg in ISSUE20_LOOP_CPU_500:
                 lim = ISSUE20_LOOP_CPU_500[cfg]
                 add(f"({cfg}) 500 Hz: loop thread CPU <= {lim:g} %", r, f"{r['loop_cpu_pct']:.1f} %",
