@@ -23,7 +23,7 @@ Configs:
       --a-max for every joint; no jerk bound: RoboPlan's has none). RoboPlan's AccelerationLimit is
       fed the last velocity (setLastVelocity), ours the last two increments (set_history) and its
       barrier rows brake within the bound (brake_barriers_for). pink is not run for (e).
-Near obstacles (--near-configs, default "cd"; Panda only): (c) and (d) again from a start with the hand low
+Near obstacles (--near-configs, default "cdp"; Panda only): (c) and (d) again from a start with the hand low
   (NEAR_START: TCP 16 cm over the base plane), a table 7 cm under the TCP and a box 19 cm beside it
   (+y): the circle runs into both, and at least five pairs of each collision barrier are within its
   broad_phase_cutoff (0.2 m) all along (printed: pairs within the cutoff at the start and min/median/max
@@ -31,6 +31,13 @@ Near obstacles (--near-configs, default "cd"; Panda only): (c) and (d) again fro
   runs twice, rows_per_pair 1 (RoboPlan's form, the class default the rows above use) and the config's
   default (BarrierConfig.rows_per_pair), same run; the ratio lines compare each with RoboPlan and the two
   with each other. These rows have no targets.
+  (p near) = (c near) + the same table and box as a perceived cloud instead of primitives: NEAR_CLOUD_POINTS
+  points on their visible faces (2 mm noise, seeded), voxel-filtered at 2 cm into a coal OcTree (the shipped
+  perception's voxel_size and octree_resolution); ours: the core Scene's perceived cloud and a CollisionBarrier
+  pairs "perceived" (4 pairs, d_min 0.02); RoboPlan: the same octree's leaves (rc.OcTree from toBoxes(), same
+  resolution) added to its Scene (addOcTreeGeometry), its SelfCollisionBarrier the only barrier (4 pairs: robot
+  and octree pairs together). The obs columns are then the cloud: steps closer than d_min - 1 mm to it and the
+  smallest margin (the solvers' convex hulls against the octree, every step, coal). pink is not run for (p).
 Barrier gains are the libraries' common defaults (gain 1, safe_displacement_gain 1); pink's class-K
 function is linear (h) where RoboPlan/ours use h/(1+|h|).
 Each step: set target, solve, enforce barriers (ours/RoboPlan, tolerance 1e-4), integrate.
@@ -72,6 +79,8 @@ TARGETS = {"a": 1.5, "b": 2.0, "c": 0.3, "d": 0.3, "e": 0.3}
 OWN_C_TARGET = 1.5  # (d) <= 1.5x our own (c) when RoboPlan's barrier ignores the obstacles  # median step ours / RoboPlan, same run, hot and paced
 TIMINGS = ("hot", "paced")
 NEAR_START = [0.0, 0.2, 0.0, -2.3, 0.0, 2.5, 0.785]  # Panda: the hand low, TCP at (0.53, 0, 0.16) m
+NEAR_CLOUD_POINTS = 20000  # (p near): points of the perceived cloud before the voxel filter
+NEAR_CLOUD_VOXEL = 0.02  # [m] voxel filter and octree resolution (panda.yaml's perception defaults)
 
 
 def make_peers(robot, setup, q0, T0, core, core_err, pink_have, qp_solvers=(None,), rows_per_pair=(None,)) -> list:
@@ -82,7 +91,7 @@ def make_peers(robot, setup, q0, T0, core, core_err, pink_have, qp_solvers=(None
                 makers.append((f"ours+{qs}" if qs else "ours",
                                lambda qs=qs, rpp=rpp: OursOink(robot, core, setup, q0, T0, qs, rows_per_pair=rpp)))
     makers.append(("roboplan", lambda: RoboPlanOink(robot, setup, q0, T0)))
-    for s in ([] if setup.acceleration or setup.obstacles else pink_have):
+    for s in ([] if setup.acceleration or setup.obstacles or setup.cloud is not None else pink_have):
         makers.append((f"pink+{s}", lambda s=s: PinkOink(robot, setup, q0, T0, s)))
     peers = []
     for name, make in makers:
@@ -176,6 +185,8 @@ def metrics(robot, setup, peer, q0, targets, traj, times, crash) -> dict:
     steady = err[start:] if n > start else err
     barrier_box, barrier_col = setup.box, setup.self_collision
     obst = np.array([obstacle_checker(setup, robot).min_distance(v, robot) for v in traj]) if setup.obstacles else np.zeros(0)
+    if setup.cloud is not None:  # (p): the obs columns are the cloud
+        obst = cloud_distances(robot, setup, traj)
     acc = np.abs(np.diff(qs, n=2, axis=0)).max(axis=0) / (setup.dt**2 * setup.a_max) if setup.a_max is not None and n > 1 else None
     return {"name": peer.name, "robot": robot.spec.name, "n": n, "config": setup.config,
             "success_rate": (n - peer.failures) / len(targets), **time_stats(times),
@@ -233,6 +244,57 @@ def circle_targets(T0: pin.SE3, args) -> list[pin.SE3]:
             for k in range(args.steps)]
 
 
+def cloud_distances(robot, setup, traj_values) -> np.ndarray:
+    """Per step: the smallest distance of the robot (the solvers' convex hulls) to ``setup.cloud`` (coal, every
+    robot x cloud pair of the core's perceived pair set)."""
+    from roboplan_ik_ros.core.model.closest_pairs import ClosestPairs
+    from peers import _ours_scene
+
+    core = import_core()[0]
+    scene, q_ref = _ours_scene(robot, core)
+    scene.set_perceived_cloud(setup.cloud)
+    pairs = ClosestPairs(scene, 1, np.inf, "perceived")
+    data, geom_data = scene.create_data()
+    out = np.empty(len(traj_values))
+    for i, values in enumerate(traj_values):
+        q = scene.q_from_joint_positions(robot.joints, values, q_ref)
+        pin.forwardKinematics(scene.model, data, q)
+        pin.updateGeometryPlacements(scene.model, data, scene.collision_model, geom_data)
+        out[i] = min(pairs.distance(geom_data, k).min_distance for k in range(len(pairs.first)))
+    return out
+
+
+def near_cloud(core, robot, obstacles, n: int = NEAR_CLOUD_POINTS, voxel: float = NEAR_CLOUD_VOXEL, seed: int = 0):
+    """(p near): a core PerceivedCloud of ``n`` points on the faces of the box ``obstacles`` but their bottoms
+    (2 mm noise, seeded; points split by face area), voxel-filtered and octree'd at ``voxel``."""
+    from peers import _ours_scene
+    from roboplan_ik_ros.core.config import PerceptionConfig
+    from roboplan_ik_ros.core.model.perceived_cloud import CloudIngest
+    from roboplan_ik_ros.core.model.point_cloud import voxel_filter
+
+    rng = np.random.default_rng(seed)
+    faces = []  # (area, obstacle, axis, sign)
+    for o in obstacles:
+        d = np.asarray(o.dims, dtype=float)
+        for axis in range(3):
+            for sign in (-1.0, 1.0):
+                if not (axis == 2 and sign < 0):
+                    faces.append((float(np.prod(np.delete(d, axis))), o, axis, sign))
+    areas = np.array([f[0] for f in faces])
+    counts = rng.multinomial(n, areas / areas.sum())
+    pts = []
+    for (_, o, axis, sign), m in zip(faces, counts):
+        half = np.asarray(o.dims, dtype=float) / 2
+        local = rng.uniform(-half, half, (m, 3))
+        local[:, axis] = sign * half[axis]
+        T = o.T_frame_obstacle
+        pts.append(local @ T.rotation.T + T.translation)
+    raw = np.vstack(pts) + rng.normal(0.0, 0.002, (n, 3))
+    scene, _ = _ours_scene(robot, core)
+    ingest = CloudIngest(scene, PerceptionConfig(voxel_size=voxel, octree_resolution=voxel))
+    return ingest.cloud(voxel_filter(raw, voxel)), len(raw)
+
+
 def near_obstacles(core, c: np.ndarray) -> list:
     """A table whose top is 7 cm under the TCP at ``c`` (from 25 cm in front of the base on, not under it)
     and a box whose face is 19 cm beside it (+y), standing on the table."""
@@ -251,10 +313,13 @@ def pairs_within_cutoff(robot, core, setup, traj_values, every: int = 10) -> dic
     scene, q_ref = _ours_scene(robot, core)
     for o in setup.obstacles:
         scene.add_obstacle(o)
+    if setup.cloud is not None:
+        scene.set_perceived_cloud(setup.cloud)
     cutoff = _default_cutoff(core)
     data, geom_data = scene.create_data()
     out = {}
-    for pair_set in ("self", "obstacles") if setup.obstacles else ("self",):
+    for pair_set in ("self",) + (("obstacles",) if setup.obstacles else ()) + (
+            ("perceived",) if setup.cloud is not None else ()):
         pairs = ClosestPairs(scene, 1, cutoff, pair_set)
         counts = []
         for values in traj_values[::every]:
@@ -289,13 +354,18 @@ def run_near(robot, core, core_err, pink_have, args) -> list[dict]:
     obstacles = near_obstacles(core, c)
     print(f"\n== {robot.spec.name} near obstacles: start {NEAR_START}, tip at {np.round(c, 4).tolist()}; "
           f"{', '.join(f'{o.name} {o.shape} {o.dims} at {np.round(o.position, 3).tolist()}' for o in obstacles)} "
-          f"((d) only); ours with rows_per_pair 1 and {default_rpp} (the config's default)")
+          f"((d) as primitives, (p) as a cloud); ours with rows_per_pair 1 and {default_rpp} (the config's default)")
     rows = []
     for cfg in args.near_configs:
         setup = OinkSetup(cfg, args.dt, box_min, box_max, scb_safe_gain=args.scb_safe_gain, label=f"{cfg} near")
         setup.skip_dist = args.fast
         if cfg == "d":
             setup.obstacles = obstacles
+        if cfg == "p":
+            setup.cloud, n_raw = near_cloud(core, robot, obstacles)
+            print(f"  (p near) cloud: {n_raw} points on the faces of {', '.join(o.name for o in obstacles)} -> "
+                  f"{len(setup.cloud.points)} cells of {NEAR_CLOUD_VOXEL * 100:g} cm (coal OcTree; RoboPlan: the same "
+                  f"{len(setup.cloud.octree.toBoxes())} leaves)")
         trajectories = {}
         cfg_rows = run_config(robot, setup, q0, T0, targets, core, core_err, pink_have, args, args.qp_solvers,
                               rows_per_pair=(1, default_rpp), trajectories=trajectories)
@@ -480,7 +550,7 @@ def main() -> None:
     p.add_argument("--period", type=float, default=4.0)
     p.add_argument("--cut", type=float, default=0.03, help="[m] box top below the circle's top")
     p.add_argument("--configs", default="abcde")
-    p.add_argument("--near-configs", default="cd",
+    p.add_argument("--near-configs", default="cdp",
                    help="configs run again near obstacles (module docstring; '' = none)")
     p.add_argument("--obstacle-seed", type=int, default=0, help="seed of config (d)'s 20 random primitives")
     p.add_argument("--a-max", type=float, default=10.0,

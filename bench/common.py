@@ -279,7 +279,9 @@ def print_ratios(title: str, pairs: list[tuple[str, str, float, float]]) -> None
     print(title)
     for label, metric, ours, peer in pairs:
         r = ours / peer if peer and np.isfinite(peer) and np.isfinite(ours) else float("nan")
-        print(f"  {label:<44} {metric:<14} ours/peer = {fmt(r, '.2f')}")
+        # two decimals, or three significant digits below 0.1 (a 0.003x ratio is not "0.00")
+        print(f"  {label:<44} {metric:<14} ours/peer = {fmt(r, '.2f' if not np.isfinite(r) or abs(r) >= 0.1 else '.3g')}"
+              f"  ({fmt(ours)} vs {fmt(peer)})")
 
 
 def write_json(path: str | None, rows: list[dict]) -> None:

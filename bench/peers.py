@@ -78,6 +78,13 @@ def _roboplan_add_obstacle(scene, rc, o) -> None:
         raise ValueError(f"bench: obstacle shape {o.shape!r} not wired for RoboPlan")
 
 
+def roboplan_octree(rc, cloud):
+    """RoboPlan's OcTree of a core PerceivedCloud: the occupied leaves of our coal octree (``toBoxes()``, the
+    format RoboPlan's constructor takes) at the same resolution, so both solvers see the same cells."""
+    boxes = [np.asarray(b, dtype=float) for b in cloud.octree.toBoxes()]
+    return rc.OcTree(boxes, float(cloud.resolution))
+
+
 def _ours_scene(robot: Robot, core):
     s = robot.spec
     scene = core.Scene(s.urdf_xml, s.srdf_xml, s.package_paths)
@@ -243,9 +250,12 @@ class OinkSetup:
         self.config, self.dt, self.box_min, self.box_max = config, dt, box_min, box_max
         self.label = label or config  # in the peers' names: the config, or e.g. "c near" for a scenario of it
         self.a_max = a_max
-        self.box = config in "bcde"  # PositionBarrier on the tip
-        self.self_collision = config in "cde"  # SelfCollisionBarrier
+        self.box = config in "bcdep"  # PositionBarrier on the tip
+        self.self_collision = config in "cdep"  # SelfCollisionBarrier
         self.obstacles: list = []  # (d): core Obstacles of the cell (world frame), set by the bench
+        # (p): a perceived cloud (core PerceivedCloud: world-frame points and their coal OcTree), set by the bench:
+        # ours, a CollisionBarrier pairs "perceived"; RoboPlan, the same octree (its leaves) in its Scene
+        self.cloud = None
         self.acceleration = config == "e"  # AccelerationLimit
         self.scb_safe_gain = scb_safe_gain  # SelfCollisionBarrier safe_displacement_gain (all peers)
         self.posture_weight, self.n_pairs, self.d_min, self.reg = posture_weight, n_pairs, d_min, reg
@@ -260,6 +270,9 @@ class RoboPlanOink:
         self.scene, _ = _roboplan_scene(robot)
         for o in setup.obstacles:  # RoboPlan's Scene takes boxes, spheres, cylinders (and meshes)
             _roboplan_add_obstacle(self.scene, rc, o)
+        if setup.cloud is not None:  # the same octree: its occupied leaves, (x, y, z, size, occupancy, threshold)
+            self.scene.addOcTreeGeometry("perceived_cloud", "universe", roboplan_octree(rc, setup.cloud), np.eye(4),
+                                         np.array([0.6, 0.6, 0.6, 1.0]))
         g, dt = robot.spec.group, setup.dt
         self.joints = RoboPlanGroupJoints(self.scene, robot)
         self.q = self.joints.to_full(q0_values)
@@ -352,6 +365,11 @@ class OursOink:
             self.barriers.append(core.CollisionBarrier(self.oink, n_collision_pairs=setup.n_pairs, dt=dt,
                                                        d_min=setup.d_min, safe_displacement_gain=setup.scb_safe_gain,
                                                        pairs="obstacles", name="obstacles", **rows))
+        if setup.cloud is not None:  # the scene's perceived cloud and its barrier (as panda.yaml's 'perceived')
+            self.scene.set_perceived_cloud(setup.cloud)
+            self.barriers.append(core.CollisionBarrier(self.oink, n_collision_pairs=setup.n_pairs, dt=dt,
+                                                       d_min=setup.d_min, safe_displacement_gain=setup.scb_safe_gain,
+                                                       pairs="perceived", name="perceived", **rows))
         self.failures = 0
 
     def set_target(self, T: pin.SE3):
