@@ -174,6 +174,8 @@ class PointCloudInput:
         with self.lock, self.scene_lock:
             old = self.scene.perceived_cloud
             self.scene.set_perceived_cloud(cloud)
+        with self.scene_lock:  # the status report's tables, here rather than under the loop's lock in snapshot()
+            self._closest.prepare()
         self.report.state = state
         self.report.points = 0 if cloud is None else cloud.size
         if arrival is not None:

@@ -700,6 +700,7 @@ class ControlLoop:
             prepare = getattr(b, "prepare", None)
             if prepare is not None:
                 prepare()
+        self._closest_obstacle.prepare()  # the status report's tables too (queried under the loop's lock)
 
     def braking_time_bound(self) -> float:
         """[s] A generous bound on a stop from any velocity within the bounds: twice the slowest joint's

@@ -341,15 +341,33 @@ def _unit_normal(d: float, p1: np.ndarray, p2: np.ndarray, coal_normal: np.ndarr
 
 
 class ClosestObstacle:
-    """The obstacle nearest to the robot at a configuration, for status reports (not the hot path:
-    it allocates its tables again after each change of the scene's obstacles). ``pairs``:
-    ``"obstacles"`` or ``"perceived"`` (the perceived cloud's nearest point)."""
+    """The obstacle nearest to the robot at a configuration, for status reports. ``pairs``:
+    ``"obstacles"`` or ``"perceived"`` (the perceived cloud's nearest point).
+
+    Its tables follow the scene's obstacles: :meth:`prepare` builds them where the scene changed (off
+    the control loop's lock), else :meth:`query` rebuilds them itself (a few ms with a point cloud)."""
 
     def __init__(self, scene: Scene, pairs: str = "obstacles") -> None:
         self.scene = scene
         self.pair_set = pairs
-        self._version = -1
-        self._structure = -1
+        self._state: tuple | None = None  # (collision_version, ClosestPairs, names by geometry, Data, GeometryData)
+
+    def prepare(self) -> None:
+        """Build the tables for the scene as it is now (call where the scene cannot change meanwhile);
+        the next :meth:`query` takes them. Safe beside a query running in another thread: the query
+        keeps the tables it started with."""
+        scene = self.scene
+        state = self._state
+        if state is not None and state[0] == scene.collision_version:
+            return
+        version = scene.collision_version
+        pairs = ClosestPairs(scene, 1, np.inf, self.pair_set)
+        model, world = scene.model, scene.world
+        names = {int(g): (model.frames[pairs.object(g).parentFrame].name if g < world.n_robot_geometries
+                          else world.obstacle_name(int(g))) for g in pairs.geometries}
+        # the kernel places its own geometries: a Data is enough; the Python path needs one that fits the model
+        data, geom_data = (state[3], state[4]) if state is not None and pairs.compiled is not None else scene.create_data()
+        self._state = (version, pairs, names, data, geom_data)
 
     def query(self, q: np.ndarray) -> tuple[str, str, float]:
         """(obstacle, the robot link or attached object nearest to it, signed distance [m]);
@@ -357,29 +375,23 @@ class ClosestObstacle:
         scene = self.scene
         if not (scene.obstacles if self.pair_set == "obstacles" else scene.world.perceived_geometries()):
             return "", "", math.inf
-        if self._version != scene.collision_version:
-            self._pairs = ClosestPairs(scene, 1, np.inf, self.pair_set)
-            if self._structure != scene.collision_structure_version:  # a move keeps the geometry data
-                self._data, self._geom_data = scene.create_data()
-                self._structure = scene.collision_structure_version
-            gm = scene.collision_model
-            self._names = [scene.model.frames[gm.geometryObjects[g].parentFrame].name if g < scene.world.n_robot_geometries
-                           else scene.world.obstacle_name(g) for g in range(gm.ngeoms)]
-            self._version = scene.collision_version
-        pairs = self._pairs
+        if self._state is None or self._state[0] != scene.collision_version:
+            self.prepare()
+        _, pairs, names, data, geom_data = self._state
         if not len(pairs.first):
             return "", "", math.inf
-        pin.forwardKinematics(scene.model, self._data, q)
-        pin.updateGeometryPlacements(scene.model, self._data, scene.collision_model, self._geom_data)
-        res = pairs.query(self._data, self._geom_data)
+        pin.forwardKinematics(scene.model, data, q)
+        if pairs.compiled is None:  # the Python path reads coal's placements; the kernel places its own
+            pin.updateGeometryPlacements(scene.model, data, scene.collision_model, geom_data)
+        res = pairs.query(data, geom_data)
         if not res.count:
             return "", "", math.inf
         k = int(res.pair_index[0])
         a, b = int(pairs.first[k]), int(pairs.second[k])
         world = scene.world
         if world.is_obstacle(a) and world.is_obstacle(b):  # an attached object against a world obstacle
-            first = scene.obstacles.get(self._names[a])  # None: the perceived cloud
+            first = scene.obstacles.get(names[a])  # None: the perceived cloud
             a, b = (a, b) if first is not None and first.attached else (b, a)
-            return self._names[b], f"{self._names[a]} (attached)", float(res.distance[0])
+            return names[b], f"{names[a]} (attached)", float(res.distance[0])
         robot_geometry, obstacle = (a, b) if world.is_obstacle(b) else (b, a)
-        return self._names[obstacle], self._names[robot_geometry], float(res.distance[0])
+        return names[obstacle], names[robot_geometry], float(res.distance[0])
