@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import copy
 import math
+import threading
 from dataclasses import dataclass
 
 import coal
@@ -351,23 +352,30 @@ class ClosestObstacle:
         self.scene = scene
         self.pair_set = pairs
         self._state: tuple | None = None  # (collision_version, ClosestPairs, names by geometry, Data, GeometryData)
+        self._spare = None  # the kernel of the tables before the current ones: no query uses it
+        self._lock = threading.Lock()  # a query and the swap of the tables it uses
 
     def prepare(self) -> None:
         """Build the tables for the scene as it is now (call where the scene cannot change meanwhile);
         the next :meth:`query` takes them. Safe beside a query running in another thread: the query
-        keeps the tables it started with."""
+        keeps the tables it started with. The compiled kernel of the tables before is rebuilt in place
+        (its robot geometries kept: a new kernel would take the convex hulls again, ~2 ms)."""
         scene = self.scene
         state = self._state
         if state is not None and state[0] == scene.collision_version:
             return
         version = scene.collision_version
-        pairs = ClosestPairs(scene, 1, np.inf, self.pair_set)
+        spare, self._spare = self._spare, None
+        pairs = state[1].rebuilt(spare) if state is not None else ClosestPairs(scene, 1, np.inf, self.pair_set)
         model, world = scene.model, scene.world
         names = {int(g): (model.frames[pairs.object(g).parentFrame].name if g < world.n_robot_geometries
                           else world.obstacle_name(int(g))) for g in pairs.geometries}
         # the kernel places its own geometries: a Data is enough; the Python path needs one that fits the model
         data, geom_data = (state[3], state[4]) if state is not None and pairs.compiled is not None else scene.create_data()
-        self._state = (version, pairs, names, data, geom_data)
+        with self._lock:  # no query runs with the old tables after this: their kernel becomes the spare
+            self._state = (version, pairs, names, data, geom_data)
+            if state is not None and state[1].compiled is not pairs.compiled:
+                self._spare = state[1].compiled
 
     def query(self, q: np.ndarray) -> tuple[str, str, float]:
         """(obstacle, the robot link or attached object nearest to it, signed distance [m]);
@@ -377,21 +385,22 @@ class ClosestObstacle:
             return "", "", math.inf
         if self._state is None or self._state[0] != scene.collision_version:
             self.prepare()
-        _, pairs, names, data, geom_data = self._state
-        if not len(pairs.first):
-            return "", "", math.inf
-        pin.forwardKinematics(scene.model, data, q)
-        if pairs.compiled is None:  # the Python path reads coal's placements; the kernel places its own
-            pin.updateGeometryPlacements(scene.model, data, scene.collision_model, geom_data)
-        res = pairs.query(data, geom_data)
-        if not res.count:
-            return "", "", math.inf
-        k = int(res.pair_index[0])
+        with self._lock:
+            _, pairs, names, data, geom_data = self._state
+            if not len(pairs.first):
+                return "", "", math.inf
+            pin.forwardKinematics(scene.model, data, q)
+            if pairs.compiled is None:  # the Python path reads coal's placements; the kernel places its own
+                pin.updateGeometryPlacements(scene.model, data, scene.collision_model, geom_data)
+            res = pairs.query(data, geom_data)
+            if not res.count:
+                return "", "", math.inf
+            k, d = int(res.pair_index[0]), float(res.distance[0])
         a, b = int(pairs.first[k]), int(pairs.second[k])
         world = scene.world
         if world.is_obstacle(a) and world.is_obstacle(b):  # an attached object against a world obstacle
             first = scene.obstacles.get(names[a])  # None: the perceived cloud
             a, b = (a, b) if first is not None and first.attached else (b, a)
-            return names[b], f"{names[a]} (attached)", float(res.distance[0])
+            return names[b], f"{names[a]} (attached)", d
         robot_geometry, obstacle = (a, b) if world.is_obstacle(b) else (b, a)
-        return names[obstacle], names[robot_geometry], float(res.distance[0])
+        return names[obstacle], names[robot_geometry], d
