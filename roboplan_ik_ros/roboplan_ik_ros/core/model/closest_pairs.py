@@ -254,16 +254,19 @@ class ClosestPairs:
         coal.distance(a.geometry, t1, b.geometry, t2, self._request, res)
         return res
 
-    def query(self, data: pin.Data, geom_data: pin.GeometryData, out: PairDistances | None = None) -> PairDistances:
+    def query(self, data: pin.Data, geom_data: pin.GeometryData, out: PairDistances | None = None,
+              cutoff: float | None = None) -> PairDistances:
         """Fill and return ``out`` (default :attr:`result`); call after ``pin.updateGeometryPlacements``
-        with a geometry data of the current collision model (and after :meth:`refresh`)."""
+        with a geometry data of the current collision model (and after :meth:`refresh`). ``cutoff``: this
+        query's instead of :attr:`cutoff` [m]."""
         out = self.result if out is None else out
+        cutoff = self.cutoff if cutoff is None else cutoff
         if self.compiled is not None:
-            out.count = self.compiled.closest(data, self.n, self.cutoff, out)
+            out.count = self.compiled.closest(data, self.n, cutoff, out)
             self.narrow_phase_calls = self.compiled.narrow_calls
             return out
         lb = self.lower_bounds(data)
-        near = np.flatnonzero(lb <= self.cutoff)  # only these can be evaluated: sort just them
+        near = np.flatnonzero(lb <= cutoff)  # only these can be evaluated: sort just them
         order = near[np.lexsort((near, lb[near]))]  # by bound, then pair (the kernel's order)
         n = self.n
         found: list[tuple[float, int, np.ndarray, np.ndarray, np.ndarray]] = []  # the n closest so far

@@ -211,7 +211,8 @@ class CollisionBarrier(Barrier):
             self._untracked_h = np.inf
             return h
         found, rows = self.pairs.result, self.rows
-        nxt = self.pairs.query(data, geom_data, self._next)
+        # an untracked pair matters only if it ends inside d_min: pairs whose bound exceeds it are not evaluated
+        nxt = self.pairs.query(data, geom_data, self._next, cutoff=self.d_min)
         tracked = set(found.pair_index[: found.count].tolist())
         self._untracked_h = np.inf
         for k, d in zip(nxt.pair_index[: nxt.count].tolist(), nxt.distance[: nxt.count].tolist()):
