@@ -13,7 +13,8 @@ the barrier's stacked Jacobian; dq_safe = 0 unless a subclass says otherwise).
 
 That weight damps every step, near the barrier or not (RoboPlan's form: a lag of the tracking wherever
 a barrier is configured). Two options shape it, per barrier (None: RoboPlan's constant form):
-``safe_displacement_fade`` D [m] multiplies it by ``f(h_min / D)`` with h_min the least row value,
+``safe_displacement_fade`` D [m] multiplies it by ``f(h_min / D)`` with h_min the least value of the
+rows that dq moves (a row whose J_h row is 0, such as a pair of two fixed bodies, never binds),
 f(x) = 1 for x <= 0, (1 - x)^2 (1 + 2 x) (a cubic smoothstep: f and f' continuous) for 0 < x < 1 and 0
 for x >= 1, so that far from the barrier the step is the one without it and within D the weight rises
 to RoboPlan's; ``safe_displacement_max_weight`` caps it (a row whose ||J_h||^2 is tiny, such as a
@@ -140,8 +141,8 @@ class Barrier(ABC):
         norm2 = float(np.vdot(self.jacobian, self.jacobian))
         w = self.safe_displacement_gain / norm2 if norm2 > _MIN_JACOBIAN_NORM2 else 0.0
         fade = self.safe_displacement_fade
-        if fade is not None and w > 0.0:
-            h = self.value
+        if fade is not None and w > 0.0:  # h_min over the rows that dq moves (a static pair's row never binds)
+            h = self.value[np.einsum("ij,ij->i", self.jacobian, self.jacobian) > _MIN_JACOBIAN_NORM2]
             w *= safe_displacement_fade(float(np.fmin.reduce(h)) if h.size else math.inf, fade)
         cap = self.safe_displacement_max_weight
         return w if cap is None or w <= cap else cap

@@ -352,18 +352,19 @@ static double barriers(oink_problem *p) {
         const double *params = p->barrier_params + 5 * k;
         const double scale = params[0], margin = params[1], safe_gain = params[2], fade = params[3];
         const double max_weight = params[4];
-        double norm2 = 0.0, h_min = INFINITY; /* h_min as np.fmin.reduce: NaN rows skipped */
+        double norm2 = 0.0, h_min = INFINITY; /* h_min as np.fmin.reduce over moving rows: NaN rows skipped */
         const double lag = p->barrier_braking[0];
         const double *alpha = p->barrier_braking + 1;
         for (int64_t i = 0; i < m; ++i) {
-            double a_h = 0.0;
+            double a_h = 0.0, row2 = 0.0;
             for (int64_t j = 0; j < n; ++j) {
                 const double v = J[i * n + j];
                 G[i * n + j] = -v;
-                norm2 += v * v;
+                row2 += v * v;
                 if (lag >= 0.0) a_h += fabs(v) * alpha[j];
             }
-            if (h[i] < h_min) h_min = h[i];
+            norm2 += row2;
+            if (row2 > MIN_JACOBIAN_NORM2 && h[i] < h_min) h_min = h[i]; /* a row that dq moves */
             const double a = fabs(h[i]);
             double bound = h[i] / (1.0 + (a < LARGE ? a : LARGE)) * scale;
             if (lag >= 0.0 && h[i] >= 0.0) {
