@@ -78,18 +78,22 @@ UR5_START = [0.0, -1.57, 1.57, -1.57, -1.57, 0.0]
 TARGETS = {"a": 1.5, "b": 2.0, "c": 0.3, "d": 0.3, "e": 0.3}
 OWN_C_TARGET = 1.5  # (d) <= 1.5x our own (c) when RoboPlan's barrier ignores the obstacles  # median step ours / RoboPlan, same run, hot and paced
 TIMINGS = ("hot", "paced")
+FAR_FROM_BOX = 0.05  # [m] "far mm": median error over steady steps whose target is this far inside the box
 NEAR_START = [0.0, 0.2, 0.0, -2.3, 0.0, 2.5, 0.785]  # Panda: the hand low, TCP at (0.53, 0, 0.16) m
 NEAR_CLOUD_POINTS = 20000  # (p near): points of the perceived cloud before the voxel filter
 NEAR_CLOUD_VOXEL = 0.02  # [m] voxel filter and octree resolution (panda.yaml's perception defaults)
 
 
-def make_peers(robot, setup, q0, T0, core, core_err, pink_have, qp_solvers=(None,), rows_per_pair=(None,)) -> list:
+def make_peers(robot, setup, q0, T0, core, core_err, pink_have, qp_solvers=(None,), rows_per_pair=(None,),
+               fades=(None,)) -> list:
     makers = []
     if core is not None:
         for qs in qp_solvers:
             for rpp in rows_per_pair:
-                makers.append((f"ours+{qs}" if qs else "ours",
-                               lambda qs=qs, rpp=rpp: OursOink(robot, core, setup, q0, T0, qs, rows_per_pair=rpp)))
+                for fade in fades:
+                    makers.append((f"ours+{qs}" if qs else "ours",
+                                   lambda qs=qs, rpp=rpp, fade=fade: OursOink(robot, core, setup, q0, T0, qs,
+                                                                              rows_per_pair=rpp, fade=fade)))
     makers.append(("roboplan", lambda: RoboPlanOink(robot, setup, q0, T0)))
     for s in ([] if setup.acceleration or setup.obstacles or setup.cloud is not None else pink_have):
         makers.append((f"pink+{s}", lambda s=s: PinkOink(robot, setup, q0, T0, s)))
@@ -112,7 +116,9 @@ def _schedule(peers, n_steps: int, sequential: bool):
 
 def run_loop(robot, setup, q0, T0, targets, core, core_err, pink_have, qp_solvers, timing, args, rows_per_pair=(None,)):
     """One timing ("hot" | "paced") of every peer from fresh solver objects: {name: (peer, traj, times, crash)}."""
-    peers = make_peers(robot, setup, q0, T0, core, core_err, pink_have, qp_solvers, rows_per_pair)
+    fades = (None,) if not getattr(args, "fade", 0.0) or not (setup.box or setup.self_collision) else \
+        (None, (args.fade, args.fade_max_weight))
+    peers = make_peers(robot, setup, q0, T0, core, core_err, pink_have, qp_solvers, rows_per_pair, fades)
     traj = {p.name: [] for p in peers}
     times = {p.name: [] for p in peers}
     dead = {}
@@ -183,6 +189,15 @@ def metrics(robot, setup, peer, q0, targets, traj, times, crash) -> dict:
     dq = np.abs(qs[1:] - qs[:-1])
     dq = np.where(robot.continuous, np.abs((dq + np.pi) % (2 * np.pi) - np.pi), dq)
     steady = err[start:] if n > start else err
+    # far / near the box: steady steps whose target is more / less than FAR_FROM_BOX inside it; near, the error
+    # is measured to the target clamped into the box (what the barrier lets the tip reach)
+    inside = np.array([min(np.min(T.translation - setup.box_min), np.min(setup.box_max - T.translation))
+                       for T in targets[:n]])
+    clamped = np.array([np.linalg.norm(robot.tip_pose(v).translation - np.clip(T.translation, setup.box_min,
+                                                                                setup.box_max))
+                        for v, T in zip(traj, targets)])
+    far = (inside >= FAR_FROM_BOX)[start:] if n > start else inside >= FAR_FROM_BOX
+    near_err = (clamped[start:] if n > start else clamped)[~far]
     barrier_box, barrier_col = setup.box, setup.self_collision
     obst = np.array([obstacle_checker(setup, robot).min_distance(v, robot) for v in traj]) if setup.obstacles else np.zeros(0)
     if setup.cloud is not None:  # (p): the obs columns are the cloud
@@ -192,6 +207,8 @@ def metrics(robot, setup, peer, q0, targets, traj, times, crash) -> dict:
             "success_rate": (n - peer.failures) / len(targets), **time_stats(times),
             "track_steady_mm": 1e3 * float(np.median(steady)) if n else None,
             "track_max_mm": 1e3 * float(np.max(steady)) if n else None,
+            "track_far_mm": 1e3 * float(np.median(steady[far])) if far.any() else None,
+            "track_near_mm": 1e3 * float(np.median(near_err)) if near_err.size else None,
             "qlim_violations": int(sum(not robot.within_limits(v) for v in traj)),
             "dq_violations": int(np.sum(np.any(dq > setup.dt * robot.v_max + 1e-9, axis=1))),
             "dq_max_excess": float(np.max(dq - setup.dt * robot.v_max)) if n else None,
@@ -415,7 +432,7 @@ def print_results(robot_name: str, rows: list[dict], args) -> None:
         cols += [f"{t} med µs", f"{t} p99 µs"]
     if len(timings) == 2:
         cols.append("paced/hot")
-    cols += ["steady mm", "max mm", "q-lim", "dq", "box", "coll", "obs", "box mrg mm", "coll mrg mm", "obs mrg mm",
+    cols += ["steady mm", "max mm", "far mm", "near mm", "q-lim", "dq", "box", "coll", "obs", "box mrg mm", "coll mrg mm", "obs mrg mm",
              "acc/a_max", "QP fails"]
     table = []
     for name in names:
@@ -432,6 +449,7 @@ def print_results(robot_name: str, rows: list[dict], args) -> None:
             line.append(fmt(p["median_us"] / h["median_us"], ".2f") if h and p and h["median_us"] else "-")
         diff = [t for t, r in by_t.items() if r is not None and r is not q and r.get("same_traj_as") is None]
         line += [fmt(q["track_steady_mm"], ".4f") + ("†" if diff else ""), fmt(q["track_max_mm"], ".4f"),
+                 fmt(q.get("track_far_mm"), ".4f"), fmt(q.get("track_near_mm"), ".4f"),
                  str(q["qlim_violations"]), str(q["dq_violations"]), fmt(q["box_violations"], "d"),
                  fmt(q["coll_violations"], "d"), fmt(q.get("obst_violations"), "d"), fmt(q["box_margin_mm"], ".2f"),
                  fmt(q["coll_margin_mm"], ".2f"), fmt(q.get("obst_margin_mm"), ".2f"),
@@ -570,6 +588,11 @@ def main() -> None:
                    help="our QP backend (the core's solver.qp_solver key; default: both, one row each). "
                         "Only where the core has that key")
     p.add_argument("--fast", action="store_true", help="measure mesh distances only for config (c)")
+    p.add_argument("--fade", type=float, default=0.05,
+                   help="[m] configs with barriers: ours again with every barrier's safe_displacement_fade at this "
+                        "(and --fade-max-weight), same run (0 = no such rows)")
+    p.add_argument("--fade-max-weight", type=float, default=None,
+                   help="[cost/rad^2] those rows' safe_displacement_max_weight (default: none)")
     args = p.parse_args()
     args.timings = ("paced",) if args.paced else ("hot",) if args.hot else TIMINGS
     print(f"[start] {machine_note()}")

@@ -330,10 +330,15 @@ class OursOink:
     and the name says nothing; else the name says "rpp<n>"."""
 
     def __init__(self, robot: Robot, core, setup: OinkSetup, q0_values, T0: pin.SE3, qp_solver: str | None = None,
-                 rows_per_pair: int | None = None):
+                 rows_per_pair: int | None = None, fade: tuple[float, float | None] | None = None):
         rpp = f" rpp{rows_per_pair}" if rows_per_pair is not None else ""
-        self.name = (f"ours+{qp_solver}" if qp_solver else "ours") + f"{rpp} ({setup.label})"
+        # fade: (safe_displacement_fade [m], safe_displacement_max_weight) of every barrier; None = RoboPlan's form
+        shape = f" fade{1e3 * fade[0]:g}mm" + (f" cap{fade[1]:g}" if fade[1] is not None else "") if fade else ""
+        self.name = (f"ours+{qp_solver}" if qp_solver else "ours") + f"{rpp}{shape} ({setup.label})"
         rows = {} if rows_per_pair is None else {"rows_per_pair": rows_per_pair}
+        if fade:
+            rows.update(safe_displacement_fade=fade[0], safe_displacement_max_weight=fade[1])
+        box_shape = {k: v for k, v in rows.items() if k.startswith("safe_displacement")}
         self.robot = robot
         self.scene, q_ref = _ours_scene(robot, core)
         self.q = self.scene.q_from_joint_positions(robot.joints, q0_values, q_ref)
@@ -354,7 +359,7 @@ class OursOink:
             self._u1, self._u2 = np.zeros(self.oink.nv), np.zeros(self.oink.nv)
         self.barriers = []
         if setup.box:
-            self.barriers.append(core.PositionBarrier(self.oink, tip, setup.box_min, setup.box_max, dt))
+            self.barriers.append(core.PositionBarrier(self.oink, tip, setup.box_min, setup.box_max, dt, **box_shape))
         if setup.self_collision:
             self.barriers.append(core.SelfCollisionBarrier(self.oink, n_collision_pairs=setup.n_pairs, dt=dt,
                                                            d_min=setup.d_min,

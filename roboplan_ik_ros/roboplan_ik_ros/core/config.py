@@ -172,6 +172,8 @@ class BarrierConfig:
     type: str  # "position" | "collision" | "singularity" ("self_collision": a collision barrier with pairs: self)
     gain: float = 1.0
     safe_displacement_gain: float = 1.0
+    safe_displacement_fade: Union[float, None] = None  # [m] weight 0 from this h_min on; None: RoboPlan's constant
+    safe_displacement_max_weight: Union[float, None] = None  # [cost/rad^2] cap of the weight; None: none (RoboPlan)
     safety_margin: float = 0.0
     # position
     frame: str = ""
@@ -272,6 +274,9 @@ class IKConfig:
             _check_keys_apply(b.given_keys, b.type, _BARRIER_KEYS, f"barriers[{k}]")
             for key in ("gain", "safe_displacement_gain", "safety_margin"):
                 check_key(getattr(b, key), f"barriers[].{key}", f"barriers[{k}].{key}")
+            for key in ("safe_displacement_fade", "safe_displacement_max_weight"):  # null: RoboPlan's form
+                if getattr(b, key) is not None:
+                    setattr(b, key, check_key(getattr(b, key), f"barriers[].{key}", f"barriers[{k}].{key}"))
             if b.type == "singularity" and "safe_displacement_gain" not in b.given_keys:
                 # no safe-displacement term unless asked: its weight r / |dh/dq|^2 grows without bound where
                 # sigma_min is flat (|dh/dq| ~ 0.01-0.1), which would damp every motion far from a singularity

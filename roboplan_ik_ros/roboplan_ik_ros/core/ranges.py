@@ -55,6 +55,8 @@ RANGES: dict[str, Range] = {
     # barriers (core.oink.barriers)
     "barriers[].gain": Range(lo_open=True, unit="1/s"),
     "barriers[].safe_displacement_gain": Range(),
+    "barriers[].safe_displacement_fade": Range(lo_open=True, unit="m"),  # or null (Barrier: None)
+    "barriers[].safe_displacement_max_weight": Range(lo_open=True, unit="cost/rad^2"),  # or null
     "barriers[].safety_margin": Range(0.0, 10.0, unit="m"),
     # perception (core.model.perceived_cloud)
     "perception.voxel_size": Range(0.0, 1.0, unit="m"),

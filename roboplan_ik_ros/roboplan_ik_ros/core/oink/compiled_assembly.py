@@ -35,6 +35,7 @@ if TYPE_CHECKING:
     from .tasks.task import Task
 
 _LIBRARY_STEM = "_oink_kernel"
+LAYOUT_VERSION = 2  # oink_kernel.c's oink_layout_version(): the structs below and the parameter arrays
 
 # Return codes of oink_assemble (see oink_kernel.c).
 SHORTCUT_FEASIBLE = 0
@@ -154,6 +155,11 @@ def _library_path() -> Path | None:
 
 
 def _bind(lib: ctypes.CDLL):
+    version = lib.oink_layout_version  # AttributeError (refused: a build older than the versions) if missing
+    version.restype = ctypes.c_int64
+    if version() != LAYOUT_VERSION:
+        raise AttributeError(f"layout version {version()} of a stale build, expected {LAYOUT_VERSION} "
+                             "(rebuild: setup.py build_ext --inplace)")
     fn = lib.oink_assemble
     fn.argtypes = [ctypes.c_void_p]
     fn.restype = ctypes.c_int
@@ -270,7 +276,7 @@ class CompiledAssembly:
             self._barrier_ptrs = [_pointers(col) for col in zip(*[arrs[1:] for arrs in self._barrier_arrays])]
         else:
             self._barrier_ptrs = [np.zeros(1, np.uintp)] * 4
-        self.barrier_params = np.zeros(3 * max(len(barriers), 1))
+        self.barrier_params = np.zeros(5 * max(len(barriers), 1))
         self.barrier_weight = np.zeros(max(len(barriers), 1))
         self._box_ptrs = [_pointers(col) for col in zip(*self._box_arrays)] if box else [np.zeros(1, np.uintp)] * 2
         self.summary = np.array([np.inf, 0.0])  # least barrier bound, box conflict (1.0) of the last run
@@ -324,7 +330,10 @@ class CompiledAssembly:
             params[i] = b.dt * b.gain
             params[i + 1] = b.safety_margin
             params[i + 2] = b.safe_displacement_gain
-            i += 3
+            fade, cap = b.safe_displacement_fade, b.safe_displacement_max_weight
+            params[i + 3] = 0.0 if fade is None else fade
+            params[i + 4] = np.inf if cap is None else cap
+            i += 5
         return self.native is None or self.native.refresh()
 
     def set_box_bounds(self, k: int, lower: np.ndarray, upper: np.ndarray) -> None:

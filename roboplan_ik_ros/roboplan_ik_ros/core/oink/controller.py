@@ -113,6 +113,8 @@ class OinkController:
 
     def _make_barrier(self, bc: BarrierConfig) -> Barrier:
         common = dict(gain=bc.gain, safe_displacement_gain=bc.safe_displacement_gain,
+                      safe_displacement_fade=bc.safe_displacement_fade,
+                      safe_displacement_max_weight=bc.safe_displacement_max_weight,
                       safety_margin=bc.safety_margin, name=bc.name)
         if bc.type == "position":
             return PositionBarrier(self.oink, bc.frame, bc.p_min, bc.p_max, self.dt,

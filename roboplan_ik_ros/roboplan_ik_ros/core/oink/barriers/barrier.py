@@ -10,6 +10,16 @@ approach per step s = -J_h dq by what can still be braked within h: decelerating
 barrier with a high gain is then approached no faster than the arm can stop before it. Each barrier also adds
 the safe-displacement regularization ``r / (2 ||J_h||^2) ||dq - dq_safe||^2`` (Frobenius norm of
 the barrier's stacked Jacobian; dq_safe = 0 unless a subclass says otherwise).
+
+That weight damps every step, near the barrier or not (RoboPlan's form: a lag of the tracking wherever
+a barrier is configured). Two options shape it, per barrier (None: RoboPlan's constant form):
+``safe_displacement_fade`` D [m] multiplies it by ``f(h_min / D)`` with h_min the least value of the
+rows that dq moves (a row whose J_h row is 0, such as a pair of two fixed bodies, never binds),
+f(x) = 1 for x <= 0, (1 - x)^2 (1 + 2 x) (a cubic smoothstep: f and f' continuous) for 0 < x < 1 and 0
+for x >= 1, so that far from the barrier the step is the one without it and within D the weight rises
+to RoboPlan's; ``safe_displacement_max_weight`` caps it (a row whose ||J_h||^2 is tiny, such as a
+collision pair near the base, would otherwise weigh r / ||J_h||^2 >> the tasks and freeze the arm).
+The rows, which alone keep h >= 0, do not change.
 """
 
 from __future__ import annotations
@@ -45,6 +55,8 @@ class Barrier(ABC):
         safe_displacement_gain: float,
         safety_margin: float,
         name: str,
+        safe_displacement_fade: float | None = None,
+        safe_displacement_max_weight: float | None = None,
     ) -> None:
         self.name = name
         self.oink = oink
@@ -53,6 +65,11 @@ class Barrier(ABC):
         self.safe_displacement_gain = check_key(safe_displacement_gain, "barriers[].safe_displacement_gain",
                                                 f"{name}.safe_displacement_gain")
         self.safety_margin = check_key(safety_margin, "barriers[].safety_margin", f"{name}.safety_margin")
+        self.safe_displacement_fade = None if safe_displacement_fade is None else check_key(
+            safe_displacement_fade, "barriers[].safe_displacement_fade", f"{name}.safe_displacement_fade")
+        self.safe_displacement_max_weight = None if safe_displacement_max_weight is None else check_key(
+            safe_displacement_max_weight, "barriers[].safe_displacement_max_weight",
+            f"{name}.safe_displacement_max_weight")
         self.value = np.zeros(m)  # h at the last update [m]; +inf for an unused row
         self.jacobian = np.zeros((m, oink.nv))  # dh/dq over the group
         self.G = np.zeros((m, oink.nv))  # -J_h
@@ -119,9 +136,27 @@ class Barrier(ABC):
         return None
 
     def regularization_weight(self) -> float:
-        """r / ||J_h||^2 (0 when the Jacobian vanishes)."""
+        """r / ||J_h||^2 (0 when the Jacobian vanishes), times the fade f(h_min / D) and capped at the
+        max weight when those are set (module docstring); the kernel computes the same (oink_kernel.c)."""
         norm2 = float(np.vdot(self.jacobian, self.jacobian))
-        return self.safe_displacement_gain / norm2 if norm2 > _MIN_JACOBIAN_NORM2 else 0.0
+        w = self.safe_displacement_gain / norm2 if norm2 > _MIN_JACOBIAN_NORM2 else 0.0
+        fade = self.safe_displacement_fade
+        if fade is not None and w > 0.0:  # h_min over the rows that dq moves (a static pair's row never binds)
+            h = self.value[np.einsum("ij,ij->i", self.jacobian, self.jacobian) > _MIN_JACOBIAN_NORM2]
+            w *= safe_displacement_fade(float(np.fmin.reduce(h)) if h.size else math.inf, fade)
+        cap = self.safe_displacement_max_weight
+        return w if cap is None or w <= cap else cap
+
+
+def safe_displacement_fade(h_min: float, fade: float) -> float:
+    """f(h_min / fade): 1 at or inside the barrier (h_min <= 0), 0 from ``fade`` [m] on (and for NaN),
+    the cubic smoothstep (1 - x)^2 (1 + 2 x) between (f and its derivative are continuous)."""
+    x = h_min / fade
+    if not x < 1.0:
+        return 0.0
+    if x <= 0.0:
+        return 1.0
+    return (1.0 - x) * (1.0 - x) * (1.0 + 2.0 * x)
 
 
 def _braking_bound(h: np.ndarray, a_h: np.ndarray, lag: float) -> np.ndarray:

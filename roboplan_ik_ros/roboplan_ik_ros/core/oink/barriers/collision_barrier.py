@@ -64,6 +64,8 @@ class CollisionBarrier(Barrier):
         row_margin: float = 0.01,
         row_spacing: float = 0.01,
         use_compiled: bool = True,
+        safe_displacement_fade: float | None = None,
+        safe_displacement_max_weight: float | None = None,
     ) -> None:
         name = name if name is not None else DEFAULT_NAMES.get(pairs, pairs)
         self.pairs = ClosestPairs(oink.scene, n_collision_pairs, broad_phase_cutoff, pairs, use_compiled)
@@ -71,7 +73,7 @@ class CollisionBarrier(Barrier):
             raise InvalidInputError(f"{name}.rows_per_pair: expected an integer >= 1, got {rows_per_pair!r}")
         self.rows_per_pair = int(rows_per_pair)
         super().__init__(oink, n_collision_pairs * self.rows_per_pair, dt, gain, safe_displacement_gain,
-                         safety_margin, name)
+                         safety_margin, name, safe_displacement_fade, safe_displacement_max_weight)
         self.d_min = check_positive(d_min, f"{name}.d_min", allow_zero=True)
         self.row_margin = check_positive(row_margin, f"{name}.row_margin", allow_zero=True)
         self.row_spacing = check_positive(row_spacing, f"{name}.row_spacing", allow_zero=True)

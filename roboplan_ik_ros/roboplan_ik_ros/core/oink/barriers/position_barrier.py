@@ -37,6 +37,8 @@ class PositionBarrier(Barrier):
         safety_margin: float = 0.0,
         axis_selection=(True, True, True),
         name: str | None = None,
+        safe_displacement_fade: float | None = None,
+        safe_displacement_max_weight: float | None = None,
     ) -> None:
         name = name or f"{frame}_box"
         try:
@@ -46,7 +48,8 @@ class PositionBarrier(Barrier):
         if axes.shape != (3,) or not axes.any():
             raise InvalidInputError(f"{name}.axis_selection: expected 3 booleans with at least one true")
         self.axes = np.flatnonzero(axes)
-        super().__init__(oink, 2 * len(self.axes), dt, gain, safe_displacement_gain, safety_margin, name)
+        super().__init__(oink, 2 * len(self.axes), dt, gain, safe_displacement_gain, safety_margin, name,
+                         safe_displacement_fade, safe_displacement_max_weight)
         self.frame = frame
         self.frame_id = oink.scene.frame_id(frame)
         self.p_min = as_vector(p_min, 3, f"{name}.p_min", allow_inf=True)

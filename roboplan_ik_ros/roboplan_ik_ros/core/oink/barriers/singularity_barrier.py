@@ -49,9 +49,12 @@ class SingularityBarrier(Barrier):
         safe_displacement_gain: float = 0.0,
         safety_margin: float = 0.0,
         name: str | None = None,
+        safe_displacement_fade: float | None = None,
+        safe_displacement_max_weight: float | None = None,
     ) -> None:
         name = name or f"{frame}_singularity"
-        super().__init__(oink, 1, dt, gain, safe_displacement_gain, safety_margin, name)
+        super().__init__(oink, 1, dt, gain, safe_displacement_gain, safety_margin, name,
+                         safe_displacement_fade, safe_displacement_max_weight)
         self.frame = frame
         self.frame_id = oink.scene.frame_id(frame)
         self.sigma_min_allowed = check_positive(sigma_min, f"{name}.sigma_min")

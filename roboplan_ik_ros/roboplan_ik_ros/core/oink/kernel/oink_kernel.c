@@ -89,8 +89,10 @@ typedef struct {
     const double *const *barrier_J;   /* [n_barriers] (rows x n) dh/dq */
     double *const *barrier_G;         /* [n_barriers] (rows x n) out: -dh/dq, rows of K */
     double *const *barrier_upper;     /* [n_barriers] (rows) out: rows of d */
-    const double *barrier_params;     /* [3 n_barriers] dt * gain, safety_margin, safe_displacement_gain */
-    double *barrier_weight;           /* [n_barriers] out: r / ||J_h||^2 (0 when J_h vanishes) */
+    const double *barrier_params;     /* [5 n_barriers] dt * gain, safety_margin, safe_displacement_gain,
+                                         safe_displacement_fade (<= 0: none), safe_displacement_max_weight
+                                         (+inf: none) */
+    double *barrier_weight;           /* [n_barriers] out: r / ||J_h||^2 (0 when J_h vanishes) x fade, capped */
     const double *const *box_lower;   /* [n_box] (n) */
     const double *const *box_upper;   /* [n_box] (n) */
     double *lower;       /* (n) out: the box, lower_qp[:n] */
@@ -323,7 +325,22 @@ static double braking_bound(double h, double a_h, double lag) {
     return b > 0.0 ? b : 0.0;
 }
 
-/* G = -J_h, upper = min(dt gain h / (1 + |h|), braking bound where h >= 0) - margin, weight = r / ||J_h||^2;
+/* The layout version of oink_problem and its parameter arrays: compiled_assembly.py refuses a library
+ * built from another version (a stale build would read the arrays with the wrong strides). Bump it with
+ * every change of a struct or of what an array holds. 2: barrier_params has 5 values per barrier. */
+int64_t oink_layout_version(void) { return 2; }
+
+/* Barrier.safe_displacement_fade: f(h_min / fade), 1 for h_min <= 0, 0 from fade on (and for NaN), the
+ * cubic smoothstep (1 - x)^2 (1 + 2 x) between. */
+static double safe_displacement_fade(double h_min, double fade) {
+    const double x = h_min / fade;
+    if (!(x < 1.0)) return 0.0;
+    if (x <= 0.0) return 1.0;
+    return (1.0 - x) * (1.0 - x) * (1.0 + 2.0 * x);
+}
+
+/* G = -J_h, upper = min(dt gain h / (1 + |h|), braking bound where h >= 0) - margin, weight = r / ||J_h||^2
+ * (times the fade of the least h when set, capped at the max weight: Barrier.regularization_weight);
  * returns the sum of the weights. */
 static double barriers(oink_problem *p) {
     const int64_t n = p->n;
@@ -332,19 +349,22 @@ static double barriers(oink_problem *p) {
         const int64_t m = p->barrier_rows[k];
         const double *h = p->barrier_h[k], *J = p->barrier_J[k];
         double *G = p->barrier_G[k], *up = p->barrier_upper[k];
-        const double scale = p->barrier_params[3 * k], margin = p->barrier_params[3 * k + 1];
-        const double safe_gain = p->barrier_params[3 * k + 2];
-        double norm2 = 0.0;
+        const double *params = p->barrier_params + 5 * k;
+        const double scale = params[0], margin = params[1], safe_gain = params[2], fade = params[3];
+        const double max_weight = params[4];
+        double norm2 = 0.0, h_min = INFINITY; /* h_min as np.fmin.reduce over moving rows: NaN rows skipped */
         const double lag = p->barrier_braking[0];
         const double *alpha = p->barrier_braking + 1;
         for (int64_t i = 0; i < m; ++i) {
-            double a_h = 0.0;
+            double a_h = 0.0, row2 = 0.0;
             for (int64_t j = 0; j < n; ++j) {
                 const double v = J[i * n + j];
                 G[i * n + j] = -v;
-                norm2 += v * v;
+                row2 += v * v;
                 if (lag >= 0.0) a_h += fabs(v) * alpha[j];
             }
+            norm2 += row2;
+            if (row2 > MIN_JACOBIAN_NORM2 && h[i] < h_min) h_min = h[i]; /* a row that dq moves */
             const double a = fabs(h[i]);
             double bound = h[i] / (1.0 + (a < LARGE ? a : LARGE)) * scale;
             if (lag >= 0.0 && h[i] >= 0.0) {
@@ -354,7 +374,9 @@ static double barriers(oink_problem *p) {
             up[i] = bound - margin;
             if (up[i] < least) least = up[i];
         }
-        const double w = norm2 > MIN_JACOBIAN_NORM2 ? safe_gain / norm2 : 0.0;
+        double w = norm2 > MIN_JACOBIAN_NORM2 ? safe_gain / norm2 : 0.0;
+        if (fade > 0.0 && w > 0.0) w *= safe_displacement_fade(h_min, fade);
+        if (!(w <= max_weight)) w = max_weight;
         p->barrier_weight[k] = w;
         total += w;
     }
