@@ -562,7 +562,8 @@ class ControlLoop:
     def _goal_limit(self, name: str, T_world_goal: pin.SE3, barriers) -> tuple[str, tuple[str, ...], str]:
         """(cause, the barriers' or joints' names, sentence) of a goal the arm stalled short of; forward
         kinematics at the last command in ``self._feedback_data``."""
-        rows = [(b, row_names[k], float(h[k])) for b, row_names, h, binding in barriers for k in np.flatnonzero(binding)]
+        rows = [(b, row_names[k], float(h[k])) for b, row_names, h, binding in barriers
+                for k in np.flatnonzero(binding)]
         if rows:
             return BARRIER, tuple(dict.fromkeys(b for b, _, _ in rows)), (
                 "barrier rows bind the step: " + ", ".join(f"{b!r} {row} (h = {h:.4f} m)" for b, row, h in rows))
@@ -582,9 +583,9 @@ class ControlLoop:
         kappa = float(sv[0] / sv[-1]) if sv.size else math.inf
         threshold = self.settings.streaming.lower_singularity_threshold
         if kappa >= threshold:
-            return SINGULARITY, (), (f"the arm is near a singularity (the frame Jacobian's condition number {kappa:.1f} "
-                                     f">= lower_singularity_threshold {threshold:g}): at full stretch the goal is "
-                                     "likely out of reach")
+            return SINGULARITY, (), (f"the arm is near a singularity (the frame Jacobian's condition number "
+                                     f"{kappa:.1f} >= lower_singularity_threshold {threshold:g}): at full stretch the "
+                                     "goal is likely out of reach")
         return TRADEOFF, (), ("no barrier row or joint position limit binds the step: the goal is traded against the "
                               "other tasks, the regularization or the barriers' soft terms (condition number "
                               f"{kappa:.1f})")
