@@ -4,18 +4,17 @@
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
 from roboplan_ik_interfaces.msg import BarrierStatus, ControllerStatus, TaskStatus
 
 from ..core.control.control_loop import TRACKING, WAITING_FOR_GOAL, ControlLoop
+from ..core.control.goal_feedback import GoalVerdict
 from ..core.oink import FrameTask
 from . import diagnostics as diag
 
-
-BINDING_SLACK = 1e-5  # [rad] see LoopSnapshot.take
 
 
 @dataclass
@@ -31,6 +30,7 @@ class LoopSnapshot:
     closest_obstacle: tuple[str, str, float] = ("", "", float("inf"))  # obstacle, robot link, distance [m]
     obstacles: int = 0  # in the collision world
     motion_limit: tuple[str, str] = ("", "")  # (MOTION_LIMIT_* code, reason)
+    goals: dict[str, GoalVerdict] = field(default_factory=dict)  # frame task -> goal feedback
 
     @staticmethod
     def _motion_limit(loop: ControlLoop, now: float, barriers) -> tuple[str, str]:
@@ -59,18 +59,7 @@ class LoopSnapshot:
         """Call with the loop's lock held; ``now``: the loop's clock (time.perf_counter)."""
         now = time.perf_counter() if now is None else now
         out = loop.last_outcome
-        dq = out.result.dq if out is not None and out.result.ok else None
-        barriers = []  # values are known once a step ran from the current pose
-        for b in loop.barriers if out is not None else ():
-            binding = np.zeros(b.size, dtype=bool)
-            if dq is not None:
-                with np.errstate(invalid="ignore"):
-                    # binding: the step could move at most BINDING_SLACK [rad] further along the row's
-                    # direction (slack / ||G_row||); an absolute slack calls a row binding whose G and bound are
-                    # both tiny (a base link's distance: the braking bound shrinks with |J_h|)
-                    norm = np.linalg.norm(b.G, axis=1)
-                    binding = (b.upper - b.G @ dq <= BINDING_SLACK * norm) & (norm > 0.0)
-            barriers.append((b.name, list(b.row_names), b.value.copy(), binding))
+        barriers = loop.barrier_rows()  # values are known once a step ran from the current pose
         c, accel = loop.counts, loop.acceleration_limit
         motion_limit = cls._motion_limit(loop, now, barriers)
         loop.note_motion_limit(motion_limit[0])  # barrier and leash-cause episodes: counted when sampled
@@ -92,7 +81,7 @@ class LoopSnapshot:
             acceleration=("off" if accel is None else
                           f"a_max {np.round(accel.a_max, 3).tolist()}, j_max {np.round(accel.j_max, 1).tolist()}"),
             closest_obstacle=loop.closest_obstacle(), obstacles=len(loop.scene.obstacles),
-            motion_limit=motion_limit,
+            motion_limit=motion_limit, goals={v.task: v for v in loop.goal_feedback(now, barriers)},
         )
 
     def status_message(self, tick_us: float, solve_us: float) -> ControllerStatus:
@@ -106,6 +95,12 @@ class LoopSnapshot:
         msg.motion_limit, msg.motion_limit_reason = self.motion_limit
         msg.tasks = [TaskStatus(name=n, error_norm=e, position_error=p, orientation_error=o)
                      for n, e, p, o in self.tasks]
+        if hasattr(TaskStatus, "goal"):  # fields from this version on (an older build lacks them)
+            for task in msg.tasks:
+                v = self.goals.get(task.name)
+                if v is not None:
+                    task.goal, task.goal_limited_by, task.goal_limit_reason = v.verdict, v.limited_by, v.reason
+                    task.goal_limited_at, task.goal_distance, task.goal_angle = list(v.limited_at), v.distance, v.angle
         for name, rows, value, binding in self.barriers:
             for k in np.flatnonzero(np.isfinite(value)):
                 msg.barriers.append(BarrierStatus(name=name, detail=rows[k], value=float(value[k]),
@@ -141,6 +136,7 @@ def diagnostics_report(snap: LoopSnapshot, summary: dict[str, float], node_cfg, 
         ("closest_obstacle", _closest_text(snap.closest_obstacle)),
         ("qp_status", snap.qp_status),
         ("motion_limit", f"{snap.motion_limit[0]}: {snap.motion_limit[1]}" if snap.motion_limit[0] else "none"),
+        *((f"goal {name}", v.text()) for name, v in snap.goals.items()),
         *((k, str(v)) for k, v in snap.counters.items()),
         ("solve_ik_calls", str(service.calls)),
         ("solve_ik_failures", str(service.failures)),

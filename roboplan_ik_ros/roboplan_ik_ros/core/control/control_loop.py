@@ -47,6 +47,7 @@ import pinocchio as pin
 from .binding_bounds import (ACCELERATION_BOUND, BOUND_CODES, FOLLOWING_ERROR, JOINT_BOUND,  # noqa: F401 - codes
                              VELOCITY_BOUND, binding_bounds)
 from .command_guard import CommandGuard
+from .goal_feedback import LIMITED, OUT_OF_REACH, TRADEOFF, GoalJudge, GoalVerdict
 from ..config import IKConfig
 from ..oink.controller import OinkController, StepOutcome
 from ..errors import InvalidInputError
@@ -86,6 +87,7 @@ SMOOTHING = ("none", "low_pass", "max_speed", "max_acceleration")
 # each joint's bound (the arm follows it with the rest to spare).
 RAMP_ACCELERATION_SHARE = 0.5
 GOAL_REACH_FACTOR = 2.0  # default max_goal_distance: this times the arm's reach from its first joint
+BINDING_SLACK = 1e-5  # [rad] a barrier row binds when the step could move at most this further along it
 
 
 @dataclass
@@ -231,6 +233,8 @@ class ControlLoop:
                 "that jumps is reached at the acceleration bounds and overshot by the braking distance; "
                 "'max_acceleration' brakes the target into the goal instead")
         self._reach = {n: self._arm_reach(t.frame) for n, t in self.ctrl.tasks.items() if isinstance(t, FrameTask)}
+        self._judges = {n: GoalJudge() for n in self._smoothers}  # goal feedback (status reports)
+        self._feedback_data = scene.model.createData()
 
     # ------------------------------------------------------------------ building
     def _build(self, dt: float, q: np.ndarray) -> None:
@@ -503,6 +507,88 @@ class ControlLoop:
             return []
         return binding_bounds(self.scene, self.group, self.ctrl.limits, self._q_start, out.result.dq, self.dt,
                               self.ctrl.oink.constraint_tolerance)
+
+    def barrier_rows(self) -> list[tuple[str, list[str], np.ndarray, np.ndarray]]:
+        """Each barrier's (name, row names, h [m], binding at the last step); [] before a step ran from the
+        current pose. Binding: the step could move at most BINDING_SLACK [rad] further along the row's
+        direction (slack / ||G_row||; an absolute slack would call a row binding whose G and bound are both
+        tiny: a base link's distance, whose braking bound shrinks with |J_h|). For reports, not the tick."""
+        out = self.last_outcome
+        if out is None:
+            return []
+        dq = out.result.dq if out.result.ok else None
+        rows = []
+        for b in self.ctrl.barriers:
+            binding = np.zeros(b.size, dtype=bool)
+            if dq is not None:
+                with np.errstate(invalid="ignore"):
+                    norm = np.linalg.norm(b.G, axis=1)
+                    binding = (b.upper - b.G @ dq <= BINDING_SLACK * norm) & (norm > 0.0)
+            rows.append((b.name, list(b.row_names), b.value.copy(), binding))
+        return rows
+
+    def goal_feedback(self, now: float, barriers=None) -> list[GoalVerdict]:
+        """Per frame task, whether its goal is reachable or what stops the arm short of it and how far
+        (:mod:`.goal_feedback`), judged from the last command increment at ``now`` [s] (the caller's status
+        rate: call it regularly, its stall clock needs samples). ``barriers``: :meth:`barrier_rows`, if the
+        caller has them. No verdict for a task under a twist stream (:meth:`motion_limit` reports it), or while
+        the loop holds (``hold_reason``) or waits for a first goal."""
+        judging = self.mode in MOVING_MODES and not self._awaiting_goal and self.last_outcome is not None
+        model, data, q = self.scene.model, self._feedback_data, self.guard.last
+        verdicts, kinematics = [], False
+        for name, smoother in self._smoothers.items():
+            judge = self._judges[name]
+            if not judging or self._twists[name].streaming or smoother.goal is None:
+                judge.reset()
+                verdicts.append(GoalVerdict(name))
+                continue
+            if not kinematics:
+                pin.computeJointJacobians(model, data, q)  # forward kinematics included
+                kinematics = True
+            task = self.ctrl.tasks[name]
+            T_world_frame = pin.updateFramePlacement(model, data, task.frame_id)
+            J = pin.getFrameJacobian(model, data, task.frame_id, pin.LOCAL_WORLD_ALIGNED)
+            judge.weights = task.sqrt_weight
+            verdict, distance, angle = judge.judge(now, T_world_frame, smoother.goal,
+                                                   J[:, self._gv] @ self.guard.u1 / self.dt)
+            if verdict != LIMITED:
+                verdicts.append(GoalVerdict(name, verdict, distance=distance, angle=angle))
+                continue
+            code, at, reason = self._goal_limit(name, smoother.goal,
+                                                self.barrier_rows() if barriers is None else barriers)
+            verdicts.append(GoalVerdict(name, LIMITED, code, at, reason, distance, angle))
+        return verdicts
+
+    def _goal_limit(self, name: str, T_world_goal: pin.SE3, barriers) -> tuple[str, tuple[str, ...], str]:
+        """(cause, the barriers' or joints' names, sentence) of a goal the arm stalled short of; forward
+        kinematics at the last command in ``self._feedback_data``."""
+        rows = [(b, row_names[k], float(h[k])) for b, row_names, h, binding in barriers
+                for k in np.flatnonzero(binding)]
+        if rows:
+            return BARRIER, tuple(dict.fromkeys(b for b, _, _ in rows)), (
+                "barrier rows bind the step: " + ", ".join(f"{b!r} {row} (h = {h:.4f} m)" for b, row, h in rows))
+        hits = self.binding_bounds()
+        stops = [h for h in hits if h.code == JOINT_BOUND]  # the other bounds delay a motion, never end it
+        first = int(self.group.joint_ids[0])
+        distance = float(np.linalg.norm(T_world_goal.translation - self._feedback_data.oMi[first].translation))
+        if distance > self._reach[name]:
+            return OUT_OF_REACH, (), (f"the goal is {distance:.3f} m from the arm's first joint "
+                                      f"{self.group.joint_names[0]!r}, which reaches {self._reach[name]:.3f} m at most")
+        if stops:
+            return JOINT_BOUND, tuple(h.joint for h in stops), "; ".join(h.text for h in stops)
+        task = self.ctrl.tasks[name]
+        J = pin.getFrameJacobian(self.scene.model, self._feedback_data, task.frame_id, pin.LOCAL_WORLD_ALIGNED)
+        sv = np.linalg.svd(task.sqrt_weight[:, None] * J[:, self._gv], compute_uv=False)
+        sv = sv[sv > 0.0]  # the directions the task weighs
+        kappa = float(sv[0] / sv[-1]) if sv.size else math.inf
+        threshold = self.settings.streaming.lower_singularity_threshold
+        if kappa >= threshold:
+            return SINGULARITY, (), (f"the arm is near a singularity (the frame Jacobian's condition number "
+                                     f"{kappa:.1f} >= lower_singularity_threshold {threshold:g}): at full stretch the "
+                                     "goal is likely out of reach")
+        return TRADEOFF, (), ("no barrier row or joint position limit binds the step: the goal is traded against the "
+                              "other tasks, the regularization or the barriers' soft terms (condition number "
+                              f"{kappa:.1f})")
 
     @property
     def streaming(self) -> bool:
