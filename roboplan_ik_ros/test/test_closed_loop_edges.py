@@ -1,7 +1,7 @@
 """d_min at edges and corners, and pushing into an obstacle (issues 20 and 23), in the core.
 
 1. A sweep: a Panda hand (TCP goal inside a 0.2 x 0.3 x 0.3 m box on the table, 5 cm in from an edge,
-   a corner or a face, with four hand orientations) driven by a frame task with the shipped barrier
+   a corner or a face, or under a table top 5 cm in from its edge, with four hand orientations) driven by a frame task with the shipped barrier
    settings (convex hulls, pairs: obstacles, 4 pairs, d_min 0.02, gain 5, safe_displacement_gain 1e-4,
    dt 0.01, position and velocity limits), 400 steps. The minimum distance over each run, from coal
    on the collision model fed by the configurations, stays >= d_min - barrier_tolerance; no QP fails;
@@ -37,7 +37,10 @@ ORIENTATIONS = {"down": DOWN, "tilted about x": DOWN @ pin.utils.rotate("x", 0.5
                 "tilted about y": DOWN @ pin.utils.rotate("y", 0.5), "yawed 45 deg": DOWN @ pin.utils.rotate("z", 0.785)}
 
 
-def _controller(rows_per_pair: int):
+SLAB = Obstacle("slab", "box", (0.3, 0.6, 0.04), position=(0.55, 0.0, 0.10))  # a table top, its edge at x 0.40
+
+
+def _controller(rows_per_pair: int, box: Obstacle = BOX):
     config = load_config(dict(
         robot=dict(group="arm", convex_hulls=True),
         solver=dict(regularization=1e-6, enforce_barriers=True, barrier_tolerance=TOLERANCE),
@@ -46,14 +49,14 @@ def _controller(rows_per_pair: int):
         barriers=[dict(name="obstacles", type="collision", pairs="obstacles", n_collision_pairs=4, d_min=D_MIN,
                        gain=5.0, safe_displacement_gain=1e-4, rows_per_pair=rows_per_pair)]))
     r = robot("panda")
-    scene = scene_from_config(r.urdf_xml, r.srdf_xml, config.robot, r.package_paths, [BOX])
+    scene = scene_from_config(r.urdf_xml, r.srdf_xml, config.robot, r.package_paths, [box])
     q = scene.neutral()
     q[:7] = START
     return OinkController(scene, config, 0.01, q), q
 
 
-def _run(rows_per_pair: int, goal, rotation) -> dict:
-    ctl, q = _controller(rows_per_pair)
+def _run(rows_per_pair: int, goal, rotation, box: Obstacle = BOX) -> dict:
+    ctl, q = _controller(rows_per_pair, box)
     scene = ctl.scene
     ctl.tasks["ee"].set_target(pin.SE3(rotation, np.array(goal)))
     data, geom_data = scene.create_data()
@@ -87,6 +90,17 @@ def test_edges_and_corners_keep_d_min(rows_per_pair):
     worst.sort()
     print(f"\nrows_per_pair {rows_per_pair}: closest {worst[0][0] * 1e3:.3f} mm ({worst[0][1]}, {worst[0][2]}) "
           f"over {len(worst)} runs")
+
+
+@pytest.mark.parametrize("rows_per_pair", [1, 5])
+def test_a_table_edge_keeps_d_min(rows_per_pair):
+    """A goal under a table top, 5 cm in from its edge: the hand comes over the edge from above."""
+    for oname, rotation in ORIENTATIONS.items():
+        out = _run(rows_per_pair, (0.45, 0.0, 0.08), rotation, SLAB)
+        where = f"table edge, hand {oname}, rows_per_pair {rows_per_pair}"
+        assert out["closest"] >= D_MIN - TOLERANCE, f"{where}: {out['closest'] * 1e3:.3f} mm"
+        assert out["failures"] == 0 and not out["recovering"], where
+        assert out["settle"] < 1e-4, where
 
 
 def test_pushing_into_a_box_brakes_without_a_failed_qp():
