@@ -202,6 +202,18 @@ class CompiledPairs:
             self._address_cache[key] = entry
         return entry[1]
 
+    def warm_up(self, data, results=(), rows_args=None) -> None:
+        """Take ``data``'s placement views and the arrays' addresses now (where tables are prepared, off the
+        control loop) rather than in the first query: ``results`` are PairDistances to query into,
+        ``rows_args`` (J, columns, support, rows) what :meth:`rows` will get."""
+        self.follow(data)
+        for out in results:
+            self._addresses(("closest", id(out)), out.pair_index, out.distance, out.point1, out.point2, out.normal)
+        if rows_args is not None:
+            J, columns, support, rows = rows_args
+            self._addresses(("rows", id(rows)), J, columns, support, rows.pair, rows.a, rows.b, rows.normal, rows.h,
+                            rows.jacobian)
+
     def closest(self, data, n: int, cutoff: float, out) -> int:
         """The n closest pairs into ``out`` (a PairDistances); returns their count."""
         if data is not self._data:

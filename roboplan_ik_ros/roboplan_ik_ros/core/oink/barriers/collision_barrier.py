@@ -116,6 +116,9 @@ class CollisionBarrier(Barrier):
         self._preparing = version
         spare, self._spare = self._spare, None
         pairs = self.pairs.rebuilt(spare)
+        if pairs.compiled is not None and self._data is not None:  # the views and addresses, here rather than in the tick
+            pairs.compiled.warm_up(self._data, (pairs.result, self._next),
+                                   (self._J, self._columns, self._support, self._kernel_rows))
         self._prepared = (pairs, *_derived_tables(pairs))
 
     def _swap_prepared(self) -> None:
