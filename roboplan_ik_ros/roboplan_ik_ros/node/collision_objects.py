@@ -207,10 +207,12 @@ class CollisionObjectsEndpoint:
                     raise
                 self.objects[msg.id] = shapes
                 self.config_names.discard(msg.id)
+                self.loop.expect_collision_prepare()
         elif op == "REMOVE":
             with self.lock, self.scene_lock:
                 if not self._remove(msg.id):
                     raise InvalidInputError(f"id: no object {msg.id!r}; known: {sorted(self._ids())}")
+                self.loop.expect_collision_prepare()
         else:
             shapes = self.objects.get(msg.id)
             if shapes is None and msg.id in self.config_names and msg.id in self.scene.obstacles:
@@ -223,6 +225,7 @@ class CollisionObjectsEndpoint:
                     self.scene.move_obstacle(name, T.translation, pin.Quaternion(T.rotation).coeffs(), frame)
                 if msg.id in self.objects:
                     self.objects[msg.id].frame = moves[0][2]
+                self.loop.expect_collision_prepare()
         self.on_change()
 
     def _ids(self) -> set[str]:
@@ -255,6 +258,7 @@ class CollisionObjectsEndpoint:
             ids = list(self.objects)
             for object_id in ids:
                 self._remove(object_id)
+            self.loop.expect_collision_prepare()
         self.on_change()
         response.success = True
         response.message = (f"removed {len(ids)} object(s) added on ~/collision_objects"

@@ -518,7 +518,8 @@ class IKControllerNode(GuardedLifecycleNode):
         tf_lookup = (lambda frame, stamp: self._resolver._lookup(frame, stamp)) if HAVE_TF2 else None
         self._perception = PointCloudInput(
             self, self.scene, self.config.perception, self._root, self._lock, self._service.scene_lock,
-            self._current_q, tf_lookup, self._on_perceived_changed, self._on_pointcloud_refused, self._log_loop_event)
+            self._current_q, tf_lookup, self._on_perceived_changed, self._on_pointcloud_refused, self._log_loop_event,
+            self.loop.expect_collision_prepare)
         session.own("~/pointcloud thread", self._perception.destroy)
         if cfg.trigger == "joint_states":  # ticks come from /joint_states; this timer only watches for staleness
             period = max(1.0 / cfg.control_rate_hz, min(0.05, cfg.state_timeout / 4.0))

@@ -66,10 +66,11 @@ class PointCloudInput:
     ``on_change()`` after the cloud changed (markers); ``on_refused(reason)``; ``log(level, text)``."""
 
     def __init__(self, node, scene, config, root: str, lock, scene_lock, current_q, tf_lookup, on_change,
-                 on_refused, log) -> None:
+                 on_refused, log, expect_prepare=lambda: None) -> None:
         self.node, self.scene, self.config, self.root = node, scene, config, root
         self.lock, self.scene_lock, self.current_q = lock, scene_lock, current_q
         self.tf_lookup, self.on_change, self.on_refused, self.log = tf_lookup, on_change, on_refused, log
+        self.expect_prepare = expect_prepare  # under the locks, right after the cloud changed (before on_change)
         self.ingest = CloudIngest(scene, config)
         self._data = scene.model.createData()
         self._closest = ClosestObstacle(scene, "perceived")
@@ -174,13 +175,14 @@ class PointCloudInput:
         with self.lock, self.scene_lock:
             old = self.scene.perceived_cloud
             self.scene.set_perceived_cloud(cloud)
-        with self.scene_lock:  # the status report's tables, here rather than under the loop's lock in snapshot()
-            self._closest.prepare()
+            self.expect_prepare()
         self.report.state = state
         self.report.points = 0 if cloud is None else cloud.size
         if arrival is not None:
             self._arrival = arrival
-        self.on_change()
+        self.on_change()  # the barriers' tables first (the ticks wait for them), then the status report's
+        with self.scene_lock:  # here rather than under the loop's lock in snapshot()
+            self._closest.prepare()
         return 0 if old is None else old.size
 
     # ------------------------------------------------------------------ reports (executor thread)

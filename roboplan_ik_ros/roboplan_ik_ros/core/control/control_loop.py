@@ -779,6 +779,14 @@ class ControlLoop:
     def joint_states_rejected(self) -> int:
         return self.state.rejected
 
+    def expect_collision_prepare(self) -> None:
+        """Call with the loop's lock held, right after changing the scene's obstacles, when
+        :meth:`prepare_collisions` follows outside the lock: the ticks in between keep their tables."""
+        for b in self.ctrl.barriers:
+            expect = getattr(b, "expect_prepare", None)
+            if expect is not None:
+                expect()
+
     def prepare_collisions(self) -> None:
         """After the scene's obstacles changed, build the collision barriers' pair tables here (the thread
         that changed them, where they cannot change meanwhile) for the next tick to swap in."""

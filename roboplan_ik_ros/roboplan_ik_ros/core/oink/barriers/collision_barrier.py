@@ -86,6 +86,7 @@ class CollisionBarrier(Barrier):
         self._pair_tables()
         self._prepared = None  # (pairs, joint1, joint2, vertices) built by prepare() for update() to swap in
         self._preparing = -1  # the collision_version a prepare() is building for
+        self._waited = 0  # updates that went on with the previous tables while it did
         self._spare = None  # a compiled kernel no query uses: prepare() rebuilds it
         self._distances = np.zeros(n_collision_pairs)
         self._h = np.zeros(self.size)
@@ -121,6 +122,12 @@ class CollisionBarrier(Barrier):
                                    (self._J, self._columns, self._support, self._kernel_rows))
         self._prepared = (pairs, *_derived_tables(pairs))
 
+    def expect_prepare(self) -> None:
+        """The scene's obstacles just changed and :meth:`prepare` will follow (call where they changed, under
+        the loop's lock): until it is done, a compiled tick goes on with its previous tables instead of
+        rebuilding them itself."""
+        self._preparing = self.oink.scene.collision_version
+
     def _swap_prepared(self) -> None:
         """In the tick: take the prepared tables if they fit the scene; else rebuild here unless the
         compiled kernel can go on with the current ones while a prepare is under way."""
@@ -133,9 +140,12 @@ class CollisionBarrier(Barrier):
             self.pairs, self._joint1, self._joint2, self._vertices = prepared
             self._prepared = None
             self._spare = old.compiled  # no query uses it now: the next prepare rebuilds it in place
+            self._waited = 0
             return
-        if self._preparing == version and self.pairs.compiled is not None:
-            return  # being prepared in another thread: the kernel's geometries are the previous scene's
+        if self._preparing == version and self.pairs.compiled is not None and self._waited < _MAX_PREPARE_WAIT:
+            self._waited += 1  # being prepared in another thread: the kernel's geometries are the previous scene's
+            return
+        self._waited = 0
         if self.pairs.refresh():
             self._pair_tables()
 
@@ -248,6 +258,11 @@ def _derived_tables(pairs: ClosestPairs) -> tuple[np.ndarray, np.ndarray, RowVer
     joint1 = np.array([pairs.object(int(g)).parentJoint for g in pairs.first], dtype=int)
     joint2 = np.array([pairs.object(int(g)).parentJoint for g in pairs.second], dtype=int)
     return joint1, joint2, RowVertices(pairs) if pairs.compiled is None else None
+
+
+# updates that go on with the previous tables while a prepare() is expected; then the update rebuilds them
+# itself (a prepare that never comes must not leave the barrier blind to a changed scene)
+_MAX_PREPARE_WAIT = 50
 
 
 DEFAULT_NAMES = {"self": "self_collision", "obstacles": "obstacles", "all": "collision"}
