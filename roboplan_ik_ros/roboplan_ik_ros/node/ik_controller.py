@@ -858,16 +858,10 @@ class IKControllerNode(GuardedLifecycleNode):
         return level, message, values
 
 
-GIL_SWITCH_INTERVAL = 0.0005  # [s]
-
-
 def main(args=None) -> None:
     from rclpy.signals import SignalHandlerOptions
 
     start_forkserver()  # the ~/solve_ik workers' parent, before any thread (see its docstring)
-    # Python hands the GIL to a waiting thread after this long (default 5 ms): the control loop, waking for
-    # its tick, waits at most this for a thread that runs Python (the executor, the point-cloud thread)
-    sys.setswitchinterval(GIL_SWITCH_INTERVAL)
     rclpy.init(args=args, signal_handler_options=SignalHandlerOptions.NO)
     stop = threading.Event()
     signals = stop_on_signals(stop)
