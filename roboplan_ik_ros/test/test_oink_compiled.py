@@ -49,8 +49,8 @@ class SlowBox(Limit):
 class ShiftedBox(PositionBarrier):
     """A barrier with its own rows and regularization (the kernel leaves it to Python)."""
 
-    def constraint(self):
-        G, up = super().constraint()
+    def constraint(self, reference=None, braking=None):
+        G, up = super().constraint(reference, braking)
         up *= 0.5
         return G, up
 
@@ -58,7 +58,7 @@ class ShiftedBox(PositionBarrier):
         return 2.0 * super().regularization_weight()
 
     def safe_displacement(self):
-        return np.full(self.oink.nv, 1e-3)
+        return np.full(self.group.nv, 1e-3)
 
 
 class SwappingTask(Task):
@@ -69,8 +69,8 @@ class SwappingTask(Task):
         self.q_target = q_target
 
     def update(self, q, data) -> None:
-        self.jacobian = -np.eye(self.oink.nv)
-        self.error = self.q_target - q[self.oink.group.q_indices]
+        self.jacobian = -np.eye(self.group.nv)
+        self.error = self.q_target - q[self.group.q_indices]
 
 
 def _make(panda, compiled: bool, variant: str):

@@ -368,6 +368,6 @@ def test_barrier_row_hint_inside_the_box_says_how_far_and_why():
     b = PositionBarrier.__new__(PositionBarrier)  # only the fields the hint reads
     b.__dict__.update(axes=[0, 1, 2], frame="panda_hand", p_min=np.full(3, -1.0), p_max=np.full(3, 1.0),
                       value=np.array([0.5, 0.5, 0.5, 0.5, 0.3564, 0.5]))
-    hint = solver_module._barrier_row_hint(b, 4)  # 'y upper'
+    hint = b.row_hint(4)  # 'y upper'
     assert "0.3564 m inside the box face on y (p_max[1] = 1 m)" in hint and "brake" in hint, hint
     assert "is at the box" not in hint

@@ -85,18 +85,21 @@ def _strides(a: np.ndarray) -> tuple[int, ...]:
     return tuple(s // a.itemsize for s in a.strides)
 
 
+def native_form(obj) -> str:
+    """The form the kernel updates ``obj`` in (``native_form`` in its class's own body: "frame_task",
+    "position_barrier"), or "" (a subclass, which may change update(), does not inherit it)."""
+    return type(obj).__dict__.get("native_form", "")
+
+
 class _NativeFrames:
     """FrameTask and PositionBarrier objects (exact types: a subclass may change update()) that the
     kernel updates itself, reading pinocchio's Data in place: the same formulas as their update()
     (tested against it). Holds every array the kernel reads."""
 
     def __init__(self, oink, tasks, barriers) -> None:
-        from .barriers.position_barrier import PositionBarrier
-        from .tasks.frame_task import FrameTask
-
         self.scene, data, n = oink.scene, oink.data, oink.nv
-        self.tasks = [t for t in tasks if type(t) is FrameTask]
-        self.barriers = [b for b in barriers if type(b) is PositionBarrier]
+        self.tasks = [t for t in tasks if native_form(t) == "frame_task"]
+        self.barriers = [b for b in barriers if native_form(b) == "position_barrier"]
         self._keep = []  # pinocchio views and support masks the kernel points at
         self._task_arrays, self._barrier_arrays = [], []  # the objects' arrays it points at (refresh() checks them)
         self._J_world = data.J  # a view of Data's joint Jacobians: follows every kinematics call

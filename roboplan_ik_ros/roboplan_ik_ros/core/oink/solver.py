@@ -84,9 +84,8 @@ from ..model.scene import Scene
 from . import compiled_assembly
 from .compiled_assembly import CompiledAssembly, load_kernel
 from .osqp_workspace import OsqpResult, OsqpWorkspace
+from .robot import Robot
 from .barriers.barrier import Barrier
-from .barriers.position_barrier import PositionBarrier
-from .barriers.collision_barrier import CollisionBarrier
 from .limits.limit import Limit
 from .tasks.task import Task
 
@@ -187,6 +186,7 @@ class Oink:
         self.scene = scene
         self.group = scene.group(group_name)
         self.nv = self.group.nv
+        self.robot = Robot(scene, self.group)  # what tasks, limits and barriers are built against
         self.regularization = check_positive(regularization, "regularization")
         self.qp_solver = qp_solver
         self.unconstrained_shortcut = bool(unconstrained_shortcut)
@@ -363,7 +363,7 @@ class Oink:
             raise np.linalg.LinAlgError(f"matrix not positive definite ({which})")
         if referenced:  # the kernel's rows bound the step from q: rewrite them from the reference (rare: measured feedback)
             for b in lay.kernel_barriers:
-                b.constraint()
+                b.constraint(self.barrier_reference, self.barrier_braking)
             if lay.barrier_upper.size and lay.barrier_upper.min() < 0.0:
                 violated = _most_violated_row(barriers, self.boundary_tolerance)
                 if violated is not None:
@@ -387,7 +387,7 @@ class Oink:
         diagonal = 0.0
         for b in barriers:
             b.update(q, self.data, self.geom_data)
-            b.constraint()  # into K and d
+            b.constraint(self.barrier_reference, self.barrier_braking)  # into K and d
             w = b.regularization_weight()
             if w > 0.0:
                 diagonal += w
@@ -658,7 +658,7 @@ class Oink:
                 k = int(np.flatnonzero(stuck)[0])
                 return (
                     f"; barrier {b.name!r} row {b.row_names[k]!r} cannot be satisfied within the joint limits "
-                    f"(h = {b.value[k]:.4g} m): {_barrier_row_hint(b, k)}"
+                    f"(h = {b.value[k]:.4g} m): {b.row_hint(k)}"
                 )
         return ""
 
@@ -705,7 +705,7 @@ class Oink:
                 break
         for b in barriers:  # b.measured_value still holds h at q (evaluate returns another array)
             h_next = b.evaluate(data, self.geom_data)
-            if not b.untracked_floor() >= 0.0:  # a pair the rows did not track ended inside d_min
+            if not b.untracked_floor(self.boundary_tolerance) >= 0.0:  # a pair the rows did not track ended inside d_min
                 return False
             if np.count_nonzero(np.greater_equal(h_next, -tolerance)) == len(h_next):
                 continue  # every row inside its safe set (up to tolerance): nothing can be violated
@@ -1006,26 +1006,3 @@ def _most_violated_row(barriers: Sequence[Barrier], boundary: float = 0.0) -> tu
             if worst is None or b.value[k] < worst[0].value[worst[1]]:
                 worst = (b, k)
     return worst
-
-
-def _barrier_row_hint(b: Barrier, row: int) -> str:
-    """What to change when ``b``'s ``row`` cannot be satisfied, worded for the barrier's type."""
-    if isinstance(b, PositionBarrier):
-        n_axes = len(b.axes)
-        axis = b.axes[row % n_axes]
-        bound, face = (b.p_min, "p_min") if row < n_axes else (b.p_max, "p_max")
-        h = float(b.value[row])
-        if h < 0.0:
-            return (
-                f"frame {b.frame!r} is outside the box on {'xyz'[axis]} ({face}[{axis}] = {bound[axis]:.4g} m) and no "
-                f"step within the joint limits moves it inward: the box may be too small or not reachable within the "
-                f"joint limits (check p_min/p_max)"
-            )
-        return (
-            f"frame {b.frame!r} is {h:.4g} m inside the box face on {'xyz'[axis]} ({face}[{axis}] = {bound[axis]:.4g} "
-            f"m) and no step within the limits' boxes (position, velocity, acceleration) keeps the row: the frame "
-            f"approaches the face faster than the bounds let it brake, or the box is out of reach (check p_min/p_max)"
-        )
-    if isinstance(b, CollisionBarrier):
-        return "lower its d_min/safety_margin, or disable that pair in the SRDF (or move the obstacle)"
-    return "relax the barrier or the joint limits"

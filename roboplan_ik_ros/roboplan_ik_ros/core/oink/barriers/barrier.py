@@ -35,7 +35,7 @@ from ...errors import check_positive
 from ...ranges import check_key
 
 if TYPE_CHECKING:
-    from ..solver import Oink
+    from ..robot import Robot
 
 _MIN_JACOBIAN_NORM2 = 1e-12
 _LARGE = 1e300
@@ -48,7 +48,7 @@ class Barrier(ABC):
 
     def __init__(
         self,
-        oink: Oink,
+        robot: Robot,
         m: int,
         dt: float,
         gain: float,
@@ -59,7 +59,8 @@ class Barrier(ABC):
         safe_displacement_max_weight: float | None = None,
     ) -> None:
         self.name = name
-        self.oink = oink
+        self.scene = robot.scene  # model, frames and collision geometry
+        self.group = robot.group  # the joints dq moves
         self.dt = check_positive(dt, f"{name}.dt")
         self.gain = check_key(gain, "barriers[].gain", f"{name}.gain")
         self.safe_displacement_gain = check_key(safe_displacement_gain, "barriers[].safe_displacement_gain",
@@ -71,8 +72,8 @@ class Barrier(ABC):
             safe_displacement_max_weight, "barriers[].safe_displacement_max_weight",
             f"{name}.safe_displacement_max_weight")
         self.value = np.zeros(m)  # h at the last update [m]; +inf for an unused row
-        self.jacobian = np.zeros((m, oink.nv))  # dh/dq over the group
-        self.G = np.zeros((m, oink.nv))  # -J_h
+        self.jacobian = np.zeros((m, robot.nv))  # dh/dq over the group
+        self.G = np.zeros((m, robot.nv))  # -J_h
         self.upper = np.zeros(m)
         self.row_names: list[str] = [""] * m
         self._scratch = np.zeros(m)
@@ -82,7 +83,7 @@ class Barrier(ABC):
     def size(self) -> int:
         return len(self.value)
 
-    def untracked_floor(self) -> float:
+    def untracked_floor(self, boundary_tolerance: float = 0.0) -> float:
         """After :meth:`evaluate`: the least h - floor over what the rows do not track (a collision pair
         that was not among the closest at q); >= 0 when nothing untracked crossed its floor. The
         barrier check refuses a step that makes it negative."""
@@ -109,12 +110,13 @@ class Barrier(ABC):
         G[:], upper[:] = self.G, self.upper
         self.G, self.upper = G, upper
 
-    def constraint(self) -> tuple[np.ndarray, np.ndarray]:
-        """(G, upper) with ``G dq <= upper``; unused rows have G = 0 and upper = inf. With the solver's
-        barrier reference ``r`` (:meth:`Oink.set_barrier_reference`) the row is ``G (dq - r) <= b(h + J_h r)``."""
+    def constraint(self, reference: np.ndarray | None = None,
+                   braking: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """(G, upper) with ``G dq <= upper``; unused rows have G = 0 and upper = inf. With a barrier reference
+        ``r`` (the solver's, :meth:`Oink.set_barrier_reference`) the row is ``G (dq - r) <= b(h + J_h r)``;
+        ``braking`` = [lag, alpha per joint] (:meth:`Oink.set_barrier_braking`; lag < 0 or None: off)."""
         h, up, scratch = self.value, self.upper, self._scratch
         np.negative(self.jacobian, out=self.G)
-        reference = self.oink.barrier_reference
         if reference is not None:
             h = np.dot(self.jacobian, reference, out=self._h_reference)
             h += self.value  # h at q ⊕ r, to first order
@@ -123,8 +125,7 @@ class Barrier(ABC):
         scratch += 1.0
         np.divide(h, scratch, out=up)  # h / (1 + |h|)
         up *= self.dt * self.gain
-        braking = self.oink.barrier_braking
-        if braking[0] >= 0.0:
+        if braking is not None and braking[0] >= 0.0:
             np.minimum(up, _braking_bound(h, np.abs(self.jacobian) @ braking[1:], braking[0]), out=up)
         up -= self.safety_margin
         if reference is not None:
@@ -147,6 +148,10 @@ class Barrier(ABC):
         cap = self.safe_displacement_max_weight
         return w if cap is None or w <= cap else cap
 
+
+    def row_hint(self, row: int) -> str:
+        """What to change when ``row`` cannot be satisfied within the limits (the end of a failure status)."""
+        return "relax the barrier or the joint limits"
 
 def safe_displacement_fade(h_min: float, fade: float) -> float:
     """f(h_min / fade): 1 at or inside the barrier (h_min <= 0), 0 from ``fade`` [m] on (and for NaN),

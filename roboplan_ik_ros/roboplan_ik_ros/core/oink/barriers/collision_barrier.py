@@ -13,7 +13,7 @@ from .barrier import Barrier
 from .collision_rows import CollisionRows, RowVertices, python_rows
 
 if TYPE_CHECKING:
-    from ..solver import Oink
+    from ..robot import Robot
 
 
 class CollisionBarrier(Barrier):
@@ -50,7 +50,7 @@ class CollisionBarrier(Barrier):
 
     def __init__(
         self,
-        oink: Oink,
+        robot: Robot,
         n_collision_pairs: int,
         dt: float,
         d_min: float = 0.02,
@@ -68,20 +68,20 @@ class CollisionBarrier(Barrier):
         safe_displacement_max_weight: float | None = None,
     ) -> None:
         name = name if name is not None else DEFAULT_NAMES.get(pairs, pairs)
-        self.pairs = ClosestPairs(oink.scene, n_collision_pairs, broad_phase_cutoff, pairs, use_compiled)
+        self.pairs = ClosestPairs(robot.scene, n_collision_pairs, broad_phase_cutoff, pairs, use_compiled)
         if not isinstance(rows_per_pair, (int, np.integer)) or isinstance(rows_per_pair, bool) or rows_per_pair < 1:
             raise InvalidInputError(f"{name}.rows_per_pair: expected an integer >= 1, got {rows_per_pair!r}")
         self.rows_per_pair = int(rows_per_pair)
-        super().__init__(oink, n_collision_pairs * self.rows_per_pair, dt, gain, safe_displacement_gain,
+        super().__init__(robot, n_collision_pairs * self.rows_per_pair, dt, gain, safe_displacement_gain,
                          safety_margin, name, safe_displacement_fade, safe_displacement_max_weight)
         self.d_min = check_positive(d_min, f"{name}.d_min", allow_zero=True)
         self.row_margin = check_positive(row_margin, f"{name}.row_margin", allow_zero=True)
         self.row_spacing = check_positive(row_spacing, f"{name}.row_spacing", allow_zero=True)
-        model = oink.scene.model
+        model = robot.scene.model
         self.rows = CollisionRows.zeros(self.size)
         # support[j, v] = 1 where velocity v moves joint j (the universe, j = 0, has none); group columns
-        support = np.array([oink.scene.support_mask(j) for j in range(model.njoints)])
-        self._columns = np.ascontiguousarray(np.arange(model.nv)[oink.group.v_columns], dtype=np.int64)
+        support = np.array([robot.scene.support_mask(j) for j in range(model.njoints)])
+        self._columns = np.ascontiguousarray(np.arange(model.nv)[robot.group.v_columns], dtype=np.int64)
         self._support = np.ascontiguousarray(support[:, self._columns], dtype=float)
         self._pair_tables()
         self._prepared = None  # (pairs, joint1, joint2, vertices) built by prepare() for update() to swap in
@@ -111,7 +111,7 @@ class CollisionBarrier(Barrier):
         control tick then pays a reference swap, not the rebuild. Until the swap a tick with the compiled
         kernel goes on with the previous tables (its own copy of the geometries); the Python path reads the
         scene's collision model, so it rebuilds in the tick if nothing is prepared for the version it sees."""
-        version = self.oink.scene.collision_version
+        version = self.scene.collision_version
         if self.pairs.version == version or self.pairs.pair_set == "self":
             return
         self._preparing = version
@@ -126,12 +126,12 @@ class CollisionBarrier(Barrier):
         """The scene's obstacles just changed and :meth:`prepare` will follow (call where they changed, under
         the loop's lock): until it is done, a compiled tick goes on with its previous tables instead of
         rebuilding them itself."""
-        self._preparing = self.oink.scene.collision_version
+        self._preparing = self.scene.collision_version
 
     def _swap_prepared(self) -> None:
         """In the tick: take the prepared tables if they fit the scene; else rebuild here unless the
         compiled kernel can go on with the current ones while a prepare is under way."""
-        version = self.oink.scene.collision_version
+        version = self.scene.collision_version
         if self.pairs.version == version:
             return
         prepared = self._prepared
@@ -243,15 +243,18 @@ class CollisionBarrier(Barrier):
         h[: rows.count] -= self.d_min
         return h
 
-    def untracked_floor(self) -> float:
+    def untracked_floor(self, boundary_tolerance: float = 0.0) -> float:
         """A pair that was not among the closest at q (so at least as far as the farthest tracked one) may
-        end at most ``boundary_tolerance`` inside d_min, or no deeper than the tracked rows were."""
+        end at most ``boundary_tolerance`` [m] inside d_min, or no deeper than the tracked rows were."""
         if not np.isfinite(self._untracked_h):
             return np.inf
         tracked = self._measured[: self.rows.count]
-        floor = min(-self.oink.boundary_tolerance, float(tracked.min()) if len(tracked) else 0.0)
+        floor = min(-boundary_tolerance, float(tracked.min()) if len(tracked) else 0.0)
         return self._untracked_h - floor
 
+
+    def row_hint(self, row: int) -> str:
+        return "lower its d_min/safety_margin, or disable that pair in the SRDF (or move the obstacle)"
 
 def _derived_tables(pairs: ClosestPairs) -> tuple[np.ndarray, np.ndarray, RowVertices | None]:
     """Per pair, the parent joint of its geometries; the vertices that may get rows (Python path)."""

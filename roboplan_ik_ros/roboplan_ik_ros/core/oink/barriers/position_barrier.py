@@ -11,7 +11,7 @@ from ...errors import InvalidInputError, as_vector
 from .barrier import Barrier
 
 if TYPE_CHECKING:
-    from ..solver import Oink
+    from ..robot import Robot
 
 _AXES = "xyz"
 
@@ -25,9 +25,11 @@ class PositionBarrier(Barrier):
         axis_selection: which of x, y, z are constrained.
     """
 
+    native_form = "position_barrier"  # the compiled assembly updates this exact class itself (compiled_assembly.py)
+
     def __init__(
         self,
-        oink: Oink,
+        robot: Robot,
         frame: str,
         p_min,
         p_max,
@@ -48,10 +50,10 @@ class PositionBarrier(Barrier):
         if axes.shape != (3,) or not axes.any():
             raise InvalidInputError(f"{name}.axis_selection: expected 3 booleans with at least one true")
         self.axes = np.flatnonzero(axes)
-        super().__init__(oink, 2 * len(self.axes), dt, gain, safe_displacement_gain, safety_margin, name,
+        super().__init__(robot, 2 * len(self.axes), dt, gain, safe_displacement_gain, safety_margin, name,
                          safe_displacement_fade, safe_displacement_max_weight)
         self.frame = frame
-        self.frame_id = oink.scene.frame_id(frame)
+        self.frame_id = robot.scene.frame_id(frame)
         self.p_min = as_vector(p_min, 3, f"{name}.p_min", allow_inf=True)
         self.p_max = as_vector(p_max, 3, f"{name}.p_max", allow_inf=True)
         sel_min, sel_max = self.p_min[self.axes], self.p_max[self.axes]
@@ -66,7 +68,7 @@ class PositionBarrier(Barrier):
         self.select = np.zeros((2 * k, 3))  # h = select @ p + offset, dh/dq = select @ J_linear
         self.select[np.arange(2 * k), np.concatenate([self.axes, self.axes])] = sign
         self.offset = np.concatenate([-sel_min, sel_max])
-        self._columns = oink.group.v_columns
+        self._columns = robot.group.v_columns
         self._data: pin.Data | None = None  # whose frame placement self._p views
         self._evaluated = np.zeros(2 * k)
 
@@ -79,10 +81,28 @@ class PositionBarrier(Barrier):
     def update(self, q: np.ndarray, data: pin.Data, geom_data: pin.GeometryData) -> None:
         np.dot(self.select, self._position(data), out=self.value)
         self.value += self.offset
-        J = pin.getFrameJacobian(self.oink.scene.model, data, self.frame_id, pin.LOCAL_WORLD_ALIGNED)
+        J = pin.getFrameJacobian(self.scene.model, data, self.frame_id, pin.LOCAL_WORLD_ALIGNED)
         np.dot(self.select, J[:3, self._columns], out=self.jacobian)
 
     def evaluate(self, data: pin.Data, geom_data: pin.GeometryData) -> np.ndarray:
         h = np.dot(self.select, self._position(data), out=self._evaluated)  # a buffer reused by the next call
         h += self.offset
         return h
+
+    def row_hint(self, row: int) -> str:
+        n_axes = len(self.axes)
+        axis = self.axes[row % n_axes]
+        bound, face = (self.p_min, "p_min") if row < n_axes else (self.p_max, "p_max")
+        h = float(self.value[row])
+        if h < 0.0:
+            return (
+                f"frame {self.frame!r} is outside the box on {'xyz'[axis]} ({face}[{axis}] = {bound[axis]:.4g} m) and "
+                f"no step within the joint limits moves it inward: the box may be too small or not reachable within "
+                f"the joint limits (check p_min/p_max)"
+            )
+        return (
+            f"frame {self.frame!r} is {h:.4g} m inside the box face on {'xyz'[axis]} ({face}[{axis}] = "
+            f"{bound[axis]:.4g} m) and no step within the limits' boxes (position, velocity, acceleration) keeps the "
+            f"row: the frame approaches the face faster than the bounds let it brake, or the box is out of reach "
+            f"(check p_min/p_max)"
+        )

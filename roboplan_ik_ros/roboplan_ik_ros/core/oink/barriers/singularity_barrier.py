@@ -27,7 +27,7 @@ from ...errors import check_positive
 from .barrier import Barrier
 
 if TYPE_CHECKING:
-    from ..solver import Oink
+    from ..robot import Robot
 
 
 class SingularityBarrier(Barrier):
@@ -41,7 +41,7 @@ class SingularityBarrier(Barrier):
 
     def __init__(
         self,
-        oink: Oink,
+        robot: Robot,
         frame: str,
         dt: float,
         sigma_min: float = 0.02,
@@ -53,19 +53,19 @@ class SingularityBarrier(Barrier):
         safe_displacement_max_weight: float | None = None,
     ) -> None:
         name = name or f"{frame}_singularity"
-        super().__init__(oink, 1, dt, gain, safe_displacement_gain, safety_margin, name,
+        super().__init__(robot, 1, dt, gain, safe_displacement_gain, safety_margin, name,
                          safe_displacement_fade, safe_displacement_max_weight)
         self.frame = frame
-        self.frame_id = oink.scene.frame_id(frame)
+        self.frame_id = robot.scene.frame_id(frame)
         self.sigma_min_allowed = check_positive(sigma_min, f"{name}.sigma_min")
         self.row_names = ["sigma_min"]
-        self._columns = oink.group.v_columns
-        self.sigma = np.zeros(min(6, oink.nv))  # singular values at the last update, largest first
+        self._columns = robot.group.v_columns
+        self.sigma = np.zeros(min(6, robot.nv))  # singular values at the last update, largest first
         self._evaluated = np.zeros(1)
 
     def _jacobian(self, data: pin.Data) -> np.ndarray:
         """The frame's LOCAL Jacobian over the group's columns (data holds joint Jacobians)."""
-        J = pin.getFrameJacobian(self.oink.scene.model, data, self.frame_id, pin.LOCAL)
+        J = pin.getFrameJacobian(self.scene.model, data, self.frame_id, pin.LOCAL)
         return J[:, self._columns]
 
     def update(self, q: np.ndarray, data: pin.Data, geom_data: pin.GeometryData) -> None:
@@ -77,7 +77,7 @@ class SingularityBarrier(Barrier):
 
     def evaluate(self, data: pin.Data, geom_data: pin.GeometryData) -> np.ndarray:
         # data holds placements at the checked configuration (not its Jacobians): compute them from those
-        pin.computeJointJacobians(self.oink.scene.model, data)
+        pin.computeJointJacobians(self.scene.model, data)
         self._evaluated[0] = np.linalg.svd(self._jacobian(data), compute_uv=False)[-1] - self.sigma_min_allowed
         return self._evaluated
 

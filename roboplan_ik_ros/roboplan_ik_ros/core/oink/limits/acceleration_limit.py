@@ -44,7 +44,7 @@ from ..compiled_assembly import AccelerationBox, load_acceleration_box
 from .limit import Bounds, Limit
 
 if TYPE_CHECKING:
-    from ..solver import Oink
+    from ..robot import Robot
 
 _ROUND_OFF = 1e-9  # relative to alpha: a bound this far below pi's step is round-off, not a conflict
 _BISECTION_STEPS = 40  # halvings of [w_lo, w_hi] (<= 2 alpha wide): resolution alpha * 2^-39
@@ -61,10 +61,10 @@ class AccelerationLimit(Limit):
             the scene's (URDF) limits. Used for viability under the jerk bound.
     """
 
-    def __init__(self, oink: Oink, dt: float, a_max, j_max=None, v_max=None,
+    def __init__(self, robot: Robot, dt: float, a_max, j_max=None, v_max=None,
                  name: str = "acceleration_limit", compiled: bool = True) -> None:
         self.name = name
-        n = oink.nv
+        n = robot.nv
         self.nv = n
         self.dt = check_positive(dt, f"{name}.dt")
         self.a_max = as_vector(a_max, n, f"{name}.a_max")
@@ -73,15 +73,15 @@ class AccelerationLimit(Limit):
         self.j_max = as_vector(np.inf if j_max is None else j_max, n, f"{name}.j_max", allow_inf=True)
         if (self.j_max <= 0).any():
             raise InvalidInputError(f"{name}.j_max: expected values > 0 (or .inf for none), got {self.j_max.tolist()}")
-        group = oink.group
+        group = robot.group
         if v_max is None:
-            v_max = oink.scene.v_max[group.v_indices]
+            v_max = robot.scene.v_max[group.v_indices]
         self.v_max = as_vector(v_max, n, f"{name}.v_max", allow_inf=True)
         if (self.v_max <= 0).any():
             raise InvalidInputError(f"{name}.v_max: expected values > 0, got {self.v_max.tolist()}")
         self.joint_names = list(group.joint_names)
-        self.q_min = oink.scene.q_min_v[group.v_indices]  # -inf / +inf for unbounded joints
-        self.q_max = oink.scene.q_max_v[group.v_indices]
+        self.q_min = robot.scene.q_min_v[group.v_indices]  # -inf / +inf for unbounded joints
+        self.q_max = robot.scene.q_max_v[group.v_indices]
         self._bounded = np.zeros(n, dtype=bool)
         self._bounded[group.bounded_v] = True
         self._q_idx = np.full(n, -1)
@@ -306,6 +306,14 @@ class AccelerationLimit(Limit):
         step += self.offset
         return step
 
+    def barrier_braking(self) -> tuple[np.ndarray, float]:
+        """(alpha, lag) for :meth:`Oink.set_barrier_braking`: each barrier row counts on
+        BARRIER_BRAKING_SHARE of a_max dt^2 per joint, available after the jerk bound's ramp (2 alpha / delta
+        steps)."""
+        with np.errstate(divide="ignore", invalid="ignore"):
+            ramp = np.where(np.isfinite(self.delta), np.ceil(2.0 * self.alpha / self.delta) - 1.0, 0.0)
+        return BARRIER_BRAKING_SHARE * self.alpha, float(max(ramp.max(), 0.0))
+
 
 def _velocity_room(u1: np.ndarray, V: np.ndarray, delta: np.ndarray) -> np.ndarray:
     """Largest w with ``u1 + w + w^2 / (2 delta) <= V`` (w >= 0 part; u1 <= V keeps it >= 0)."""
@@ -332,10 +340,7 @@ def _travel(u1, w, alpha, delta, E) -> np.ndarray:
 BARRIER_BRAKING_SHARE = 0.5
 
 
-def brake_barriers_for(oink: Oink, accel: AccelerationLimit) -> None:
-    """Make ``oink``'s barrier rows account for braking under ``accel``: each row counts on
-    BARRIER_BRAKING_SHARE of a_max dt^2, available after the jerk bound's ramp (2 alpha / delta steps)."""
-    with np.errstate(divide="ignore", invalid="ignore"):
-        ramp = np.where(np.isfinite(accel.delta), np.ceil(2.0 * accel.alpha / accel.delta) - 1.0, 0.0)
-    oink.set_barrier_braking(BARRIER_BRAKING_SHARE * accel.alpha, float(max(ramp.max(), 0.0)))
-
+def brake_barriers_for(solver, accel: AccelerationLimit) -> None:
+    """Make ``solver``'s (an :class:`~..solver.Oink`) barrier rows account for braking under ``accel``
+    (:meth:`AccelerationLimit.barrier_braking`)."""
+    solver.set_barrier_braking(*accel.barrier_braking())

@@ -10,7 +10,7 @@ from ...errors import check_positive
 from .limit import Bounds, Limit
 
 if TYPE_CHECKING:
-    from ..solver import Oink
+    from ..robot import Robot
 
 
 class FollowingErrorLimit(Limit):
@@ -26,12 +26,12 @@ class FollowingErrorLimit(Limit):
         max_error: [rad or m] per joint.
     """
 
-    def __init__(self, oink: Oink, max_error: float, name: str = "following_error_limit") -> None:
+    def __init__(self, robot: Robot, max_error: float, name: str = "following_error_limit") -> None:
         self.name = name
         self.max_error = check_positive(max_error, f"{name}.max_error")
-        self._lower = np.zeros(oink.nv)
-        self._upper = np.zeros(oink.nv)
-        self.set_following_error(np.zeros(oink.nv))
+        self._lower = np.zeros(robot.nv)
+        self._upper = np.zeros(robot.nv)
+        self.set_following_error(np.zeros(robot.nv))
 
     def set_following_error(self, e: np.ndarray) -> None:
         """e = commanded ⊖ measured over the group's joints [rad or m]."""

@@ -10,7 +10,7 @@ from ...errors import Range
 from .limit import Bounds, Limit
 
 if TYPE_CHECKING:
-    from ..solver import Oink
+    from ..robot import Robot
 
 _GAIN = Range(0.0, 1.0, lo_open=True)
 
@@ -22,17 +22,17 @@ class PositionLimit(Limit):
         gain: gamma in (0, 1]; the share of the remaining range one step may use.
     """
 
-    def __init__(self, oink: Oink, gain: float = 1.0, name: str = "position_limit") -> None:
+    def __init__(self, robot: Robot, gain: float = 1.0, name: str = "position_limit") -> None:
         self.gain = _GAIN.check(gain, f"{name}.gain")
         self.name = name
-        group = oink.group
+        group = robot.group
         iv = group.v_indices[group.bounded_v]
-        self.q_min = oink.scene.q_min_v[iv]
-        self.q_max = oink.scene.q_max_v[iv]
+        self.q_min = robot.scene.q_min_v[iv]
+        self.q_max = robot.scene.q_max_v[iv]
         self._q_idx = _as_slice(group.bounded_q)
-        self._lower = np.full(oink.nv, -np.inf)
-        self._upper = np.full(oink.nv, np.inf)
-        every_joint = len(group.bounded_v) == oink.nv  # then the bounds are written whole, in place
+        self._lower = np.full(robot.nv, -np.inf)
+        self._upper = np.full(robot.nv, np.inf)
+        every_joint = len(group.bounded_v) == robot.nv  # then the bounds are written whole, in place
         self._lower_bounded = self._lower if every_joint else self._lower[group.bounded_v]
         self._upper_bounded = self._upper if every_joint else self._upper[group.bounded_v]
         self._v_idx = None if every_joint else group.bounded_v

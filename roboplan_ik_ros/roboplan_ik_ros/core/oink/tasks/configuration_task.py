@@ -12,7 +12,7 @@ from ...ranges import check_key
 from .task import Task
 
 if TYPE_CHECKING:
-    from ..solver import Oink
+    from ..robot import Robot
 
 
 class ConfigurationTask(Task):
@@ -25,7 +25,7 @@ class ConfigurationTask(Task):
 
     def __init__(
         self,
-        oink: Oink,
+        robot: Robot,
         q_target,
         weights=1.0,
         task_gain: float = 1.0,
@@ -33,24 +33,24 @@ class ConfigurationTask(Task):
         priority: int = 1,
         name: str = "posture",
     ) -> None:
-        super().__init__(oink, oink.nv, task_gain, lm_damping, priority, name)
-        w = as_vector(check_key(weights, "tasks[].weights", f"{name}.weights", size=oink.nv), oink.nv,
+        super().__init__(robot, robot.nv, task_gain, lm_damping, priority, name)
+        w = as_vector(check_key(weights, "tasks[].weights", f"{name}.weights", size=robot.nv), robot.nv,
                       f"{name}.weights")
         self.sqrt_weight[:] = np.sqrt(w)
-        self.jacobian[:] = -np.eye(oink.nv)
-        self._q_target_full = oink.scene.neutral()
-        self._columns = oink.group.v_columns  # the group's entries of a full-model v (a slice when contiguous)
+        self.jacobian[:] = -np.eye(robot.nv)
+        self._q_target_full = robot.scene.neutral()
+        self._columns = robot.group.v_columns  # the group's entries of a full-model v (a slice when contiguous)
         self.set_target(q_target)
 
     def set_target(self, q_target) -> None:
         """New target for the group's joints (size group nq)."""
-        self._q_target_full[self.oink.group.q_indices] = as_vector(
-            q_target, self.oink.group.nq, f"{self.name}.q_target"
+        self._q_target_full[self.group.q_indices] = as_vector(
+            q_target, self.group.nq, f"{self.name}.q_target"
         )
 
     @property
     def target(self) -> np.ndarray:
-        return self._q_target_full[self.oink.group.q_indices]
+        return self._q_target_full[self.group.q_indices]
 
     def update(self, q: np.ndarray, data: pin.Data) -> None:
-        self.error[:] = pin.difference(self.oink.scene.model, q, self._q_target_full)[self._columns]
+        self.error[:] = pin.difference(self.scene.model, q, self._q_target_full)[self._columns]

@@ -13,7 +13,7 @@ from ...ranges import check_key
 from .task import Task
 
 if TYPE_CHECKING:
-    from ..solver import Oink
+    from ..robot import Robot
 
 
 def as_se3(T, what: str) -> pin.SE3:
@@ -64,9 +64,11 @@ class FrameTask(Task):
     The target defaults to the frame's pose at the first update (hold still).
     """
 
+    native_form = "frame_task"  # the compiled assembly updates this exact class itself (compiled_assembly.py)
+
     def __init__(
         self,
-        oink: Oink,
+        robot: Robot,
         frame: str,
         target=None,
         position_cost=1.0,
@@ -79,10 +81,10 @@ class FrameTask(Task):
         name: str | None = None,
     ) -> None:
         name = name or frame
-        super().__init__(oink, 6, task_gain, lm_damping, priority, name)
+        super().__init__(robot, 6, task_gain, lm_damping, priority, name)
         self.frame = frame
-        self.frame_id = oink.scene.frame_id(frame)
-        self._columns = oink.group.v_columns
+        self.frame_id = robot.scene.frame_id(frame)
+        self._columns = robot.group.v_columns
         pos, rot = (as_vector(check_key(cost, f"tasks[].{key}", f"{name}.{key}", size=3), 3, f"{name}.{key}")
                     for key, cost in (("position_cost", position_cost), ("orientation_cost", orientation_cost)))
         self.sqrt_weight[:3], self.sqrt_weight[3:] = np.sqrt(pos), np.sqrt(rot)
@@ -135,7 +137,7 @@ class FrameTask(Task):
         if data is not self._data:  # views of data.oMf[frame]: they follow every later kinematics call
             placement = data.oMf[self.frame_id]
             self._p, self._R, self._data = placement.translation, placement.rotation, data
-        J = pin.getFrameJacobian(self.oink.scene.model, data, self.frame_id, pin.LOCAL_WORLD_ALIGNED)
+        J = pin.getFrameJacobian(self.scene.model, data, self.frame_id, pin.LOCAL_WORLD_ALIGNED)
         np.negative(J[:, self._columns], out=self.jacobian)
         self.hold_if_untargeted(data)
         np.subtract(self.p_target, self._p, out=self._e_pos)

@@ -12,7 +12,7 @@ from ...errors import InvalidInputError
 from ...ranges import check_key
 
 if TYPE_CHECKING:
-    from ..solver import Oink
+    from ..robot import Robot
 
 
 class Task(ABC):
@@ -28,7 +28,7 @@ class Task(ABC):
         priority: integer >= 1; 1 is highest. Lower priorities act in the nullspace of higher ones.
     """
 
-    def __init__(self, oink: Oink, m: int, task_gain: float, lm_damping: float, priority: int, name: str) -> None:
+    def __init__(self, robot: Robot, m: int, task_gain: float, lm_damping: float, priority: int, name: str) -> None:
         gain = check_key(task_gain, "tasks[].task_gain", f"{name}.task_gain")
         if isinstance(priority, bool) or not isinstance(priority, (int, np.integer)) or priority < 1:
             raise InvalidInputError(f"{name}.priority: expected an integer >= 1 (1 = highest), got {priority!r}")
@@ -36,9 +36,10 @@ class Task(ABC):
         self.task_gain = gain
         self.lm_damping = check_key(lm_damping, "tasks[].lm_damping", f"{name}.lm_damping")
         self.priority = int(priority)
-        self.oink = oink
+        self.scene = robot.scene  # model, frames and limits
+        self.group = robot.group  # the joints dq moves
         self.error = np.zeros(m)
-        self.jacobian = np.zeros((m, oink.nv))
+        self.jacobian = np.zeros((m, robot.nv))
         self.sqrt_weight = np.ones(m)
 
     @abstractmethod
