@@ -623,12 +623,12 @@ def camera_command(rate: float = CAMERA_RATE_HZ, points: int = CAMERA_POINTS) ->
 
 def perceived_cutoff() -> float:
     """broad_phase_cutoff [m] of the shipped ``pairs: perceived`` barrier (its default when unset)."""
-    from roboplan_ik_ros.core.config import BarrierConfig
+    from roboplan_ik_ros.core.oink.barriers.collision_barrier import CollisionBarrierConfig
     from roboplan_ik_ros.node.ik_controller import default_config_file
 
     data = yaml.safe_load(Path(default_config_file("panda")).read_text())
     b = next((b for b in data["barriers"] if b.get("pairs") == "perceived"), {})
-    return float(b.get("broad_phase_cutoff", BarrierConfig(name="", type="collision").broad_phase_cutoff))
+    return float(b.get("broad_phase_cutoff", CollisionBarrierConfig(name="", type="collision").broad_phase_cutoff))
 
 
 def perceived_summary(samples: list[tuple[int, float, float, str]]) -> dict:

@@ -29,7 +29,7 @@ Near obstacles (--near-configs, default "cdp"; Panda only): (c) and (d) again fr
   broad_phase_cutoff (0.2 m) all along (printed: pairs within the cutoff at the start and min/median/max
   over the run, self pairs for (c) and (d), obstacle pairs for (d); the obstacles are in (d) only). Ours
   runs twice, rows_per_pair 1 (RoboPlan's form, the class default the rows above use) and the config's
-  default (BarrierConfig.rows_per_pair), same run; the ratio lines compare each with RoboPlan and the two
+  default (CollisionBarrierConfig.rows_per_pair), same run; the ratio lines compare each with RoboPlan and the two
   with each other. These rows have no targets.
   (p near) = (c near) + the same table and box as a perceived cloud instead of primitives: NEAR_CLOUD_POINTS
   points on their visible faces (2 mm noise, seeded), voxel-filtered at 2 cm into a coal OcTree (the shipped
@@ -360,9 +360,9 @@ def run_near(robot, core, core_err, pink_have, args) -> list[dict]:
     if robot.spec.name != "panda" or core is None:
         print(f"[near obstacles: {'no near start for ' + robot.spec.name if core is not None else 'no core'}; skipped]")
         return []
-    from roboplan_ik_ros.core.config import BarrierConfig
+    from roboplan_ik_ros.core.oink.barriers.collision_barrier import CollisionBarrierConfig
 
-    default_rpp = BarrierConfig(name="", type="collision").rows_per_pair
+    default_rpp = CollisionBarrierConfig(name="", type="collision").rows_per_pair
     q0 = np.array(NEAR_START)
     T0 = robot.tip_pose(q0)
     c = T0.translation

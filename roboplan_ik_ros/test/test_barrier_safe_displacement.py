@@ -178,10 +178,10 @@ def test_yaml_keys_reach_the_barrier_and_are_checked():
     assert cfg.barriers[0].safe_displacement_fade == 0.05 and cfg.barriers[0].safe_displacement_max_weight == 2.0
     cfg = parse_config(base + "barriers: [{name: b, type: singularity, frame: f, safe_displacement_fade: null}]")
     assert cfg.barriers[0].safe_displacement_fade is None and cfg.barriers[0].safe_displacement_max_weight is None
-    with pytest.raises(InvalidInputError, match=r"^barriers\[0\].safe_displacement_fade: expected a finite number > 0 "
+    with pytest.raises(InvalidInputError, match=r"^config.barriers\[0\].safe_displacement_fade: expected a finite number > 0 "
                                                  r"\[m\], got 0.0$"):
         parse_config(base + "barriers: [{name: b, type: singularity, frame: f, safe_displacement_fade: 0}]")
-    with pytest.raises(InvalidInputError, match=r"^barriers\[0\].safe_displacement_max_weight: expected a finite "
+    with pytest.raises(InvalidInputError, match=r"^config.barriers\[0\].safe_displacement_max_weight: expected a finite "
                                                  r"number > 0 \[cost/rad\^2\], got -1.0$"):
         parse_config(base + "barriers: [{name: b, type: singularity, frame: f, safe_displacement_max_weight: -1}]")
     with pytest.raises(InvalidInputError, match=r"safe_displacement_fade: expected a number"):

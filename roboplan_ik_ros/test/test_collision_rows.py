@@ -6,7 +6,7 @@ rows_per_pair / row_margin / row_spacing keys from the constructor and the YAML.
 
 from __future__ import annotations
 
-from roboplan_ik_ros.core.config import BarrierConfig
+from roboplan_ik_ros.core.oink.barriers.collision_barrier import CollisionBarrierConfig
 
 import coal
 import numpy as np
@@ -308,7 +308,7 @@ def test_row_keys_from_yaml_reach_the_barrier():
     assert (barrier.rows_per_pair, barrier.row_margin, barrier.row_spacing) == (4, 0.02, 0.03)
     assert barrier.size == 3 * 4
     default = build(BASE + "barriers: [{name: near, type: collision, pairs: self, n_collision_pairs: 3}]").barriers[0]
-    assert default.rows_per_pair == BarrierConfig.rows_per_pair == 5  # the YAML default (in code: 1, RoboPlan's form)
+    assert default.rows_per_pair == CollisionBarrierConfig.rows_per_pair == 5  # the YAML default (in code: 1, RoboPlan's form)
 
 
 @pytest.mark.parametrize("value, message", [

@@ -43,15 +43,16 @@ PANDA_PAIRS = len(scene("panda").collision_model.collisionPairs)
         ("tasks: []", "tasks: expected at least one task"),
         ("tasks: [{name: ee, type: frame, frame: panda_hand_tcp, positon_cost: 1}]",
          r"config.tasks\[0\].positon_cost: unknown key; valid keys: name, type, priority"),
-        ("tasks: [{name: ee, type: frme}]", r"tasks\[0\].type: unknown type 'frme'; valid: frame, configuration"),
+        ("tasks: [{name: ee, type: frme}]", r"tasks\[0\].type: unknown type 'frme'; valid: configuration, frame"),
         ("tasks: [{name: ee, type: frame}]", r"tasks\[0\].frame: required for a frame task"),
         ("tasks: [{type: frame, frame: x}]", r"config.tasks\[0\]: missing required key\(s\); required: name, type"),
         (BASE + "solver: {regularization: abc}", "config.solver.regularization: expected a number, got 'abc'"),
         (BASE + "solver: {enforce_barriers: 1}", "config.solver.enforce_barriers: expected true or false"),
-        (BASE + "limits: [{type: jerk}]", r"limits\[0\].type: unknown type 'jerk'; valid: position, velocity, acceleration"),
+        (BASE + "limits: [{type: jerk}]", r"limits\[0\].type: unknown type 'jerk'; valid: acceleration, position, velocity"),
         (BASE + "limits: [{type: velocity, a_max: 3.0}]",
          r"limits\[0\].a_max: does not apply to type 'velocity' \(it is a key of type 'acceleration'\)"),
         (BASE + "limits: [{type: acceleration}, {type: acceleration}]", r"limits\[1\]: a second acceleration limit"),
+        (BASE + "limits: [{type: position, gain: 2.0}]", r"config.limits\[0\].gain: expected a finite number in \(0, 1\], got 2.0"),
         (BASE + "limits: [{type: acceleration}, {type: position, gain: 0.5}]",
          r"limits: a position limit gain of 0.5 with an acceleration limit; expected 1.0"),
         (BASE + "barriers: [{name: b, type: wall}]", r"barriers\[0\].type: unknown type 'wall'"),
@@ -74,7 +75,6 @@ def test_bad_config_names_the_key(text, message):
     "text, message",
     [
         ("tasks: [{name: ee, type: frame, frame: nowhere}]", r"tasks\[0\] \(ee\): unknown frame 'nowhere'; valid:"),
-        (BASE + "limits: [{type: position, gain: 2.0}]", r"limits\[0\] \(position\): position_limit.gain: expected a finite number in \(0, 1\], got 2.0"),
         (BASE + "barriers: [{name: sc, type: self_collision, n_collision_pairs: 99}]",
          rf"barriers\[0\] \(sc\): n_collision_pairs: expected an integer in \[1, {PANDA_PAIRS}\]"),
         (BASE + "barriers: [{name: box, type: position, frame: panda_hand_tcp, p_min: [0, 0, 0], p_max: [1, 1]}]",
@@ -129,12 +129,12 @@ def test_a_binary_config_file_is_refused_without_quoting_it(tmp_path):
 
 def test_a_task_or_barrier_range_is_refused_when_the_yaml_is_read():
     """tasks[].* and barriers[].* that are runtime parameters too: checked at load against their ranges
-    (core/ranges.py), naming the key, before any robot model is built."""
-    with pytest.raises(InvalidInputError, match=r"^tasks\[0\].task_gain: expected a finite number in \(0, 1\], got 2.0$"):
+    (declared by each kind, core/oink/kind.py), naming the key, before any robot model is built."""
+    with pytest.raises(InvalidInputError, match=r"^config.tasks\[0\].task_gain: expected a finite number in \(0, 1\], got 2.0$"):
         parse_config("tasks: [{name: ee, type: frame, frame: f, task_gain: 2.0}]")
-    with pytest.raises(InvalidInputError, match=r"^tasks\[0\].position_cost: expected one number or 3 values, got 2"):
+    with pytest.raises(InvalidInputError, match=r"^config.tasks\[0\].position_cost: expected one number or 3 values, got 2"):
         parse_config("tasks: [{name: ee, type: frame, frame: f, position_cost: [1, 1]}]")
-    with pytest.raises(InvalidInputError, match=r"^barriers\[0\].safety_margin: expected a finite number in \[0, 10\] "
+    with pytest.raises(InvalidInputError, match=r"^config.barriers\[0\].safety_margin: expected a finite number in \[0, 10\] "
                                                  r"\[m\], got 11.0$"):
         parse_config(BASE + "barriers: [{name: b, type: singularity, frame: f, safety_margin: 11.0}]")
 

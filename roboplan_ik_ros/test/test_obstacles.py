@@ -282,7 +282,7 @@ def test_simple_ik_never_returns_a_configuration_that_hits_the_table():
 def test_yaml_obstacles_and_collision_barrier_keys():
     cfg = load_config(CONFIG_DIR / "panda.yaml")
     assert [o.name for o in cfg.obstacles] == ["table"] and cfg.obstacles[0].dims == (1.2, 1.2, 0.04)
-    kinds = {b.name: (b.type, b.pairs) for b in cfg.barriers}
+    kinds = {b.name: (b.type, getattr(b, "pairs", None)) for b in cfg.barriers}
     assert kinds["self_collision"] == ("collision", "self") and kinds["obstacles"] == ("collision", "obstacles")
     base = {"tasks": [{"name": "ee", "type": "frame", "frame": "panda_hand_tcp"}]}
     legacy = load_config({**base, "barriers": [{"name": "sc", "type": "self_collision", "n_collision_pairs": 2}]})

@@ -19,6 +19,10 @@ from typing import Any, Union, get_args, get_origin, get_type_hints
 import yaml
 
 from .errors import InvalidInputError
+from .oink.barriers.barrier import BarrierConfig
+from .oink.kind import SECTIONS, foreign_key_error, kind_of, kinds
+from .oink.limits.limit import LimitConfig
+from .oink.tasks.task import TaskConfig
 from .ranges import check_key
 from .simple_ik.objective_config import objectives_from_config
 from .simple_ik.options import SimpleIKOptions
@@ -135,65 +139,6 @@ class SolverConfig:
 
 
 @dataclass
-class TaskConfig:
-    name: str
-    type: str  # "frame" | "configuration"
-    priority: int = 1
-    task_gain: float = 1.0
-    lm_damping: float = 0.0
-    # frame
-    frame: str = ""
-    position_cost: Union[float, list[float]] = 1.0
-    orientation_cost: Union[float, list[float]] = 1.0
-    max_position_error: float = math.inf
-    max_rotation_error: float = math.inf
-    # configuration
-    target: Union[str, list[float]] = "current"  # "current", an SRDF group_state, or joint values
-    weights: Union[float, list[float]] = 1.0
-    max_target_speed: float = 0.5  # [rad/s] the target moves toward a new goal at most this fast per joint
-    given_keys: frozenset = field(default=frozenset(), repr=False, compare=False)  # keys set in the YAML
-
-
-@dataclass
-class LimitConfig:
-    type: str  # "position" | "velocity" | "acceleration"
-    gain: float = 1.0  # position
-    v_max: Union[None, float, list[float]] = None  # velocity; None = URDF (or robot.joint_limits_file)
-    # acceleration: [rad/s^2] / [rad/s^3], scalar or per group joint; None = robot.joint_limits_file
-    # (a_max required there or here; j_max: none where the file gives none); .inf = no jerk bound
-    a_max: Union[None, float, list[float]] = None
-    j_max: Union[None, float, list[float]] = None
-    given_keys: frozenset = field(default=frozenset(), repr=False, compare=False)  # keys set in the YAML
-
-
-@dataclass
-class BarrierConfig:
-    name: str
-    type: str  # "position" | "collision" | "singularity" ("self_collision": a collision barrier with pairs: self)
-    gain: float = 1.0
-    safe_displacement_gain: float = 1.0
-    safe_displacement_fade: Union[float, None] = None  # [m] weight 0 from this h_min on; None: RoboPlan's constant
-    safe_displacement_max_weight: Union[float, None] = None  # [cost/rad^2] cap of the weight; None: none (RoboPlan)
-    safety_margin: float = 0.0
-    # position
-    frame: str = ""
-    p_min: list[float] = field(default_factory=list)
-    p_max: list[float] = field(default_factory=list)
-    axis_selection: list[bool] = field(default_factory=lambda: [True, True, True])
-    # collision
-    pairs: str = "self"  # "self" (robot x robot) | "obstacles" (robot x obstacles) | "perceived" (x the cloud) | "all"
-    n_collision_pairs: int = 0
-    d_min: float = 0.02
-    broad_phase_cutoff: float = 0.2
-    rows_per_pair: int = 5  # rows per close pair (a face's four corners and the witness): its witness points and its nearest other vertices (1: RoboPlan's form)
-    row_margin: float = 0.01  # [m] a vertex gets a row when its distance bound is within this of the pair's distance
-    row_spacing: float = 0.01  # [m] ... and it is this far from the points already used on its geometry
-    # singularity (and frame): the smallest singular value of the frame's Jacobian allowed
-    sigma_min: float = 0.02
-    given_keys: frozenset = field(default=frozenset(), repr=False, compare=False)  # keys set in the YAML
-
-
-@dataclass
 class PerceptionConfig:
     """``perception:`` the point cloud on the node's ``~/pointcloud`` (core: perceived_cloud.py)."""
 
@@ -211,9 +156,10 @@ class PerceptionConfig:
 class IKConfig:
     robot: RobotConfig = field(default_factory=RobotConfig)
     solver: SolverConfig = field(default_factory=SolverConfig)
-    tasks: list[TaskConfig] = field(default_factory=list)
-    limits: list[LimitConfig] = field(default_factory=list)
-    barriers: list[BarrierConfig] = field(default_factory=list)
+    # entries of the registered kinds (oink/kind.py): one config dataclass per YAML type, after parsing
+    tasks: list[Any] = field(default_factory=list)
+    limits: list[Any] = field(default_factory=list)
+    barriers: list[Any] = field(default_factory=list)
     # world obstacles and objects attached to links (core.model.obstacles.Obstacle after parsing)
     obstacles: list[Any] = field(default_factory=list)
     simple_ik: Any = None  # SimpleIKOptions after parsing; group_name defaults to robot.group
@@ -232,58 +178,27 @@ class IKConfig:
                 self.simple_ik.validate()
             except InvalidInputError as exc:
                 raise InvalidInputError(f"config.simple_ik.{exc}") from exc
-        for kind, items in (("tasks", self.tasks), ("barriers", self.barriers)):
+        for section in SECTIONS:
+            setattr(self, section, [_parse_kind(section, item, f"config.{section}[{k}]")
+                                    for k, item in enumerate(getattr(self, section))])
+        for section in ("tasks", "barriers"):
             seen = set()
-            for k, item in enumerate(items):
+            for k, item in enumerate(getattr(self, section)):
                 if item.name in seen:
-                    raise InvalidInputError(f"{kind}[{k}].name: duplicate name {item.name!r}; names must be unique")
+                    raise InvalidInputError(f"{section}[{k}].name: duplicate name {item.name!r}; names must be unique")
                 seen.add(item.name)
-        for k, t in enumerate(self.tasks):
-            if t.type not in TASK_TYPES:
-                raise InvalidInputError(f"tasks[{k}].type: unknown type {t.type!r}; valid: {', '.join(TASK_TYPES)}")
-            _check_keys_apply(t.given_keys, t.type, _TASK_KEYS, f"tasks[{k}]")
-            if t.type == "frame" and not t.frame:
-                raise InvalidInputError(f"tasks[{k}].frame: required for a frame task")
-            for key in ("task_gain", "lm_damping", "max_target_speed"):
-                check_key(getattr(t, key), f"tasks[].{key}", f"tasks[{k}].{key}")
-            for key in ("position_cost", "orientation_cost"):
-                check_key(getattr(t, key), f"tasks[].{key}", f"tasks[{k}].{key}", size=3)
-            check_key(t.weights, "tasks[].weights", f"tasks[{k}].weights", size=-1)  # length: the group's (at build)
-        for k, lim in enumerate(self.limits):
-            if lim.type not in LIMIT_TYPES:
-                raise InvalidInputError(f"limits[{k}].type: unknown type {lim.type!r}; valid: {', '.join(LIMIT_TYPES)}")
-            _check_keys_apply(lim.given_keys, lim.type, _LIMIT_KEYS, f"limits[{k}]")
-        accel = [k for k, lim in enumerate(self.limits) if lim.type == "acceleration"]
-        if len(accel) > 1:
-            raise InvalidInputError(f"limits[{accel[1]}]: a second acceleration limit; expected at most one")
+        for section in SECTIONS:
+            for kind in kinds(section).values():
+                same = [k for k, item in enumerate(getattr(self, section)) if isinstance(item, kind.config)
+                        and item.type == kind.type]
+                if kind.unique and len(same) > 1:
+                    raise InvalidInputError(f"{section}[{same[1]}]: a second {kind.type} {section[:-1]}; expected at most one")
+        accel = any(lim.type == "acceleration" for lim in self.limits)
         position = [lim for lim in self.limits if lim.type == "position"]
         if accel and any(lim.gain != 1.0 for lim in position):
             raise InvalidInputError(
                 f"limits: a position limit gain of {position[0].gain:g} with an acceleration limit; expected 1.0 "
                 "(the acceleration limit plans braking to the joint limit itself, which a gain < 1 would forbid)")
-        for k, b in enumerate(self.barriers):
-            if b.type not in BARRIER_TYPES:
-                raise InvalidInputError(
-                    f"barriers[{k}].type: unknown type {b.type!r}; valid: {', '.join(BARRIER_TYPES)}"
-                )
-            if b.type == "self_collision":  # the name before obstacles: a collision barrier on the robot's pairs
-                if "pairs" in b.given_keys and b.pairs != "self":
-                    raise InvalidInputError(f"barriers[{k}].pairs: type 'self_collision' covers pairs 'self' only; "
-                                            f"use type 'collision' for pairs {b.pairs!r}")
-                b.type = "collision"
-            _check_keys_apply(b.given_keys, b.type, _BARRIER_KEYS, f"barriers[{k}]")
-            for key in ("gain", "safe_displacement_gain", "safety_margin"):
-                check_key(getattr(b, key), f"barriers[].{key}", f"barriers[{k}].{key}")
-            for key in ("safe_displacement_fade", "safe_displacement_max_weight"):  # null: RoboPlan's form
-                if getattr(b, key) is not None:
-                    setattr(b, key, check_key(getattr(b, key), f"barriers[].{key}", f"barriers[{k}].{key}"))
-            if b.type == "singularity" and "safe_displacement_gain" not in b.given_keys:
-                # no safe-displacement term unless asked: its weight r / |dh/dq|^2 grows without bound where
-                # sigma_min is flat (|dh/dq| ~ 0.01-0.1), which would damp every motion far from a singularity
-                b.safe_displacement_gain = 0.0
-            if b.type == "collision" and b.pairs not in COLLISION_PAIRS:
-                raise InvalidInputError(f"barriers[{k}].pairs: unknown pair set {b.pairs!r}; valid: "
-                                        f"{', '.join(COLLISION_PAIRS)}")
         if not self.tasks:
             raise InvalidInputError("tasks: expected at least one task")
         check_perception_config(self.perception)
@@ -327,32 +242,22 @@ def check_perception_config(p: PerceptionConfig, path: str = "perception") -> Pe
     return p
 
 
-TASK_TYPES = ("frame", "configuration")
-LIMIT_TYPES = ("position", "velocity", "acceleration")
-BARRIER_TYPES = ("position", "collision", "singularity", "self_collision")
-COLLISION_PAIRS = ("self", "obstacles", "perceived", "all")
-# Keys that only one type uses: setting them on another type is an error, never silently ignored.
-_TASK_KEYS = {
-    "frame": ("frame", "position_cost", "orientation_cost", "max_position_error", "max_rotation_error"),
-    "configuration": ("target", "weights", "max_target_speed"),
-}
-_LIMIT_KEYS = {"position": ("gain",), "velocity": ("v_max",), "acceleration": ("a_max", "j_max")}
-_BARRIER_KEYS = {
-    "position": ("frame", "p_min", "p_max", "axis_selection"),
-    "collision": ("pairs", "n_collision_pairs", "d_min", "broad_phase_cutoff", "rows_per_pair", "row_margin",
-                  "row_spacing"),
-    "singularity": ("frame", "sigma_min"),
-}
-
-
-def _check_keys_apply(given: frozenset, kind: str, specific: dict[str, tuple[str, ...]], path: str) -> None:
-    for other, keys in specific.items():
-        if other == kind:
-            continue
-        for key in keys:
-            if key in given and key not in specific[kind]:
-                raise InvalidInputError(f"{path}.{key}: does not apply to type {kind!r} (it is a key of type "
-                                        f"{other!r}); remove it")
+def _parse_kind(section: str, item: Any, path: str) -> Any:
+    """One ``tasks``/``limits``/``barriers`` entry as its kind's config dataclass (oink/kind.py), checked."""
+    if dataclasses.is_dataclass(item) and not isinstance(item, type):  # built in code
+        item.validate(path)
+        return item
+    if not isinstance(item, Mapping):
+        raise InvalidInputError(f"{path}: expected a mapping, got {type(item).__name__} {item!r}")
+    if "type" not in item:
+        raise InvalidInputError(f"{path}.type: required; valid: {', '.join(kinds(section))}")
+    kind = kind_of(section, item["type"], path)
+    for key in item:
+        if key not in kind.keys():
+            raise foreign_key_error(section, kind, key, path)
+    config = from_mapping(kind.config, item, path)
+    config.validate(path)
+    return config
 
 
 def load_config(source: str | Path | Mapping) -> IKConfig:

@@ -6,7 +6,8 @@ A key of the YAML config that is also a runtime parameter (``node.state_timeout`
 it configures (:class:`~.oink.tasks.task.Task`, :class:`~.oink.barriers.barrier.Barrier`) and by the
 node's parameter validation (``node/parameters.py``): all read their :class:`~.errors.Range` here, so
 the ranges and the error texts cannot drift apart. Keys are spelled as in the README's configuration
-reference (``node.<key>``, ``tasks[].<key>``, ``barriers[].<key>``).
+reference (``node.<key>``, ``perception.<key>``); the task, limit and barrier kinds add theirs
+(``tasks[].<key>``, ``barriers[].<key>``) from their config dataclasses (:mod:`.oink.kind`).
 """
 
 from __future__ import annotations
@@ -45,19 +46,6 @@ RANGES: dict[str, Range] = {
     "node.streaming.joint_leash": Range(lo_open=True, unit="rad or m"),
     "node.streaming.lower_singularity_threshold": Range(lo_open=True),  # and 1 <= lower < hard (checked there)
     "node.streaming.hard_stop_singularity_threshold": Range(lo_open=True),
-    # tasks (core.oink.tasks); costs and weights: one number or one per axis / joint
-    "tasks[].task_gain": Range(0.0, 1.0, lo_open=True),
-    "tasks[].lm_damping": Range(),
-    "tasks[].position_cost": Range(unit="cost/m"),
-    "tasks[].orientation_cost": Range(unit="cost/rad"),
-    "tasks[].weights": Range(unit="cost/rad"),
-    "tasks[].max_target_speed": Range(lo_open=True, unit="rad/s"),
-    # barriers (core.oink.barriers)
-    "barriers[].gain": Range(lo_open=True, unit="1/s"),
-    "barriers[].safe_displacement_gain": Range(),
-    "barriers[].safe_displacement_fade": Range(lo_open=True, unit="m"),  # or null (Barrier: None)
-    "barriers[].safe_displacement_max_weight": Range(lo_open=True, unit="cost/rad^2"),  # or null
-    "barriers[].safety_margin": Range(0.0, 10.0, unit="m"),
     # perception (core.model.perceived_cloud)
     "perception.voxel_size": Range(0.0, 1.0, unit="m"),
     "perception.octree_resolution": Range(0.001, 1.0, unit="m"),

@@ -20,10 +20,10 @@ from typing import Any
 import numpy as np
 from rcl_interfaces.msg import ParameterDescriptor, ParameterType
 
-from ..core.config import BarrierConfig, TaskConfig
 from ..core.control.control_loop import SMOOTHING, STALE_BEHAVIORS, STATE_FEEDBACK
 from ..core.control.twist_follower import COMMAND_IN_TYPES
 from ..core.errors import Range
+from ..core.oink.kind import runtime_keys
 from ..core.ranges import RANGES
 from .node_config import trigger_feedback_reason
 
@@ -93,53 +93,30 @@ def _number(name: str, value: Any, key: str, what: str, apply: Callable[[Any], N
                      range_check(key, size), apply)
 
 
-def task_specs(tc: TaskConfig, get_task: Callable[[str], Any], nv: int) -> list[ParamSpec]:
-    """Parameters of one task. ``get_task(name)`` returns the live core task (may be rebuilt)."""
-    p = f"tasks.{tc.name}"
+def kind_specs(section: str, config: Any, get_object: Callable[[str], Any], nv: int) -> list[ParamSpec]:
+    """Parameters ``<section>.<name>.<key>`` of one task or barrier: the keys its kind declares runtime
+    (core/oink/kind.py), with their YAML ranges. ``get_object(name)`` returns the live core object (may be
+    rebuilt); a value is kept in ``config`` too (a rebuild starts from it)."""
+    specs = []
+    for rk in runtime_keys(config, section):
+        size = nv if rk.size == -1 else rk.size
 
-    def setter(field: str, live: Callable[[Any, Any], None]):
-        def apply(value: Any) -> None:
-            setattr(tc, field, [float(x) for x in value] if hasattr(value, "__len__") else float(value))
-            live(get_task(tc.name), value)
-        return apply
+        def apply(value: Any, key: str = rk.name) -> None:
+            setattr(config, key, [float(x) for x in value] if hasattr(value, "__len__") else float(value))
+            get_object(config.name).set_parameter(key, value)
 
-    specs = [
-        _number(f"{p}.task_gain", tc.task_gain, "tasks[].task_gain", "share of the task error corrected per step",
-                setter("task_gain", lambda t, v: setattr(t, "task_gain", float(v)))),
-        _number(f"{p}.lm_damping", tc.lm_damping, "tasks[].lm_damping", "Levenberg-Marquardt damping factor",
-                setter("lm_damping", lambda t, v: setattr(t, "lm_damping", float(v)))),
-    ]
-    if tc.type == "frame":
-        for field, rows in (("position_cost", slice(0, 3)), ("orientation_cost", slice(3, 6))):
-            def live(task, v, rows=rows):
-                task.sqrt_weight[rows] = np.sqrt(np.broadcast_to(np.asarray(v, dtype=float), (3,)))
-
-            specs.append(_number(f"{p}.{field}", getattr(tc, field), f"tasks[].{field}",
-                                 f"{field.replace('_', ' ')} (x, y, z)", setter(field, live), size=3))
-    else:
-        def live_w(task, v):
-            task.sqrt_weight[:] = np.sqrt(np.broadcast_to(np.asarray(v, dtype=float), (nv,)))
-
-        specs.append(_number(f"{p}.weights", tc.weights, "tasks[].weights", "posture cost per joint",
-                             setter("weights", live_w), size=nv))
+        specs.append(_number(f"{section}.{config.name}.{rk.name}", getattr(config, rk.name), rk.range_key,
+                             rk.description, apply, size=size))
     return specs
 
 
-def barrier_specs(bc: BarrierConfig, get_barrier: Callable[[str], Any]) -> list[ParamSpec]:
-    p = f"barriers.{bc.name}"
+def task_specs(tc: Any, get_task: Callable[[str], Any], nv: int) -> list[ParamSpec]:
+    """Parameters of one task. ``get_task(name)`` returns the live core task (may be rebuilt)."""
+    return kind_specs("tasks", tc, get_task, nv)
 
-    def setter(field: str):
-        def apply(value: Any) -> None:
-            setattr(bc, field, float(value))
-            setattr(get_barrier(bc.name), field, float(value))
-        return apply
 
-    return [
-        _number(f"{p}.{field}", getattr(bc, field), f"barriers[].{field}", what, setter(field))
-        for field, what in (("gain", "barrier gain gamma"),
-                            ("safe_displacement_gain", "safe-displacement regularization gain"),
-                            ("safety_margin", "safety margin of the barrier rows"))
-    ]
+def barrier_specs(bc: Any, get_barrier: Callable[[str], Any]) -> list[ParamSpec]:
+    return kind_specs("barriers", bc, get_barrier, 0)
 
 
 def loop_specs(node_cfg, apply_rate: Callable[[float], None], apply_feedback: Callable[[str], None],

@@ -26,19 +26,51 @@ from __future__ import annotations
 
 import math
 from abc import ABC, abstractmethod
-from typing import TYPE_CHECKING
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Union
 
 import numpy as np
 import pinocchio as pin
 
-from ...errors import check_positive
+from ...errors import Range, check_positive
 from ...ranges import check_key
+from ..kind import check_ranges, declare_ranges, key
 
 if TYPE_CHECKING:
     from ..robot import Robot
 
 _MIN_JACOBIAN_NORM2 = 1e-12
 _LARGE = 1e300
+
+
+@dataclass
+class BarrierConfig:
+    """The YAML keys every barrier kind has (``barriers:`` entries); a kind's config dataclass adds its own."""
+
+    name: str
+    type: str
+    gain: float = key(1.0, range=Range(lo_open=True, unit="1/s"), runtime="barrier gain gamma")
+    safe_displacement_gain: float = key(1.0, range=Range(), runtime="safe-displacement regularization gain")
+    # [m] the safe-displacement weight fades to 0 from this h_min on; None: RoboPlan's constant weight
+    safe_displacement_fade: Union[float, None] = key(None, range=Range(lo_open=True, unit="m"))
+    # [cost/rad^2] cap of that weight; None: none (RoboPlan)
+    safe_displacement_max_weight: Union[float, None] = key(None, range=Range(lo_open=True, unit="cost/rad^2"))
+    safety_margin: float = key(0.0, range=Range(0.0, 10.0, unit="m"), runtime="safety margin of the barrier rows")
+    given_keys: frozenset = field(default=frozenset(), repr=False, compare=False)  # keys set in the YAML
+
+    def validate(self, path: str) -> None:
+        """Check the keys' ranges and the kind's own rules (an InvalidInputError naming the key under ``path``)."""
+        check_ranges(self, "barriers", path)
+
+    def barrier_keys(self) -> dict[str, Any]:
+        """The keys every barrier's constructor takes, from this config."""
+        return dict(gain=self.gain, safe_displacement_gain=self.safe_displacement_gain,
+                    safe_displacement_fade=self.safe_displacement_fade,
+                    safe_displacement_max_weight=self.safe_displacement_max_weight,
+                    safety_margin=self.safety_margin, name=self.name)
+
+
+declare_ranges("barriers", BarrierConfig)
 
 
 class Barrier(ABC):
@@ -152,6 +184,10 @@ class Barrier(ABC):
     def row_hint(self, row: int) -> str:
         """What to change when ``row`` cannot be satisfied within the limits (the end of a failure status)."""
         return "relax the barrier or the joint limits"
+
+    def set_parameter(self, name: str, value: Any) -> None:
+        """A runtime parameter of this barrier's kind changed (already checked against its range)."""
+        setattr(self, name, float(value))
 
 def safe_displacement_fade(h_min: float, fade: float) -> float:
     """f(h_min / fade): 1 at or inside the barrier (h_min <= 0), 0 from ``fade`` [m] on (and for NaN),

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -9,11 +10,48 @@ import pinocchio as pin
 
 from ...errors import InvalidInputError, check_positive
 from ...model.closest_pairs import ClosestPairs, empty_distances
-from .barrier import Barrier
+from ..kind import BuildContext, key, register
+from .barrier import Barrier, BarrierConfig
 from .collision_rows import CollisionRows, RowVertices, python_rows
 
 if TYPE_CHECKING:
     from ..robot import Robot
+
+
+COLLISION_PAIRS = ("self", "obstacles", "perceived", "all")
+
+
+@dataclass
+class CollisionBarrierConfig(BarrierConfig):
+    """``type: collision`` (``self_collision``: the same with pairs ``self`` only): the closest collision
+    pairs at least d_min apart."""
+
+    pairs: str = key("self")  # "self" (robot x robot) | "obstacles" (robot x obstacles) | "perceived" | "all"
+    n_collision_pairs: int = key(0)
+    d_min: float = key(0.02)  # [m]
+    broad_phase_cutoff: float = key(0.2)  # [m]
+    # rows per close pair (a face's four corners and the witness): its witness points and its nearest other
+    # vertices (1: RoboPlan's form)
+    rows_per_pair: int = key(5)
+    row_margin: float = key(0.01)  # [m] a vertex gets a row when its distance bound is within this of the pair's
+    row_spacing: float = key(0.01)  # [m] ... and it is this far from the points already used on its geometry
+
+    def validate(self, path: str) -> None:
+        super().validate(path)
+        if self.type == "self_collision":  # the name before obstacles: a collision barrier on the robot's pairs
+            if "pairs" in self.given_keys and self.pairs != "self":
+                raise InvalidInputError(f"{path}.pairs: type 'self_collision' covers pairs 'self' only; "
+                                        f"use type 'collision' for pairs {self.pairs!r}")
+            self.type = "collision"
+        if self.pairs not in COLLISION_PAIRS:
+            raise InvalidInputError(f"{path}.pairs: unknown pair set {self.pairs!r}; valid: {', '.join(COLLISION_PAIRS)}")
+
+
+def build_collision_barrier(config: CollisionBarrierConfig, context: BuildContext) -> CollisionBarrier:
+    return CollisionBarrier(context.robot, config.n_collision_pairs, context.dt, config.d_min,
+                            broad_phase_cutoff=config.broad_phase_cutoff, pairs=config.pairs,
+                            rows_per_pair=config.rows_per_pair, row_margin=config.row_margin,
+                            row_spacing=config.row_spacing, **config.barrier_keys())
 
 
 class CollisionBarrier(Barrier):
@@ -280,3 +318,7 @@ class _RowsView:
 
 
 SelfCollisionBarrier = CollisionBarrier  # the name of the pairs="self" barrier before obstacles existed
+
+
+register("barriers", "collision", CollisionBarrierConfig, build_collision_barrier)
+register("barriers", "self_collision", CollisionBarrierConfig, build_collision_barrier)

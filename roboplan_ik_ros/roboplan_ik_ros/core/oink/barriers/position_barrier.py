@@ -2,18 +2,35 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import numpy as np
 import pinocchio as pin
 
 from ...errors import InvalidInputError, as_vector
-from .barrier import Barrier
+from ..kind import BuildContext, key, register
+from .barrier import Barrier, BarrierConfig
 
 if TYPE_CHECKING:
     from ..robot import Robot
 
 _AXES = "xyz"
+
+
+@dataclass
+class PositionBarrierConfig(BarrierConfig):
+    """``type: position``: a frame's origin inside an axis-aligned box of the world frame."""
+
+    frame: str = key("")
+    p_min: list[float] = key(factory=list)  # [m] world frame
+    p_max: list[float] = key(factory=list)
+    axis_selection: list[bool] = key(factory=lambda: [True, True, True])
+
+
+def build_position_barrier(config: PositionBarrierConfig, context: BuildContext) -> PositionBarrier:
+    return PositionBarrier(context.robot, config.frame, config.p_min, config.p_max, context.dt,
+                           axis_selection=config.axis_selection, **config.barrier_keys())
 
 
 class PositionBarrier(Barrier):
@@ -106,3 +123,6 @@ class PositionBarrier(Barrier):
             f"row: the frame approaches the face faster than the bounds let it brake, or the box is out of reach "
             f"(check p_min/p_max)"
         )
+
+
+register("barriers", "position", PositionBarrierConfig, build_position_barrier)

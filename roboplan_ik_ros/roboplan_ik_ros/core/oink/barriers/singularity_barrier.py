@@ -18,16 +18,33 @@ gradient is that of one of them (sigma_min is not differentiable there); the bar
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import numpy as np
 import pinocchio as pin
 
-from ...errors import check_positive
-from .barrier import Barrier
+from ...errors import Range, check_positive
+from ..kind import BuildContext, key, register
+from .barrier import Barrier, BarrierConfig
 
 if TYPE_CHECKING:
     from ..robot import Robot
+
+
+@dataclass
+class SingularityBarrierConfig(BarrierConfig):
+    """``type: singularity``: the frame's Jacobian keeps its smallest singular value >= sigma_min."""
+
+    # no safe-displacement term unless asked: its weight r / |dh/dq|^2 grows without bound where sigma_min is
+    # flat (|dh/dq| ~ 0.01-0.1), which would damp every motion far from a singularity
+    safe_displacement_gain: float = key(0.0, range=Range(), runtime="safe-displacement regularization gain")
+    frame: str = key("")
+    sigma_min: float = key(0.02)  # the smallest singular value allowed (mixed units: see the module docstring)
+
+
+def build_singularity_barrier(config: SingularityBarrierConfig, context: BuildContext) -> SingularityBarrier:
+    return SingularityBarrier(context.robot, config.frame, context.dt, config.sigma_min, **config.barrier_keys())
 
 
 class SingularityBarrier(Barrier):
@@ -96,3 +113,6 @@ def sigma_min_gradient(J_local: np.ndarray, u: np.ndarray, v: np.ndarray) -> np.
     c[1:] = c[:-1].copy()  # exclusive: sum over j < i
     c[0] = 0.0
     return np.einsum("ik,ki->i", c, J_local)
+
+
+register("barriers", "singularity", SingularityBarrierConfig, build_singularity_barrier)

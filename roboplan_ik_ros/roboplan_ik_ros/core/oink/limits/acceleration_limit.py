@@ -35,19 +35,45 @@ from __future__ import annotations
 
 import ctypes
 import math
-from typing import TYPE_CHECKING
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Union
 
 import numpy as np
 
 from ...errors import InvalidInputError, as_vector, check_positive
 from ..compiled_assembly import AccelerationBox, load_acceleration_box
-from .limit import Bounds, Limit
+from ..kind import BuildContext, key, register
+from .limit import Bounds, Limit, LimitConfig
 
 if TYPE_CHECKING:
     from ..robot import Robot
 
 _ROUND_OFF = 1e-9  # relative to alpha: a bound this far below pi's step is round-off, not a conflict
 _BISECTION_STEPS = 40  # halvings of [w_lo, w_hi] (<= 2 alpha wide): resolution alpha * 2^-39
+
+
+@dataclass
+class AccelerationLimitConfig(LimitConfig):
+    """``type: acceleration``: commands within a_max and j_max per joint, stops included (at most one)."""
+
+    # [rad/s^2] / [rad/s^3], scalar or per group joint; None = robot.joint_limits_file (a_max required there or
+    # here; j_max: none where the file gives none); .inf = no jerk bound
+    a_max: Union[None, float, list[float]] = key(None)
+    j_max: Union[None, float, list[float]] = key(None)
+
+
+def build_acceleration_limit(config: AccelerationLimitConfig, context: BuildContext) -> AccelerationLimit:
+    """a_max / j_max from the keys, else from the scene (robot.joint_limits_file)."""
+    scene, group = context.robot
+    a_max = config.a_max
+    if a_max is None:
+        a_max = scene.a_max[group.v_indices]
+        missing = [group.joint_names[k] for k in np.flatnonzero(~np.isfinite(a_max))]
+        if missing:
+            raise InvalidInputError(f"a_max: no acceleration bound for {missing}: set a_max, or "
+                                    "robot.joint_limits_file with has_acceleration_limits for them")
+    j_max = scene.j_max[group.v_indices] if config.j_max is None else config.j_max
+    return AccelerationLimit(context.robot, context.dt, a_max, j_max)
 
 
 class AccelerationLimit(Limit):
@@ -344,3 +370,6 @@ def brake_barriers_for(solver, accel: AccelerationLimit) -> None:
     """Make ``solver``'s (an :class:`~..solver.Oink`) barrier rows account for braking under ``accel``
     (:meth:`AccelerationLimit.barrier_braking`)."""
     solver.set_barrier_braking(*accel.barrier_braking())
+
+
+register("limits", "acceleration", AccelerationLimitConfig, build_acceleration_limit, unique=True)

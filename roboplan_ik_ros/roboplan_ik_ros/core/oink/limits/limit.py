@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from dataclasses import dataclass, field
 from typing import NamedTuple
 
 import numpy as np
+
+from ..kind import check_ranges
 
 
 class Bounds(NamedTuple):
@@ -14,6 +17,18 @@ class Bounds(NamedTuple):
     G: np.ndarray | None
     lower: np.ndarray
     upper: np.ndarray
+
+
+@dataclass
+class LimitConfig:
+    """The YAML keys every limit kind has (``limits:`` entries); a kind's config dataclass adds its own."""
+
+    type: str
+    given_keys: frozenset = field(default=frozenset(), repr=False, compare=False)  # keys set in the YAML
+
+    def validate(self, path: str) -> None:
+        """Check the keys' ranges and the kind's own rules (an InvalidInputError naming the key under ``path``)."""
+        check_ranges(self, "limits", path)
 
 
 class Limit(ABC):

@@ -2,17 +2,30 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import numpy as np
 
 from ...errors import Range
-from .limit import Bounds, Limit
+from ..kind import BuildContext, key, register
+from .limit import Bounds, Limit, LimitConfig
 
 if TYPE_CHECKING:
     from ..robot import Robot
 
 _GAIN = Range(0.0, 1.0, lo_open=True)
+
+
+@dataclass
+class PositionLimitConfig(LimitConfig):
+    """``type: position``: the joints' position limits (URDF, robot.position_limits, joint_limits_file)."""
+
+    gain: float = key(1.0, range=_GAIN)  # the share of the remaining range one step may use
+
+
+def build_position_limit(config: PositionLimitConfig, context: BuildContext) -> PositionLimit:
+    return PositionLimit(context.robot, config.gain)
 
 
 class PositionLimit(Limit):
@@ -58,3 +71,6 @@ def _as_slice(idx: np.ndarray) -> slice | np.ndarray:
     if len(idx) and np.array_equal(idx, np.arange(idx[0], idx[0] + len(idx))):
         return slice(int(idx[0]), int(idx[0]) + len(idx))
     return idx
+
+
+register("limits", "position", PositionLimitConfig, build_position_limit)

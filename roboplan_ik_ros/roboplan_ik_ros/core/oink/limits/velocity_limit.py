@@ -2,15 +2,28 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Union
 
 import numpy as np
 
 from ...errors import InvalidInputError, as_vector, check_positive
-from .limit import Bounds, Limit
+from ..kind import BuildContext, key, register
+from .limit import Bounds, Limit, LimitConfig
 
 if TYPE_CHECKING:
     from ..robot import Robot
+
+
+@dataclass
+class VelocityLimitConfig(LimitConfig):
+    """``type: velocity``: |dq| <= dt v_max."""
+
+    v_max: Union[None, float, list[float]] = key(None)  # [rad/s or m/s]; None = URDF (or robot.joint_limits_file)
+
+
+def build_velocity_limit(config: VelocityLimitConfig, context: BuildContext) -> VelocityLimit:
+    return VelocityLimit(context.robot, context.dt, config.v_max)
 
 
 class VelocityLimit(Limit):
@@ -58,3 +71,6 @@ class VelocityLimit(Limit):
 
     def last_bounds(self) -> Bounds:
         return Bounds(None, self._lower, self._upper)
+
+
+register("limits", "velocity", VelocityLimitConfig, build_velocity_limit)

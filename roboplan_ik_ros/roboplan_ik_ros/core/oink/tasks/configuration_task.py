@@ -2,17 +2,48 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Union
 
 import numpy as np
 import pinocchio as pin
 
-from ...errors import as_vector
+from ...errors import InvalidInputError, Range, as_vector
 from ...ranges import check_key
-from .task import Task
+from ..kind import BuildContext, key, register
+from .task import Task, TaskConfig
 
 if TYPE_CHECKING:
     from ..robot import Robot
+
+
+@dataclass
+class ConfigurationTaskConfig(TaskConfig):
+    """``type: configuration``: a posture of the group's joints; goals on ``~/<task>/target_joints``."""
+
+    target: Union[str, list[float]] = key("current")  # "current", an SRDF group_state, or one value per joint
+    weights: Union[float, list[float]] = key(1.0, range=Range(unit="cost/rad"), size=-1,
+                                             runtime="posture cost per joint")
+    max_target_speed: float = key(0.5, range=Range(lo_open=True, unit="rad/s"))  # a new goal's ramp, per joint
+
+
+def configured_target(config: ConfigurationTaskConfig, robot: Robot, q: np.ndarray) -> np.ndarray:
+    """The group q that the ``target`` key names at configuration q (full nq; "current": q's)."""
+    group = robot.group
+    if isinstance(config.target, list):
+        names = list(group.joint_names)
+        if len(config.target) != len(names):
+            raise InvalidInputError(f"target: expected {len(names)} joint values ({names}), got {len(config.target)}")
+        return robot.scene.q_from_joint_positions(names, config.target, q)[group.q_indices]
+    if config.target == "current":
+        return q[group.q_indices]
+    return robot.scene.named_configuration(config.target, q)[group.q_indices]
+
+
+def build_configuration_task(config: ConfigurationTaskConfig, context: BuildContext) -> ConfigurationTask:
+    return ConfigurationTask(context.robot, configured_target(config, context.robot, context.q), config.weights,
+                             task_gain=config.task_gain, lm_damping=config.lm_damping, priority=config.priority,
+                             name=config.name)
 
 
 class ConfigurationTask(Task):
@@ -54,3 +85,15 @@ class ConfigurationTask(Task):
 
     def update(self, q: np.ndarray, data: pin.Data) -> None:
         self.error[:] = pin.difference(self.scene.model, q, self._q_target_full)[self._columns]
+
+    def hold(self, q: np.ndarray) -> None:
+        self.set_target(q[self.group.q_indices])
+
+    def set_parameter(self, name: str, value: Any) -> None:
+        if name == "weights":
+            self.sqrt_weight[:] = np.sqrt(np.broadcast_to(np.asarray(value, dtype=float), self.sqrt_weight.shape))
+        else:
+            super().set_parameter(name, value)
+
+
+register("tasks", "configuration", ConfigurationTaskConfig, build_configuration_task)

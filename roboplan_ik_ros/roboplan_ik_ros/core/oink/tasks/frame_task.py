@@ -3,17 +3,47 @@
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Union
 
 import numpy as np
 import pinocchio as pin
 
-from ...errors import InvalidInputError, as_vector, check_positive
+from ...errors import InvalidInputError, Range, as_vector, check_positive
 from ...ranges import check_key
-from .task import Task
+from ..kind import BuildContext, key, register
+from .task import Task, TaskConfig
 
 if TYPE_CHECKING:
     from ..robot import Robot
+
+
+@dataclass
+class FrameTaskConfig(TaskConfig):
+    """``type: frame``: a frame's pose in the world frame; goals on ``~/<task>/target_pose``."""
+
+    frame: str = key("")
+    position_cost: Union[float, list[float]] = key(1.0, range=Range(unit="cost/m"), size=3,
+                                                   runtime="position cost (x, y, z)")
+    orientation_cost: Union[float, list[float]] = key(1.0, range=Range(unit="cost/rad"), size=3,
+                                                      runtime="orientation cost (x, y, z)")
+    max_position_error: float = key(math.inf)  # [m] tanh saturation of the error; .inf = none
+    max_rotation_error: float = key(math.inf)  # [rad]
+
+    def validate(self, path: str) -> None:
+        super().validate(path)
+        if not self.frame:
+            raise InvalidInputError(f"{path}.frame: required for a frame task")
+
+
+def build_frame_task(config: FrameTaskConfig, context: BuildContext) -> FrameTask:
+    """The task, aimed at the frame's pose at the starting configuration (hold still until a goal)."""
+    scene = context.robot.scene
+    target = scene.frame_pose(context.q, config.frame) if scene.model.existFrame(config.frame) else None
+    return FrameTask(context.robot, config.frame, target, config.position_cost, config.orientation_cost,
+                     task_gain=config.task_gain, lm_damping=config.lm_damping, priority=config.priority,
+                     max_position_error=config.max_position_error, max_rotation_error=config.max_rotation_error,
+                     name=config.name)
 
 
 def as_se3(T, what: str) -> pin.SE3:
@@ -146,3 +176,16 @@ class FrameTask(Task):
             self.norms[0] = saturate(self._e_pos, self.max_position_error)
         if self.max_rotation_error < math.inf:
             self.norms[1] = saturate(self._e_rot, self.max_rotation_error)
+
+    def hold(self, q: np.ndarray) -> None:
+        self.set_target(self.scene.frame_pose(q, self.frame))
+
+    def set_parameter(self, name: str, value: Any) -> None:
+        rows = {"position_cost": slice(0, 3), "orientation_cost": slice(3, 6)}.get(name)
+        if rows is None:
+            super().set_parameter(name, value)
+        else:
+            self.sqrt_weight[rows] = np.sqrt(np.broadcast_to(np.asarray(value, dtype=float), (3,)))
+
+
+register("tasks", "frame", FrameTaskConfig, build_frame_task)

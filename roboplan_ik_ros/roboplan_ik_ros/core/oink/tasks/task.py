@@ -3,16 +3,37 @@
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from typing import TYPE_CHECKING
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pinocchio as pin
 
-from ...errors import InvalidInputError
+from ...errors import InvalidInputError, Range
 from ...ranges import check_key
+from ..kind import check_ranges, declare_ranges, key
 
 if TYPE_CHECKING:
     from ..robot import Robot
+
+
+@dataclass
+class TaskConfig:
+    """The YAML keys every task kind has (``tasks:`` entries); a kind's config dataclass adds its own."""
+
+    name: str
+    type: str
+    priority: int = key(1)  # 1 = highest; lower priorities act in the nullspace of higher ones
+    task_gain: float = key(1.0, range=Range(0.0, 1.0, lo_open=True), runtime="share of the task error corrected per step")
+    lm_damping: float = key(0.0, range=Range(), runtime="Levenberg-Marquardt damping factor")
+    given_keys: frozenset = field(default=frozenset(), repr=False, compare=False)  # keys set in the YAML
+
+    def validate(self, path: str) -> None:
+        """Check the keys' ranges and the kind's own rules (an InvalidInputError naming the key under ``path``)."""
+        check_ranges(self, "tasks", path)
+
+
+declare_ranges("tasks", TaskConfig)
 
 
 class Task(ABC):
@@ -45,3 +66,11 @@ class Task(ABC):
     @abstractmethod
     def update(self, q: np.ndarray, data: pin.Data) -> None:
         """Fill :attr:`error` and :attr:`jacobian` at q; ``data`` holds joint Jacobians and frames at q."""
+
+    def hold(self, q: np.ndarray) -> None:
+        """Point the task's target at configuration q (full nq), so that it asks for no motion there; a
+        task without a target (damping, ...) has nothing to do."""
+
+    def set_parameter(self, name: str, value: Any) -> None:
+        """A runtime parameter of this task's kind changed (already checked against its range)."""
+        setattr(self, name, float(value))

@@ -1,0 +1,160 @@
+"""Kinds: the task, limit and barrier types of the YAML config, each registered by the module that implements it.
+
+A kind module (``tasks/frame_task.py``, ``barriers/position_barrier.py``, ...) holds, next to its class:
+
+- its YAML keys: a dataclass derived from its section's base (:class:`~.tasks.task.TaskConfig`,
+  :class:`~.limits.limit.LimitConfig`, :class:`~.barriers.barrier.BarrierConfig`), each key declared with
+  :func:`key`: default, accepted :class:`~..errors.Range`, size, and, for a key that can change while the
+  node runs, the runtime parameter's description;
+- its builder, ``build(config, context) -> object``, with :class:`BuildContext` the robot, the control
+  period and the starting configuration;
+- a :func:`register` call.
+
+The YAML loader (``config.py``), the controller and the node's runtime parameters loop over :func:`kinds`:
+adding a kind is one module (and its documentation row and tests). The modules of the ``tasks``,
+``limits`` and ``barriers`` packages are imported on the first :func:`kinds` call, which registers them.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib
+import pkgutil
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from ..errors import InvalidInputError, Range
+from ..ranges import RANGES
+from .robot import Robot
+
+SECTIONS = ("tasks", "limits", "barriers")
+
+
+def key(default: Any = dataclasses.MISSING, *, factory: Callable[[], Any] | None = None, range: Range | None = None,
+        size: int | None = None, runtime: str = "") -> Any:
+    """A YAML key of a kind's config dataclass.
+
+    Args:
+        range: the numbers it accepts (checked when the YAML is loaded, by the built object and by its
+            runtime parameter: one declaration); None: its type alone is checked (and the kind's own checks).
+        size: None one number; n one number or n of them (per axis); -1 one number or one per joint of
+            the group (its length is checked when the kind is built).
+        runtime: the description of its runtime parameter (``<section>.<name>.<key>``); "" = none.
+    """
+    metadata = {"range": range, "size": size, "runtime": runtime}
+    if factory is not None:
+        return dataclasses.field(default_factory=factory, metadata=metadata)
+    return dataclasses.field(default=default, metadata=metadata)
+
+
+@dataclass(frozen=True)
+class BuildContext:
+    """What a kind's builder gets: the robot (scene and group), the control period [s] and the full
+    configuration q at build time (targets default to it)."""
+
+    robot: Robot
+    dt: float
+    q: np.ndarray
+
+
+@dataclass(frozen=True)
+class Kind:
+    """One YAML ``type`` of a section: its config dataclass and its builder."""
+
+    section: str  # "tasks" | "limits" | "barriers"
+    type: str
+    config: type
+    build: Callable[[Any, BuildContext], Any]
+    unique: bool = False  # at most one per config
+
+    def keys(self) -> tuple[str, ...]:
+        """The YAML keys of this kind (``given_keys`` is bookkeeping, not a key)."""
+        return tuple(f.name for f in dataclasses.fields(self.config) if f.name != "given_keys")
+
+
+_KINDS: dict[str, dict[str, Kind]] = {section: {} for section in SECTIONS}
+_discovered = False
+
+
+def register(section: str, type: str, config: type, build: Callable[[Any, BuildContext], Any], *,
+             unique: bool = False) -> Kind:
+    """Register a kind (at import of its module). Its keys' ranges join :data:`~..ranges.RANGES` as
+    ``<section>[].<key>``; a key two kinds share must accept the same range."""
+    if section not in _KINDS:
+        raise ValueError(f"unknown section {section!r}; valid: {', '.join(SECTIONS)}")
+    declare_ranges(section, config)
+    kind = Kind(section, type, config, build, unique)
+    _KINDS[section][type] = kind
+    return kind
+
+
+def declare_ranges(section: str, config: type) -> None:
+    """Add the ranges of ``config``'s keys to :data:`~..ranges.RANGES` as ``<section>[].<key>`` (what the
+    objects' constructors check with); a key two kinds share must accept the same range."""
+    for f in dataclasses.fields(config):
+        rng = f.metadata.get("range")
+        if rng is not None:
+            name = f"{section}[].{f.name}"
+            if RANGES.setdefault(name, rng) != rng:
+                raise ValueError(f"{config.__name__}.{f.name}: range {rng} differs from {RANGES[name]} of another kind")
+
+
+def kinds(section: str) -> dict[str, Kind]:
+    """The registered kinds of ``section`` by YAML type (importing the kind modules on the first call)."""
+    global _discovered
+    if not _discovered:
+        _discovered = True
+        for package in SECTIONS:
+            name = f"{__package__}.{package}"
+            for module in pkgutil.iter_modules(importlib.import_module(name).__path__):
+                importlib.import_module(f"{name}.{module.name}")
+    return _KINDS[section]
+
+
+def kind_of(section: str, type: Any, path: str) -> Kind:
+    """The kind named by a list entry's ``type`` (an InvalidInputError naming ``path`` if there is none)."""
+    known = kinds(section)
+    if type not in known:
+        raise InvalidInputError(f"{path}.type: unknown type {type!r}; valid: {', '.join(known)}")
+    return known[type]
+
+
+def foreign_key_error(section: str, kind: Kind, key: str, path: str) -> InvalidInputError:
+    """The error for a key that ``kind`` does not take: if another kind of the section takes it, say so."""
+    others = {k.config: k.type for k in reversed(kinds(section).values())  # one name per config (the first)
+              if k.config is not kind.config and key in k.keys()}.values()
+    if others:
+        return InvalidInputError(f"{path}.{key}: does not apply to type {kind.type!r} (it is a key of type "
+                                 f"{' / '.join(repr(t) for t in others)}); remove it")
+    return InvalidInputError(f"{path}.{key}: unknown key; valid keys: {', '.join(kind.keys())}")
+
+
+def check_ranges(config: Any, section: str, path: str) -> None:
+    """Check every key of ``config`` that declares a range (None values are left to the kind: "not set")."""
+    for f in dataclasses.fields(config):
+        rng = f.metadata.get("range")
+        value = getattr(config, f.name)
+        if rng is not None and value is not None:
+            size = f.metadata.get("size")
+            reason = rng.reason(value, size)
+            if reason:
+                raise InvalidInputError(f"{path}.{f.name}: {reason}")
+
+
+@dataclass(frozen=True)
+class RuntimeKey:
+    """A key of a kind that is also a runtime parameter of the node."""
+
+    name: str
+    range_key: str  # "<section>[].<name>", the key of RANGES
+    size: int | None
+    description: str
+
+
+def runtime_keys(config: Any, section: str) -> list[RuntimeKey]:
+    """The keys of ``config`` that can change while the node runs, in declaration order."""
+    return [RuntimeKey(f.name, f"{section}[].{f.name}", f.metadata.get("size"), f.metadata["runtime"])
+            for f in dataclasses.fields(config) if f.metadata.get("runtime")]
