@@ -1,0 +1,126 @@
+"""The registry of kinds (core/oink/kind.py): every registered task, limit and barrier type has an example
+entry here, a row in docs/configuration.md, builds from YAML on the Panda, and (tasks, barriers) has a
+Jacobian equal to central finite differences of its error / value at random configurations.
+
+A new kind adds its example below; the test fails until it does (and until its docs row exists)."""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+import numpy as np
+import pinocchio as pin
+import pytest
+
+from models import robot, scene
+from roboplan_ik_ros.core.config import load_config
+from roboplan_ik_ros.core.errors import InvalidInputError
+from roboplan_ik_ros.core.model.scene_config import scene_from_config
+from roboplan_ik_ros.core.oink.controller import OinkController
+from roboplan_ik_ros.core.oink.kind import SECTIONS, kinds
+
+DOCS = Path(__file__).resolve().parents[2] / "docs" / "configuration.md"
+STEP = 1e-6  # [rad]
+HAND = "panda_hand_tcp"
+
+# One YAML entry per registered kind (Panda, group "arm"); a target-free entry makes the kind hold its start.
+EXAMPLES = {
+    "tasks": {
+        "frame": {"name": "t", "type": "frame", "frame": HAND, "position_cost": [1, 2, 3], "orientation_cost": 0.5},
+        "configuration": {"name": "t", "type": "configuration", "weights": 0.1},
+    },
+    "limits": {
+        "position": {"type": "position"},
+        "velocity": {"type": "velocity"},
+        "acceleration": {"type": "acceleration", "a_max": 10.0, "j_max": 5000.0},
+    },
+    "barriers": {
+        "position": {"name": "b", "type": "position", "frame": HAND, "p_min": [-1, -1, 0.1], "p_max": [1, 1, 1.5]},
+        "collision": {"name": "b", "type": "collision", "pairs": "self", "n_collision_pairs": 4,
+                      "broad_phase_cutoff": 1.0, "rows_per_pair": 1},
+        "self_collision": {"name": "b", "type": "self_collision", "n_collision_pairs": 4, "broad_phase_cutoff": 1.0,
+                           "rows_per_pair": 1},
+        "singularity": {"name": "b", "type": "singularity", "frame": HAND, "sigma_min": 0.01},
+    },
+}
+
+
+def _all_kinds():
+    return [(section, t) for section in SECTIONS for t in kinds(section)]
+
+
+def _build(section: str, entry: dict, q=None):
+    """The controller of a config with ``entry`` (plus a frame task when the entry is not a task) and the object."""
+    config = {"robot": {"group": "arm"}, "tasks": [{"name": "ee", "type": "frame", "frame": HAND}]}
+    config[section] = [entry]
+    cfg = load_config(config)
+    r = robot("panda")
+    s = scene_from_config(r.urdf_xml, r.srdf_xml, cfg.robot, r.package_paths)
+    ctrl = OinkController(s, cfg, 0.01, s.named_configuration("default") if q is None else q)
+    obj = {"tasks": lambda: next(iter(ctrl.tasks.values())), "limits": lambda: ctrl.limits[0],
+           "barriers": lambda: ctrl.barriers[0]}[section]()
+    return ctrl, obj
+
+
+def test_every_registered_kind_has_an_example_and_a_docs_row():
+    docs = DOCS.read_text(encoding="utf-8")
+    for section, t in _all_kinds():
+        assert t in EXAMPLES[section], f"{section} kind {t!r}: add an example entry to test_kinds.py"
+        assert f"| {section} | `{t}`" in docs or f"(`{t}`)" in docs, f"{section} kind {t!r}: no row in {DOCS.name}"
+    for section, examples in EXAMPLES.items():
+        assert set(examples) <= set(kinds(section)), "an example of a kind that is not registered"
+
+
+@pytest.mark.parametrize("section, type_", _all_kinds())
+def test_every_kind_builds_from_yaml_and_refuses_keys_of_other_kinds(section, type_):
+    _, obj = _build(section, EXAMPLES[section][type_])
+    assert obj is not None
+    kind = kinds(section)[type_]
+    foreign = sorted({f.name for k in kinds(section).values() for f in dataclasses.fields(k.config)}
+                     - set(kind.keys()) - {"given_keys"})
+    for key in foreign[:3]:  # a key of another kind is refused by name
+        with pytest.raises(InvalidInputError, match=rf"{section}\[0\]\.{key}: does not apply to type"):
+            load_config({"robot": {"group": "arm"}, "tasks": [{"name": "ee", "type": "frame", "frame": HAND}],
+                         section: [{**EXAMPLES[section][type_], key: 1.0}]})
+
+
+def _kinematics(ctrl, q):
+    model, data = ctrl.scene.model, ctrl.oink.data
+    pin.computeJointJacobians(model, data, q)
+    pin.updateFramePlacements(model, data)
+    pin.updateGeometryPlacements(model, data, ctrl.scene.collision_model, ctrl.oink.geom_data)
+
+
+def _finite_difference(ctrl, q, f):
+    s, cols = ctrl.scene, []
+    for k in ctrl.oink.group.v_indices:
+        dv = np.zeros(s.model.nv)
+        dv[k] = STEP
+        cols.append((f(s.integrate(q, dv)) - f(s.integrate(q, -dv))) / (2 * STEP))
+    return np.array(cols).T
+
+
+@pytest.mark.parametrize("section, type_", [(s, t) for s, t in _all_kinds() if s != "limits"])
+def test_every_task_and_barrier_jacobian_is_the_derivative_of_its_error_or_value(section, type_):
+    s = scene("panda")
+    rng = np.random.default_rng(11)
+    for _ in range(3):
+        q = s.random_configuration(rng, s.group("arm"))
+        ctrl, obj = _build(section, EXAMPLES[section][type_], q)  # targets at q: the errors are small there
+        data, geom = ctrl.oink.data, ctrl.oink.geom_data
+
+        def measured(qq):
+            _kinematics(ctrl, qq)
+            if section == "tasks":
+                obj.update(qq, data)
+                return obj.error.copy()
+            obj.update(qq, data, geom)
+            return obj.value.copy()
+
+        expected = _finite_difference(ctrl, q, measured)
+        measured(q)
+        J = obj.jacobian.copy()
+        used = np.isfinite(obj.value) if section == "barriers" else np.ones(len(J), dtype=bool)
+        np.testing.assert_allclose(J[used], expected[used], atol=2e-5,
+                                   err_msg=f"{section} {type_}: jacobian != d(error or h)/dq")
