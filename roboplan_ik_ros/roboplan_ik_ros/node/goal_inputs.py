@@ -2,8 +2,11 @@
 
 Per frame task ``~/<task>/target_pose`` (geometry_msgs/PoseStamped) and ``~/<task>/target_twist``
 (TwistStamped); per configuration task ``~/<task>/target_joints`` and ``~/<task>/target_joint_velocities``
-(sensor_msgs/JointState) and, where control_msgs is installed, ``~/<task>/joint_jog``; the services
-``~/pause`` (std_srvs/SetBool) and ``~/apply_configured_targets`` (Trigger).
+(sensor_msgs/JointState) and, where control_msgs is installed, ``~/<task>/joint_jog``; per task of another
+kind that takes a goal (its class's ``goal``): ``~/<task>/target_pose`` (a pose in the task's reference frame,
+relative_frame), ``~/<task>/target_point`` (geometry_msgs/PointStamped: com, look_at), ``~/<task>/target_joints``
+or ``~/<task>/target_joint_velocities`` (JointState); the services ``~/pause`` (std_srvs/SetBool) and
+``~/apply_configured_targets`` (Trigger).
 
 Each callback decodes and checks its message, then hands the input to the loop under the node's
 lock. A bad input changes nothing: it is rejected (counted in the loop, logged throttled, kept as
@@ -17,15 +20,16 @@ import time
 from collections.abc import Callable
 
 import numpy as np
-from geometry_msgs.msg import PoseStamped, TwistStamped
+from geometry_msgs.msg import PointStamped, PoseStamped, TwistStamped
 from rclpy.qos import QoSProfile, ReliabilityPolicy
 from sensor_msgs.msg import JointState
 from std_srvs.srv import SetBool, Trigger
 
 from ..core.control.control_loop import ControlLoop
 from ..core.errors import InvalidInputError
-from ..core.oink import FrameTask
+from ..core.oink import ConfigurationTask, FrameTask
 from .goals import FrameResolver, joint_goal_configuration, joint_jog_velocities
+from .message_conversions import PoseError, se3_from_pose
 from .node_config import NodeConfig
 
 try:  # what MoveIt Servo and ros2_control users send; not a PyPI wheel (apt installs have it)
@@ -64,7 +68,7 @@ class GoalInputs:
                                          lambda m, n=name: self.on_pose_goal(n, m), GOAL_QOS)
                 node.create_subscription(TwistStamped, f"~/{name}/target_twist",
                                          lambda m, n=name: self.on_twist(n, m), STREAM_QOS)
-            else:
+            elif isinstance(task, ConfigurationTask):
                 node.create_subscription(JointState, f"~/{name}/target_joints",
                                          lambda m, n=name: self.on_joint_goal(n, m), GOAL_QOS)
                 node.create_subscription(JointState, f"~/{name}/target_joint_velocities",
@@ -72,7 +76,16 @@ class GoalInputs:
                 if JointJog is not None:
                     node.create_subscription(JointJog, f"~/{name}/joint_jog",
                                              lambda m, n=name: self.on_joint_jog(n, m, m.velocities), STREAM_QOS)
-        if JointJog is None and any(not isinstance(t, FrameTask) for t in self.loop.tasks.values()):
+        for name, goal in self.loop.direct_goals.items():  # the other kinds that take a goal (Task.goal)
+            topic, msg_type, callback = {
+                "pose": ("target_pose", PoseStamped, self.on_direct_pose),
+                "point": ("target_point", PointStamped, self.on_direct_point),
+                "joints": ("target_joints", JointState, self.on_direct_joints),
+                "velocities": ("target_joint_velocities", JointState, self.on_direct_velocities),
+            }[goal]
+            node.create_subscription(msg_type, f"~/{name}/{topic}", lambda m, n=name, c=callback: c(n, m),
+                                     STREAM_QOS if goal == "velocities" else GOAL_QOS)
+        if JointJog is None and any(isinstance(t, ConfigurationTask) for t in self.loop.tasks.values()):
             node.get_logger().info("control_msgs is not installed: no ~/<task>/joint_jog (control_msgs/JointJog); "
                                    "jog with sensor_msgs/JointState velocities on ~/<task>/target_joint_velocities")
         node.create_service(Trigger, "~/apply_configured_targets", self.on_apply_configured_targets)
@@ -120,6 +133,62 @@ class GoalInputs:
                 self.loop.set_joint_goal(task_name, q[self.loop.group.q_indices])
         except InvalidInputError as exc:
             self.reject(topic, str(exc))
+
+    def _direct(self, task_name: str, topic: str, target) -> None:
+        """Hand a decoded goal of a direct-goal task (``target(q)`` at the last command) to the loop."""
+        try:
+            if not self._is_active():
+                raise InvalidInputError("the controller is not active (goals start from the current pose on activate)")
+            with self._lock:
+                q = self.loop.last_command()
+            value = target(q)  # outside the lock: a tf2 lookup may wait up to tf_timeout
+            with self._lock:
+                self.loop.set_task_target(task_name, value, time.perf_counter())
+        except InvalidInputError as exc:  # GoalError too
+            self.reject(topic, str(exc))
+
+    def on_direct_pose(self, task_name: str, msg: PoseStamped) -> None:
+        """A pose goal of a task whose target is a pose in its own reference frame (``goal_frame``, e.g.
+        relative_frame's reference: header.frame_id must name it or be empty) or in the world frame."""
+        topic = f"~/{task_name}/target_pose"
+        reference = getattr(self.loop.tasks[task_name], "goal_frame", "")
+
+        def target(q):
+            if reference:
+                if msg.header.frame_id not in ("", reference):
+                    raise InvalidInputError(f"header.frame_id {msg.header.frame_id!r}: expected {reference!r} (the "
+                                            "task's reference frame: the target is the pose relative to it) or ''")
+                try:
+                    return se3_from_pose(msg.pose, self.cfg.quaternion_tolerance, "pose")
+                except PoseError as exc:
+                    raise InvalidInputError(str(exc)) from exc
+            return self._resolver.resolve(msg, q, self.cfg.quaternion_tolerance, topic)
+
+        self._direct(task_name, topic, target)
+
+    def on_direct_point(self, task_name: str, msg: PointStamped) -> None:
+        """A point goal (com, look_at): geometry_msgs/PointStamped in any robot frame (tf2 frames when installed)."""
+        topic = f"~/{task_name}/target_point"
+
+        def target(q):
+            p = np.array([msg.point.x, msg.point.y, msg.point.z])
+            if not np.isfinite(p).all():
+                raise InvalidInputError(f"point: non-finite coordinates {p.tolist()}")
+            T = self._resolver.T_world_frame(msg.header.frame_id, q, msg.header.stamp)
+            return T.act(p)
+
+        self._direct(task_name, topic, target)
+
+    def on_direct_joints(self, task_name: str, msg: JointState) -> None:
+        """Joint positions by name for a task of joint goals (joints not named keep their current values)."""
+        self._direct(task_name, f"~/{task_name}/target_joints", lambda q: joint_goal_configuration(
+            self.loop.scene, self.loop.group, msg, q)[self.loop.group.q_indices])
+
+    def on_direct_velocities(self, task_name: str, msg: JointState) -> None:
+        """Joint velocities by name [rad/s or m/s] for a velocity-reference task (joints not named: 0); a stream,
+        zeroed after streaming.command_timeout without a newer message."""
+        self._direct(task_name, f"~/{task_name}/target_joint_velocities",
+                     lambda q: joint_jog_velocities(self.loop.group, msg.name, msg.velocity))
 
     def _twist_age(self, task_name: str, stamp, topic: str = "") -> float:
         """[s] a twist is already old on arrival: 0 without a stamp (header.stamp zero) or when the

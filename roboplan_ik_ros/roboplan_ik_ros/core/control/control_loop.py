@@ -227,6 +227,11 @@ class ControlLoop:
                        for n, t in self.ctrl.tasks.items() if isinstance(t, ConfigurationTask)}
         jog_accel = None if ramp_accel is None else ramp_accel[self._gv]
         self._jogs = {n: JointJogFollower(scene, self.group, settings.streaming, jog_accel) for n in self._ramps}
+        # the other tasks whose kind takes a goal (Task.goal): their targets are set as they arrive; a "velocities"
+        # goal is a stream, zeroed after streaming.command_timeout without a newer one (time of the latest here)
+        self._direct_goals = {n: t.goal for n, t in self.ctrl.tasks.items()
+                              if getattr(t, "goal", "") and n not in self._smoothers and n not in self._ramps}
+        self._velocity_stamps: dict[str, float] = {}
         if accel is not None and settings.goal_smoothing.type != "max_acceleration":
             self.notes.append(
                 f"node.goal_smoothing.type {settings.goal_smoothing.type!r} with an acceleration limit: a pose goal "
@@ -337,6 +342,7 @@ class ControlLoop:
         for name, ramp in self._ramps.items():
             ramp.reset(self.ctrl.tasks[name].target)
             self._jogs[name].stop()
+        self._velocity_stamps.clear()  # hold_at zeroed their references
         self._stream_end.clear()
         self._awaiting_goal = True
 
@@ -351,6 +357,9 @@ class ControlLoop:
         self.paused, self._resume_pending = True, False
         for follower in (*self._twists.values(), *self._jogs.values()):
             follower.stop()
+        for name in self._velocity_stamps:  # velocity references: zero
+            self.ctrl.tasks[name].hold(self.guard.last)
+        self._velocity_stamps.clear()
         self.mode, self.hold_reason = PAUSED, "paused (~/pause): braking to a stop; inputs are refused until resumed"
         self._count_limit(LIMIT_PAUSED)
         self.log("info", "paused: braking to a stop")
@@ -373,8 +382,9 @@ class ControlLoop:
         self.settings.control_rate_hz = float(hz)
         self._build(self.dt, self.guard.last)
         for name, task in self.ctrl.tasks.items():
-            if old.tasks[name].target is not None:
-                task.set_target(old.tasks[name].target)
+            target = getattr(old.tasks[name], "target", None)  # a task kind without a target (damping) has none
+            if target is not None:
+                task.set_target(target)
         self.guard.set_dt(self.dt)
         self.guard.u1 *= ratio  # the same velocities, in increments of the new period
         self.guard.u2 *= ratio
@@ -592,8 +602,8 @@ class ControlLoop:
 
     @property
     def streaming(self) -> bool:
-        """A twist or jog stream drives some task's target."""
-        return any(t.streaming for t in (*self._twists.values(), *self._jogs.values()))
+        """A twist, jog or velocity-reference stream drives some task's target."""
+        return bool(self._velocity_stamps) or any(t.streaming for t in (*self._twists.values(), *self._jogs.values()))
 
     def _count_limit(self, code: str) -> None:
         self.counts.motion_limits[code] = self.counts.motion_limits.get(code, 0) + 1
@@ -651,6 +661,27 @@ class ControlLoop:
         jog.command(dq, now, age)
         self._stream_end.pop(task_name, None)
         self._start_tracking()
+
+    def set_task_target(self, task_name: str, value, now: float = 0.0) -> None:
+        """Goal of a task whose kind takes its target as is (:attr:`direct_goals`: "pose" a pin.SE3 in the task's
+        reference frame, "point" a world point, "joints" the group's q, "velocities" the group's v [rad/s], a
+        stream received at ``now`` [s]), or raise InvalidInputError. The step's limits apply as to every goal."""
+        self._check_goal_allowed()
+        kind = self._direct_goals.get(task_name)
+        if kind is None:
+            raise InvalidInputError(f"task {task_name!r} takes no such goal; tasks with direct goals: "
+                                    f"{list(self._direct_goals)}")
+        self.ctrl.tasks[task_name].set_target(value)
+        if kind == "velocities":
+            self._velocity_stamps[task_name] = now
+            self._stream_end.pop(task_name, None)
+        self._start_tracking()
+
+    @property
+    def direct_goals(self) -> Mapping[str, str]:
+        """Task name -> the goal its kind takes ("pose", "point", "joints", "velocities"), for the tasks
+        whose goals are not smoothed (frame and configuration tasks have their own followers)."""
+        return MappingProxyType(self._direct_goals)
 
     def apply_configured_targets(self) -> None:
         """Let configuration tasks move toward their configured targets without a pose goal."""
@@ -981,6 +1012,20 @@ class ControlLoop:
                 target = ramp.step(dt)
             if target is not None:
                 tasks[name].set_target(target)
+        if self._velocity_stamps:
+            self._expire_velocity_goals(now)
+
+    def _expire_velocity_goals(self, now: float) -> None:
+        """A velocity reference older than command_timeout is zeroed (no newer command: no motion)."""
+        timeout = self.settings.streaming.command_timeout
+        for name, stamp in list(self._velocity_stamps.items()):
+            if now - stamp > timeout:
+                task = self.ctrl.tasks[name]
+                task.hold(self.guard.last)
+                del self._velocity_stamps[name]
+                self._stream_end[name] = self._timeout_text(name, now - stamp, "its velocity reference is zero")
+                self.counts.stream_timeouts += 1
+                self.log("warning", self._stream_end[name])
 
     def _end_stream(self, name: str, follower, goal_follower, target, now: float) -> None:
         """A stream that timed out and braked to rest: say so, and keep the target where it stopped."""

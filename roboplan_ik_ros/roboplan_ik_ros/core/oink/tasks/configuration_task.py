@@ -54,6 +54,8 @@ class ConfigurationTask(Task):
         weights: cost per joint (scalar or group nv) [cost]/[rad]; W = diag(sqrt(weights)).
     """
 
+    goal = "joints"
+
     def __init__(
         self,
         robot: Robot,

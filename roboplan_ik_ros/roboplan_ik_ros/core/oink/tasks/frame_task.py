@@ -94,6 +94,8 @@ class FrameTask(Task):
     The target defaults to the frame's pose at the first update (hold still).
     """
 
+    goal = "pose"
+
     native_form = "frame_task"  # the compiled assembly updates this exact class itself (compiled_assembly.py)
 
     def __init__(

@@ -49,6 +49,12 @@ class Task(ABC):
         priority: integer >= 1; 1 is highest. Lower priorities act in the nullspace of higher ones.
     """
 
+    # The goal this kind takes (:meth:`set_target`'s value; the node's topic): "" none, "pose" (pin.SE3 in the
+    # world frame, or in ``goal_frame`` when set), "point" (world point, (3,)), "joints" (the group's q),
+    # "velocities" (the group's v [rad/s or m/s]: a stream)
+    goal = ""
+    goal_frame = ""
+
     def __init__(self, robot: Robot, m: int, task_gain: float, lm_damping: float, priority: int, name: str) -> None:
         gain = check_key(task_gain, "tasks[].task_gain", f"{name}.task_gain")
         if isinstance(priority, bool) or not isinstance(priority, (int, np.integer)) or priority < 1:
