@@ -1,22 +1,18 @@
 """The joint limits as an active set: a step that leaves [lo, hi] is redone with the violating joints on
 their bounds and the others re-solved (clamp_limits), or clipped. The compiled kernel (compiled_step.py)
-does the same arithmetic in C."""
+does the same arithmetic in C. ``ws``: the solve's Workspace (workspace.py), whose buffers
+(``clamped``, ``free``, ``d_c``, ...) these functions write; it imports this module, not the reverse."""
 
 from __future__ import annotations
-
-from typing import TYPE_CHECKING
 
 import numpy as np
 from scipy.linalg.blas import daxpy, dgemv, dnrm2, dsyrk
 from scipy.linalg.lapack import dposv
 
-if TYPE_CHECKING:
-    from .workspace import Workspace
-
 CLAMP_ROUNDS = 3  # clamp_limits: re-solves per iteration when the re-solved step hits other limits
 
 
-def back_into_limits(clamp: bool, x, qg, J, e, neg_step, lo, hi, max_step, ws: Workspace) -> None:
+def back_into_limits(clamp: bool, x, qg, J, e, neg_step, lo, hi, max_step, ws) -> None:
     """``qg`` (= x + the step, some joint outside [lo, hi]; in place) back inside: the clamped re-solve
     of :func:`clamped_step`, or a plain clip when ``clamp`` is off."""
     if clamp:
@@ -26,7 +22,7 @@ def back_into_limits(clamp: bool, x, qg, J, e, neg_step, lo, hi, max_step, ws: W
         np.maximum(qg, lo, out=qg)
 
 
-def clamped_step(x, target, J, e, neg_step, lo, hi, max_step, ws: Workspace) -> None:
+def clamped_step(x, target, J, e, neg_step, lo, hi, max_step, ws) -> None:
     """``target`` (= x + the DLS step, outside [lo, hi]; in place) with the coordinates that left [lo, hi]
     clamped and the others re-solved.
 
