@@ -29,6 +29,8 @@ EXAMPLES = {
     "tasks": {
         "frame": {"name": "t", "type": "frame", "frame": HAND, "position_cost": [1, 2, 3], "orientation_cost": 0.5},
         "configuration": {"name": "t", "type": "configuration", "weights": 0.1},
+        "relative_frame": {"name": "t", "type": "relative_frame", "frame": HAND, "reference": "panda_link3",
+                           "position_cost": [1, 2, 3], "orientation_cost": 0.5},
     },
     "limits": {
         "position": {"type": "position"},
