@@ -30,6 +30,8 @@ EXAMPLES = {
         "frame": {"name": "t", "type": "frame", "frame": HAND, "position_cost": [1, 2, 3], "orientation_cost": 0.5},
         "configuration": {"name": "t", "type": "configuration", "weights": 0.1},
         "com": {"name": "t", "type": "com", "cost": [1, 2, 0.5]},
+        "look_at": {"name": "t", "type": "look_at", "frame": HAND, "axis": [0.2, 0.1, 1.0], "distance": 0.5,
+                    "pointing_cost": 2.0},
         "relative_frame": {"name": "t", "type": "relative_frame", "frame": HAND, "reference": "panda_link3",
                            "position_cost": [1, 2, 3], "orientation_cost": 0.5},
     },
