@@ -96,11 +96,9 @@ def build_look_at_task(config: LookAtTaskConfig, context: BuildContext) -> LookA
     return task
 
 
-def _skew(v: np.ndarray, out: np.ndarray) -> np.ndarray:
-    """[v]x into ``out`` (3, 3)."""
-    out[0, 1], out[0, 2], out[1, 2] = -v[2], v[1], -v[0]
-    out[1, 0], out[2, 0], out[2, 1] = v[2], -v[1], v[0]
-    return out
+def _cross(x, y) -> list[float]:
+    """x x y of two 3-sequences of floats."""
+    return [x[1] * y[2] - x[2] * y[1], x[2] * y[0] - x[0] * y[2], x[0] * y[1] - x[1] * y[0]]
 
 
 class LookAtTask(Task):
@@ -142,17 +140,13 @@ class LookAtTask(Task):
         if distance is not None:
             self.sqrt_weight[3] = math.sqrt(check_key(distance_cost, "tasks[].distance_cost", f"{name}.distance_cost"))
         self._columns = robot.group.v_columns
-        n = robot.nv
-        self._a, self._d, self._u, self._w, self._b = (np.zeros(3) for _ in range(5))
-        self._Su, self._Sa, self._M1, self._M2, self._P = (np.zeros((3, 3)) for _ in range(5))
-        self._eye = np.eye(3)
-        self._dw, self._tmp = np.zeros((3, n)), np.zeros((3, n))
-        self._dc, self._row = np.zeros(n), np.zeros(n)
-        self._phi, self._J_phi = self.error[:3], self.jacobian[:3]
+        self._axis = tuple(self.axis.tolist())
+        self._L = np.zeros((self.error.size, 6))  # jacobian = L J^LWA (rows: phi, then the distance)
         self.angle = 0.0  # theta [rad] at the last update
         self.range = 0.0  # r [m] at the last update
         self._data: pin.Data | None = None
         self._target = np.zeros(3)
+        self._target_xyz = (0.0, 0.0, 0.0)  # the same as floats (the tick's arithmetic is on floats)
         self._targeted = False
         if target is not None:
             self.set_target(target)
@@ -165,6 +159,7 @@ class LookAtTask(Task):
     def set_target(self, point) -> None:
         """New point (3,) [m] to look at, in the world frame."""
         self._target[:] = as_vector(point, 3, f"{self.name}.target")
+        self._target_xyz = tuple(self._target.tolist())
         self._targeted = True
 
     def _ahead(self, placement: pin.SE3) -> np.ndarray:
@@ -183,56 +178,49 @@ class LookAtTask(Task):
             self._p, self._R, self._data = placement.translation, placement.rotation, data
         if not self._targeted:
             self.set_target(self._ahead(data.oMf[self.frame_id]))
-        a, d, u, w = self._a, self._d, self._u, self._w
-        np.dot(self._R, self.axis, out=a)
-        np.subtract(self._target, self._p, out=d)
-        r = self.range = math.sqrt(float(d @ d))
+        # 3-vector algebra on floats (a numpy call per 3-vector costs more than its arithmetic), then one
+        # product: every row is L [v; omega] = L J^LWA dq, L (m x 6)
+        R = self._R.tolist()
+        a = [row[0] * self._axis[0] + row[1] * self._axis[1] + row[2] * self._axis[2] for row in R]
+        d = [t - p for t, p in zip(self._target_xyz, self._p.tolist())]
+        r = self.range = math.sqrt(d[0] * d[0] + d[1] * d[1] + d[2] * d[2])
         if r < _MIN_DISTANCE:  # no line of sight: ask nothing
             self.error.fill(0.0)
             self.jacobian.fill(0.0)
             self.angle = 0.0
             return
-        np.divide(d, r, out=u)
-        Sa = _skew(a, self._Sa)
-        np.dot(Sa, u, out=w)  # a x u
-        s, c = math.sqrt(float(w @ w)), float(a @ u)
+        u = [x / r for x in d]
+        w = _cross(a, u)
+        s, c = math.sqrt(w[0] * w[0] + w[1] * w[1] + w[2] * w[2]), a[0] * u[0] + a[1] * u[1] + a[2] * u[2]
         theta = self.angle = math.atan2(s, c)
-        J = pin.getFrameJacobian(self.scene.model, data, self.frame_id, pin.LOCAL_WORLD_ALIGNED)
-        Jv, Jw = J[:3, self._columns], J[3:, self._columns]
         if s < 1e-12 and c < 0.0:  # pointing straight away: rotate about any axis perpendicular to a
-            n = np.cross(a, (1.0, 0.0, 0.0) if abs(a[0]) < 0.9 else (0.0, 1.0, 0.0))
-            np.multiply(n, math.pi / np.linalg.norm(n), out=self._phi)
-            np.outer(a, a, out=self._P)
-            np.dot(self._P, Jw, out=self._J_phi)
-            self._J_phi -= Jw
+            n = _cross(a, (1.0, 0.0, 0.0) if abs(a[0]) < 0.9 else (0.0, 1.0, 0.0))
+            scale = math.pi / math.sqrt(n[0] * n[0] + n[1] * n[1] + n[2] * n[2])
+            phi = [scale * x for x in n]
+            L = [[0.0, 0.0, 0.0] + [a[i] * a[j] - (i == j) for j in range(3)] for i in range(3)]  # -(I - a a^T) omega
         else:
-            P = self._P
-            np.outer(u, u, out=P)
-            np.subtract(self._eye, P, out=P)  # I - u u^T
-            np.dot(_skew(u, self._Su), Sa, out=self._M1)
-            np.dot(Sa, P, out=self._M2)
-            self._M2 /= r
-            np.dot(self._M1, Jw, out=self._dw)  # dw = [u]x [a]x Jw - [a]x P Jv / r
-            self._dw -= np.dot(self._M2, Jv, out=self._tmp)
-            np.dot(P, a, out=self._b)
-            self._b /= r
-            np.dot(w, Jw, out=self._dc)  # dc = w^T Jw - (P a / r)^T Jv
-            self._dc -= np.dot(self._b, Jv, out=self._row)
+            # dw = K [v; omega], K = [(w u^T - [a]x) / r | a u^T - c I]   ([a]x (I - u u^T) = [a]x - w u^T)
+            Sa = ((0.0, -a[2], a[1]), (a[2], 0.0, -a[0]), (-a[1], a[0], 0.0))
+            K = [[(w[i] * u[j] - Sa[i][j]) / r for j in range(3)] + [a[i] * u[j] - c * (i == j) for j in range(3)]
+                 for i in range(3)]
+            # dc = cw [v; omega], cw = [(c u - a) / r, w]   (a^T (I - u u^T) = a^T - c u^T)
+            cw = [(c * u[j] - a[j]) / r for j in range(3)] + w
             if s > 1e-12:
                 f = theta / s
                 g = (c - f) / (s * s)
             else:  # aligned: the limits of f and g
                 f, g = 1.0, -2.0 / 3.0
-            np.multiply(w, f, out=self._phi)
+            phi = [f * x for x in w]
             # dphi = f dw + w (g w^T dw - dc)
-            np.dot(w, self._dw, out=self._row)
-            self._row *= g
-            self._row -= self._dc
-            np.multiply(self._dw, f, out=self._J_phi)
-            self._J_phi += np.outer(w, self._row, out=self._tmp)
+            row = [g * (w[0] * K[0][j] + w[1] * K[1][j] + w[2] * K[2][j]) - cw[j] for j in range(6)]
+            L = [[f * K[i][j] + w[i] * row[j] for j in range(6)] for i in range(3)]
         if self.distance is not None:
-            self.error[3] = self.distance - r
-            np.dot(u, Jv, out=self.jacobian[3])  # d(r_target - r) = u^T v
+            L.append(u + [0.0, 0.0, 0.0])  # d(r_target - r) = u^T v
+            phi.append(self.distance - r)
+        self.error[:] = phi
+        self._L[:] = L
+        J = pin.getFrameJacobian(self.scene.model, data, self.frame_id, pin.LOCAL_WORLD_ALIGNED)
+        np.dot(self._L, J[:, self._columns], out=self.jacobian)
 
     def hold(self, q: np.ndarray) -> None:
         pin.framesForwardKinematics(self.scene.model, self.scene.data, q)
