@@ -28,6 +28,11 @@ EXAMPLE_ROBOTS = {
     # Kinova Jaco 2 (6 DoF, three continuous joints); its SRDF disables no collision pair
     "kinova": ("kinova_description/robots/kinova.urdf", "kinova_description/srdf/kinova.srdf", "",
                "j2s6s200_end_effector"),
+    # PAL TALOS humanoid (reduced: one joint per gripper), fixed base: the pelvis (base_link) is the world origin and
+    # the legs are joints outside the default group; SRDF group all_arms_torso = torso 2 + arms 2 x 7 joints,
+    # group_state half_sitting (soles at z = -1.019 m), 887 collision pairs after the SRDF
+    "talos": ("talos_data/robots/talos_reduced.urdf", "talos_data/srdf/talos.srdf", "all_arms_torso",
+              "gripper_left_base_link"),
 }
 
 
