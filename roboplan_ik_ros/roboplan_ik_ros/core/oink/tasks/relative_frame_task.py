@@ -116,6 +116,7 @@ class RelativeFrameTask(Task):
         name = name or f"{frame}_in_{reference}"
         super().__init__(robot, 6, task_gain, lm_damping, priority, name)
         self.frame, self.reference = frame, reference
+        self.goal_frame = reference  # pose goals are given in it (the node: header.frame_id)
         self.frame_id = robot.scene.frame_id(frame)
         self.reference_id = robot.scene.frame_id(reference)
         if self.frame_id == self.reference_id:
