@@ -42,6 +42,7 @@ EXAMPLES = {
         "self_collision": {"name": "b", "type": "self_collision", "n_collision_pairs": 4, "broad_phase_cutoff": 1.0,
                            "rows_per_pair": 1},
         "singularity": {"name": "b", "type": "singularity", "frame": HAND, "sigma_min": 0.01},
+        "joint_limit": {"name": "b", "type": "joint_limit", "margin_fraction": 0.1},
     },
 }
 
