@@ -1,6 +1,7 @@
 """The registry of kinds (core/oink/kind.py): every registered task, limit and barrier type has an example
 entry here, a row in docs/configuration.md, builds from YAML on the Panda, and (tasks, barriers) has a
-Jacobian equal to central finite differences of its error / value at random configurations.
+Jacobian equal to central finite differences of its error / value at random configurations (a task whose
+error is an asked change rather than target - measured exposes ``measured``: then J = -d(measured)/dq).
 
 A new kind adds its example below; the test fails until it does (and until its docs row exists)."""
 
@@ -29,6 +30,7 @@ EXAMPLES = {
     "tasks": {
         "frame": {"name": "t", "type": "frame", "frame": HAND, "position_cost": [1, 2, 3], "orientation_cost": 0.5},
         "configuration": {"name": "t", "type": "configuration", "weights": 0.1},
+        "manipulability": {"name": "t", "type": "manipulability", "frame": HAND, "cost": 0.5, "rate": 0.2},
     },
     "limits": {
         "position": {"type": "position"},
@@ -115,7 +117,8 @@ def test_every_task_and_barrier_jacobian_is_the_derivative_of_its_error_or_value
             _kinematics(ctrl, qq)
             if section == "tasks":
                 obj.update(qq, data)
-                return obj.error.copy()
+                # a task without a target (manipulability) asks for a change of what it measures: J = -d(measured)/dq
+                return -obj.measured.copy() if hasattr(obj, "measured") else obj.error.copy()
             obj.update(qq, data, geom)
             return obj.value.copy()
 
