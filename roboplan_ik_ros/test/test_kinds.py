@@ -45,6 +45,8 @@ EXAMPLES = {
                            "rows_per_pair": 1},
         "singularity": {"name": "b", "type": "singularity", "frame": HAND, "sigma_min": 0.01},
         "joint_limit": {"name": "b", "type": "joint_limit", "margin_fraction": 0.1},
+        "sphere": {"name": "b", "type": "sphere", "frame": HAND, "center_frame": "panda_link3", "center": [0.1, 0, 0.05],
+                   "radius": 0.2, "inside": False},  # a centre that moves: its Jacobian is checked too
     },
 }
 
