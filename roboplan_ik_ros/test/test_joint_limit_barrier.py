@@ -12,7 +12,9 @@ from models import robot
 from roboplan_ik_ros.core.config import load_config
 from roboplan_ik_ros.core.errors import InvalidInputError
 from roboplan_ik_ros.core.model.scene_config import scene_from_config
+from roboplan_ik_ros.core.oink.barriers.joint_limit_barrier import JointLimitBarrier
 from roboplan_ik_ros.core.oink.controller import OinkController
+from roboplan_ik_ros.core.oink.robot import Robot
 
 HAND = "panda_hand_tcp"
 DT = 0.002
@@ -62,6 +64,20 @@ def test_rows_margins_and_names():
     h2 = b.evaluate(ctrl.oink.data, None)
     np.testing.assert_allclose(h2, b.value + 0.05 * np.concatenate([np.ones(7), -np.ones(7)]))
     assert "panda_joint4" in b.row_hint(ELBOW) and "margin_fraction" in b.row_hint(ELBOW)
+
+
+def test_a_group_whose_joints_are_not_contiguous_in_q():
+    _, s, q = _controller([])
+    group = s.subgroup(s.group("arm"), ["panda_joint2", "panda_joint4", "panda_joint6"])  # q indices 1, 3, 5
+    b = JointLimitBarrier(Robot(s, group), DT, margin_fraction=0.2)
+    b.update(q, None, None)
+    iq = [1, 3, 5]
+    lo, hi = s.q_min_v[iq], s.q_max_v[iq]
+    np.testing.assert_allclose(b.value, np.concatenate([q[iq] - (lo + 0.2 * (hi - lo)), (hi - 0.2 * (hi - lo)) - q[iq]]))
+    assert b.row_names[:3] == ["panda_joint2 lower", "panda_joint4 lower", "panda_joint6 lower"]
+    data = s.model.createData()
+    pin.framesForwardKinematics(s.model, data, q)
+    np.testing.assert_allclose(b.evaluate(data, None), b.value)
 
 
 def _folded_goal(s, q):

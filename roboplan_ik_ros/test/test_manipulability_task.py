@@ -44,9 +44,11 @@ def _finite_difference(task, s, q):
 def test_gradient_equals_finite_differences(axes, shuffled):
     s = scene("panda")
     group = s.group("arm")
-    if shuffled:  # the group's columns out of the model's order: the bracket sum must follow the model's
-        group = s.subgroup(group, ["panda_joint3", "panda_joint1", "panda_joint7", "panda_joint2", "panda_joint5",
-                                   "panda_joint4", "panda_joint6"])
+    if shuffled:  # the group's columns out of the model's order (an SRDF may list them so): the bracket sum
+        # must follow the model's (Scene.subgroup sorts, so the group is made directly)
+        group = s._make_group("shuffled", ["panda_joint3", "panda_joint1", "panda_joint7", "panda_joint2",
+                                           "panda_joint5", "panda_joint4", "panda_joint6"])
+        assert list(group.v_indices) == [2, 0, 6, 1, 4, 3, 5]
     task = ManipulabilityTask(Robot(s, group), HAND, DT, axes=axes)
     rng = np.random.default_rng(5)
     for _ in range(4):

@@ -4,5 +4,10 @@ from .barrier import Barrier
 from .position_barrier import PositionBarrier
 from .collision_barrier import CollisionBarrier, SelfCollisionBarrier
 from .singularity_barrier import SingularityBarrier
+from .joint_limit_barrier import JointLimitBarrier
+from .sphere_barrier import SphereBarrier
 
-__all__ = ["Barrier", "CollisionBarrier", "PositionBarrier", "SelfCollisionBarrier", "SingularityBarrier"]
+__all__ = [
+    "Barrier", "CollisionBarrier", "JointLimitBarrier", "PositionBarrier", "SelfCollisionBarrier", "SingularityBarrier",
+    "SphereBarrier",
+]

@@ -82,38 +82,34 @@ class JointLimitBarrier(Barrier):
         self.q_high = q_max - self.margin
         self.joint_names = [group.joint_names[i] for i in bounded]
         self.row_names = [f"{j} lower" for j in self.joint_names] + [f"{j} upper" for j in self.joint_names]
-        self._q_idx = group.bounded_q  # their entries of the full q (nq = 1 each)
         self._joint_ids = [int(j) for j in group.joint_ids[bounded]]
-        # h = sign * q + offset; the Jacobian is constant: +e_i (lower), -e_i (upper)
-        self._sign = np.concatenate([np.ones(k), -np.ones(k)])
-        self._offset = np.concatenate([-self.q_low, self.q_high])
-        self.jacobian[np.arange(2 * k), np.concatenate([bounded, bounded])] = self._sign
-        self._q = np.zeros(2 * k)  # [q_b; q_b] of the bounded joints
+        idx = np.asarray(group.bounded_q)
+        contiguous = np.array_equal(idx, np.arange(idx[0], idx[0] + k))
+        self._q_idx = slice(int(idx[0]), int(idx[0]) + k) if contiguous else idx  # their entries of the full q
+        self.jacobian[np.arange(2 * k), np.concatenate([bounded, bounded])] = np.repeat([1.0, -1.0], k)
+        self._q = np.zeros(k)  # the bounded joints' q (when not a view of q)
         self._evaluated = np.zeros(2 * k)
         self._data: pin.Data | None = None  # whose joint data self._joint_data holds
         self._joint_data: list = []
 
-    def _h(self, out: np.ndarray) -> np.ndarray:
-        """h from self._q (in place into ``out``)."""
-        np.multiply(self._sign, self._q, out=out)
-        out += self._offset
+    def _h(self, x: np.ndarray, out: np.ndarray) -> np.ndarray:
+        """h of the bounded joints at positions x, into ``out``."""
+        k = len(x)
+        np.subtract(x, self.q_low, out=out[:k])
+        np.subtract(self.q_high, x, out=out[k:])
         return out
 
     def update(self, q: np.ndarray, data: pin.Data, geom_data: pin.GeometryData) -> None:
-        k = len(self._joint_ids)
-        np.take(q, self._q_idx, out=self._q[:k])
-        self._q[k:] = self._q[:k]
-        self._h(self.value)
+        x = q[self._q_idx] if isinstance(self._q_idx, slice) else np.take(q, self._q_idx, out=self._q)
+        self._h(x, self.value)
 
     def evaluate(self, data: pin.Data, geom_data: pin.GeometryData) -> np.ndarray:
         # ``data`` holds placements at the checked configuration, not q itself: each joint's data keeps its q
         # (references into data.joints follow every later kinematics call); a loop of at most the group's joints
         if data is not self._data:
             self._joint_data, self._data = [data.joints[j] for j in self._joint_ids], data
-        k = len(self._joint_ids)
-        self._q[:k] = [jd.joint_q[0] for jd in self._joint_data]
-        self._q[k:] = self._q[:k]
-        return self._h(self._evaluated)
+        self._q[:] = [jd.joint_q[0] for jd in self._joint_data]
+        return self._h(self._q, self._evaluated)
 
     def row_hint(self, row: int) -> str:
         k = len(self.joint_names)

@@ -110,6 +110,7 @@ class SphereBarrier(Barrier):
         self._offset = np.zeros(3)  # p - c
         self._center = np.zeros(3)  # c in the world frame
         self._normal = np.zeros(3)
+        self._lever, self._moment = np.zeros(3), np.zeros(3)  # c - the centre frame's origin; lever x normal
         self._evaluated = np.zeros(1)
 
     def _center_in_world(self, data: pin.Data) -> np.ndarray:
@@ -143,9 +144,12 @@ class SphereBarrier(Barrier):
         if self.center_frame_id is not None:
             Jc = pin.getFrameJacobian(model, data, self.center_frame_id, pin.LOCAL_WORLD_ALIGNED)
             # the centre's velocity v_f + w_f x a, a = R_f o: n^T (v_f + w_f x a) = n^T v_f + (a x n)^T w_f
-            a = self._center - data.oMf[self.center_frame_id].translation
+            a = self._lever
+            np.subtract(self._center, data.oMf[self.center_frame_id].translation, out=a)
+            (a0, a1, a2), (n0, n1, n2) = a, self._normal
+            self._moment[:] = (a1 * n2 - a2 * n1, a2 * n0 - a0 * n2, a0 * n1 - a1 * n0)  # a x n (np.cross: ~10x slower)
             row -= np.dot(self._normal, Jc[:3, self._columns])
-            row -= np.dot(np.cross(a, self._normal), Jc[3:, self._columns])
+            row -= np.dot(self._moment, Jc[3:, self._columns])
 
     def evaluate(self, data: pin.Data, geom_data: pin.GeometryData) -> np.ndarray:
         self._evaluated[0] = self._h(self._distance(data))

@@ -50,6 +50,22 @@ if TYPE_CHECKING:
 AXES = {"all": slice(0, 6), "position": slice(0, 3), "orientation": slice(3, 6)}
 
 
+def _bracket_tensor() -> np.ndarray:
+    """T (6 x 36) with ``ad(V)^T b = T vec(b V^T)`` for twists V = (v, w), b = (b_lin, b_ang) (pinocchio order):
+    ad(V)^T b = [b_lin x w ; b_lin x v + b_ang x w]."""
+    eps = np.zeros((3, 3, 3))  # Levi-Civita: (x cross y)_i = eps_ijk x_j y_k
+    eps[0, 1, 2] = eps[1, 2, 0] = eps[2, 0, 1] = 1.0
+    eps[0, 2, 1] = eps[2, 1, 0] = eps[1, 0, 2] = -1.0
+    T = np.zeros((6, 6, 6))  # [row of the result, entry of b, entry of V]
+    T[:3, :3, 3:] = eps  # b_lin x w
+    T[3:, :3, :3] = eps  # b_lin x v
+    T[3:, 3:, 3:] = eps  # b_ang x w
+    return T.reshape(6, 36)
+
+
+_BRACKET = _bracket_tensor()
+
+
 @dataclass
 class ManipulabilityTaskConfig(TaskConfig):
     """``type: manipulability``: raise the manipulability of a frame's Jacobian by ``rate`` per second."""
@@ -128,6 +144,7 @@ class ManipulabilityTask(Task):
         self._B = np.zeros((6, n))  # dm/dJ (zero outside the selected rows)
         self._bracket = np.zeros((n, 6))  # ad(J_j)^T B_j, then its exclusive cumulative sum
         self._gradient = np.zeros(n)
+        self._outer = np.zeros((n, 6, 6))  # B_j J_j^T per column
         self._cofactor = np.ones((n_rows, n_rows))  # row k: the singular values with S_k replaced by 1
 
     def update(self, q: np.ndarray, data: pin.Data) -> None:
@@ -150,17 +167,14 @@ class ManipulabilityTask(Task):
         c = cofactor.prod(axis=1)  # c_k = prod_{l != k} S_l
         B = self._B
         B[self.rows] = (U * c) @ Vt
-        lin, ang = J[:3].T, J[3:].T  # (n, 3): v_j, w_j of each column
-        b_lin, b_ang = B[:3].T, B[3:].T
-        # ad(J_j)^T B_j = [b_lin x w_j ; b_lin x v_j + b_ang x w_j]  (ad(V) = [[w^, v^], [0, w^]])
+        # ad(J_j)^T B_j = [b_lin x w_j ; b_lin x v_j + b_ang x w_j]  (ad(V) = [[w^, v^], [0, w^]]), bilinear in
+        # (B_j, J_j): per column, _BRACKET (6 x 36) times the outer product B_j J_j^T (two calls, no allocation)
         g = self._bracket
-        g[:, :3] = np.cross(b_lin, ang)
-        g[:, 3:] = np.cross(b_lin, lin)
-        g[:, 3:] += np.cross(b_ang, ang)
-        np.cumsum(g, axis=0, out=g)
-        g[1:] = g[:-1].copy()  # exclusive: the sum over j < i
-        g[0] = 0.0
-        np.einsum("ik,ki->i", g, J, out=self._gradient)
+        np.multiply(B.T[:, :, None], J.T[:, None, :], out=self._outer)
+        np.dot(self._outer.reshape(len(g), 36), _BRACKET.T, out=g)
+        np.cumsum(g, axis=0, out=g)  # row i: the sum over j <= i; column i takes the sum over j < i
+        np.einsum("ik,ki->i", g[:-1], J[:, 1:], out=self._gradient[1:])
+        self._gradient[0] = 0.0
         return float(S.prod()), self._gradient
 
     @property
