@@ -142,7 +142,7 @@ class ManipulabilityTask(Task):
         self.singular_values = np.zeros(n_rows)  # of J_a at the last update, largest first
         n = robot.nv
         self._B = np.zeros((6, n))  # dm/dJ (zero outside the selected rows)
-        self._bracket = np.zeros((n, 6))  # ad(J_j)^T B_j, then its exclusive cumulative sum
+        self._bracket = np.zeros((n, 6))  # ad(J_j)^T B_j, then its cumulative sum over the columns
         self._gradient = np.zeros(n)
         self._outer = np.zeros((n, 6, 6))  # B_j J_j^T per column
         self._cofactor = np.ones((n_rows, n_rows))  # row k: the singular values with S_k replaced by 1
