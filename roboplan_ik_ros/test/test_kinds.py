@@ -1,6 +1,7 @@
 """The registry of kinds (core/oink/kind.py): every registered task, limit and barrier type has an example
 entry here, a row in docs/configuration.md, builds from YAML on the Panda, and (tasks, barriers) has a
-Jacobian equal to central finite differences of its error / value at random configurations.
+Jacobian equal to central finite differences of its error / value at random configurations (a task whose
+error is an asked change rather than target - measured exposes ``measured``: then J = -d(measured)/dq).
 
 A new kind adds its example below; the test fails until it does (and until its docs row exists)."""
 
@@ -34,6 +35,7 @@ EXAMPLES = {
                     "pointing_cost": 2.0},
         "relative_frame": {"name": "t", "type": "relative_frame", "frame": HAND, "reference": "panda_link3",
                            "position_cost": [1, 2, 3], "orientation_cost": 0.5},
+        "manipulability": {"name": "t", "type": "manipulability", "frame": HAND, "cost": 0.5, "rate": 0.2},
     },
     "limits": {
         "position": {"type": "position"},
@@ -48,6 +50,9 @@ EXAMPLES = {
                            "rows_per_pair": 1},
         "singularity": {"name": "b", "type": "singularity", "frame": HAND, "sigma_min": 0.01},
         "com": {"name": "b", "type": "com", "p_min": [-1, -1, -1], "p_max": [1, 1, 2]},
+        "joint_limit": {"name": "b", "type": "joint_limit", "margin_fraction": 0.1},
+        "sphere": {"name": "b", "type": "sphere", "frame": HAND, "center_frame": "panda_link3", "center": [0.1, 0, 0.05],
+                   "radius": 0.2, "inside": False},  # a centre that moves: its Jacobian is checked too
     },
 }
 
@@ -120,7 +125,8 @@ def test_every_task_and_barrier_jacobian_is_the_derivative_of_its_error_or_value
             _kinematics(ctrl, qq)
             if section == "tasks":
                 obj.update(qq, data)
-                return obj.error.copy()
+                # a task without a target (manipulability) asks for a change of what it measures: J = -d(measured)/dq
+                return -obj.measured.copy() if hasattr(obj, "measured") else obj.error.copy()
             obj.update(qq, data, geom)
             return obj.value.copy()
 

@@ -63,7 +63,7 @@ def test_range_check():
     assert gain(0.5) == "" and gain(1.0) == "" and gain(1) == ""
     assert gain(0.0) == "expected a finite number in (0, 1], got 0.0"
     assert gain(1.5) and gain(float("nan")) and gain("x") and gain(True) and gain([0.5])
-    cost = range_check("tasks[].position_cost", size=3)
+    cost = range_check("tasks[frame].position_cost", size=3)
     assert cost(1.0) == "" and cost([1.0, 2.0, 3.0]) == ""
     assert cost([1.0, 2.0]) == "expected one number or 3 values, got 2 values"
     assert cost([1.0, -1.0, 0.0]) == "expected a finite number >= 0 [cost/m] each, got [1.0, -1.0, 0.0]"

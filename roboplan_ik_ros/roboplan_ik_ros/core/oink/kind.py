@@ -81,25 +81,40 @@ _discovered = False
 
 def register(section: str, type: str, config: type, build: Callable[[Any, BuildContext], Any], *,
              unique: bool = False) -> Kind:
-    """Register a kind (at import of its module). Its keys' ranges join :data:`~..ranges.RANGES` as
-    ``<section>[].<key>``; a key two kinds share must accept the same range."""
+    """Register a kind (at import of its module). Its keys' ranges join :data:`~..ranges.RANGES`
+    (:func:`range_key`)."""
     if section not in _KINDS:
         raise ValueError(f"unknown section {section!r}; valid: {', '.join(SECTIONS)}")
-    declare_ranges(section, config)
+    declare_ranges(section, config, type)
     kind = Kind(section, type, config, build, unique)
     _KINDS[section][type] = kind
     return kind
 
 
-def declare_ranges(section: str, config: type) -> None:
-    """Add the ranges of ``config``'s keys to :data:`~..ranges.RANGES` as ``<section>[].<key>`` (what the
-    objects' constructors check with); a key two kinds share must accept the same range."""
+_BASES: dict[str, type] = {}  # section -> its base config dataclass (declare_ranges(section, base))
+
+
+def range_key(section: str, type: str, name: str) -> str:
+    """The key of :data:`~..ranges.RANGES` that holds key ``name``'s range: ``<section>[].<name>`` for a key of
+    the section's base config (every kind has it: ``tasks[].task_gain``), ``<section>[<type>].<name>`` for a
+    kind's own key (``tasks[com].cost`` [cost/m] and ``tasks[manipulability].cost`` [cost] differ)."""
+    base = _BASES.get(section)
+    if base is not None and name in {f.name for f in dataclasses.fields(base)}:
+        return f"{section}[].{name}"
+    return f"{section}[{type}].{name}"
+
+
+def declare_ranges(section: str, config: type, type: str = "") -> None:
+    """Add the ranges of ``config``'s keys to :data:`~..ranges.RANGES` under :func:`range_key` (what the
+    objects' constructors check with). Without ``type``: ``config`` is the section's base config."""
+    if not type:
+        _BASES[section] = config
     for f in dataclasses.fields(config):
         rng = f.metadata.get("range")
         if rng is not None:
-            name = f"{section}[].{f.name}"
+            name = range_key(section, type, f.name)
             if RANGES.setdefault(name, rng) != rng:
-                raise ValueError(f"{config.__name__}.{f.name}: range {rng} differs from {RANGES[name]} of another kind")
+                raise ValueError(f"{config.__name__}.{f.name}: range {rng} differs from {RANGES[name]} of {name}")
 
 
 def kinds(section: str) -> dict[str, Kind]:
@@ -149,12 +164,12 @@ class RuntimeKey:
     """A key of a kind that is also a runtime parameter of the node."""
 
     name: str
-    range_key: str  # "<section>[].<name>", the key of RANGES
+    range_key: str  # the key of RANGES (range_key())
     size: int | None
     description: str
 
 
 def runtime_keys(config: Any, section: str) -> list[RuntimeKey]:
     """The keys of ``config`` that can change while the node runs, in declaration order."""
-    return [RuntimeKey(f.name, f"{section}[].{f.name}", f.metadata.get("size"), f.metadata["runtime"])
+    return [RuntimeKey(f.name, range_key(section, config.type, f.name), f.metadata.get("size"), f.metadata["runtime"])
             for f in dataclasses.fields(config) if f.metadata.get("runtime")]

@@ -5,7 +5,8 @@ from .configuration_task import ConfigurationTask
 from .frame_task import FrameTask
 from .com_task import ComTask
 from .look_at_task import LookAtTask
+from .manipulability_task import ManipulabilityTask
 from .relative_frame_task import RelativeFrameTask
 from .task import Task
 
-__all__ = ["ComTask", "ConfigurationTask", "FrameTask", "LookAtTask", "RelativeFrameTask", "Task"]
+__all__ = ["ComTask", "ConfigurationTask", "FrameTask", "LookAtTask", "ManipulabilityTask", "RelativeFrameTask", "Task"]

@@ -119,7 +119,7 @@ class ComTask(Task):
     ) -> None:
         super().__init__(robot, 3, task_gain, lm_damping, priority, name)
         self.com = WholeBodyCom(robot.scene.model, robot.group.v_columns, robot.nv, name)
-        self._set_cost(as_vector(check_key(cost, "tasks[].cost", f"{name}.cost", size=3), 3, f"{name}.cost"))
+        self._set_cost(as_vector(check_key(cost, "tasks[com].cost", f"{name}.cost", size=3), 3, f"{name}.cost"))
         self._target = np.zeros(3)
         self._targeted = False
         if target is not None:

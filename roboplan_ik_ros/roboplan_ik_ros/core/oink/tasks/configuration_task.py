@@ -67,7 +67,7 @@ class ConfigurationTask(Task):
         name: str = "posture",
     ) -> None:
         super().__init__(robot, robot.nv, task_gain, lm_damping, priority, name)
-        w = as_vector(check_key(weights, "tasks[].weights", f"{name}.weights", size=robot.nv), robot.nv,
+        w = as_vector(check_key(weights, "tasks[configuration].weights", f"{name}.weights", size=robot.nv), robot.nv,
                       f"{name}.weights")
         self.sqrt_weight[:] = np.sqrt(w)
         self.jacobian[:] = -np.eye(robot.nv)

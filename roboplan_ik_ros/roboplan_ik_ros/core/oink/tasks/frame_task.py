@@ -117,7 +117,7 @@ class FrameTask(Task):
         self.frame = frame
         self.frame_id = robot.scene.frame_id(frame)
         self._columns = robot.group.v_columns
-        pos, rot = (as_vector(check_key(cost, f"tasks[].{key}", f"{name}.{key}", size=3), 3, f"{name}.{key}")
+        pos, rot = (as_vector(check_key(cost, f"tasks[frame].{key}", f"{name}.{key}", size=3), 3, f"{name}.{key}")
                     for key, cost in (("position_cost", position_cost), ("orientation_cost", orientation_cost)))
         self.sqrt_weight[:3], self.sqrt_weight[3:] = np.sqrt(pos), np.sqrt(rot)
         self.max_position_error = check_positive(max_position_error, f"{name}.max_position_error", allow_inf=True)

@@ -130,15 +130,15 @@ class LookAtTask(Task):
     ) -> None:
         name = name or f"{frame}_look_at"
         if distance is not None:
-            distance = check_key(distance, "tasks[].distance", f"{name}.distance")
+            distance = check_key(distance, "tasks[look_at].distance", f"{name}.distance")
         super().__init__(robot, 3 if distance is None else 4, task_gain, lm_damping, priority, name)
         self.frame = frame
         self.frame_id = robot.scene.frame_id(frame)
         self.axis = axis_vector(axis, f"{name}.axis")  # in the frame
         self.distance = distance
-        self.sqrt_weight[:3] = math.sqrt(check_key(pointing_cost, "tasks[].pointing_cost", f"{name}.pointing_cost"))
+        self.sqrt_weight[:3] = math.sqrt(check_key(pointing_cost, "tasks[look_at].pointing_cost", f"{name}.pointing_cost"))
         if distance is not None:
-            self.sqrt_weight[3] = math.sqrt(check_key(distance_cost, "tasks[].distance_cost", f"{name}.distance_cost"))
+            self.sqrt_weight[3] = math.sqrt(check_key(distance_cost, "tasks[look_at].distance_cost", f"{name}.distance_cost"))
         self._columns = robot.group.v_columns
         self._axis = tuple(self.axis.tolist())
         self._L = np.zeros((self.error.size, 6))  # jacobian = L J^LWA (rows: phi, then the distance)

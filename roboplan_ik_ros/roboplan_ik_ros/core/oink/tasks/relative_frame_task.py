@@ -122,7 +122,7 @@ class RelativeFrameTask(Task):
         if self.frame_id == self.reference_id:
             raise InvalidInputError(f"{name}.reference: {reference!r} is the task's frame itself")
         self._columns = robot.group.v_columns
-        pos, rot = (as_vector(check_key(cost, f"tasks[].{key}", f"{name}.{key}", size=3), 3, f"{name}.{key}")
+        pos, rot = (as_vector(check_key(cost, f"tasks[relative_frame].{key}", f"{name}.{key}", size=3), 3, f"{name}.{key}")
                     for key, cost in (("position_cost", position_cost), ("orientation_cost", orientation_cost)))
         self.sqrt_weight[:3], self.sqrt_weight[3:] = np.sqrt(pos), np.sqrt(rot)
         self._e_pos, self._e_rot = self.error[:3], self.error[3:]
