@@ -29,6 +29,7 @@ EXAMPLES = {
     "tasks": {
         "frame": {"name": "t", "type": "frame", "frame": HAND, "position_cost": [1, 2, 3], "orientation_cost": 0.5},
         "configuration": {"name": "t", "type": "configuration", "weights": 0.1},
+        "joint": {"name": "t", "type": "joint", "joints": ["panda_joint4", "panda_joint2"], "weights": [1, 2]},
     },
     "limits": {
         "position": {"type": "position"},
