@@ -1,6 +1,7 @@
 """The registry of kinds (core/oink/kind.py): every registered task, limit and barrier type has an example
 entry here, a row in docs/configuration.md, builds from YAML on the Panda, and (tasks, barriers) has a
-Jacobian equal to central finite differences of its error / value at random configurations.
+Jacobian equal to central finite differences of its error / value at random configurations (a task whose
+error is a step reference, ``Task.step_reference``: minus a selection of joints).
 
 A new kind adds its example below; the test fails until it does (and until its docs row exists)."""
 
@@ -30,6 +31,7 @@ EXAMPLES = {
         "frame": {"name": "t", "type": "frame", "frame": HAND, "position_cost": [1, 2, 3], "orientation_cost": 0.5},
         "configuration": {"name": "t", "type": "configuration", "weights": 0.1},
         "joint": {"name": "t", "type": "joint", "joints": ["panda_joint4", "panda_joint2"], "weights": [1, 2]},
+        "damping": {"name": "t", "type": "damping", "cost": [1, 2, 3, 4, 5, 6, 7]},
     },
     "limits": {
         "position": {"type": "position"},
@@ -109,6 +111,13 @@ def test_every_task_and_barrier_jacobian_is_the_derivative_of_its_error_or_value
     for _ in range(3):
         q = s.random_configuration(rng, s.group("arm"))
         ctrl, obj = _build(section, EXAMPLES[section][type_], q)  # targets at q: the errors are small there
+        if section == "tasks" and obj.step_reference:  # the error is a step reference: J = -(a selection)
+            obj.update(q, ctrl.oink.data)
+            J = obj.jacobian
+            rows_ok = np.all((J == 0.0) | (J == -1.0)) and np.all(np.count_nonzero(J, axis=1) == 1)
+            assert rows_ok and len(set(np.argmin(J, axis=1))) == len(J), \
+                f"tasks {type_}: a step-reference task's jacobian is minus a selection of distinct joints"
+            continue
         data, geom = ctrl.oink.data, ctrl.oink.geom_data
 
         def measured(qq):

@@ -56,6 +56,12 @@ class Task(ABC):
         priority: integer >= 1; 1 is highest. Lower priorities act in the nullspace of higher ones.
     """
 
+    # True for a kind whose error is the displacement it asks of this step (a reference refreshed at every
+    # update: damping, low acceleration, joint velocity), not a function of q driven to zero: its Jacobian is
+    # minus a selection of the group's joints (J dq + e = reference - dq), not d(error)/dq (test_kinds.py
+    # checks that form instead of finite differences).
+    step_reference = False
+
     # The goal this kind takes (:meth:`set_target`'s value; the node's topic): "" none, "pose" (pin.SE3 in the
     # world frame, or in ``goal_frame`` when set), "point" (world point, (3,)), "joints" (the group's q),
     # "velocities" (the group's v [rad/s or m/s]: a stream)
