@@ -32,6 +32,7 @@ EXAMPLES = {
         "configuration": {"name": "t", "type": "configuration", "weights": 0.1},
         "joint": {"name": "t", "type": "joint", "joints": ["panda_joint4", "panda_joint2"], "weights": [1, 2]},
         "damping": {"name": "t", "type": "damping", "cost": [1, 2, 3, 4, 5, 6, 7]},
+        "low_acceleration": {"name": "t", "type": "low_acceleration", "cost": 0.5},
     },
     "limits": {
         "position": {"type": "position"},
