@@ -33,6 +33,7 @@ EXAMPLES = {
         "joint": {"name": "t", "type": "joint", "joints": ["panda_joint4", "panda_joint2"], "weights": [1, 2]},
         "damping": {"name": "t", "type": "damping", "cost": [1, 2, 3, 4, 5, 6, 7]},
         "low_acceleration": {"name": "t", "type": "low_acceleration", "cost": 0.5},
+        "joint_velocity": {"name": "t", "type": "joint_velocity", "cost": [1, 1, 2, 2, 3, 3, 4]},
     },
     "limits": {
         "position": {"type": "position"},
