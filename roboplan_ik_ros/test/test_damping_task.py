@@ -89,6 +89,25 @@ def test_alone_it_asks_for_no_motion_and_its_cost_is_a_runtime_parameter():
     assert not hasattr(task, "set_target")
 
 
+@pytest.mark.parametrize("priority, moved", [(1, False), (3, True)])
+def test_at_a_tracking_tasks_priority_it_leaves_no_nullspace_below(priority, moved):
+    """Documented: damping at the frame task's priority (full-rank Jacobian) blocks a priority-2 joint task;
+    at the lowest priority it does not."""
+    ctrl = _controller([FRAME, {"name": "elbow", "type": "joint", "joints": ["panda_joint3"], "priority": 2,
+                                "task_gain": 0.1}, {"name": "d", "type": "damping", "priority": priority}])
+    q = scene("panda").named_configuration("default")
+    goal = q[:7].copy()
+    goal[2] += 0.3
+    ctrl.tasks["elbow"].set_target(goal)
+    for _ in range(200):
+        q = ctrl.step(q).q_next
+    left = abs(q[2] - goal[2])  # [rad] of the 0.3 rad asked
+    if moved:
+        assert left < 1e-6
+    else:
+        assert left > 0.29  # measured: 0.13 mrad moved
+
+
 @pytest.mark.parametrize("cost, message", [
     (-1.0, r"config\.tasks\[0\]\.cost: expected a finite number >= 0"),
     ("big", r"config\.tasks\[0\]\.cost: expected a number or a list of numbers, got 'big'"),

@@ -33,7 +33,9 @@ def build_damping_task(config: DampingTaskConfig, context: BuildContext) -> Damp
 class DampingTask(Task):
     """Error 0 (group nv), Jacobian ``-I``: the QP term is ``sum_i cost_i dq_i^2`` [cost], the step's
     size. Beside tracking tasks it trades a little tracking speed for smaller steps (the arm slows down
-    most where the tasks would ask for large joint motion: near singularities); at a lower priority it
+    most where the tasks would ask for large joint motion: near singularities). Its Jacobian has full
+    rank: at the priority of a tracking task it leaves no nullspace to the lower levels (a priority-2
+    posture or joint task then barely moves: 0.13 mrad of 0.3 rad, measured); at the lowest priority it
     penalizes only the motion the higher levels leave free.
 
     Args:

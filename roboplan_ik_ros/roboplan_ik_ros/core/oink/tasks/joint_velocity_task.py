@@ -35,7 +35,8 @@ class JointVelocityTask(Task):
     """Error ``v_ref dt`` (group nv) [rad or m], Jacobian ``-I``: the QP term is
     ``sum_i cost_i (dq_i - alpha v_ref,i dt)^2`` [cost] (alpha = task_gain, 1 by default), so alone it
     steps ``dq = v_ref dt``: q moves along v_ref, within the limits. The reference starts at 0 (hold
-    still) and :meth:`hold` sets it back to 0.
+    still) and :meth:`hold` sets it back to 0. Its Jacobian has full rank: lower priority levels get no
+    nullspace from a level that holds it.
 
     Args:
         dt: control period [s].
