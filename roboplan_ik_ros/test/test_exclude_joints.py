@@ -17,9 +17,9 @@ HAND = "panda_hand_tcp"
 LIMITS = [{"type": "position"}, {"type": "velocity"}]
 
 
-def _controller(task: dict, compiled: bool = True) -> OinkController:
+def _controller(task: dict, compiled: bool = True, more: tuple = ()) -> OinkController:
     s = scene("panda")
-    cfg = load_config({"robot": {"group": "arm"}, "tasks": [task], "limits": LIMITS})
+    cfg = load_config({"robot": {"group": "arm"}, "tasks": [task, *more], "limits": LIMITS})
     ctrl = OinkController(s, cfg, DT, s.named_configuration("default"))
     if not compiled:
         sc = cfg.solver
@@ -74,18 +74,27 @@ def test_without_exclusion_the_same_goal_moves_joint1_and_the_frame_task_stays_n
         assert ctrl.oink._layout.compiled.python_tasks == []  # the common case keeps the kernel's own update
 
 
-def test_compiled_and_numpy_steps_agree_with_an_exclusion():
+POSTURE = {"name": "posture", "type": "configuration", "priority": 2, "weights": 0.1, "exclude_joints": ["panda_joint3"]}
+
+
+@pytest.mark.parametrize("more", [(), (POSTURE,)], ids=["one task", "two priority levels"])
+def test_compiled_and_numpy_steps_agree_with_an_exclusion(more):
+    """With two levels the nullspace projector of level 1 comes from the zeroed Jacobian on both paths."""
     s = scene("panda")
-    _, T_goal = _goal_without_joint1(s)
+    q0, T_goal = _goal_without_joint1(s)
     task = {"name": "ee", "type": "frame", "frame": HAND, "exclude_joints": ["panda_joint1", "panda_joint7"]}
-    a, b = _controller(task), _controller(task, compiled=False)
+    a, b = _controller(task, more=more), _controller(task, compiled=False, more=more)
+    assert b.oink.assembly == "numpy"
     q = s.named_configuration("default")
     for ctrl in (a, b):
         ctrl.tasks["ee"].set_target(T_goal)
+        if more:
+            ctrl.tasks["posture"].set_target(q0[:7] + 0.05)
     for _ in range(20):
         out_a, out_b = a.step(q), b.step(q)
         np.testing.assert_allclose(out_a.dq, out_b.dq, atol=1e-12)
-        assert out_a.dq[0] == 0.0 and out_a.dq[6] == 0.0 and out_b.dq[0] == 0.0 and out_b.dq[6] == 0.0
+        if not more:  # the frame task alone: joints 1 and 7 have no task
+            assert out_a.dq[0] == out_a.dq[6] == out_b.dq[0] == out_b.dq[6] == 0.0
         q = out_a.q_next
 
 
