@@ -74,7 +74,8 @@ def test_without_exclusion_the_same_goal_moves_joint1_and_the_frame_task_stays_n
         assert ctrl.oink._layout.compiled.python_tasks == []  # the common case keeps the kernel's own update
 
 
-POSTURE = {"name": "posture", "type": "configuration", "priority": 2, "weights": 0.1, "exclude_joints": ["panda_joint3"]}
+POSTURE = {"name": "posture", "type": "configuration", "priority": 2, "weights": 0.1,
+           "exclude_joints": ["panda_joint3"]}
 
 
 @pytest.mark.parametrize("more", [(), (POSTURE,)], ids=["one task", "two priority levels"])
@@ -129,8 +130,8 @@ def test_a_lower_priority_task_excluding_a_joint_leaves_it_to_the_others():
 
 
 def test_unknown_or_all_joints_are_refused_naming_the_key_and_the_valid_joints():
-    with pytest.raises(InvalidInputError, match=r"tasks\[0\] \(ee\): ee\.exclude_joints: 'panda_joint9' is not a "
-                                                r"joint of group 'arm'; valid: panda_joint1, panda_joint2, .*panda_joint7"):
+    with pytest.raises(InvalidInputError, match=r"tasks\[0\] \(ee\): ee\.exclude_joints: 'panda_joint9' is not "
+                                                r"a joint of group 'arm'; valid: panda_joint1, .*panda_joint7"):
         _controller({"name": "ee", "type": "frame", "frame": HAND, "exclude_joints": ["panda_joint9"]})
     every = [f"panda_joint{k}" for k in range(1, 8)]
     with pytest.raises(InvalidInputError, match=r"ee\.exclude_joints: excludes every joint of group 'arm'"):

@@ -26,7 +26,8 @@ def _controller(tasks: list[dict], robot: str = "panda", group: str = "arm", q=N
 
 def _pose_error(s, q, T_ref) -> tuple[float, float]:
     T = s.frame_pose(q, HAND)
-    return float(np.linalg.norm(T.translation - T_ref.translation)), float(np.linalg.norm(pin.log3(T.rotation.T @ T_ref.rotation)))
+    angle = np.linalg.norm(pin.log3(T.rotation.T @ T_ref.rotation))
+    return float(np.linalg.norm(T.translation - T_ref.translation)), float(angle)
 
 
 @pytest.mark.parametrize("joint_task", [{"priority": 2, "task_gain": 0.05}, {"weights": 0.01, "task_gain": 0.1}],

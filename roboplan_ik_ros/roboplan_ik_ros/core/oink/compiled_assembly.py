@@ -139,11 +139,13 @@ class _NativeFrames:
         self._keep += [p, R, support]
 
     def refresh(self) -> bool:
-        """Copy the tasks' saturation limits; False if an object swapped an array the kernel reads."""
+        """Copy the tasks' saturation limits; False if an object swapped an array the kernel reads or a
+        task now excludes joints (then it is updated in Python: the layout is rebuilt)."""
         for t, params, held in zip(self.tasks, self.task_params, self._task_arrays):
             if (t.jacobian is not held[0] or t.error is not held[1] or t.norms is not held[2]
-                    or t.p_target is not held[3] or t.R_target is not held[4] or t.excluded is not None):
-                return False  # (joints excluded since the layout: the task is no longer updated natively)
+                    or t.p_target is not held[3] or t.R_target is not held[4]
+                    or t.excluded is not None):
+                return False
             params[0] = t.max_position_error
             params[1] = t.max_rotation_error
         for b, held in zip(self.barriers, self._barrier_arrays):
