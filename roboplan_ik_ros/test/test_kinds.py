@@ -1,7 +1,8 @@
 """The registry of kinds (core/oink/kind.py): every registered task, limit and barrier type has an example
 entry here, a row in docs/configuration.md, builds from YAML on the Panda, and (tasks, barriers) has a
 Jacobian equal to central finite differences of its error / value at random configurations (a task whose
-error is an asked change rather than target - measured exposes ``measured``: then J = -d(measured)/dq).
+error is an asked change rather than target - measured exposes ``measured``: then J = -d(measured)/dq;
+a step-reference task, ``Task.step_reference``, has minus a selection of joints).
 
 A new kind adds its example below; the test fails until it does (and until its docs row exists)."""
 
@@ -36,6 +37,10 @@ EXAMPLES = {
         "relative_frame": {"name": "t", "type": "relative_frame", "frame": HAND, "reference": "panda_link3",
                            "position_cost": [1, 2, 3], "orientation_cost": 0.5},
         "manipulability": {"name": "t", "type": "manipulability", "frame": HAND, "cost": 0.5, "rate": 0.2},
+        "joint": {"name": "t", "type": "joint", "joints": ["panda_joint4", "panda_joint2"], "weights": [1, 2]},
+        "damping": {"name": "t", "type": "damping", "cost": [1, 2, 3, 4, 5, 6, 7]},
+        "low_acceleration": {"name": "t", "type": "low_acceleration", "cost": 0.5},
+        "joint_velocity": {"name": "t", "type": "joint_velocity", "cost": [1, 1, 2, 2, 3, 3, 4]},
     },
     "limits": {
         "position": {"type": "position"},
@@ -119,6 +124,13 @@ def test_every_task_and_barrier_jacobian_is_the_derivative_of_its_error_or_value
     for _ in range(3):
         q = s.random_configuration(rng, s.group("arm"))
         ctrl, obj = _build(section, EXAMPLES[section][type_], q)  # targets at q: the errors are small there
+        if section == "tasks" and obj.step_reference:  # the error is a step reference: J = -(a selection)
+            obj.update(q, ctrl.oink.data)
+            J = obj.jacobian
+            rows_ok = np.all((J == 0.0) | (J == -1.0)) and np.all(np.count_nonzero(J, axis=1) == 1)
+            assert rows_ok and len(set(np.argmin(J, axis=1))) == len(J), \
+                f"tasks {type_}: a step-reference task's jacobian is minus a selection of distinct joints"
+            continue
         data, geom = ctrl.oink.data, ctrl.oink.geom_data
 
         def measured(qq):

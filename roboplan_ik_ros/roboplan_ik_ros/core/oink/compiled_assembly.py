@@ -87,7 +87,10 @@ def _strides(a: np.ndarray) -> tuple[int, ...]:
 
 def native_form(obj) -> str:
     """The form the kernel updates ``obj`` in (``native_form`` in its class's own body: "frame_task",
-    "position_barrier"), or "" (a subclass, which may change update(), does not inherit it)."""
+    "position_barrier"), or "" (a subclass, which may change update(), does not inherit it; nor does a
+    task with excluded joints, whose Jacobian columns the solver zeroes in Python after its update)."""
+    if getattr(obj, "excluded", None) is not None:
+        return ""
     return type(obj).__dict__.get("native_form", "")
 
 
@@ -136,10 +139,12 @@ class _NativeFrames:
         self._keep += [p, R, support]
 
     def refresh(self) -> bool:
-        """Copy the tasks' saturation limits; False if an object swapped an array the kernel reads."""
+        """Copy the tasks' saturation limits; False if an object swapped an array the kernel reads or a
+        task now excludes joints (then it is updated in Python: the layout is rebuilt)."""
         for t, params, held in zip(self.tasks, self.task_params, self._task_arrays):
             if (t.jacobian is not held[0] or t.error is not held[1] or t.norms is not held[2]
-                    or t.p_target is not held[3] or t.R_target is not held[4]):
+                    or t.p_target is not held[3] or t.R_target is not held[4]
+                    or t.excluded is not None):
                 return False
             params[0] = t.max_position_error
             params[1] = t.max_rotation_error

@@ -76,6 +76,9 @@ class OinkController:
 def _build(section: str, k: int, label: str, config, context: BuildContext):
     """The object of entry k of ``section``, built by its kind; errors are prefixed with where it is."""
     try:
-        return kinds(section)[config.type].build(config, context)
+        built = kinds(section)[config.type].build(config, context)
+        if section == "tasks" and config.exclude_joints:  # a key of every task (TaskConfig)
+            built.exclude_joints(config.exclude_joints)
+        return built
     except InvalidInputError as exc:
         raise InvalidInputError(f"{section}[{k}] ({label}): {exc}") from exc

@@ -341,6 +341,8 @@ class Oink:
         ca = lay.compiled
         for task in ca.python_tasks:
             task.update(q, data)
+            if task.excluded is not None:  # joints the task does not use (such a task is never updated natively)
+                task.jacobian[:, task.excluded] = 0.0
         for task in ca.frame_tasks:  # updated by the kernel
             task.hold_if_untargeted(data)
         for b in ca.updated_barriers:
@@ -405,6 +407,8 @@ class Oink:
         for level, nullspace in zip(lay.levels, lay.nullspace):
             for task, A_rows, b_rows, w_column, J_above in level:
                 task.update(q, data)
+                if task.excluded is not None:  # joints the task does not use
+                    task.jacobian[:, task.excluded] = 0.0
                 if N is None:
                     np.multiply(task.jacobian, w_column, out=A_rows)
                 else:

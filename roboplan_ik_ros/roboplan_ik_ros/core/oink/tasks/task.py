@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -26,6 +27,7 @@ class TaskConfig:
     priority: int = key(1)  # 1 = highest; lower priorities act in the nullspace of higher ones
     task_gain: float = key(1.0, range=Range(0.0, 1.0, lo_open=True), runtime="share of the task error corrected per step")
     lm_damping: float = key(0.0, range=Range(), runtime="Levenberg-Marquardt damping factor")
+    exclude_joints: list[str] = key(factory=list)  # joints of the group the task does not use (zero Jacobian columns)
     given_keys: frozenset = field(default=frozenset(), repr=False, compare=False)  # keys set in the YAML
 
     def validate(self, path: str) -> None:
@@ -43,11 +45,22 @@ class Task(ABC):
     :meth:`update`; the Jacobian carries the sign that makes ``J dq = -alpha e`` move toward the
     target (``J = -d(measured)/dq``). :attr:`sqrt_weight` is the diagonal of W (sqrt of the costs).
 
+    A task may leave some of the group's joints alone (:meth:`exclude_joints`, the ``exclude_joints``
+    key, pymanoid's ``exclude_dofs``): the solver zeroes their columns of :attr:`jacobian` after every
+    update, so the task neither moves them nor counts their motion (their step comes from the other
+    tasks and the regularization alone).
+
     Args:
         task_gain: alpha in (0, 1], the share of the error corrected in one step (low-pass gain).
         lm_damping: Levenberg-Marquardt factor; mu = lm_damping * ||W alpha e||^2 [cost].
         priority: integer >= 1; 1 is highest. Lower priorities act in the nullspace of higher ones.
     """
+
+    # True for a kind whose error is the displacement it asks of this step (a reference refreshed at every
+    # update: damping, low acceleration, joint velocity), not a function of q driven to zero: its Jacobian is
+    # minus a selection of the group's joints (J dq + e = reference - dq), not d(error)/dq (test_kinds.py
+    # checks that form instead of finite differences).
+    step_reference = False
 
     # The goal this kind takes (:meth:`set_target`'s value; the node's topic): "" none, "pose" (pin.SE3 in the
     # world frame, or in ``goal_frame`` when set), "point" (world point, (3,)), "joints" (the group's q),
@@ -68,10 +81,25 @@ class Task(ABC):
         self.error = np.zeros(m)
         self.jacobian = np.zeros((m, robot.nv))
         self.sqrt_weight = np.ones(m)
+        self.excluded: np.ndarray | None = None  # the group's v indices the task does not use (None: none)
 
     @abstractmethod
     def update(self, q: np.ndarray, data: pin.Data) -> None:
         """Fill :attr:`error` and :attr:`jacobian` at q; ``data`` holds joint Jacobians and frames at q."""
+
+    def exclude_joints(self, joint_names: Sequence[str]) -> None:
+        """Do not use the group's joints ``joint_names`` (an empty list: use every joint), from the next
+        solve on (the controller sets the ``exclude_joints`` key when it builds the task)."""
+        names = list(self.group.joint_names)
+        unknown = [j for j in joint_names if j not in names]
+        if unknown:
+            raise InvalidInputError(f"{self.name}.exclude_joints: {unknown[0]!r} is not a joint of group "
+                                    f"{self.group.name!r}; valid: {', '.join(names)}")
+        columns = sorted({names.index(j) for j in joint_names})
+        if len(columns) == len(names):
+            raise InvalidInputError(f"{self.name}.exclude_joints: excludes every joint of group {self.group.name!r}; "
+                                    "expected at least one joint left for the task")
+        self.excluded = np.array(columns, dtype=np.intp) if columns else None
 
     def hold(self, q: np.ndarray) -> None:
         """Point the task's target at configuration q (full nq), so that it asks for no motion there; a
