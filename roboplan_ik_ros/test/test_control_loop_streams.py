@@ -182,3 +182,40 @@ def test_barrier_episodes_are_counted_once_per_episode(panda):
     for binding in (False, True, True, True, False, True, False):
         loop.note_motion_limit("barrier" if binding else "")
     assert loop.counts.motion_limits.get("barrier") == 2
+
+
+# ----------------------------------------------------------------------------- direct goals of other kinds
+def test_a_joint_velocity_reference_is_a_stream_zeroed_after_the_command_timeout(panda):
+    """A joint_velocity task's goal (ControlLoop.set_task_target, the node's ~/<task>/target_joint_velocities)
+    moves its joint at the reference while it is renewed, then brakes to rest once no reference came for
+    command_timeout: no input, no motion. Every command within the acceleration and jerk bounds."""
+    import yaml
+
+    from roboplan_ik_ros.core.config import load_config
+    from roboplan_ik_ros.core.control.control_loop import ControlLoop, LoopConfig
+    from test_control_loop import CONFIG_DIR
+
+    data = yaml.safe_load((CONFIG_DIR / "panda.yaml").read_text())
+    data["barriers"] = []  # (a barrier's safe-displacement weight would drag the reference: see safe_displacement_fade)
+    data["tasks"][0]["position_cost"] = data["tasks"][0]["orientation_cost"] = 0.0
+    data["tasks"].append({"name": "jv", "type": "joint_velocity", "cost": 1.0, "priority": 1})
+    loop = ControlLoop(panda, load_config(data), LoopConfig())
+    assert dict(loop.direct_goals) == {"jv": "velocities"}
+    sim = SimRobot(loop, panda.named_configuration("default"))
+    assert loop.activate(sim.t) == ""
+    sim.tick(5)
+    v = np.zeros(7)
+    v[0] = 0.2  # [rad/s] joint 1
+    q_start = sim.commands[-1][0]
+    for _ in range(100):  # 1 s of references at 50 Hz
+        loop.set_task_target("jv", v, sim.t)
+        sim.tick(10)
+    speed = (sim.commands[-1][0] - sim.commands[-11][0]) / (10 * loop.dt)
+    assert speed == pytest.approx(0.2, rel=0.02) and sim.commands[-1][0] - q_start > 0.15
+    assert loop.streaming
+    sim.tick(int(1.0 / loop.dt))  # no reference for 1 s (command_timeout 0.1 s): zeroed, braked to rest
+    assert not loop.streaming and loop.counts.stream_timeouts == 1
+    # at rest: (the posture task's pull through the damped nullspace projector of the level above, whose
+    # stacked Jacobian has full rank, is of the order of the regularization: 1e-5 rad/s here)
+    assert np.abs(np.array(sim.commands[-20:]) - sim.commands[-1]).max() < 20 * loop.dt * 1e-4
+    within_bounds(loop, sim.commands)
