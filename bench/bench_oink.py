@@ -51,6 +51,8 @@ integration excluded for every peer. Two timings, both by default (--hot / --pac
          trajectories are identical (checked; the table says so) and only the step times differ.
 Ours: with the core's solver.qp_solver key (daqp | osqp), one row per backend (--qp-solver picks one);
 before that key exists, one "ours" row (the solver's built-in QP).
+--weighted-nullspace: ours again with solver.weighted_nullspace on ("wns" rows), same run; every cost of
+the scenario is nonzero, so the trajectory is the same and the row times the mask's overhead.
 Targets (same run, median step ours / RoboPlan, hot and paced): (a) <= 1.5x, (b) <= 2x, (c) <= 0.3x,
 (e) <= 0.3x.
 Metrics (checker = own pinocchio FK + raw-mesh collision model, see common.py):
@@ -85,15 +87,17 @@ NEAR_CLOUD_VOXEL = 0.02  # [m] voxel filter and octree resolution (panda.yaml's 
 
 
 def make_peers(robot, setup, q0, T0, core, core_err, pink_have, qp_solvers=(None,), rows_per_pair=(None,),
-               fades=(None,)) -> list:
+               fades=(None,), weighted=(False,)) -> list:
     makers = []
     if core is not None:
         for qs in qp_solvers:
             for rpp in rows_per_pair:
                 for fade in fades:
-                    makers.append((f"ours+{qs}" if qs else "ours",
-                                   lambda qs=qs, rpp=rpp, fade=fade: OursOink(robot, core, setup, q0, T0, qs,
-                                                                              rows_per_pair=rpp, fade=fade)))
+                    for wns in weighted:
+                        makers.append((f"ours+{qs}" if qs else "ours",
+                                       lambda qs=qs, rpp=rpp, fade=fade, wns=wns: OursOink(
+                                           robot, core, setup, q0, T0, qs, rows_per_pair=rpp, fade=fade,
+                                           weighted_nullspace=wns)))
     makers.append(("roboplan", lambda: RoboPlanOink(robot, setup, q0, T0)))
     for s in ([] if setup.acceleration or setup.obstacles or setup.cloud is not None else pink_have):
         makers.append((f"pink+{s}", lambda s=s: PinkOink(robot, setup, q0, T0, s)))
@@ -118,7 +122,8 @@ def run_loop(robot, setup, q0, T0, targets, core, core_err, pink_have, qp_solver
     """One timing ("hot" | "paced") of every peer from fresh solver objects: {name: (peer, traj, times, crash)}."""
     fades = (None,) if not getattr(args, "fade", 0.0) or not (setup.box or setup.self_collision) else \
         (None, (args.fade, args.fade_max_weight))
-    peers = make_peers(robot, setup, q0, T0, core, core_err, pink_have, qp_solvers, rows_per_pair, fades)
+    weighted = (False, True) if getattr(args, "weighted_nullspace", False) else (False,)
+    peers = make_peers(robot, setup, q0, T0, core, core_err, pink_have, qp_solvers, rows_per_pair, fades, weighted)
     traj = {p.name: [] for p in peers}
     times = {p.name: [] for p in peers}
     dead = {}
@@ -593,6 +598,9 @@ def main() -> None:
                         "(and --fade-max-weight), same run (0 = no such rows)")
     p.add_argument("--fade-max-weight", type=float, default=None,
                    help="[cost/rad^2] those rows' safe_displacement_max_weight (default: none)")
+    p.add_argument("--weighted-nullspace", action="store_true",
+                   help="ours again with solver.weighted_nullspace on (rows named 'wns'), same run. The scenario's "
+                        "costs are all nonzero: the trajectory is the same, the time is the mask's")
     args = p.parse_args()
     args.timings = ("paced",) if args.paced else ("hot",) if args.hot else TIMINGS
     print(f"[start] {machine_note()}")

@@ -327,14 +327,17 @@ class RoboPlanOink:
 class OursOink:
     """``qp_solver``: None = the Oink's default (and the only choice before ``solver.qp_solver`` existed).
     ``rows_per_pair``: of both collision barriers; None = CollisionBarrier's default (1, RoboPlan's form),
-    and the name says nothing; else the name says "rpp<n>"."""
+    and the name says nothing; else the name says "rpp<n>". ``weighted_nullspace``: Oink's option (the
+    name says "wns"; False is RoboPlan's form and passes nothing, as before the option existed)."""
 
     def __init__(self, robot: Robot, core, setup: OinkSetup, q0_values, T0: pin.SE3, qp_solver: str | None = None,
-                 rows_per_pair: int | None = None, fade: tuple[float, float | None] | None = None):
+                 rows_per_pair: int | None = None, fade: tuple[float, float | None] | None = None,
+                 weighted_nullspace: bool = False):
         rpp = f" rpp{rows_per_pair}" if rows_per_pair is not None else ""
         # fade: (safe_displacement_fade [m], safe_displacement_max_weight) of every barrier; None = RoboPlan's form
         shape = f" fade{1e3 * fade[0]:g}mm" + (f" cap{fade[1]:g}" if fade[1] is not None else "") if fade else ""
-        self.name = (f"ours+{qp_solver}" if qp_solver else "ours") + f"{rpp}{shape} ({setup.label})"
+        wns = " wns" if weighted_nullspace else ""
+        self.name = (f"ours+{qp_solver}" if qp_solver else "ours") + f"{rpp}{shape}{wns} ({setup.label})"
         rows = {} if rows_per_pair is None else {"rows_per_pair": rows_per_pair}
         if fade:
             rows.update(safe_displacement_fade=fade[0], safe_displacement_max_weight=fade[1])
@@ -344,6 +347,8 @@ class OursOink:
         self.q = self.scene.q_from_joint_positions(robot.joints, q0_values, q_ref)
         g, dt, tip = robot.spec.group, setup.dt, robot.spec.tip_frame
         extra = {"qp_solver": qp_solver} if qp_solver else {}
+        if weighted_nullspace:
+            extra["weighted_nullspace"] = True
         self.oink = core.Oink(self.scene, group_name=g, regularization=setup.reg, **extra)
         self.ee = core.FrameTask(self.oink, tip, target=T0)
         group = self.scene.group(g)

@@ -74,12 +74,19 @@ class SwappingTask(Task):
 
 
 def _make(panda, compiled: bool, variant: str):
-    oink = Oink(panda, "arm", 1e-6, compiled=compiled)
+    """Variant "weighted": weighted_nullspace on, three priority levels with rows of weight 0 in the first
+    two (a single task above the second level, two stacked above the third)."""
+    weighted = variant == "weighted"
+    oink = Oink(panda, "arm", 1e-6, compiled=compiled, weighted_nullspace=weighted)
     q0 = panda.named_configuration("default")
     p0 = panda.frame_pose(q0, TIP).translation
     qg = q0[oink.group.q_indices]
-    tasks = [FrameTask(oink, TIP, None, task_gain=0.8, lm_damping=0.05)]
-    tasks.append(SwappingTask(oink, qg.copy()) if variant == "swap" else ConfigurationTask(oink, qg, 0.05, priority=2))
+    tasks = [FrameTask(oink, TIP, None, 1.0, [0.0, 0.5, 0.0] if weighted else 1.0, task_gain=0.8, lm_damping=0.05)]
+    if weighted:
+        tasks.append(FrameTask(oink, "panda_link4", None, [0.5, 0.0, 0.5], 0.0, priority=2))
+        tasks.append(ConfigurationTask(oink, qg + 0.3, 0.05, priority=3))
+    else:
+        tasks.append(SwappingTask(oink, qg.copy()) if variant == "swap" else ConfigurationTask(oink, qg, 0.05, priority=2))
     limits = [PositionLimit(oink), VelocityLimit(oink, DT)]
     if variant == "slow_box":
         limits.append(SlowBox(oink.nv, 0.015))
@@ -89,7 +96,7 @@ def _make(panda, compiled: bool, variant: str):
     return oink, tasks, limits, barriers
 
 
-@pytest.mark.parametrize("variant", ["plain", "slow_box", "own_rows", "swap"])
+@pytest.mark.parametrize("variant", ["plain", "slow_box", "own_rows", "swap", "weighted"])
 def test_compiled_equals_numpy_step_by_step(panda, variant):
     runs = [_make(panda, compiled, variant) for compiled in (True, False)]
     assert runs[0][0].assembly == "compiled" and runs[1][0].assembly == "numpy"
@@ -102,6 +109,10 @@ def test_compiled_equals_numpy_step_by_step(panda, variant):
             T.translation = T.translation + rng.uniform(-0.25, 0.25, 3)
             for oink, tasks, _, _ in runs:
                 tasks[0].set_target(T)
+        if variant == "weighted" and k == 150:  # a weight set to 0 (and one to nonzero) in place, at runtime
+            for oink, tasks, _, _ in runs:
+                tasks[0].sqrt_weight[3:] = [0.0, 0.0, 0.3]
+                tasks[1].sqrt_weight[1] = 0.2
         results = [oink.solve(q, tasks, limits, barriers) for oink, tasks, limits, barriers in runs]
         (fast, slow) = results
         assert fast.status == slow.status and fast.ok == slow.ok and fast.used_qp == slow.used_qp
@@ -115,8 +126,9 @@ def test_compiled_equals_numpy_step_by_step(panda, variant):
     assert {"qp", "shortcut"} <= kinds
 
 
-def test_non_finite_inputs_fail_alike(panda):
-    runs = [_make(panda, compiled, "plain") for compiled in (True, False)]
+@pytest.mark.parametrize("variant", ["plain", "weighted"])
+def test_non_finite_inputs_fail_alike(panda, variant):
+    runs = [_make(panda, compiled, variant) for compiled in (True, False)]
     q = panda.named_configuration("default")
     for oink, tasks, limits, barriers in runs:
         oink.solve(q, tasks, limits, barriers)

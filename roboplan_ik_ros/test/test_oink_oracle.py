@@ -56,8 +56,10 @@ def panda():
 
 def _controller(panda, config: str, qp_solver: str, assembly: str = "compiled"):
     """bench_oink's configs (a) frame + posture, (b) + box, (c) + self-collision, and (d): (a) with
-    every objective term in play (task gain, LM damping, saturation, three priority levels)."""
-    oink = Oink(panda, "arm", 1e-6, qp_solver=qp_solver, compiled=assembly == "compiled")
+    every objective term in play (task gain, LM damping, saturation, three priority levels); (w): (d) with
+    weighted_nullspace and costs of 0 in both levels above the last."""
+    oink = Oink(panda, "arm", 1e-6, qp_solver=qp_solver, compiled=assembly == "compiled",
+                weighted_nullspace=config == "w")
     assert oink.assembly == assembly, oink.assembly_note
     q0 = panda.named_configuration("default")
     p0 = panda.frame_pose(q0, TIP).translation
@@ -68,9 +70,16 @@ def _controller(panda, config: str, qp_solver: str, assembly: str = "compiled"):
             FrameTask(oink, "panda_link4", None, 0.5, 0.0, task_gain=0.9, lm_damping=0.01, priority=2),
             ConfigurationTask(oink, q0[oink.group.q_indices], np.linspace(0.01, 0.1, 7), task_gain=0.5, priority=3),
         ]
+    elif config == "w":
+        tasks = [
+            FrameTask(oink, TIP, None, [1.0, 2.0, 0.5], [0.3, 0.0, 0.0], task_gain=0.7, lm_damping=0.1,
+                      max_position_error=0.05, max_rotation_error=0.3),
+            FrameTask(oink, "panda_link4", None, [0.5, 0.0, 0.5], 0.0, task_gain=0.9, lm_damping=0.01, priority=2),
+            ConfigurationTask(oink, q0[oink.group.q_indices], np.linspace(0.01, 0.1, 7), task_gain=0.5, priority=3),
+        ]
     else:
         tasks = [FrameTask(oink, TIP, None), ConfigurationTask(oink, q0[oink.group.q_indices], 0.05, priority=2)]
-    limits = [PositionLimit(oink, 0.8 if config == "d" else 1.0), VelocityLimit(oink, DT)]
+    limits = [PositionLimit(oink, 0.8 if config in "dw" else 1.0), VelocityLimit(oink, DT)]
     barriers = []
     if config in "bc":
         barriers.append(PositionBarrier(oink, TIP, p0 - 0.5, p0 + [0.5, 0.5, 0.07], DT, safety_margin=0.001))
@@ -155,11 +164,12 @@ def _reference_self_collision(panda, q, b):
 
 
 def reference_qp(panda, oink, q, tasks, limits, barriers):
-    """(H, c, lower, upper, G, G_upper) of the formulation at q."""
+    """(H, c, lower, upper, G, G_upper) of the formulation at q. With ``oink.weighted_nullspace`` the
+    projectors are built from the rows above whose weight is nonzero, the others dropped from J_s."""
     n, lam = oink.nv, oink.regularization
     group = panda.group("arm")
     H, c = lam * np.eye(n), np.zeros(n)
-    above = []  # raw Jacobians of the priority levels above
+    above = []  # Jacobians of the priority levels above (their weighted rows with weighted_nullspace)
     for priority in sorted({t.priority for t in tasks}):
         if above:
             Js = np.vstack(above)
@@ -171,7 +181,7 @@ def reference_qp(panda, oink, q, tasks, limits, barriers):
             mu = t.lm_damping * np.linalg.norm(W @ (t.task_gain * e)) ** 2
             H += N.T @ J.T @ W.T @ W @ J @ N + mu * np.eye(n)
             c += t.task_gain * N.T @ J.T @ W.T @ W @ e
-            above.append(J)
+            above.append(J[np.diag(W) != 0.0] if oink.weighted_nullspace else J)
     iv, x = group.v_indices, q[group.q_indices]
     lower, upper = np.full(n, -np.inf), np.full(n, np.inf)
     for lim in limits:
@@ -227,7 +237,7 @@ def _random_state(panda, rng, tasks):
 
 @pytest.mark.parametrize("assembly", ["compiled", "numpy"])
 @pytest.mark.parametrize("qp_solver, dq_tol", [("daqp", 1e-8), ("osqp", 5e-4)])
-@pytest.mark.parametrize("config", ["a", "b", "c", "d"])
+@pytest.mark.parametrize("config", ["a", "b", "c", "d", "w"])
 def test_fast_path_equals_the_reference(panda, config, qp_solver, dq_tol, assembly):
     """Both assemblies (the compiled kernel, the numpy path) against the reference."""
     oink, tasks, limits, barriers = _controller(panda, config, qp_solver, assembly)

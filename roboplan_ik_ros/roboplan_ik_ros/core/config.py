@@ -136,6 +136,7 @@ class SolverConfig:
     barrier_tolerance: float = 1e-4  # [m]
     barrier_slack_penalty: float = 100.0  # [cost/m] recovery from outside a barrier: linear penalty of the slack
     qp_solver: str = "daqp"  # "daqp" | "osqp": solves the QP when the unconstrained optimum is infeasible
+    weighted_nullspace: bool = False  # projectors from the rows with a nonzero weight only (False: RoboPlan's form)
 
 
 @dataclass

@@ -35,7 +35,7 @@ if TYPE_CHECKING:
     from .tasks.task import Task
 
 _LIBRARY_STEM = "_oink_kernel"
-LAYOUT_VERSION = 2  # oink_kernel.c's oink_layout_version(): the structs below and the parameter arrays
+LAYOUT_VERSION = 3  # oink_kernel.c's oink_layout_version(): the structs below and the parameter arrays
 
 # Return codes of oink_assemble (see oink_kernel.c).
 SHORTCUT_FEASIBLE = 0
@@ -77,7 +77,7 @@ class _KernelProblem(ctypes.Structure):
         ("box_lower", _p), ("box_upper", _p), ("lower", _p), ("upper", _p), ("negative_lower", _p),
         ("K", _p), ("d", _p), ("Kdq", _p), ("dq", _p), ("summary", _p),
         ("n_frame_tasks", _i64), ("frame_tasks", _p), ("n_frame_barriers", _i64), ("frame_barriers", _p),
-        ("frame_J", _p), ("barrier_braking", _p),
+        ("frame_J", _p), ("barrier_braking", _p), ("weighted_nullspace", _i64),
     ]
 
 
@@ -225,7 +225,8 @@ class CompiledAssembly:
     @classmethod
     def build(cls, fn, n: int, levels, nullspace_rows: int, K: np.ndarray, d: np.ndarray, box: list[Limit],
               box_arrays, barriers: list[Barrier], outputs: dict, oink=None,
-              all_barriers: list[Barrier] = (), barrier_braking: np.ndarray | None = None) -> CompiledAssembly | None:
+              all_barriers: list[Barrier] = (), barrier_braking: np.ndarray | None = None,
+              weighted_nullspace: bool = False) -> CompiledAssembly | None:
         tasks = [t for level in levels for t in level]
         for t in tasks:
             m = len(t.error)
@@ -243,10 +244,11 @@ class CompiledAssembly:
                 raise ValueError(f"kernel output {name} must be a C-contiguous float64 array")
         native = _NativeFrames(oink, tasks, all_barriers) if oink is not None else None
         return cls(fn, n, levels, tasks, nullspace_rows, K, d, box, box_arrays, barriers, outputs, native,
-                   barrier_braking)
+                   barrier_braking, weighted_nullspace)
 
     def __init__(self, fn, n, levels, tasks, nullspace_rows, K, d, box, box_arrays, barriers, outputs,
-                 native: _NativeFrames | None = None, barrier_braking: np.ndarray | None = None) -> None:
+                 native: _NativeFrames | None = None, barrier_braking: np.ndarray | None = None,
+                 weighted_nullspace: bool = False) -> None:
         self._fn = fn
         # (1 + n): lag steps (< 0: off) and per-joint braking alpha of the barrier rows (Oink.barrier_braking)
         if barrier_braking is None:
@@ -316,6 +318,7 @@ class CompiledAssembly:
             frame_barriers=ctypes.addressof(native.barrier_structs) if native else None,
             frame_J=native.frame_J.ctypes.data if native else None,
             barrier_braking=barrier_braking.ctypes.data,
+            weighted_nullspace=int(bool(weighted_nullspace)),
         )
         self._address = ctypes.addressof(self.problem)
 

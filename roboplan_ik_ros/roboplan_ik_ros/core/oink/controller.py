@@ -37,7 +37,7 @@ class OinkController:
         self.oink = Oink(
             scene, config.robot.group, s.regularization, unconstrained_shortcut=s.unconstrained_shortcut,
             eps_abs=s.eps_abs, eps_rel=s.eps_rel, max_iter=s.max_iter, barrier_slack_penalty=s.barrier_slack_penalty,
-            qp_solver=s.qp_solver,
+            qp_solver=s.qp_solver, weighted_nullspace=s.weighted_nullspace,
         )
         context = BuildContext(self.oink.robot, dt, scene.check_configuration(q))
         self.tasks: dict[str, Task] = {

@@ -10,7 +10,33 @@
 
 This is the objective ``1/2 sum_k ||W_k (J_k N_k dq + alpha_k e_k)||^2`` expanded, with each task's
 J carrying the sign that moves toward its target (see :class:`Task`). N_k is the damped nullspace
-projector of the stacked Jacobians of all priority levels above k (N_1 = I).
+projector of the stacked Jacobians of all priority levels above k (N_1 = I):
+
+    N_k = I - J_s^T (J_s J_s^T + lambda I)^{-1} J_s,    J_s = [J_1; ...; J_{k-1}]
+
+Weighted nullspace (``weighted_nullspace=True``; default off: RoboPlan's form above): J_s keeps only
+the rows whose weight is nonzero, J_s = [M_1 J_1; ...] with M = diag(W != 0) (a zeroed row is the same
+as a dropped one: it adds lambda to the diagonal of J_s J_s^T and nothing to N). A row its task does not
+care about (``orientation_cost: 0``) then no longer takes its direction from the levels below: a
+position-only frame task leaves 4 of the Panda's 7 joints to the posture task, not 1. Every row with a
+nonzero weight keeps exactly RoboPlan's projector and damping (N is the same to the bit when no weight
+is 0). The mask, not W itself (J_s = W J): with W, a row of cost w is damped as if lambda were lambda / w,
+so a small nonzero cost stops protecting its direction from lower priorities. Measured on the Panda
+(frame task at priority 1 with position cost 1 and orientation cost w holding the start pose; posture,
+weight 0.05, priority 2, asking joint 7 for +0.5 rad; 400 steps of the unconstrained optimum, 0.02 rad
+per step at most): with W the posture turned the hand by 0.40 rad against w = 1e-4 (mask: 1.1e-3 rad,
+as RoboPlan's form), 0.23 mrad against w = 1e-2 (mask: 0.011 mrad), and raised the top task's position
+error tenfold at w = 1e-2 (4.6e-6 m against 4.2e-7 m) (test_oink_weighted_nullspace.py, which keeps
+these). Priority stays strict for every nonzero cost; only an exact 0 frees a direction.
+
+What the unweighted form does with a zero-weight row: nothing but lambda (and the other diagonal terms
+of H) resists a step along it, and the damped projector passes lambda / sigma^2 of the lower level's
+pull there, so a lower task still moves it by ~ w_low / sigma^2 of its error per step (lambda cancels:
+with a position-only top task, the posture above gets joint 7 to 2.2e-4 rad of its target in 100 steps,
+velocity-limited 20 steps with the option). Any larger diagonal term of H stops that leak (a barrier's
+safe-displacement weight r / ||J_h||^2, 0.77 for panda.yaml's workspace box; LM damping while the top
+task has an error): the direction is then frozen, 0.47 rad of that posture error left after 300 steps
+(2.7e-10 with the option; test_oink_weighted_nullspace.py).
 
 Recovery: a barrier row with a negative bound h_b (dq = 0 violates it: the robot is outside that
 barrier's safe set, or inside its safety margin) may demand more inward motion than the limits
@@ -162,6 +188,8 @@ class Oink:
         max_iter: iteration limit of either solver.
         compiled: assemble each step with the compiled kernel when it is built (see
             :mod:`compiled_assembly`; :attr:`assembly` says which path runs, :attr:`assembly_note` why).
+        weighted_nullspace: build the priority levels' projectors from the rows with a nonzero weight
+            only (see the module docstring); False: RoboPlan's projector of the unweighted Jacobians.
     """
 
     def __init__(
@@ -177,6 +205,7 @@ class Oink:
         eps_rel: float = 1e-6,
         max_iter: int = 4000,
         compiled: bool = True,
+        weighted_nullspace: bool = False,
     ) -> None:
         if qp_solver not in QP_SOLVERS:
             raise InvalidInputError(f"qp_solver: expected one of {', '.join(QP_SOLVERS)}, got {qp_solver!r}")
@@ -200,6 +229,7 @@ class Oink:
             warm_starting=True,
         )
         self.daqp_settings = dict(primal_tol=_DAQP_PRIMAL_TOL, iter_limit=int(max_iter))
+        self._weighted_nullspace = bool(weighted_nullspace)
         # The compiled assembly (compiled_assembly.py) when built and asked for, else the numpy path.
         self.kernel, why = load_kernel() if compiled else (None, "compiled=False")
         self.assembly = "compiled" if self.kernel is not None else "numpy"
@@ -238,6 +268,12 @@ class Oink:
             self._slack: _SlackProblem | _DaqpSlackProblem = _DaqpSlackProblem(n, self.daqp_settings)
         else:
             self._slack = _SlackProblem(n, self.osqp_settings)
+
+    @property
+    def weighted_nullspace(self) -> bool:
+        """Do the projectors keep only the rows with a nonzero weight? (Set at construction: the
+        layouts and the compiled kernel's problem are built for it.)"""
+        return self._weighted_nullspace
 
     @property
     def constraint_tolerance(self) -> float:
@@ -405,7 +441,7 @@ class Oink:
         diagonal = self.regularization
         N = None
         for level, nullspace in zip(lay.levels, lay.nullspace):
-            for task, A_rows, b_rows, w_column, J_above in level:
+            for task, A_rows, b_rows, w_column, J_above, weighted_rows in level:
                 task.update(q, data)
                 if task.excluded is not None:  # joints the task does not use
                     task.jacobian[:, task.excluded] = 0.0
@@ -419,7 +455,10 @@ class Oink:
                     b_rows *= task.task_gain
                 if task.lm_damping > 0.0:
                     diagonal += task.lm_damping * float(b_rows @ b_rows)  # mu_k = lambda_LM ||W alpha e||^2
-                if J_above is not None:
+                if weighted_rows is not None:  # weighted_nullspace: the rows with a nonzero weight, the others 0
+                    np.not_equal(w_column, 0.0, out=weighted_rows)
+                    np.multiply(task.jacobian, weighted_rows, out=J_above)
+                elif J_above is not None:
                     np.copyto(J_above, task.jacobian)
             if nullspace is not None:  # N of the next level
                 Js, JJt, JJt_diagonal, N = nullspace
@@ -724,9 +763,11 @@ class _Layout:
     """Buffers for one list of tasks, limits and barriers (see "Buffers" in the module docstring).
 
     ``levels``: per priority level (highest first), per task: (task, its rows of A_tasks (W J N) and of
-    b_tasks (alpha W e), sqrt_weight[:, None], its rows of the stacked raw Jacobians or None).
-    ``nullspace``: per level, the buffers (stacked raw Jacobians or None for a single task, J J^T,
-    its diagonal, N) of the next level's projector, or None after the last level.
+    b_tasks (alpha W e), sqrt_weight[:, None], its rows of the stacked Jacobians J_s or None, and with
+    ``weighted_nullspace`` a (rows, 1) bool buffer for its mask W != 0, else None).
+    ``nullspace``: per level, the buffers (stacked Jacobians J_s or None for a single task's own
+    unmasked Jacobian, J_s J_s^T, its diagonal, N) of the next level's projector, or None after the
+    last level.
     """
 
     def __init__(self, oink: Oink, q: np.ndarray, key: tuple, tasks, limits, barriers) -> None:
@@ -741,8 +782,9 @@ class _Layout:
         rows = sum(len(t.error) for t in tasks)
         self.A_tasks, self.b_tasks = np.zeros((rows, n)), np.zeros(rows)
         n_above = sum(len(t.error) for level in grouped[:-1] for t in level)  # rows above the last level
-        stack = sum(len(level) for level in grouped[:-1]) > 1  # else the one task above is its own stack
-        J_above = np.zeros((n_above if stack else 0, n))  # raw Jacobians of the rows above the last level
+        weighted = oink.weighted_nullspace  # J_s masked: copied even for a single task above
+        stack = weighted or sum(len(level) for level in grouped[:-1]) > 1  # else the one task above is its own J_s
+        J_above = np.zeros((n_above if stack else 0, n))  # J_s: the (masked) Jacobians of the rows above the last level
         N = np.zeros((n, n))
         self.levels, self.nullspace = [], []
         r = 0
@@ -753,12 +795,13 @@ class _Layout:
                 rows = slice(r, r + len(t.error))
                 w_column = t.sqrt_weight[:, None]  # a view: weights changed in place are seen
                 J_rows = J_above[rows] if stack and not last else None
-                blocks.append((t, self.A_tasks[rows], self.b_tasks[rows], w_column, J_rows))
+                mask = np.zeros((len(t.error), 1), dtype=bool) if weighted and not last else None
+                blocks.append((t, self.A_tasks[rows], self.b_tasks[rows], w_column, J_rows, mask))
                 r += len(t.error)
             self.levels.append(blocks)
             if last:
                 self.nullspace.append(None)
-            else:  # N of the next level, from the raw Jacobians of rows [:r]
+            else:  # N of the next level, from the (masked) Jacobians of rows [:r]
                 JJt = np.zeros((r, r))
                 self.nullspace.append((J_above[:r] if stack else None, JJt, JJt.reshape(-1)[:: r + 1], N))
         # ---- constraints
@@ -813,7 +856,8 @@ class _Layout:
                            negative_lower=self.negative_lower, Kdq=self.Kdq, dq=oink._dq)
             self.compiled = CompiledAssembly.build(
                 oink.kernel, n, grouped, n_above, self.K, self.d, self.box_limits, box_arrays,
-                [b for b in barriers if _assembled_by_kernel(b)], outputs, oink, barriers, oink.barrier_braking)
+                [b for b in barriers if _assembled_by_kernel(b)], outputs, oink, barriers, oink.barrier_braking,
+                weighted_nullspace=weighted)
 
     def osqp_bounds(self) -> tuple[np.ndarray, np.ndarray]:
         """The QP's bounds clipped to OSQP's +-1e30."""

@@ -74,7 +74,8 @@ typedef struct {
     const double *task_params;        /* [2 n_tasks] task_gain alpha, lm_damping */
     double *A;           /* (rows_tasks x n) W J N, one block per task */
     double *b;           /* (rows_tasks) alpha W e */
-    double *J_above;     /* (rows above the last level x n) raw stacked Jacobians */
+    double *J_above;     /* (rows above the last level x n) stacked Jacobians J_s (rows of weight 0 zeroed
+                            when weighted_nullspace) */
     double *JJt;         /* scratch (rows above)^2 */
     double *X;           /* scratch (rows above x n) */
     double *N;           /* (n x n) projector of the levels so far */
@@ -110,6 +111,7 @@ typedef struct {
     const frame_position_barrier *frame_barriers;
     double *frame_J;           /* (6 x n) scratch */
     const double *barrier_braking; /* (1 + n) lag steps (< 0: off), per-joint braking alpha [per step^2] */
+    int64_t weighted_nullspace;    /* 1: J_s keeps only the rows with a nonzero weight (solver.py docstring) */
 } oink_problem;
 
 enum {
@@ -243,7 +245,8 @@ static void cholesky_solve(const double *l, int64_t m, double *x, int64_t cols) 
     }
 }
 
-/* N <- I - Js^T (Js Js^T + lambda I)^{-1} Js for the first r rows of J_above. */
+/* N <- I - Js^T (Js Js^T + lambda I)^{-1} Js for the first r rows of J_above (a zeroed row adds lambda to
+ * the diagonal and nothing to N: as if dropped). */
 static int nullspace(oink_problem *p, int64_t r) {
     const int64_t n = p->n;
     const double *Js = p->J_above;
@@ -294,7 +297,17 @@ static int tasks(oink_problem *p, double *damping) {
                 bb += b[i] * b[i];
             }
             if (lm > 0.0) mu += lm * bb; /* mu_k = lambda_LM ||W alpha e||^2 */
-            if (level + 1 < p->n_levels) memcpy(p->J_above + row * n, J, (size_t)(m * n) * sizeof(double));
+            if (level + 1 < p->n_levels) {
+                double *Js = p->J_above + row * n;
+                if (!p->weighted_nullspace) {
+                    memcpy(Js, J, (size_t)(m * n) * sizeof(double));
+                } else { /* the mask W != 0 (np.not_equal: a NaN weight keeps its row) */
+                    for (int64_t i = 0; i < m; ++i) {
+                        if (w[i] != 0.0) memcpy(Js + i * n, J + i * n, (size_t)n * sizeof(double));
+                        else memset(Js + i * n, 0, (size_t)n * sizeof(double));
+                    }
+                }
+            }
             row += m;
         }
         if (level + 1 < p->n_levels && nullspace(p, row) != 0) return -1;
@@ -327,8 +340,9 @@ static double braking_bound(double h, double a_h, double lag) {
 
 /* The layout version of oink_problem and its parameter arrays: compiled_assembly.py refuses a library
  * built from another version (a stale build would read the arrays with the wrong strides). Bump it with
- * every change of a struct or of what an array holds. 2: barrier_params has 5 values per barrier. */
-int64_t oink_layout_version(void) { return 2; }
+ * every change of a struct or of what an array holds. 2: barrier_params has 5 values per barrier.
+ * 3: oink_problem ends with weighted_nullspace. */
+int64_t oink_layout_version(void) { return 3; }
 
 /* Barrier.safe_displacement_fade: f(h_min / fade), 1 for h_min <= 0, 0 from fade on (and for NaN), the
  * cubic smoothstep (1 - x)^2 (1 + 2 x) between. */
