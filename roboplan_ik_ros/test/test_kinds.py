@@ -29,6 +29,11 @@ EXAMPLES = {
     "tasks": {
         "frame": {"name": "t", "type": "frame", "frame": HAND, "position_cost": [1, 2, 3], "orientation_cost": 0.5},
         "configuration": {"name": "t", "type": "configuration", "weights": 0.1},
+        "com": {"name": "t", "type": "com", "cost": [1, 2, 0.5]},
+        "look_at": {"name": "t", "type": "look_at", "frame": HAND, "axis": [0.2, 0.1, 1.0], "distance": 0.5,
+                    "pointing_cost": 2.0},
+        "relative_frame": {"name": "t", "type": "relative_frame", "frame": HAND, "reference": "panda_link3",
+                           "position_cost": [1, 2, 3], "orientation_cost": 0.5},
     },
     "limits": {
         "position": {"type": "position"},
@@ -42,6 +47,7 @@ EXAMPLES = {
         "self_collision": {"name": "b", "type": "self_collision", "n_collision_pairs": 4, "broad_phase_cutoff": 1.0,
                            "rows_per_pair": 1},
         "singularity": {"name": "b", "type": "singularity", "frame": HAND, "sigma_min": 0.01},
+        "com": {"name": "b", "type": "com", "p_min": [-1, -1, -1], "p_max": [1, 1, 2]},
     },
 }
 

@@ -33,6 +33,11 @@ EXAMPLE_ROBOTS = {
     # no arm group, so this package ships its own (groups left_arm, right_arm, both_arms; the carrying pose)
     "baxter": ("baxter_description/urdf/baxter.urdf", "package://roboplan_ik_ros/config/baxter.srdf", "both_arms",
                "left_gripper"),
+    # PAL TALOS humanoid (reduced: one joint per gripper), fixed base: the pelvis (base_link) is the world origin and
+    # the legs are joints outside the default group; SRDF group all_arms_torso = torso 2 + arms 2 x 7 joints,
+    # group_state half_sitting (soles at z = -1.019 m), 887 collision pairs after the SRDF
+    "talos": ("talos_data/robots/talos_reduced.urdf", "talos_data/srdf/talos.srdf", "all_arms_torso",
+              "gripper_left_base_link"),
 }
 
 

@@ -1,0 +1,122 @@
+"""ComBarrier: keep the robot's centre of mass (all of the model's mass) inside an axis-aligned box of the
+world frame: a standing robot's balance margin (the box over its support polygon) while the arms reach.
+
+Rows per selected axis i: ``h = c_i - p_min_i`` and ``h = p_max_i - c_i`` [m], with c and dc/dq from
+:class:`~..tasks.com_task.WholeBodyCom` (the mass welded to the world included). Unlike a ``com`` task
+at a higher priority, which holds the centre of mass at its target, the barrier leaves it free inside
+the box, so the arms reach as far as the box allows; and it is a hard row, not a cost.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import numpy as np
+import pinocchio as pin
+
+from ...errors import InvalidInputError, Range, as_vector
+from ..kind import BuildContext, key, register
+from ..tasks.com_task import WholeBodyCom
+from .barrier import Barrier, BarrierConfig
+
+if TYPE_CHECKING:
+    from ..robot import Robot
+
+_AXES = "xyz"
+
+
+@dataclass
+class ComBarrierConfig(BarrierConfig):
+    """``type: com``: the centre of mass inside an axis-aligned box of the world frame."""
+
+    # no safe-displacement term unless asked: the centre of mass moves little per radian (TALOS: |dc/dq| per
+    # joint <= 0.04 m/rad), so its weight r / |J_h|^2 would outweigh every task and freeze the robot
+    safe_displacement_gain: float = key(0.0, range=Range(), runtime="safe-displacement regularization gain")
+    p_min: list[float] = key(factory=list)  # [m] world frame
+    p_max: list[float] = key(factory=list)
+    axis_selection: list[bool] = key(factory=lambda: [True, True, True])
+
+
+def build_com_barrier(config: ComBarrierConfig, context: BuildContext) -> ComBarrier:
+    return ComBarrier(context.robot, config.p_min, config.p_max, context.dt, axis_selection=config.axis_selection,
+                      **config.barrier_keys())
+
+
+class ComBarrier(Barrier):
+    """Rows per selected axis i: ``h = c_i - p_min_i`` (lower) and ``h = p_max_i - c_i`` (upper).
+
+    Args:
+        p_min, p_max: box corners in the world frame [m] (finite on selected axes).
+        axis_selection: which of x, y, z are constrained (a standing robot: ``[true, true, false]``).
+    """
+
+    def __init__(
+        self,
+        robot: Robot,
+        p_min,
+        p_max,
+        dt: float,
+        gain: float = 1.0,
+        safe_displacement_gain: float = 0.0,
+        safety_margin: float = 0.0,
+        axis_selection=(True, True, True),
+        name: str = "com_box",
+        safe_displacement_fade: float | None = None,
+        safe_displacement_max_weight: float | None = None,
+    ) -> None:
+        try:
+            axes = np.array([bool(a) for a in axis_selection])
+        except TypeError as exc:
+            raise InvalidInputError(f"{name}.axis_selection: expected 3 booleans, got {axis_selection!r}") from exc
+        if axes.shape != (3,) or not axes.any():
+            raise InvalidInputError(f"{name}.axis_selection: expected 3 booleans with at least one true")
+        self.axes = np.flatnonzero(axes)
+        k = len(self.axes)
+        super().__init__(robot, 2 * k, dt, gain, safe_displacement_gain, safety_margin, name,
+                         safe_displacement_fade, safe_displacement_max_weight)
+        self.p_min = as_vector(p_min, 3, f"{name}.p_min", allow_inf=True)
+        self.p_max = as_vector(p_max, 3, f"{name}.p_max", allow_inf=True)
+        sel_min, sel_max = self.p_min[self.axes], self.p_max[self.axes]
+        if not (np.isfinite(sel_min).all() and np.isfinite(sel_max).all() and (sel_min < sel_max).all()):
+            raise InvalidInputError(
+                f"{name}: expected finite p_min < p_max on the selected axes, got p_min={self.p_min.tolist()}, "
+                f"p_max={self.p_max.tolist()}"
+            )
+        self.com = WholeBodyCom(robot.scene.model, robot.group.v_columns, robot.nv, name)
+        self.row_names = [f"com {_AXES[a]} lower" for a in self.axes] + [f"com {_AXES[a]} upper" for a in self.axes]
+        self.select = np.zeros((2 * k, 3))  # h = select @ c + offset, dh/dq = select @ dc/dq
+        self.select[np.arange(2 * k), np.concatenate([self.axes, self.axes])] = np.repeat([1.0, -1.0], k)
+        self.offset = np.concatenate([-sel_min, sel_max])
+        self._c = np.zeros(3)
+        self._evaluated = np.zeros(2 * k)
+
+    @property
+    def position(self) -> np.ndarray:
+        """The centre of mass [m] (world) at the last update (a view: copy to keep)."""
+        return self.com.position
+
+    def update(self, q: np.ndarray, data: pin.Data, geom_data: pin.GeometryData) -> None:
+        self.com.update(data)
+        np.dot(self.select, self.com.position, out=self.value)
+        self.value += self.offset
+        np.dot(self.select, self.com.jacobian, out=self.jacobian)
+
+    def evaluate(self, data: pin.Data, geom_data: pin.GeometryData) -> np.ndarray:
+        h = np.dot(self.select, self.com.evaluate(data, self._c), out=self._evaluated)  # reused by the next call
+        h += self.offset
+        return h
+
+    def row_hint(self, row: int) -> str:
+        k = len(self.axes)
+        axis = self.axes[row % k]
+        bound, face = (self.p_min, "p_min") if row < k else (self.p_max, "p_max")
+        h = float(self.value[row])
+        where = (f"outside the box on {_AXES[axis]}" if h < 0.0 else
+                 f"{h:.4g} m inside the box face on {_AXES[axis]}")
+        return (f"the centre of mass is {where} ({face}[{axis}] = {bound[axis]:.4g} m) and no step within the "
+                f"limits keeps the row: the group's joints cannot move it back (or brake) fast enough, or the box is "
+                f"out of their reach (check p_min/p_max and the group)")
+
+
+register("barriers", "com", ComBarrierConfig, build_com_barrier)
