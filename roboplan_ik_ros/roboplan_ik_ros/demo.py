@@ -873,6 +873,8 @@ def main(argv=None) -> int:
     p.add_argument("--config", default=None,
                    help="YAML config (default: the packaged panda.yaml; baxter_dual.yaml with --dual-arm)")
     p.add_argument("--duration", type=float, default=10.0, help="--dual-arm: seconds along the box's path")
+    p.add_argument("--no-grasp-task", dest="grasp_task", action="store_false",
+                   help="--dual-arm: without the config's relative_frame (grasp) task: the hands' tasks alone")
     p.add_argument("--loops", type=int, default=2, help="laps around the circle")
     p.add_argument("--period", type=float, default=8.0, help="seconds per lap")
     p.add_argument("--radius", type=float, default=0.2, help="circle radius [m]")

@@ -2,8 +2,9 @@
 
     python -m roboplan_ik_ros.demo --dual-arm      (what `make demo ARGS=--dual-arm` runs; a few seconds)
 
-The shipped ``config/baxter_dual.yaml`` (group ``both_arms``: 14 joints, a frame task per hand, a posture
-task, velocity, acceleration and jerk bounds, a self-collision barrier between the arms) runs in the core
+The shipped ``config/baxter_dual.yaml`` (group ``both_arms``: 14 joints, a frame task per hand, the grasp as
+a ``relative_frame`` task (the right hand's pose in the left hand's frame; ``--no-grasp-task`` drops it), a
+posture task, velocity, acceleration and jerk bounds, a self-collision barrier between the arms) runs in the core
 :class:`ControlLoop`, the one the ``ik_controller`` node ticks, without ROS: a simulated robot follows
 every command exactly, in simulated time (500 Hz). A virtual 0.4 m box, held between the hands in the
 SRDF's ``default`` pose, moves around a tilted circle (15 cm across) in front of the robot while it yaws
@@ -19,6 +20,7 @@ grasp held (< 5 mm, 2 deg), the bounds were kept (ratios <= 1) and the arms stay
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -166,10 +168,13 @@ def run(args) -> int:
 
     console = Console()
     config = load_config(args.config)
+    if not args.grasp_task:  # the hands' own tasks alone keep the grasp
+        config = dataclasses.replace(config, tasks=[t for t in config.tasks if t.type != "relative_frame"])
     rd = load_example_robot("baxter")
     scene = scene_from_config(rd.urdf_xml, rd.srdf_xml, config.robot, rd.package_paths, config.obstacles)
-    console.print(f"Baxter, group {config.robot.group!r} ({scene.group(config.robot.group).nv} joints), "
-                  f"{args.duration:g} s path, simulated at {load_node_config(config.node).control_rate_hz:g} Hz ...")
+    console.print(f"Baxter, group {config.robot.group!r} ({scene.group(config.robot.group).nv} joints), tasks "
+                  f"{', '.join(f'{t.name} ({t.type})' for t in config.tasks)}; {args.duration:g} s path, simulated at "
+                  f"{load_node_config(config.node).control_rate_hz:g} Hz ...", markup=False, highlight=False)
     rec, loop = carry_box(scene, config, load_node_config(config.node), args.duration)
     dt, c = loop.dt, np.array(rec.command)
     accel = loop.acceleration_limit
