@@ -19,6 +19,10 @@ Configs (the node section is the shipped one except for the trigger keys below a
   bottom, mid-leaf of the 2 cm octree), so perceived pairs are within the barrier's broad_phase_cutoff for the
   lower part of the circle. Printed: the points the node holds and the closest perceived distance (its
   ~/status), the camera process's CPU.
+* ``x``: the shipped config/baxter_dual.yaml (two arms in one QP: a frame task per hand, posture, position,
+  velocity and acceleration limits, the self-collision barrier) on the mock Baxter (``robot: baxter``): both
+  hands' goals carry the dual-arm demo's box around its path (``demo_dual_arm.box_path``, 10 s a lap) at 50 Hz.
+  Idle and busy loads only (the ~/solve_ik stream's goals are the Panda's).
 
 Rates: ``--rate`` (one) or ``--rates 500,1000`` (every run at each, in one invocation: the rows compare;
 run labels then say the rate).
@@ -564,7 +568,7 @@ def publish_errors(node_log: Path) -> list[str]:
 def node_config(config: str, trigger: str, rate: float, variant: str = "full") -> dict:
     from roboplan_ik_ros.node.ik_controller import default_config_file
 
-    data = yaml.safe_load(Path(default_config_file("panda")).read_text())
+    data = yaml.safe_load(Path(default_config_file("baxter_dual" if config == "x" else "panda")).read_text())
     if config == "b":
         data["barriers"] = [b for b in data["barriers"] if b["type"] not in ("self_collision", "collision")]
     if config == "d":
@@ -752,16 +756,18 @@ def timed_mock_class():
     return TimedMock
 
 
-def run_child_mock(rate: float, out: str, capacity: int) -> None:
-    """The mock Panda in its own process (as a robot driver is): the benchmark's own Python (goal
-    stream, service client) does not delay its /joint_states. Writes its timings to ``out`` (npz)."""
+def run_child_mock(rate: float, out: str, capacity: int, robot: str = "panda") -> None:
+    """The mock robot (the Panda; Baxter for config x) in its own process (as a robot driver is): the
+    benchmark's own Python (goal stream, service client) does not delay its /joint_states. Writes its
+    timings to ``out`` (npz)."""
     import rclpy
     from rclpy.parameter import Parameter
 
     from roboplan_ik_ros.node.spin import make_executor, spin_until_shutdown
 
     rclpy.init()
-    mock = timed_mock_class()("mock_robot", capacity=capacity, parameter_overrides=[Parameter("rate_hz", value=rate)])
+    mock = timed_mock_class()("mock_robot", capacity=capacity, parameter_overrides=[
+        Parameter("rate_hz", value=rate), Parameter("robot", value=robot)])
     executor = make_executor()
     executor.add_node(mock)
     spin_until_shutdown(executor)
@@ -772,6 +778,30 @@ def run_child_mock(rate: float, out: str, capacity: int) -> None:
     mock.destroy_node()
     executor.shutdown()
     rclpy.try_shutdown()
+
+
+def dual_arm_goals(lap: float = 10.0):
+    """Config x: t -> (left, right) hand goals carrying the dual-arm demo's box around its path, one lap per
+    ``lap`` seconds (from the mock Baxter's start pose, SRDF "default")."""
+    import pinocchio as pin
+
+    from roboplan_ik_ros.core.model.scene import Scene
+    from roboplan_ik_ros.demo_dual_arm import box_path
+    from roboplan_ik_ros.node.mock_robot import load_robot
+
+    urdf, srdf, pkgs, _ = load_robot("baxter")
+    scene = Scene(urdf, srdf, pkgs)
+    q = scene.named_configuration("default")
+    T_left, T_right = scene.frame_pose(q, "left_gripper"), scene.frame_pose(q, "right_gripper")
+    T_box0 = pin.SE3(T_left.rotation, 0.5 * (T_left.translation + T_right.translation))
+    grasp = T_box0.inverse() * T_left, T_box0.inverse() * T_right
+    path = box_path(T_box0, lap)
+
+    def at(t: float):
+        T_box = path(t % lap)
+        return T_box * grasp[0], T_box * grasp[1]
+
+    return at
 
 
 def start_pose():
@@ -839,7 +869,7 @@ def bench_run(k: int, config: str, trigger: str, load: str, args, tmp: Path, svc
 
     tag = f"{config}_{trigger}_{load}_{variant}_{repeat}"
     data = node_config(config, trigger, args.rate, variant)
-    box = next(b for b in data["barriers"] if b["type"] == "position")
+    box = next((b for b in data["barriers"] if b["type"] == "position"), None)  # None: config x
     cfg_path = tmp / f"bench_{tag}.yaml"
     cfg_path.write_text(yaml.safe_dump(data))
     stats_out = tmp / f"stats_{tag}.json"
@@ -852,7 +882,8 @@ def bench_run(k: int, config: str, trigger: str, load: str, args, tmp: Path, svc
     mock_log = tmp / f"mock_{tag}.log"
     mlog = open(mock_log, "w")
     mock = subprocess.Popen([sys.executable, __file__, "--child-mock", repr(float(args.rate)), str(mock_out),
-                             str(capacity)], stdout=mlog, stderr=subprocess.STDOUT)
+                             str(capacity), "baxter" if config == "x" else "panda"], stdout=mlog,
+                            stderr=subprocess.STDOUT)
     camera = None
     if config == "p":  # the mock depth camera: a 20 000-point cloud at 15 Hz on /ik_controller/pointcloud
         camera = subprocess.Popen(camera_command(), stdout=mlog, stderr=subprocess.STDOUT)
@@ -863,7 +894,11 @@ def bench_run(k: int, config: str, trigger: str, load: str, args, tmp: Path, svc
     executor = make_executor()
     aux = rclpy.create_node(f"bench_aux_{k}")
     executor.add_node(aux)
-    goal_pub = aux.create_publisher(PoseStamped, "/ik_controller/ee/target_pose", 10)
+    if config == "x":  # both hands carry the dual-arm demo's box
+        goal_pubs = [aux.create_publisher(PoseStamped, f"/ik_controller/{hand}/target_pose", 10)
+                     for hand in ("left_hand", "right_hand")]
+    else:
+        goal_pubs = [aux.create_publisher(PoseStamped, "/ik_controller/ee/target_pose", 10)]
     modes: dict[str, int] = {}
     counting = {"on": False}
     seen = {"status": None, "js": 0, "perceived_points": 0}
@@ -914,14 +949,16 @@ def bench_run(k: int, config: str, trigger: str, load: str, args, tmp: Path, svc
                   [(child, node_log), (camera, mock_log)])
         if stream is not None and not stream.start():
             raise RuntimeError("~/solve_ik did not appear within 10 s")
-        path = circle_path(T0.translation, box["p_max"][2] - 0.05, 0.15, 1.0, 6.0)  # top touches the box
+        goals = dual_arm_goals() if config == "x" else None
+        if goals is None:
+            path = circle_path(T0.translation, box["p_max"][2] - 0.05, 0.15, 1.0, 6.0)  # top touches the box
         t0 = time.perf_counter()
         t_start = None
         next_goal = 0.0
         total = args.warmup + args.duration
         last_print = 0.0
         ps = PoseStamped()
-        ps.header.frame_id = "panda_link0"
+        ps.header.frame_id = "" if goals is not None else "panda_link0"  # "": the model's root frame
         while (t := time.perf_counter() - t0) < total:
             if t_start is None and t >= args.warmup:
                 t_start, rss0, thr0, proc0, kids0, mock0 = _counters(child.pid, mock.pid)
@@ -929,8 +966,9 @@ def bench_run(k: int, config: str, trigger: str, load: str, args, tmp: Path, svc
                 counting["on"] = True
                 if stream is not None:
                     stream.counting = True
-            pose_from_se3(pin.SE3(T0.rotation, path(t)), ps.pose)
-            goal_pub.publish(ps)
+            for pub, T in zip(goal_pubs, goals(t) if goals is not None else [pin.SE3(T0.rotation, path(t))]):
+                pose_from_se3(T, ps.pose)
+                pub.publish(ps)
             if t_start is not None and t - last_print >= 5.0:
                 last_print = t
                 print(f"  [{label}] {t - args.warmup:5.1f} / {args.duration:g} s", end="\r", flush=True)
@@ -1861,7 +1899,7 @@ def main() -> None:
         run_child_server(sys.argv[2])
         return
     if len(sys.argv) > 1 and sys.argv[1] == "--child-mock":
-        run_child_mock(float(sys.argv[2]), sys.argv[3], int(sys.argv[4]))
+        run_child_mock(float(sys.argv[2]), sys.argv[3], int(sys.argv[4]), *sys.argv[5:6])
         return
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--duration", type=float, default=20.0, help="measured seconds per run")
@@ -1870,8 +1908,9 @@ def main() -> None:
     p.add_argument("--rates", help="comma-separated control rates [Hz]: every run at each, in this invocation "
                                    "(overrides --rate; motion and twist runs: the first)")
     p.add_argument("--configs", default="bc", help="any of 'b' (no collision barrier), 'c' (shipped), 'd' "
-                                                   "(c + walls and 20 primitives) and 'p' (c + a 20 000-point "
-                                                   "cloud at 15 Hz from the mock depth camera)")
+                                                   "(c + walls and 20 primitives), 'p' (c + a 20 000-point "
+                                                   "cloud at 15 Hz from the mock depth camera) and 'x' (the "
+                                                   "shipped baxter_dual.yaml on the mock Baxter: two arms)")
     p.add_argument("--trigger", "--mode", dest="trigger", choices=("timer", "joint_states", "both"), default="both")
     p.add_argument("--load", action="store_true",
                    help="also run each config and trigger with one core busy and with a ~/solve_ik stream")
@@ -1909,8 +1948,8 @@ def main() -> None:
     variants = [v for v in args.variants.split(",") if v]
     if not variants or set(variants) - set(VARIANTS):
         raise SystemExit(f"--variants: any of {', '.join(VARIANTS)}")
-    if not args.configs or set(args.configs) - set("bcdp"):
-        raise SystemExit("--configs: any of 'b', 'c', 'd' and 'p'")
+    if not args.configs or set(args.configs) - set("bcdpx"):
+        raise SystemExit("--configs: any of 'b', 'c', 'd', 'p' and 'x'")
     try:
         args.rate_list = [float(x) for x in args.rates.split(",") if x] if args.rates else [args.rate]
     except ValueError:
@@ -1931,6 +1970,8 @@ def main() -> None:
         if not loads or set(loads) - {"idle", "busy", "service"}:
             raise SystemExit("--loads: any of idle, busy, service")
         args.load = set(loads) != {"idle"}
+    if "x" in args.configs and "service" in loads:
+        raise SystemExit("--configs x: idle and busy loads only (the ~/solve_ik stream's goals are the Panda's)")
     runs = [(c, t, ld, v, i, rate) for i in range(max(args.repeat, args.service_pairs if "service" in loads else 1))
             for rate in args.rate_list for c in args.configs for t in triggers for v in variants for ld in loads
             if i < args.repeat or ld in ("idle", "service")]
@@ -1964,8 +2005,8 @@ def main() -> None:
                     print(f"  [motion run failed: {type(exc).__name__}: {exc}]")
         for k, (config, trigger, load, variant, i, rate) in enumerate(runs):
             print(f"[bench_node {k + 1}/{len(runs)}] config ({config}), trigger {trigger}, load {load}, variant "
-                  f"{variant}, repetition {i + 1}: node + mock Panda at {rate:g} Hz, {args.warmup:g} + "
-                  f"{args.duration:g} s" + (" + mock camera" if config == "p" else ""))
+                  f"{variant}, repetition {i + 1}: node + mock {'Baxter' if config == 'x' else 'Panda'} at {rate:g} "
+                  f"Hz, {args.warmup:g} + {args.duration:g} s" + (" + mock camera" if config == "p" else ""))
             run_args = argparse.Namespace(**{**vars(args), "rate": rate})
             try:
                 rows.append({**bench_run(k, config, trigger, load, run_args, Path(tmp), svc_goals, T0, variant, i),

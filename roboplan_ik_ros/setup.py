@@ -69,7 +69,7 @@ setup(
         ("share/ament_index/resource_index/packages", ["resource/" + package_name]),
         ("share/" + package_name, ["package.xml"]),
         ("share/" + package_name + "/launch", glob("launch/*.launch.py")),
-        ("share/" + package_name + "/config", glob("config/*.yaml")),
+        ("share/" + package_name + "/config", glob("config/*.yaml") + glob("config/*.srdf")),
     ],
     # OInK's compiled assembly: a plain C shared library (no Python API) that the core loads with
     # ctypes (core/oink/compiled_assembly.py); without a C compiler the core runs its numpy path.

@@ -868,13 +868,20 @@ def perceived_report(rec: Recording, config, arm, tip, a_max, j_max, dt, args, c
 
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--config", default=None, help="YAML config (default: the packaged panda.yaml)")
+    p.add_argument("--dual-arm", action="store_true",
+                   help="the dual-arm demo instead: Baxter's hands carry a box in one QP (demo_dual_arm.py; no ROS)")
+    p.add_argument("--config", default=None,
+                   help="YAML config (default: the packaged panda.yaml; baxter_dual.yaml with --dual-arm)")
+    p.add_argument("--duration", type=float, default=10.0, help="--dual-arm: seconds along the box's path")
+    p.add_argument("--no-grasp-task", dest="grasp_task", action="store_false",
+                   help="--dual-arm: without the config's relative_frame (grasp) task: the hands' tasks alone")
     p.add_argument("--loops", type=int, default=2, help="laps around the circle")
     p.add_argument("--period", type=float, default=8.0, help="seconds per lap")
     p.add_argument("--radius", type=float, default=0.2, help="circle radius [m]")
     p.add_argument("--goal-rate", type=float, default=50.0, help="goal stream rate [Hz]")
     p.add_argument("--service-calls", type=int, default=5)
-    p.add_argument("--out", default="build/demo/roboplan_ik_demo.png", help="plot file (PNG)")
+    p.add_argument("--out", default=None,
+                   help="plot file (PNG; default build/demo/roboplan_ik_demo.png, roboplan_ik_dual_arm.png)")
     p.add_argument("--no-obstacle-segment", dest="obstacle_segment", action="store_false",
                    help="skip the reach over a block on the table (added on ~/collision_objects)")
     p.add_argument("--no-perceived-segment", dest="perceived_segment", action="store_false",
@@ -882,7 +889,14 @@ def main(argv=None) -> int:
     p.add_argument("--no-teleop-segment", dest="teleop_segment", action="store_false",
                    help="skip the twist stream that pushes into the box's upper face")
     args = p.parse_args(argv)
+    if args.dual_arm:
+        from . import demo_dual_arm
+
+        args.config = args.config or demo_dual_arm.default_config()
+        args.out = args.out or "build/demo/roboplan_ik_dual_arm.png"
+        return demo_dual_arm.run(args)
     args.config = args.config or default_config()
+    args.out = args.out or "build/demo/roboplan_ik_demo.png"
     return run(args)
 
 

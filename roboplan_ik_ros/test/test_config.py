@@ -14,10 +14,10 @@ from roboplan_ik_ros.core.oink.controller import OinkController
 CONFIG_DIR = Path(__file__).resolve().parents[1] / "config"
 
 
-@pytest.mark.parametrize("name", ["panda", "ur5"])
-def test_shipped_config_builds_and_holds_still(name):
+@pytest.mark.parametrize("name, robot_name", [("panda", "panda"), ("ur5", "ur5"), ("baxter_dual", "baxter")])
+def test_shipped_config_builds_and_holds_still(name, robot_name):
     cfg = load_config(CONFIG_DIR / f"{name}.yaml")
-    r = robot(name)
+    r = robot(robot_name)
     s = scene_from_config(r.urdf_xml, r.srdf_xml, cfg.robot, r.package_paths)
     q = s.named_configuration("default") if s.srdf.group_states else s.neutral()
     if name == "ur5":

@@ -19,7 +19,7 @@ def test_defaults():
     assert cfg.outputs[0].type == "forward_command" and cfg.outputs[0].interface == "position"
 
 
-@pytest.mark.parametrize("name", ["panda", "ur5"])
+@pytest.mark.parametrize("name", ["panda", "ur5", "baxter_dual"])
 def test_packaged_configs(name):
     data = yaml.safe_load((CONFIG_DIR / f"{name}.yaml").read_text())
     assert "node" in data, f"{name}.yaml has no node: section"

@@ -225,7 +225,7 @@ class ControlLoop:
         ramp_accel = None if accel is None else RAMP_ACCELERATION_SHARE * accel.a_max
         self._ramps = {n: JointGoalRamp(scene, self.group, self._task_config(n).max_target_speed, ramp_accel)
                        for n, t in self.ctrl.tasks.items() if isinstance(t, ConfigurationTask)}
-        jog_accel = None if ramp_accel is None else ramp_accel[self._gv]
+        jog_accel = ramp_accel  # per group joint, as the ramps take it
         self._jogs = {n: JointJogFollower(scene, self.group, settings.streaming, jog_accel) for n in self._ramps}
         # the other tasks whose kind takes a goal (Task.goal): their targets are set as they arrive; a "velocities"
         # goal is a stream, zeroed after streaming.command_timeout without a newer one (time of the latest here)

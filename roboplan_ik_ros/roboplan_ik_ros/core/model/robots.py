@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import unknown_name
+from .resources import resolve_path
 
 
 @dataclass(frozen=True)
@@ -21,13 +22,17 @@ class RobotDescription:
     tip_frame: str  # default end-effector frame
 
 
-# name -> (urdf, srdf, group, tip), paths relative to example-robot-data/robots
+# name -> (urdf, srdf, group, tip), paths relative to example-robot-data/robots (or a package:// URI)
 EXAMPLE_ROBOTS = {
     "panda": ("panda_description/urdf/panda.urdf", "panda_description/srdf/panda.srdf", "arm", "panda_hand_tcp"),
     "ur5": ("ur_description/urdf/ur5_robot.urdf", "ur_description/srdf/ur5.srdf", "", "tool0"),
     # Kinova Jaco 2 (6 DoF, three continuous joints); its SRDF disables no collision pair
     "kinova": ("kinova_description/robots/kinova.urdf", "kinova_description/srdf/kinova.srdf", "",
                "j2s6s200_end_effector"),
+    # Rethink Baxter (two 7-DoF arms): the shipped SRDF's joint names carry hpp's 'baxter/' prefix and it has
+    # no arm group, so this package ships its own (groups left_arm, right_arm, both_arms; the carrying pose)
+    "baxter": ("baxter_description/urdf/baxter.urdf", "package://roboplan_ik_ros/config/baxter.srdf", "both_arms",
+               "left_gripper"),
     # PAL TALOS humanoid (reduced: one joint per gripper), fixed base: the pelvis (base_link) is the world origin and
     # the legs are joints outside the default group; SRDF group all_arms_torso = torso 2 + arms 2 x 7 joints,
     # group_state half_sitting (soles at z = -1.019 m), 887 collision pairs after the SRDF
@@ -54,10 +59,11 @@ def load_example_robot(name: str) -> RobotDescription:
     urdf, srdf, group, tip = EXAMPLE_ROBOTS[name]
     share = example_robot_data_share()
     robots = share / "example-robot-data" / "robots"
+    srdf_path = resolve_path(srdf, (), f"{name} SRDF") if srdf.startswith("package://") else robots / srdf
     return RobotDescription(
         name=name,
         urdf_xml=(robots / urdf).read_text(),
-        srdf_xml=(robots / srdf).read_text(),
+        srdf_xml=srdf_path.read_text(),
         package_paths=(str(share),),
         group=group,
         tip_frame=tip,
