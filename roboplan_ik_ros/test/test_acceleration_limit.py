@@ -164,6 +164,27 @@ def test_outside_the_viable_set_it_brakes_as_hard_as_allowed(oink):
     assert limit.nonviable == 1
 
 
+@pytest.mark.parametrize("compiled", [True, False], ids=["kernel", "numpy"])
+def test_a_joint_at_rest_may_always_stay_at_rest(oink, compiled):
+    """A slow jerk ramp (a_max 4, j_max 20 rad/s^3: 0.2 s) makes the braking policy reserve 0.157 rad even from
+    rest; in a corridor narrower than that (a following leash of +-0.1 rad) the box used to exclude 0 and the
+    conflict's fallback stepped every joint at rest at -delta, then on: a still arm drifted 2.9 rad in 5 s
+    waiting for a goal. At rest the box contains 0 (here [0, 0]: the conflict is counted); a moving joint
+    keeps the fallback."""
+    limit = AccelerationLimit(oink, 0.002, 4.0, 20.0, compiled=compiled)
+    if compiled and limit._box is None:
+        pytest.skip("the OInK kernel is not built")
+    assert limit.E.max() == pytest.approx(0.157, abs=1e-3)
+    q = oink.scene.named_configuration("default")
+    limit.set_following_room(np.full(7, 0.1), np.full(7, 0.1))
+    limit.set_history(np.zeros(7), np.zeros(7))
+    _, lo, up = limit.bounds(q)
+    assert (lo == 0.0).all() and (up == 0.0).all() and limit.nonviable == 1  # (steps are counted)
+    limit.set_following_room(None)  # a wide corridor: at rest the box spans 0 with room both ways
+    _, lo, up = limit.bounds(q)
+    assert (lo < 0.0).all() and (up > 0.0).all()
+
+
 def test_rejects_bad_bounds(oink):
     with pytest.raises(InvalidInputError, match="a_max"):
         AccelerationLimit(oink, 0.002, [1.0, 2.0])

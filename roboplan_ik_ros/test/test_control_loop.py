@@ -539,3 +539,18 @@ def test_the_read_only_view_hands_out_copies(panda):
     assert loop.barrier(loop.barriers[0].name) is loop.barriers[0]
     with pytest.raises(KeyError, match="no barrier 'nope'"):
         loop.barrier("nope")
+
+
+def test_an_acceleration_limit_whose_braking_reserve_exceeds_the_following_leash_is_refused(panda):
+    """a_max 4, j_max 20 at 500 Hz: the braking policy reserves 0.157 rad, more than max_state_divergence 0.1:
+    a joint could never start moving in its corridor. Refused at configure with the joint, the numbers and the
+    least j_max that fits."""
+    data = yaml.safe_load((CONFIG_DIR / "panda.yaml").read_text())
+    for lim in data["limits"]:
+        if lim["type"] == "acceleration":
+            lim.update(a_max=4.0, j_max=20.0)
+    with pytest.raises(InvalidInputError, match=r"joint 'panda_joint1': a_max 4 and j_max 20 at 500 Hz take 0.2 s "
+                                                r"to reach a_max, and braking reserves 0.157 rad or m, more than "
+                                                r"node.max_state_divergence 0.1.*Expected j_max >= 25"):
+        ControlLoop(panda, load_config(data), LoopConfig())
+    ControlLoop(panda, load_config(data), LoopConfig(max_state_divergence=0.2))  # a wider leash fits

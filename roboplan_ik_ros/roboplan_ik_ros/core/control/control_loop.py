@@ -196,6 +196,7 @@ class ControlLoop:
         self._room_lo = np.zeros(len(self._gv))
         self.dt = 1.0 / settings.control_rate_hz
         self._build(self.dt, scene.neutral())
+        self._check_braking_reserve()
         oink = self.ctrl.oink
         self.notes.append(f"OInK: {oink.assembly} assembly, qp_solver {oink.qp_solver}"
                           + (f" ({oink.assembly_note})" if oink.assembly_note else ""))
@@ -266,6 +267,26 @@ class ControlLoop:
         self._base_limits = list(ctrl.limits)
         self.ctrl = ctrl
         self._apply_feedback_limits()
+
+    def _check_braking_reserve(self) -> None:
+        """Refuse an acceleration limit whose braking reserve E (the travel its braking policy counts for
+        easing the acceleration back to zero: a_max dt^2 (ceil(a_max / (j_max dt)) - 1)^2, per joint) does
+        not fit in the following leash: under commanded feedback a joint could never start moving (its
+        corridor of +-max_state_divergence is narrower than what the policy reserves), and a jerk ramp that
+        long (a_max / j_max) makes the one-step tasks overshoot and oscillate around their goals anyway."""
+        accel = self._accel
+        if accel is None or not np.isfinite(accel.E).all():
+            return
+        k = int(np.argmax(accel.E))
+        leash = self.settings.max_state_divergence
+        if accel.E[k] >= leash:
+            joint = self.group.joint_names[k]
+            a_max, j_max = float(accel.a_max[k]), float(accel.j_max[k])
+            raise InvalidInputError(
+                f"limits (acceleration): joint {joint!r}: a_max {a_max:g} and j_max {j_max:g} at {1 / self.dt:g} Hz "
+                f"take {a_max / j_max:.3g} s to reach a_max, and braking reserves {accel.E[k]:.3g} rad or m, more than "
+                f"node.max_state_divergence {leash:g}: the joint could not start moving within its following leash. "
+                f"Expected j_max >= {_min_jerk(a_max, self.dt, leash):.4g} (or a larger max_state_divergence)")
 
     def _guard_v_max(self) -> np.ndarray:
         return np.min([lim.v_max for lim in self._velocity_limits], axis=0)
@@ -1050,3 +1071,12 @@ class ControlLoop:
                 self.log("info", f"resumed (was holding: {self.hold_reason})")
         self.mode = mode
         self.hold_reason = out.result.status if mode == RECOVERING else ""
+
+
+def _min_jerk(a_max: float, dt: float, leash: float) -> float:
+    """The least j_max whose braking reserve a_max dt^2 (ceil(a_max / (j_max dt)) - 1)^2 is below ``leash``."""
+    alpha = a_max * dt * dt
+    n_c = max(int(math.floor(math.sqrt(leash / alpha))) if alpha > 0 else 0, 0)  # n_c^2 alpha < leash
+    while n_c > 0 and alpha * n_c * n_c >= leash:
+        n_c -= 1
+    return a_max / (dt * (n_c + 1))  # ceil(a/(j dt)) - 1 <= n_c  <=>  a/(j dt) <= n_c + 1

@@ -35,7 +35,7 @@ if TYPE_CHECKING:
     from .tasks.task import Task
 
 _LIBRARY_STEM = "_oink_kernel"
-LAYOUT_VERSION = 3  # oink_kernel.c's oink_layout_version(): the structs below and the parameter arrays
+LAYOUT_VERSION = 4  # oink_kernel.c's oink_layout_version(): the structs below and the parameter arrays
 
 # Return codes of oink_assemble (see oink_kernel.c).
 SHORTCUT_FEASIBLE = 0

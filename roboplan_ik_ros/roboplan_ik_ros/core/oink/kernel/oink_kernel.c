@@ -342,7 +342,7 @@ static double braking_bound(double h, double a_h, double lag) {
  * built from another version (a stale build would read the arrays with the wrong strides). Bump it with
  * every change of a struct or of what an array holds. 2: barrier_params has 5 values per barrier.
  * 3: oink_problem ends with weighted_nullspace. */
-int64_t oink_layout_version(void) { return 3; }
+int64_t oink_layout_version(void) { return 4; }
 
 /* Barrier.safe_displacement_fade: f(h_min / fade), 1 for h_min <= 0, 0 from fade on (and for NaN), the
  * cubic smoothstep (1 - x)^2 (1 + 2 x) between. */
@@ -528,8 +528,12 @@ int64_t oink_acceleration_box(const accel_box *b) {
         hi = fmin(hi, accel_position_room(b, u1, w_lo, w_hi, b->d_up[j], alpha, delta, E));
         lo = fmax(lo, -accel_position_room(b, -u1, -w_hi, -w_lo, b->d_lo[j], alpha, delta, E));
         if (lo > hi && lo <= hi + b->round_off * alpha) hi = lo; /* round-off, not a conflict */
+        if (lo > hi) ++nonviable;
+        if (u1 == 0.0 && w_p == 0.0) { /* at rest: staying there is always viable (no goal, no motion) */
+            lo = fmin(lo, 0.0);
+            hi = fmax(hi, 0.0);
+        }
         if (lo > hi) {
-            ++nonviable;
             const double best = hi < w_lo ? w_lo : (lo > w_hi ? w_hi : 0.5 * (lo + hi));
             lo = hi = best;
         }

@@ -267,8 +267,15 @@ class AccelerationLimit(Limit):
             # round-off: pi's step sits exactly on the bound it met last step (equal to ~1e-18)
             np.maximum(hi, np.where(lo <= hi + _ROUND_OFF * alpha, lo, hi), out=hi)
             bad = lo > hi
-        if bad.any():  # the state already left the viable set: brake as hard as the bounds allow
+        if bad.any():  # a step whose state is not viable (counted once)
             self.nonviable += 1
+        rest = (u1 == 0.0) & (w_p == 0.0)
+        if rest.any():  # at rest, staying there is always viable (pi, which brakes at -alpha even from rest,
+            # counts travel E that a joint at rest never needs): a corridor narrower than E must not move it
+            np.minimum(lo, np.where(rest, 0.0, lo), out=lo)
+            np.maximum(hi, np.where(rest, 0.0, hi), out=hi)
+            bad &= ~rest
+        if bad.any():  # the state already left the viable set: brake as hard as the bounds allow
             best = np.where(hi < w_lo, w_lo, np.where(lo > w_hi, w_hi, 0.5 * (lo + hi)))
             lo[bad] = hi[bad] = best[bad]
         return lo, hi
