@@ -715,3 +715,38 @@ def test_compiled_descent_solves_as_the_step_loop(name, method, monkeypatch):
         assert a.success and b.success and check.reached(a.q, [g]) and check.reached(b.q, [g])
         same += a.iterations == b.iterations and np.abs(a.q - b.q).max() < 1e-9
     assert same >= 27, f"{same}/30 solves alike"
+
+
+@pytest.mark.parametrize("name", ["panda", "ur5"])
+def test_plain_requests_answer_as_the_general_path(name):
+    """The common request (one FrameGoal, the solver's own options) takes _solve_plain; the same request with the
+    options passed takes _solve. Both give the same answers, iterations, restarts, errors and messages on 40
+    goals: reachable ones, unreachable ones (restarts until max_restarts), seeds outside the limits, a goal
+    SE3 changed in place between solves."""
+    s = scene(name)
+    check = Checker(name, s)
+    group_name = "arm" if name == "panda" else ""
+    q0 = s.named_configuration("default") if name == "panda" else s.neutral()
+    tip = "panda_hand_tcp" if name == "panda" else "tool0"
+    opt = SimpleIKOptions(group_name=group_name, seed=SOLVER_SEED, max_time=MAX_TIME, max_restarts=20)
+    plain, general = SimpleIK(s, opt), SimpleIK(s, opt)
+    assert plain._solve_plain([FrameGoal(tip, s.frame_pose(q0, tip))], q0) is not None
+    T = pin.SE3.Identity()  # one object changed in place for every goal
+    hi = s.q_max_v[s.group(group_name).v_indices]
+    for k, q in enumerate(random_goal_configurations(s, group_name, q0, 40, seed=64)):
+        M = check.pose(q, tip)
+        T.rotation, T.translation = M.rotation, M.translation + (np.array([5.0, 0.0, 0.0]) if k % 8 == 3 else 0.0)
+        q_seed = q0.copy()
+        if k % 5 == 1:  # a seed outside the limits (clipped first)
+            q_seed[s.group(group_name).q_indices[1]] = hi[1] + 0.5
+        a = plain.solve([FrameGoal(tip, T)], q_seed)
+        b = general.solve([FrameGoal(tip, T)], q_seed, opt)
+        assert (a.success, a.iterations, a.restarts, a.message) == (b.success, b.iterations, b.restarts, b.message), k
+        np.testing.assert_array_equal(a.q, b.q)
+        np.testing.assert_array_equal(a.position_errors, b.position_errors)
+        np.testing.assert_array_equal(a.orientation_errors, b.orientation_errors)
+        assert a.success == (k % 8 != 3), (k, a.message)
+        if a.success:
+            assert check.reached(a.q, [FrameGoal(tip, T)])
+        else:
+            assert "max_restarts 20 reached" in a.message

@@ -53,7 +53,8 @@ class _Descent(ctypes.Structure):
     """Mirror of ``sik_descent`` in simple_ik_kernel.c (same field order)."""
 
     _fields_ = [("step", _p), ("q", _p), ("chain", _p), ("axes", _p), ("kinds", _p), ("q_index", _p), ("column", _p),
-                ("frame", _p), ("goal_inv", _p), ("placements", _p), ("nj", _i64), ("lin2", _f64), ("ang2", _f64),
+                ("frame", _p), ("goal", _p), ("placements", _p), ("nj", _i64), ("nq", _i64), ("invert_goal", _i64),
+                ("goal_inv", _p), ("lin2", _f64), ("ang2", _f64),
                 ("near", _f64), ("max_iters", _i64), ("stall_iters", _i64), ("plateau_iters", _i64),
                 ("stall_factor", _f64), ("plateau_ratio", _f64), ("lambda_a", _f64), ("lambda_b", _f64),
                 ("budget", _f64), ("iterations", _i64), ("status", _i64), ("position_error", _f64),
@@ -130,7 +131,9 @@ _JOINT_KINDS = {"JointModelRX": (0, (1.0, 0.0, 0.0)), "JointModelRY": (1, (0.0, 
                 "JointModelRZ": (2, (0.0, 0.0, 1.0)), "JointModelRevoluteUnaligned": (3, None),
                 "JointModelPX": (4, (1.0, 0.0, 0.0)), "JointModelPY": (5, (0.0, 1.0, 0.0)),
                 "JointModelPZ": (6, (0.0, 0.0, 1.0)), "JointModelPrismaticUnaligned": (7, None)}
-DESCENT_STATUS = ("converged", "not converged", "stalled", "plateau", "time out", "singular system")  # kernel order
+# the kernel's statuses in its order (NOT_FINITE: CompiledDescent.run_plain's goal or seed has a nan or inf)
+DESCENT_STATUS = ("converged", "not converged", "stalled", "plateau", "time out", "singular system")
+NOT_FINITE = len(DESCENT_STATUS)
 
 
 def _placement_row(M) -> list[float]:
@@ -156,17 +159,20 @@ class CompiledDescent:
         self._q_index = np.array([iq for _, _, _, iq, _ in chain], dtype=np.int64)
         self._column = np.array([col for _, _, _, _, col in chain], dtype=np.int64)
         self._frame = np.array(frame_row, dtype=float)
-        self._goal_inv = np.zeros((4, 4))  # T_goal^-1, homogeneous
+        self._goal = np.zeros((4, 4))  # T_goal^-1 (set_goal) or T_goal (set_goal_pose), homogeneous
+        self._goal_inv = np.zeros(12)  # (the kernel's scratch)
         self._placements = np.zeros((nj, 12))
-        self._q = np.zeros(nq)  # the attempt's configuration (copied in and out: cheaper than a pointer per call)
-        self._x = self._q[x_slice]  # the group's coordinates, which the step moves
+        # the attempt's configuration: the kernel's (its address is set once: cheaper than a pointer per call)
+        self.q = np.zeros(nq)
+        self._x = self.q[x_slice]  # the group's coordinates, which the step moves
         self.goal = None  # the T_goal^-1 set (set_goal)
         self.key = None  # what the constants were set for (the solver's business)
         d = self._d = _Descent()
-        d.step, d.q = step.address, self._q.ctypes.data
+        d.step, d.q, d.nq = step.address, self.q.ctypes.data, nq
         d.chain, d.axes, d.kinds = self._chain.ctypes.data, self._axes.ctypes.data, self._kinds.ctypes.data
         d.q_index, d.column, d.frame = self._q_index.ctypes.data, self._column.ctypes.data, self._frame.ctypes.data
-        d.goal_inv, d.placements, d.nj = self._goal_inv.ctypes.data, self._placements.ctypes.data, nj
+        d.goal, d.goal_inv = self._goal.ctypes.data, self._goal_inv.ctypes.data
+        d.placements, d.nj = self._placements.ctypes.data, nj
         self._address = ctypes.addressof(d)
 
     @classmethod
@@ -193,8 +199,16 @@ class CompiledDescent:
     def set_goal(self, goal_inv) -> None:
         """T_goal^-1 (a pin.SE3, held: a later call with the same object costs nothing)."""
         if goal_inv is not self.goal:
-            self._goal_inv[:] = goal_inv.homogeneous
+            self._goal[:] = goal_inv.homogeneous
+            self._d.invert_goal = 0
             self.goal = goal_inv
+
+    def set_goal_pose(self, goal) -> None:
+        """T_goal itself (a pin.SE3: copied every call, the caller's may change in place), for :meth:`run_plain`,
+        which checks it and inverts it."""
+        self._goal[:] = goal.homogeneous
+        self._d.invert_goal = 1
+        self.goal = None
 
     def configure(self, lin2: float, ang2: float, near: float, max_iters: int, stall_iters: int,
                   plateau_iters: int, stall_factor: float, plateau_ratio: float, lambda_a: float,
@@ -210,11 +224,17 @@ class CompiledDescent:
         """One attempt on ``q`` (the full configuration; the group's joints move, in place) for at most ``budget``
         seconds (inf: none): (status, an index of DESCENT_STATUS; iterations; position and orientation
         errors at convergence)."""
+        self.q[:] = q
+        out = self.run_plain(budget)
+        q[:] = self.q
+        return out
+
+    def run_plain(self, budget: float) -> tuple[int, int, float, float]:
+        """:meth:`run` on :attr:`q` itself (the caller writes the start there and reads the answer); after
+        :meth:`set_goal_pose`, NOT_FINITE (nothing run) if the goal or q has a nan or inf."""
         d, step = self._d, self.step
         if step.x is not self._x:  # (the step-by-step loops bind their own)
             step.bind(self._x)
-        self._q[:] = q
         d.budget = budget
         status = self._descend(self._address)
-        q[:] = self._q
         return status, d.iterations, d.position_error, d.orientation_error

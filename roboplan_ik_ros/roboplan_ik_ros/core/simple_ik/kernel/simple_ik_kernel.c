@@ -200,7 +200,7 @@ int64_t sik_step_run(const sik_step *s) {
 enum { SIK_RX = 0, SIK_RY, SIK_RZ, SIK_REVOLUTE, SIK_PX, SIK_PY, SIK_PZ, SIK_PRISMATIC };
 
 /* outcomes of an attempt; the order matches solver.py's _DESCENT_STATUS */
-enum { SIK_CONVERGED = 0, SIK_MAX_ITERS, SIK_STALLED, SIK_PLATEAU, SIK_TIME_OUT, SIK_SINGULAR };
+enum { SIK_CONVERGED = 0, SIK_MAX_ITERS, SIK_STALLED, SIK_PLATEAU, SIK_TIME_OUT, SIK_SINGULAR, SIK_NOT_FINITE };
 
 /* The layout of one descent; the field order matches _Descent in compiled_step.py. */
 typedef struct {
@@ -212,9 +212,12 @@ typedef struct {
     const int64_t *q_index; /* (nj) the joint's index in q */
     const int64_t *column;  /* (nj) the joint's column of J (its index in x), -1 outside the group */
     const double *frame;    /* (12) the tip frame's placement in the last chain joint */
-    const double *goal_inv; /* (4 x 4) T_goal^-1, homogeneous (row-major) */
+    const double *goal;     /* (4 x 4, row-major) T_goal^-1, or T_goal with invert_goal */
     double *placements;     /* (nj x 12) scratch: the joints' placements in the goal's frame */
     int64_t nj;
+    int64_t nq;             /* size of q */
+    int64_t invert_goal;    /* 1: goal is T_goal (checked finite, inverted here); 0: T_goal^-1 */
+    double *goal_inv;       /* (12) scratch: T_goal^-1 as a placement */
     double lin2, ang2, near; /* squared thresholds; |log6|^2 above near rules convergence out */
     int64_t max_iters, stall_iters, plateau_iters;
     double stall_factor, plateau_ratio;
@@ -331,13 +334,8 @@ static void se3_log(const double *M, double *e) {
 /* the tip's placement in the goal's frame (T_goal^-1 T(q)) into tip, every chain joint's into
  * d->placements */
 static void chain_kinematics(const sik_descent *d, double *tip) {
-    double local[12], motion[12], goal[12];
-    const double *H = d->goal_inv;
-    for (int i = 0; i < 3; ++i) {
-        goal[3 * i] = H[4 * i], goal[3 * i + 1] = H[4 * i + 1], goal[3 * i + 2] = H[4 * i + 2];
-        goal[9 + i] = H[4 * i + 3];
-    }
-    const double *parent = goal;
+    double local[12], motion[12];
+    const double *parent = d->goal_inv;
     for (int64_t k = 0; k < d->nj; ++k) {
         double *M = d->placements + 12 * k;
         joint_motion(d->kinds[k], d->axes + 3 * k, d->q[d->q_index[k]], motion);
@@ -381,10 +379,42 @@ static double now_seconds(void) {
 
 /* One attempt from x (clipped into the limits first): returns (and stores) the status; iterations as
  * _descend_fast counts them; the errors at convergence. */
+/* d->goal_inv from d->goal (inverted with invert_goal); 0, or -1 if a number is not finite */
+static int goal_placement(sik_descent *d) {
+    const double *H = d->goal;
+    double *G = d->goal_inv;
+    if (!d->invert_goal) {
+        for (int i = 0; i < 3; ++i) {
+            G[3 * i] = H[4 * i], G[3 * i + 1] = H[4 * i + 1], G[3 * i + 2] = H[4 * i + 2];
+            G[9 + i] = H[4 * i + 3];
+        }
+        return 0;
+    }
+    for (int i = 0; i < 3; ++i) /* R^T, -R^T p */
+        for (int j = 0; j < 3; ++j) G[3 * i + j] = H[4 * j + i];
+    double sum = 0.0;
+    for (int i = 0; i < 3; ++i) {
+        G[9 + i] = -(H[i] * H[3] + H[4 + i] * H[7] + H[8 + i] * H[11]);
+        sum += G[9 + i] * G[9 + i];
+    }
+    for (int k = 0; k < 12; ++k) sum += H[k] * 0.0; /* any nan or inf in R or p makes it nan */
+    return isfinite(sum) ? 0 : -1;
+}
+
 int64_t sik_descend(sik_descent *d) {
     sik_step *s = d->step;
     const int64_t n = s->n;
     double *J = (double *)s->J, *e = (double *)s->e, *x = s->x;
+    if (d->invert_goal) { /* the plain path's inputs, unchecked so far */
+        double sum = 0.0;
+        for (int64_t k = 0; k < d->nq; ++k) sum += d->q[k] * d->q[k];
+        if (!isfinite(sum) || goal_placement(d) != 0) {
+            d->iterations = 0, d->status = SIK_NOT_FINITE;
+            return SIK_NOT_FINITE;
+        }
+    } else {
+        goal_placement(d);
+    }
     const double deadline = isinf(d->budget) ? INFINITY : now_seconds() + d->budget;
     double tip[12];
     for (int64_t j = 0; j < n; ++j) { /* a seed outside the limits */
