@@ -58,15 +58,16 @@ class _Descent(ctypes.Structure):
                 ("near", _f64), ("max_iters", _i64), ("stall_iters", _i64), ("plateau_iters", _i64),
                 ("stall_factor", _f64), ("plateau_ratio", _f64), ("lambda_a", _f64), ("lambda_b", _f64),
                 ("budget", _f64), ("iterations", _i64), ("status", _i64), ("position_error", _f64),
-                ("orientation_error", _f64)]
+                ("orientation_error", _f64), ("bounds", _p), ("free", _i64)]
 
 
 def _bind(lib: ctypes.CDLL):
-    run, size, descend = lib.sik_step_run, lib.sik_work_size, lib.sik_descend
+    run, size, descend, bounds_free = lib.sik_step_run, lib.sik_work_size, lib.sik_descend, lib.sik_bounds_free
     run.argtypes, run.restype = [ctypes.c_void_p], ctypes.c_int64
     size.argtypes, size.restype = [ctypes.c_int64, ctypes.c_int64], ctypes.c_int64
     descend.argtypes, descend.restype = [ctypes.c_void_p], ctypes.c_int64
-    return run, size, descend
+    bounds_free.argtypes, bounds_free.restype = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p], ctypes.c_int64
+    return run, size, descend, bounds_free
 
 
 def load_step_kernel():
@@ -85,7 +86,7 @@ class CompiledStep:
         kernel, error = load_step_kernel()
         if kernel is None:
             raise RuntimeError(error)
-        self._run, size, _ = kernel
+        self._run, size = kernel[0], kernel[1]
         self.J, self.e = np.zeros((m, n)), np.zeros(m)
         self._work = np.zeros(int(size(m, n)))
         self._lo = self._hi = None  # held: the struct points into them
@@ -167,6 +168,7 @@ class CompiledDescent:
         self._x = self.q[x_slice]  # the group's coordinates, which the step moves
         self.goal = None  # the T_goal^-1 set (set_goal)
         self.key = None  # what the constants were set for (the solver's business)
+        self.bounds = None  # set_bounds
         d = self._d = _Descent()
         d.step, d.q, d.nq = step.address, self.q.ctypes.data, nq
         d.chain, d.axes, d.kinds = self._chain.ctypes.data, self._axes.ctypes.data, self._kinds.ctypes.data
@@ -238,3 +240,15 @@ class CompiledDescent:
         d.budget = budget
         status = self._descend(self._address)
         return status, d.iterations, d.position_error, d.orientation_error
+
+    def set_bounds(self, bounds) -> None:
+        """The collision bounds (collision_bounds.CollisionBounds, held) the kernel tests a converged q against
+        (:attr:`free`), or None."""
+        if bounds is not self.bounds:
+            self.bounds = bounds
+            self._d.bounds = None if bounds is None else bounds.address
+
+    @property
+    def free(self) -> bool:
+        """After a converged run with bounds: True if the bounds prove the answer free of collision."""
+        return bool(self._d.free)

@@ -85,6 +85,8 @@ from scipy.linalg.blas import daxpy, ddot, dgemv, dnrm2
 from ..errors import InvalidInputError, check_positive
 from ..model.joint_group import JointGroup
 from ..model.scene import Scene, collision_check_data
+from . import collision_bounds
+from .collision_bounds import CollisionBounds
 from .compiled_step import DESCENT_STATUS, NOT_FINITE, CompiledDescent, load_step_kernel
 from .convergence import PLATEAU_RATIO, STALL_FACTOR, Constants, constants, reached, weighted_reached
 from .goals import FrameGoal, IKResult, goal_label, inverse_target
@@ -135,6 +137,8 @@ class SimpleIK:
         self._goal_model_Tinv: pin.SE3 | None = None  # the T_goal^-1 the goal model is placed for
         self._goal_placements: dict[int, tuple | None] = {}  # held views _goal_data.iMf[0], its translation
         self._plain_plans: dict[str, tuple] = {}  # _solve_plain's per tip frame (_plain_plan)
+        self._bounds: CollisionBounds | None = None  # _collision_bounds, for the scene's collision_version of:
+        self._bounds_version = -1
         self._warm_up()
 
     # ------------------------------------------------------------------ public
@@ -334,6 +338,8 @@ class SimpleIK:
             descent.key = (c, lam)
         descent.step.configure(ws.lo, ws.hi, ws.damping, opt.step_size, c.max_step, opt.clamp_limits)
         descent.set_goal_pose(T)
+        check = opt.check_collisions
+        descent.set_bounds(self._collision_bounds() if check else None)
         q = descent.q
         q[:] = q_seed
         deadline = time.perf_counter() + opt.max_time
@@ -342,11 +348,10 @@ class SimpleIK:
             return None
         iterations = attempt = 0
         reasons: dict[str, int] = {}
-        check = opt.check_collisions
         while True:
             iterations += iters
-            if status == 0:
-                if not (check and self._in_collision(q)):
+            if status == 0:  # collision-free if not checked, proven by the bounds, or by the exact check
+                if not check or descent.free or not self._in_collision(q):
                     return IKResult(True, q.copy(), np.array([pos]), np.array([rot]), iterations, attempt, "solved")
                 why = "converged in collision"
             else:
@@ -498,13 +503,27 @@ class SimpleIK:
             pos[k], rot[k] = math.sqrt(t @ t), math.sqrt(w @ w)
         return pos, rot
 
-    def _in_collision(self, q: np.ndarray) -> bool:
-        """Self-collision or contact with an obstacle of the scene (its obstacles of now)."""
+    def _refresh_geometry(self) -> None:
+        """geom_data and the broad phase for the collision model of now (remade when obstacles came or went)."""
         if self._geometry_version != self.scene.collision_structure_version:
             self.geom_data = collision_check_data(self.scene.collision_model)
             self._collision_manager = _collision_manager(self.scene, self.geom_data)
             self._has_collision_pairs = len(self.scene.collision_model.collisionPairs) > 0
             self._geometry_version = self.scene.collision_structure_version
+
+    def _collision_bounds(self) -> CollisionBounds | None:
+        """The boxes that prove most answers free of collision in the kernel (collision_bounds.py), for the
+        scene's obstacles of now (rebuilt when one is added, moved or removed), or None."""
+        version = self.scene.collision_version
+        if version != self._bounds_version:
+            self._refresh_geometry()
+            self._bounds = CollisionBounds.build(self.scene.model, self.scene.collision_model, self.geom_data)
+            self._bounds_version = version
+        return self._bounds if collision_bounds.USE_COLLISION_BOUNDS else None
+
+    def _in_collision(self, q: np.ndarray) -> bool:
+        """Self-collision or contact with an obstacle of the scene (its obstacles of now)."""
+        self._refresh_geometry()
         if not self._has_collision_pairs:
             return False
         if self._collision_manager is not None:

@@ -202,6 +202,27 @@ enum { SIK_RX = 0, SIK_RY, SIK_RZ, SIK_REVOLUTE, SIK_PX, SIK_PY, SIK_PZ, SIK_PRI
 /* outcomes of an attempt; the order matches solver.py's _DESCENT_STATUS */
 enum { SIK_CONVERGED = 0, SIK_MAX_ITERS, SIK_STALLED, SIK_PLATEAU, SIK_TIME_OUT, SIK_SINGULAR, SIK_NOT_FINITE };
 
+/* A conservative collision test: oriented boxes that contain the geometries of the collision pairs (each
+ * geometry's local AABB in its own frame, e.g. around a convex hull), placed by the forward kinematics of
+ * the joints that carry them. Two boxes separated (by more than margin) prove that the geometries inside
+ * do not collide; boxes that overlap prove nothing (the caller runs the exact check). The field order
+ * matches _Bounds in compiled_step.py. */
+typedef struct {
+    int64_t nt;              /* joints that carry geometries, and their ancestors, parents first */
+    const int64_t *parent;   /* (nt) the parent's index in this list, -1: the universe (the goal's frame) */
+    const double *placements;/* (nt x 12) each joint's placement in its parent */
+    const double *axes;      /* (nt x 3) */
+    const int64_t *kinds;    /* (nt) SIK_* */
+    const int64_t *q_index;  /* (nt) */
+    int64_t ng;
+    const int64_t *joint;    /* (ng) each box's joint (index in this list), -1: the universe */
+    const double *boxes;     /* (ng x 15) each box in its joint's frame: rotation (row-major), centre, half extents */
+    int64_t np;
+    const int64_t *pairs;    /* (np x 2) box indices */
+    double margin;           /* [m] separation below which boxes count as overlapping */
+    double *scratch;         /* (nt x 12 + ng x 12) */
+} sik_bounds;
+
 /* The layout of one descent; the field order matches _Descent in compiled_step.py. */
 typedef struct {
     sik_step *step;         /* the step: its J (6 x n) and e (6) are filled here, its x moved */
@@ -226,6 +247,8 @@ typedef struct {
     /* out */
     int64_t iterations, status;
     double position_error, orientation_error; /* [m], [rad] at convergence */
+    const sik_bounds *bounds; /* NULL: none; else at convergence: */
+    int64_t free;            /* 1 if the bounds prove the converged q free of collision, else 0 */
 } sik_descent;
 
 /* c = a * b (placements) */
@@ -371,6 +394,62 @@ static void chain_jacobian(const sik_descent *d, const double *tip, double *J, i
     }
 }
 
+/* 1 if the boxes of two placements (12 doubles each: rotation row-major, centre) with half extents ea, eb are
+ * separated by more than margin along one of the 15 axes of the separating-axis test, else 0 (NaN: 0). */
+static int boxes_separated(const double *A, const double *ea, const double *B, const double *eb, double margin) {
+    double R[3][3], AR[3][3], t[3], d[3];
+    for (int i = 0; i < 3; ++i) d[i] = B[9 + i] - A[9 + i];
+    for (int i = 0; i < 3; ++i) { /* R = A^T B (B's axes in A's frame), t = A^T d */
+        t[i] = A[i] * d[0] + A[3 + i] * d[1] + A[6 + i] * d[2];
+        for (int j = 0; j < 3; ++j) {
+            R[i][j] = A[i] * B[j] + A[3 + i] * B[3 + j] + A[6 + i] * B[6 + j];
+            AR[i][j] = fabs(R[i][j]) + 1e-12; /* (parallel edges: the cross axes degenerate) */
+        }
+    }
+    for (int i = 0; i < 3; ++i) { /* A's axes */
+        const double rb = eb[0] * AR[i][0] + eb[1] * AR[i][1] + eb[2] * AR[i][2];
+        if (fabs(t[i]) > ea[i] + rb + margin) return 1;
+    }
+    for (int j = 0; j < 3; ++j) { /* B's axes */
+        const double ra = ea[0] * AR[0][j] + ea[1] * AR[1][j] + ea[2] * AR[2][j];
+        if (fabs(t[0] * R[0][j] + t[1] * R[1][j] + t[2] * R[2][j]) > ra + eb[j] + margin) return 1;
+    }
+    for (int i = 0; i < 3; ++i) { /* A_i x B_j */
+        const int i1 = (i + 1) % 3, i2 = (i + 2) % 3;
+        for (int j = 0; j < 3; ++j) {
+            const int j1 = (j + 1) % 3, j2 = (j + 2) % 3;
+            const double ra = ea[i1] * AR[i2][j] + ea[i2] * AR[i1][j];
+            const double rb = eb[j1] * AR[i][j2] + eb[j2] * AR[i][j1];
+            if (fabs(t[i2] * R[i1][j] - t[i1] * R[i2][j]) > ra + rb + margin) return 1;
+        }
+    }
+    return 0;
+}
+
+/* 1 if every pair's boxes are separated at q (world placements premultiplied by base: the goal's frame),
+ * else 0. */
+static int64_t bounds_free(const sik_bounds *b, const double *q, const double *base) {
+    double motion[12], local[12];
+    double *joints = b->scratch, *boxes = b->scratch + 12 * b->nt;
+    for (int64_t k = 0; k < b->nt; ++k) {
+        joint_motion(b->kinds[k], b->axes + 3 * k, q[b->q_index[k]], motion);
+        se3_mul(b->placements + 12 * k, motion, local);
+        se3_mul(b->parent[k] < 0 ? base : joints + 12 * b->parent[k], local, joints + 12 * k);
+    }
+    for (int64_t g = 0; g < b->ng; ++g)
+        se3_mul(b->joint[g] < 0 ? base : joints + 12 * b->joint[g], b->boxes + 15 * g, boxes + 12 * g);
+    for (int64_t p = 0; p < b->np; ++p) {
+        const int64_t g1 = b->pairs[2 * p], g2 = b->pairs[2 * p + 1];
+        if (!boxes_separated(boxes + 12 * g1, b->boxes + 15 * g1 + 12, boxes + 12 * g2, b->boxes + 15 * g2 + 12,
+                             b->margin))
+            return 0;
+    }
+    return 1;
+}
+
+/* bounds_free for Python (tests; q the full configuration, base a placement of 12 doubles) */
+int64_t sik_bounds_free(const sik_bounds *b, const double *q, const double *base) { return bounds_free(b, q, base); }
+
 static double now_seconds(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -433,6 +512,7 @@ int64_t sik_descend(sik_descent *d) {
             const double r2 = e[3] * e[3] + e[4] * e[4] + e[5] * e[5];
             if (p2 <= d->lin2 && r2 <= d->ang2) {
                 d->position_error = sqrt(p2), d->orientation_error = sqrt(r2);
+                d->free = d->bounds ? bounds_free(d->bounds, d->q, d->goal_inv) : 0;
                 status = SIK_CONVERGED;
                 break;
             }
