@@ -219,7 +219,8 @@ class CompiledDescent:
         the step's own constants are CompiledStep.configure's."""
         d = self._d
         d.lin2, d.ang2, d.near, d.max_iters = lin2, ang2, near, max_iters
-        d.stall_iters, d.plateau_iters, d.stall_factor, d.plateau_ratio = stall_iters, plateau_iters, stall_factor, plateau_ratio
+        d.stall_iters, d.plateau_iters = stall_iters, plateau_iters
+        d.stall_factor, d.plateau_ratio = stall_factor, plateau_ratio
         d.lambda_a, d.lambda_b = lambda_a, lambda_b
 
     def run(self, q: np.ndarray, budget: float) -> tuple[int, int, float, float]:

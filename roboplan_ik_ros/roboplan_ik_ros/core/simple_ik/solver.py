@@ -56,8 +56,10 @@ ranges) therefore runs a dedicated loop (_descend_fast) of ~12 calls per iterati
   C one is well under 1 us. The loop in Python remains for the other chains and without the kernel.
 * the common request (one FrameGoal with a pin.SE3 target, the solver's own options, such a chain)
   takes _solve_plain: every attempt in the descent's buffer, the checks of goal and seed in the
-  kernel, ~10 calls per solve instead of ~40. With cold caches each call costs 5-10x its warm time:
-  interleaved with the benchmark's peers, a UR5 solve went from ~57 to ~38 us median.
+  kernel, and the collision bounds (collision_bounds.py) proving most answers free in the kernel:
+  24 profiled calls per one-attempt UR5 solve against 98 before the descent. With cold caches each
+  call costs 5-10x its warm time: interleaved with the benchmark's peers, the UR5's median solve went
+  from 106-109 to 31-34 us (docs/benchmarks.md, "SimpleIK against its peers").
 
 Several goals, Jlog6, continuous joints or scattered indices take the general loop (_descend_general),
 which does the same arithmetic. test_simple_ik checks both against a plain numpy implementation of
@@ -305,7 +307,8 @@ class SimpleIK:
         if type(goals) not in (list, tuple) or len(goals) != 1:
             return None
         g = goals[0]
-        if type(g) is not FrameGoal or g.relative_to is not None or g.weights is not None or type(g.tip_frame) is not str:
+        if (type(g) is not FrameGoal or g.relative_to is not None or g.weights is not None
+                or type(g.tip_frame) is not str):
             return None
         T = g.T_world_tip
         if type(T) is not pin.SE3 or type(q_seed) is not np.ndarray or q_seed.dtype is not _FLOAT64 or \
