@@ -83,6 +83,26 @@ def test_bounds_with_obstacles_of_every_shape_and_their_moves():
     assert ik._collision_bounds().n_pairs == CollisionBounds.build(s.model, s.collision_model, ik.geom_data).n_pairs
 
 
+def test_bounds_with_a_perceived_cloud():
+    """A perceived cloud (an octree of points on a box's surface in front of the Panda) bounds as the box of its
+    tree: never a wrong proof; configurations far from it are still proven free."""
+    from roboplan_ik_ros.core.config import PerceptionConfig
+    from roboplan_ik_ros.core.model.perceived_cloud import CloudIngest
+
+    s = scene("panda")
+    ik = SimpleIK(s, SimpleIKOptions(group_name="arm", seed=SOLVER_SEED))
+    rng = np.random.default_rng(2)
+    u = rng.uniform(-1.0, 1.0, (3000, 3))
+    u[np.arange(3000), rng.integers(0, 3, 3000)] = rng.choice([-1.0, 1.0], 3000)  # on the faces of a cube
+    points = np.array([0.45, 0.0, 0.3]) + u * np.array([0.1, 0.1, 0.15])
+    s.set_perceived_cloud(CloudIngest(s, PerceptionConfig(voxel_size=0.0, octree_resolution=0.02)).cloud(points))
+    try:
+        colliding, free, proven = _counts(s, ik, _q0(s, "panda"), 1500)
+        assert colliding >= 50 and free >= 50 and proven >= 10, (colliding, free, proven)
+    finally:
+        s.set_perceived_cloud(None)
+
+
 @pytest.mark.parametrize("name", ["panda", "ur5"])
 def test_answers_are_the_same_with_and_without_the_bounds(name, monkeypatch):
     """The bounds only skip exact checks they would have passed: the same answers, iterations and restarts with
