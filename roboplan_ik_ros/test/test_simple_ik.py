@@ -638,3 +638,115 @@ def test_collision_check_equals_plain_pinocchio(name):
         assert ik._in_collision(q) == expected, q.tolist()
         colliding += expected
     assert 20 <= colliding <= n - 20  # both outcomes were exercised
+
+
+# ---------------------------------------------------------------- the compiled descent (whole attempts in C)
+def every_joint_kind_chain() -> Scene:
+    """A chain of every scalar joint kind the compiled descent computes: revolute about x, y, z and an unaligned
+    axis, prismatic along x, y, z and an unaligned axis (links 0.2 m apart, tilted), tip frame "tip"."""
+    kinds = [("revolute", "1 0 0"), ("revolute", "0 1 0"), ("revolute", "0 0 1"), ("revolute", "0 0.6 0.8"),
+             ("prismatic", "1 0 0"), ("prismatic", "0 1 0"), ("prismatic", "0 0 1"), ("prismatic", "0.48 0.6 0.64")]
+    links = ['<link name="l0"/>']
+    joints = []
+    for k, (kind, axis) in enumerate(kinds):
+        links.append(f'<link name="l{k + 1}"/>')
+        limit = "-2.5" if kind == "revolute" else "-0.3"
+        joints.append(f'<joint name="j{k + 1}" type="{kind}"><parent link="l{k}"/><child link="l{k + 1}"/>'
+                      f'<origin xyz="0.05 0.02 0.2" rpy="0.3 -0.2 0.1"/><axis xyz="{axis}"/>'
+                      f'<limit lower="{limit}" upper="{limit[1:]}" effort="1" velocity="1"/></joint>')
+    links.append('<link name="tip"/>')
+    joints.append('<joint name="tip_joint" type="fixed"><parent link="l8"/><child link="tip"/>'
+                  '<origin xyz="0.1 0 0.05" rpy="0 0.4 0"/></joint>')
+    return Scene(f'<robot name="kinds">{"".join(links)}{"".join(joints)}</robot>')
+
+
+@pytest.mark.parametrize("variant", [{}, {"clamp_limits": False}, {"method": "lm_chan"}])
+def test_descent_kinematics_of_every_joint_kind(variant):
+    """The descent's own kinematics (forward kinematics, LOCAL Jacobian, log6) on every scalar joint kind, one
+    iteration against reference_step (pinocchio's kinematics, numpy's algebra): 200 configurations and
+    goals, near and far, to 1e-10; the descent is the path taken."""
+    s = every_joint_kind_chain()
+    opt = SimpleIKOptions(seed=SOLVER_SEED, **variant)
+    ik = SimpleIK(s, opt)
+    ws = ik._workspace(ik.group, 1)
+    assert ws.compiled_descent(s.model, s.frame_id("tip")) is not None
+    rng = np.random.default_rng(GOAL_SEED)
+    q0 = s.neutral()
+    capped = limited = 0
+    for k in range(200):
+        q = s.random_configuration(rng, ik.group, q0)
+        q_goal = s.random_configuration(rng, ik.group, q0)
+        if k % 2:
+            q_goal = s.integrate(q, 0.05 * s.difference(q, q_goal))
+        goals = [FrameGoal("tip", s.frame_pose(q_goal, "tip"))]
+        q_ref, c, lim = reference_step(s, "", q, goals, opt)
+        q_new = q.copy()  # one iteration (a near goal may be reached by it: the step is the same)
+        status, iters, _ = ik._descend(q_new, [s.frame_id("tip")], [goals[0].T_world_tip.inverse()], ws,
+                                       replace(opt, max_iters=1, stall_iters=0, plateau_iters=0), math.inf)
+        assert iters == 1 and status in ("converged", "not converged in 1 iterations"), status
+        np.testing.assert_allclose(q_new, q_ref, rtol=0, atol=1e-10, err_msg=f"configuration {k}: {q.tolist()}")
+        capped += c
+        limited += lim
+    # (lm_chan: the damping E is large far from the goal, so its steps are short)
+    assert limited >= 10 and (capped >= 10 or opt.method == "lm_chan"), (capped, limited)
+
+
+@pytest.mark.parametrize("name, method", [("panda", "dls"), ("panda", "lm_chan"), ("ur5", "dls"),
+                                          ("ur5", "lm_sugihara")])
+def test_compiled_descent_solves_as_the_step_loop(name, method, monkeypatch):
+    """Whole solves with the attempts in C (compiled descent) and with the loop in Python around the compiled
+    step (pinocchio's kinematics): the same answers on 30 goals (the same iterations, answers within 1e-9, up
+    to rounding), both valid; the descent was taken."""
+    s = scene(name)
+    check = Checker(name, s)
+    group_name = "arm" if name == "panda" else ""
+    q0 = s.named_configuration("default") if name == "panda" else s.neutral()
+    tip = "panda_hand_tcp" if name == "panda" else "tool0"
+    goals = [FrameGoal(tip, check.pose(q, tip)) for q in random_goal_configurations(s, group_name, q0, 30, seed=63)]
+    answers = {}
+    for descent in (True, False):
+        monkeypatch.setattr(compiled_kernel, "USE_COMPILED_DESCENT", descent)
+        ik = SimpleIK(s, SimpleIKOptions(group_name=group_name, seed=SOLVER_SEED, max_time=1.0, method=method))
+        answers[descent] = [ik.solve([g], q0) for g in goals]
+        ws = ik._workspace(ik.group, 1)
+        assert (ws.compiled_descent(s.model, s.frame_id(tip)) is not None) == descent
+    same = 0
+    for a, b, g in zip(answers[True], answers[False], goals):
+        assert a.success and b.success and check.reached(a.q, [g]) and check.reached(b.q, [g])
+        same += a.iterations == b.iterations and np.abs(a.q - b.q).max() < 1e-9
+    assert same >= 27, f"{same}/30 solves alike"
+
+
+@pytest.mark.parametrize("name", ["panda", "ur5"])
+def test_plain_requests_answer_as_the_general_path(name):
+    """The common request (one FrameGoal, the solver's own options) takes _solve_plain; the same request with the
+    options passed takes _solve. Both give the same answers, iterations, restarts, errors and messages on 40
+    goals: reachable ones, unreachable ones (restarts until max_restarts), seeds outside the limits, a goal
+    SE3 changed in place between solves."""
+    s = scene(name)
+    check = Checker(name, s)
+    group_name = "arm" if name == "panda" else ""
+    q0 = s.named_configuration("default") if name == "panda" else s.neutral()
+    tip = "panda_hand_tcp" if name == "panda" else "tool0"
+    opt = SimpleIKOptions(group_name=group_name, seed=SOLVER_SEED, max_time=MAX_TIME, max_restarts=20)
+    plain, general = SimpleIK(s, opt), SimpleIK(s, opt)
+    assert plain._solve_plain([FrameGoal(tip, s.frame_pose(q0, tip))], q0) is not None
+    T = pin.SE3.Identity()  # one object changed in place for every goal
+    hi = s.q_max_v[s.group(group_name).v_indices]
+    for k, q in enumerate(random_goal_configurations(s, group_name, q0, 40, seed=64)):
+        M = check.pose(q, tip)
+        T.rotation, T.translation = M.rotation, M.translation + (np.array([5.0, 0.0, 0.0]) if k % 8 == 3 else 0.0)
+        q_seed = q0.copy()
+        if k % 5 == 1:  # a seed outside the limits (clipped first)
+            q_seed[s.group(group_name).q_indices[1]] = hi[1] + 0.5
+        a = plain.solve([FrameGoal(tip, T)], q_seed)
+        b = general.solve([FrameGoal(tip, T)], q_seed, opt)
+        assert (a.success, a.iterations, a.restarts, a.message) == (b.success, b.iterations, b.restarts, b.message), k
+        np.testing.assert_array_equal(a.q, b.q)
+        np.testing.assert_array_equal(a.position_errors, b.position_errors)
+        np.testing.assert_array_equal(a.orientation_errors, b.orientation_errors)
+        assert a.success == (k % 8 != 3), (k, a.message)
+        if a.success:
+            assert check.reached(a.q, [FrameGoal(tip, T)])
+        else:
+            assert "max_restarts 20 reached" in a.message

@@ -62,6 +62,17 @@ def test_a_compiled_row_is_the_kernels_damped_least_squares(name):
         np.testing.assert_allclose(dq, J.T @ np.linalg.solve(J @ J.T + lam * np.eye(m), e), rtol=1e-10, atol=1e-12)
 
 
+@pytest.mark.parametrize("name", [n for n in METHODS if METHOD_TABLE[n].lambda_affine is not None])
+def test_a_rows_affine_damping_is_its_lambda_k(name):
+    """The compiled descent computes lambda_k as a err + b (lambda_affine): bit for bit the row's lambda_k, or the
+    descent and the step-by-step loop take different steps."""
+    method = METHOD_TABLE[name]
+    for gain in (1e-4, 0.37, 1.0, 3.0):
+        a, b = method.lambda_affine(gain)
+        for err in (0.0, 1e-12, 3.3e-7, 0.123456789, 2.5, 1e3):
+            assert (a * err + b if a != 0.0 else b) == method.lambda_k(gain, err), (gain, err)
+
+
 def test_a_new_row_is_a_new_method(panda, monkeypatch):
     """A row added to the table is accepted by the options and run by the solver; a row marked not compiled
     takes the Python step even with the kernel built: dls's direction as a Python-only row gives the same

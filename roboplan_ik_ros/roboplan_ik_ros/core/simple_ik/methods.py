@@ -45,6 +45,10 @@ class Method:
     # options' ``damping``, set once per solve (dls) or none (the pinv methods)
     default_gain: float = 0.0  # lm_gain when None (0.0: the method has no gain)
     compiled: bool = False  # the compiled kernel's damped least-squares step is this method's step
+    # lambda_k as gain -> (a, b) with lambda_k(gain, err) = a err + b (b alone when a is 0), the form the compiled
+    # descent computes per iteration (compiled_step.py); None: a compiled row whose lambda_k is not of that form
+    # runs the compiled step with its kinematics in Python (dls: lambda_k None, lambda = damping)
+    lambda_affine: Callable[[float], tuple[float, float]] | None = None
 
 
 def _dls(J, Jt, e, err, gain, ws) -> np.ndarray | None:
@@ -98,9 +102,12 @@ def _sugihara(gain: float, err: float) -> float:
 # code, a check of both in the benchmark).
 METHOD_TABLE: dict[str, Method] = {m.name: m for m in (
     Method("dls", _dls, "damping (constant)", compiled=True),
-    Method("lm_wampler", _levenberg_marquardt(_wampler), "lm_gain (constant)", _wampler, 1e-4, compiled=True),
-    Method("lm_chan", _levenberg_marquardt(_chan), "lm_gain * E", _chan, 1.0, compiled=True),
-    Method("lm_sugihara", _levenberg_marquardt(_sugihara), "E + lm_gain", _sugihara, 1e-3, compiled=True),
+    Method("lm_wampler", _levenberg_marquardt(_wampler), "lm_gain (constant)", _wampler, 1e-4, compiled=True,
+           lambda_affine=lambda gain: (0.0, gain)),
+    Method("lm_chan", _levenberg_marquardt(_chan), "lm_gain * E", _chan, 1.0, compiled=True,
+           lambda_affine=lambda gain: (gain * 0.5, 0.0)),  # (gain * 0.5) * err: _chan's rounding
+    Method("lm_sugihara", _levenberg_marquardt(_sugihara), "E + lm_gain", _sugihara, 1e-3, compiled=True,
+           lambda_affine=lambda gain: (0.5, gain)),
     Method("newton_raphson", _newton_raphson, "none (pinv)"),
     Method("gauss_newton", _gauss_newton, "none (pinv of the normal matrix)"),
 )}

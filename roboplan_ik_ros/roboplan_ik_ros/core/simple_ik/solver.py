@@ -49,6 +49,17 @@ ranges) therefore runs a dedicated loop (_descend_fast) of ~12 calls per iterati
 * with the compiled kernel (compiled_step.py, built by setup.py), the dls and lm_* step after the
   kinematics (direction, cap, limits and their active set) is one C call instead of the BLAS calls
   above, in the general loop too (without null-space terms); the Python step remains without it.
+* with the kernel, when every joint that carries the tip is one of pinocchio's scalar revolute or
+  prismatic joints (Panda, UR5, TALOS's torso and arm), the whole attempt of this loop is one C call
+  (_descend_compiled, CompiledDescent): the kernel's own kinematics of that chain, log6, the same
+  tests and the compiled step. The Python loop above was ~6-10 us per iteration (its ~12 calls), the
+  C one is well under 1 us. The loop in Python remains for the other chains and without the kernel.
+* the common request (one FrameGoal with a pin.SE3 target, the solver's own options, such a chain)
+  takes _solve_plain: every attempt in the descent's buffer, the checks of goal and seed in the
+  kernel, and the collision bounds (collision_bounds.py) proving most answers free in the kernel:
+  24 profiled calls per one-attempt UR5 solve against 98 before the descent. With cold caches each
+  call costs 5-10x its warm time: interleaved with the benchmark's peers, the UR5's median solve went
+  from 106-109 to 31-34 us (docs/benchmarks.md, "SimpleIK against its peers").
 
 Several goals, Jlog6, continuous joints or scattered indices take the general loop (_descend_general),
 which does the same arithmetic. test_simple_ik checks both against a plain numpy implementation of
@@ -76,7 +87,9 @@ from scipy.linalg.blas import daxpy, ddot, dgemv, dnrm2
 from ..errors import InvalidInputError, check_positive
 from ..model.joint_group import JointGroup
 from ..model.scene import Scene, collision_check_data
-from .compiled_step import load_step_kernel
+from . import collision_bounds
+from .collision_bounds import CollisionBounds
+from .compiled_step import DESCENT_STATUS, NOT_FINITE, CompiledDescent, load_step_kernel
 from .convergence import PLATEAU_RATIO, STALL_FACTOR, Constants, constants, reached, weighted_reached
 from .goals import FrameGoal, IKResult, goal_label, inverse_target
 from .methods import run_compiled_step
@@ -125,6 +138,9 @@ class SimpleIK:
                              if model.parents[j] == 0]
         self._goal_model_Tinv: pin.SE3 | None = None  # the T_goal^-1 the goal model is placed for
         self._goal_placements: dict[int, tuple | None] = {}  # held views _goal_data.iMf[0], its translation
+        self._plain_plans: dict[str, tuple] = {}  # _solve_plain's per tip frame (_plain_plan)
+        self._bounds: CollisionBounds | None = None  # _collision_bounds, for the scene's collision_version of:
+        self._bounds_version = -1
         self._warm_up()
 
     # ------------------------------------------------------------------ public
@@ -137,6 +153,10 @@ class SimpleIK:
         goal and, with ``check_collisions``, free of self-collision. Without a solution, ``q`` is
         the seed and ``message`` tells how the attempts ended.
         """
+        if options is None:  # the common request: its own lean path (_solve_plain), or None to take the general one
+            res = self._solve_plain(goals, q_seed)
+            if res is not None:
+                return res
         return self._solve(goals, q_seed, options, None)
 
     def solve_path(self, tip_frame: str, poses: Sequence, q_seed: np.ndarray, max_joint_step: float,
@@ -187,8 +207,13 @@ class SimpleIK:
             goals = [*goals, *opt.objectives]
         frame_ids, inv_targets = [], []
         objectives: list[BoundObjective] | None = None
-        if any(not isinstance(g, FrameGoal) or g.relative_to is not None for g in goals):
-            objectives = self._bind_objectives(goals, opt, n_request)
+        goal_weights = False  # some FrameGoal has its own weights
+        for g in goals:  # (a loop: any() over a generator costs ~1 us per solve)
+            if not isinstance(g, FrameGoal) or g.relative_to is not None:
+                objectives = self._bind_objectives(goals, opt, n_request)
+                break
+            if g.weights is not None:
+                goal_weights = True
         for k, g in enumerate(goals if objectives is None else ()):
             label = k if k < n_request else f"objectives[{k - n_request}]"
             try:
@@ -213,8 +238,8 @@ class SimpleIK:
         ws.set_damping(opt.damping)
         if objectives is not None:  # each objective carries its own row weights
             ws.sw[:] = np.concatenate([o.sqrt_weights for o in objectives])
-            ws.weights = None  # (set_weights refills sw for the next FrameGoal solve on this workspace)
-        elif any(g.weights is not None for g in goals):
+            ws.forget_weights()  # (set_weights refills sw for the next FrameGoal solve on this workspace)
+        elif goal_weights:
             ws.set_weights([opt.error_weights if g.weights is None else g.weights for g in goals])
         else:
             ws.set_weights(opt.error_weights)
@@ -270,9 +295,100 @@ class SimpleIK:
         return IKResult(True, best, best_errors[0], best_errors[1], iterations, attempt, "solved")
 
     # --------------------------------------------------------------- internals
+    def _solve_plain(self, goals, q_seed) -> IKResult | None:
+        """_solve for the common request, in fewer calls (each costs several times more with cold caches, e.g. a
+        planner's between its other work): one FrameGoal (a pin.SE3 target, no weights, no relative_to),
+        the solver's own options, fast_return, unit error weights, no objectives, null-space terms, Jlog6,
+        subgroup or deviation bound, and a tip whose chain the compiled descent computes. Every attempt
+        runs in the descent's own buffer: the goal and the seed are checked (finite) by the kernel, the
+        answer is copied out once. The same attempts, draws and results as _solve. None (nothing done,
+        no random draw) when the request is not such a request or its goal or seed is not finite (then
+        _solve says why)."""
+        if type(goals) not in (list, tuple) or len(goals) != 1:
+            return None
+        g = goals[0]
+        if (type(g) is not FrameGoal or g.relative_to is not None or g.weights is not None
+                or type(g.tip_frame) is not str):
+            return None
+        T = g.T_world_tip
+        if type(T) is not pin.SE3 or type(q_seed) is not np.ndarray or q_seed.dtype is not _FLOAT64 or \
+                q_seed.shape != (self._nq,):
+            return None
+        opt = self.options
+        if (opt.objectives or opt.active_joints is not None or opt.group_name != self.group.name
+                or opt.max_deviation < math.inf or opt.joint_limit_gain > 0.0 or opt.manipulability_gain > 0.0
+                or opt.bias_gain > 0.0 or opt.use_log_jacobian or not opt.fast_return):
+            return None
+        plan = self._plain_plans.get(g.tip_frame)
+        if plan is None:
+            plan = self._plain_plans[g.tip_frame] = self._plain_plan(g.tip_frame)
+        fid, ws, descent = plan
+        if descent is None or descent is not ws.compiled_descent(self.scene.model, fid):  # (tests switch it off)
+            return None
+        c = constants(opt)
+        method = c.method
+        if not method.compiled or (method.lambda_k is not None and method.lambda_affine is None):
+            return None
+        ws.set_damping(opt.damping)
+        ws.set_weights(opt.error_weights)
+        if ws.weighted:
+            return None
+        lam = (0.0, ws.damping) if method.lambda_k is None else method.lambda_affine(c.gain)
+        key = descent.key
+        if key is None or key[0] is not c or key[1] != lam:
+            descent.configure(c.lin2, c.ang2, c.near, opt.max_iters, c.stall_iters, c.plateau_iters, STALL_FACTOR,
+                              PLATEAU_RATIO, *lam)
+            descent.key = (c, lam)
+        descent.step.configure(ws.lo, ws.hi, ws.damping, opt.step_size, c.max_step, opt.clamp_limits)
+        descent.set_goal_pose(T)
+        check = opt.check_collisions
+        descent.set_bounds(self._collision_bounds() if check else None)
+        q = descent.q
+        q[:] = q_seed
+        deadline = time.perf_counter() + opt.max_time
+        status, iters, pos, rot = descent.run_plain(math.inf)  # (the first attempt runs to its end, as in _solve)
+        if status == NOT_FINITE:
+            return None
+        iterations = attempt = 0
+        reasons: dict[str, int] = {}
+        while True:
+            iterations += iters
+            if status == 0:  # collision-free if not checked, proven by the bounds, or by the exact check
+                if not check or descent.free or not self._in_collision(q):
+                    return IKResult(True, q.copy(), np.array([pos]), np.array([rot]), iterations, attempt, "solved")
+                why = "converged in collision"
+            else:
+                why = f"not converged in {opt.max_iters} iterations" if status == 1 else DESCENT_STATUS[status]
+            reasons[why] = reasons.get(why, 0) + 1
+            if time.perf_counter() >= deadline:
+                stop = f"max_time {opt.max_time:g} s reached"
+                break
+            if attempt >= opt.max_restarts:
+                stop = f"max_restarts {opt.max_restarts} reached"
+                break
+            attempt += 1
+            ws.random_configuration(self.rng, q_seed, out=q)
+            status, iters, pos, rot = descent.run_plain(deadline - time.perf_counter())
+        pos, rot = self._errors(q_seed, [fid], [T.inverse()])
+        why = ", ".join(f"{n} {r}" for r, n in reasons.items())
+        return IKResult(False, q_seed.copy(), pos, rot, iterations, attempt,
+                        f"no solution after {attempt + 1} attempts, {iterations} iterations ({why}); {stop}")
+
+    def _plain_plan(self, tip_frame) -> tuple[int, Workspace | None, CompiledDescent | None]:
+        """(frame id, workspace, compiled descent or None) of _solve_plain's requests for ``tip_frame``; (-1, None,
+        None) for a frame the scene does not have (_solve raises)."""
+        try:
+            fid = self._frame_id(tip_frame)
+        except InvalidInputError:
+            return -1, None, None
+        ws = self._workspace(self.group, 1)
+        return fid, ws, ws.compiled_descent(self.scene.model, fid)
+
     def _warm_up(self) -> None:
         """One small solve, so that the first real one does not pay the one-time costs (measured
-        ~1.3 ms: workspace, first pinocchio/LAPACK/collision calls, interpreter warm-up)."""
+        ~1.3 ms: workspace, first pinocchio/LAPACK/collision calls, interpreter warm-up), and the collision
+        bounds (0.3-0.9 ms to build on Panda)."""
+        self._collision_bounds()
         model, data = self.scene.model, self.data
         frame = model.names[int(self.group.joint_ids[-1])]  # the joint frame of the group's last joint
         q = self.scene.neutral()
@@ -392,13 +508,27 @@ class SimpleIK:
             pos[k], rot[k] = math.sqrt(t @ t), math.sqrt(w @ w)
         return pos, rot
 
-    def _in_collision(self, q: np.ndarray) -> bool:
-        """Self-collision or contact with an obstacle of the scene (its obstacles of now)."""
+    def _refresh_geometry(self) -> None:
+        """geom_data and the broad phase for the collision model of now (remade when obstacles came or went)."""
         if self._geometry_version != self.scene.collision_structure_version:
             self.geom_data = collision_check_data(self.scene.collision_model)
             self._collision_manager = _collision_manager(self.scene, self.geom_data)
             self._has_collision_pairs = len(self.scene.collision_model.collisionPairs) > 0
             self._geometry_version = self.scene.collision_structure_version
+
+    def _collision_bounds(self) -> CollisionBounds | None:
+        """The boxes that prove most answers free of collision in the kernel (collision_bounds.py), for the
+        scene's obstacles of now (rebuilt when one is added, moved or removed), or None."""
+        version = self.scene.collision_version
+        if version != self._bounds_version:
+            self._refresh_geometry()
+            self._bounds = CollisionBounds.build(self.scene.model, self.scene.collision_model, self.geom_data)
+            self._bounds_version = version
+        return self._bounds if collision_bounds.USE_COLLISION_BOUNDS else None
+
+    def _in_collision(self, q: np.ndarray) -> bool:
+        """Self-collision or contact with an obstacle of the scene (its obstacles of now)."""
+        self._refresh_geometry()
         if not self._has_collision_pairs:
             return False
         if self._collision_manager is not None:
@@ -413,6 +543,11 @@ class SimpleIK:
         c = consts or constants(opt)
         if (len(frame_ids) == 1 and ws.qs is not None and not opt.use_log_jacobian and not ws.weighted
                 and not c.null_space):
+            method = c.method
+            if method.compiled and (method.lambda_k is None or method.lambda_affine is not None):
+                descent = ws.compiled_descent(self.scene.model, frame_ids[0])
+                if descent is not None:
+                    return self._descend_compiled(descent, q, inv_targets[0], ws, opt, deadline, c)
             views = self._goal_frame_placement(frame_ids[0], inv_targets[0])
             if views is not None:
                 return self._descend_fast(q, frame_ids[0], views, ws, opt, deadline, c)
@@ -534,6 +669,27 @@ class SimpleIK:
         if opt.bias_gain > 0.0:
             g += opt.bias_gain * pin.difference(self.scene.model, q, ws.q_bias)[ws.group.v_indices]
         return project_into_null_space(J, g)
+
+    def _descend_compiled(self, descent: CompiledDescent, q, Tinv: pin.SE3, ws: Workspace, opt: SimpleIKOptions,
+                          deadline: float, c: Constants):
+        """_descend_fast's loop, the whole attempt in one call of the compiled kernel (compiled_step.py): its
+        own kinematics of the tip's chain, log6, the same tests and the compiled step; the same statuses."""
+        method = c.method
+        lam = (0.0, ws.damping) if method.lambda_k is None else method.lambda_affine(c.gain)
+        key = descent.key
+        if key is None or key[0] is not c or key[1] != lam:
+            descent.configure(c.lin2, c.ang2, c.near, opt.max_iters, c.stall_iters, c.plateau_iters, STALL_FACTOR,
+                              PLATEAU_RATIO, *lam)
+            descent.key = (c, lam)
+        descent.step.configure(ws.lo, ws.hi, ws.damping, opt.step_size, c.max_step, opt.clamp_limits)
+        descent.set_goal(Tinv)
+        budget = math.inf if deadline == math.inf else deadline - time.perf_counter()
+        status, iters, pos, rot = descent.run(q, budget)
+        if status == 0:
+            return "converged", iters, (np.array([pos]), np.array([rot]))
+        if status == 1:
+            return f"not converged in {opt.max_iters} iterations", iters, None
+        return DESCENT_STATUS[status], iters, None
 
     def _descend_fast(self, q, fid: int, views: tuple, ws: Workspace, opt: SimpleIKOptions, deadline: float,
                       c: Constants):

@@ -12,7 +12,7 @@ from ..model.joint_group import JointGroup
 from ..model.scene import Scene
 from . import compiled_step as compiled_kernel
 from .active_set import CLAMP_ROUNDS, clamped_step
-from .compiled_step import CompiledStep
+from .compiled_step import CompiledDescent, CompiledStep
 from .null_space import Manipulability
 
 
@@ -33,6 +33,7 @@ class Workspace:
         self.damping = 0.0
         # error_weights (set_weights): W = diag(sw^2) per stacked component; J and e are row-scaled by sw
         self.weights: tuple = (1.0,) * 6
+        self._weights_list: list | None = None  # the last list given to set_weights (a copy)
         self.sw = np.ones(m)
         self.sw_col = self.sw[:, None]
         self.mask = np.ones(m)  # 1.0 where the weight is > 0, per stacked component
@@ -60,6 +61,7 @@ class Workspace:
         self.clamped, self.free, self.d_c = np.empty(nv), np.empty(nv), np.empty(nv)  # clamped_step's buffers
         self.inside, self.Jf = np.empty(nv), np.empty((m, nv))
         self._compiled: CompiledStep | None = None  # compiled_step()
+        self._descents: dict[int, CompiledDescent | None] = {}  # compiled_descent(), per tip frame
         # margin(): distance of the group's q to its limits, min of [q - lo; hi - q] = P q - c_lohi, one
         # dgemv (exact: one nonzero per row of P = [I; -I], so each entry is a single rounded difference)
         self.P = np.asfortranarray(np.vstack([np.eye(nv), -np.eye(nv)]))
@@ -94,6 +96,19 @@ class Workspace:
         if self._compiled is None and use and compiled_kernel.load_step_kernel()[0] is not None:
             self._compiled = CompiledStep(len(self.e), self.nv, CLAMP_ROUNDS)
         return self._compiled if use else None
+
+    def compiled_descent(self, model: pin.Model, fid: int) -> CompiledDescent | None:
+        """Whole attempts in C for tip frame ``fid`` on this workspace's step (the fast path's workspaces: one
+        goal, contiguous scalar joints), built once per frame; None without the kernel or for a chain it
+        does not compute (CompiledDescent.for_frame)."""
+        if not compiled_kernel.USE_COMPILED_DESCENT or self.qs is None or len(self.e) != 6:
+            return None
+        descent = self._descents.get(fid, 0)
+        if descent == 0:
+            step = self.compiled_step()
+            descent = None if step is None else CompiledDescent.for_frame(step, model, fid, self.qs, self.vs.start)
+            self._descents[fid] = descent
+        return descent if descent is None or compiled_kernel.USE_COMPILED_STEP else None
 
     def set_limits(self, lo: np.ndarray, hi: np.ndarray) -> None:
         """The position limits of the search (group v order, limit coordinates: see x_v; the scene's, or
@@ -185,7 +200,11 @@ class Workspace:
 
     def set_weights(self, weights) -> None:
         """Error weights (validated): 6 for every goal, or one row of 6 per goal."""
+        if type(weights) is list and weights == self._weights_list:  # the options' 6, unchanged (every solve)
+            return
         key = tuple(float(x) for x in np.ravel(weights))
+        flat = type(weights) is list and len(weights) == 6 and all(type(x) in (float, int) for x in weights)
+        self._weights_list = list(weights) if flat else None
         if key != self.weights:
             w = np.asarray(key)
             w = np.tile(w, len(self.sw) // 6) if len(w) == 6 else w
@@ -195,14 +214,24 @@ class Workspace:
             self.translation_full = [bool(np.all(w[6 * k : 6 * k + 3] > 0.0)) for k in range(len(w) // 6)]
             self.weights = key
 
+    def forget_weights(self) -> None:
+        """sw was overwritten (objectives' own row weights): the next set_weights refills it."""
+        self.weights = self._weights_list = None
+
     def set_damping(self, damping: float) -> None:
         if damping != self.damping:
             self.D[np.diag_indices_from(self.D)] = damping
             self.damping = damping
 
-    def random_configuration(self, rng: np.random.Generator, q_ref: np.ndarray) -> np.ndarray:
-        """Uniform in the limits (one turn for wider revolute joints), an angle in [-pi, pi] if unbounded."""
-        q = q_ref.copy()
+    def random_configuration(self, rng: np.random.Generator, q_ref: np.ndarray,
+                             out: np.ndarray | None = None) -> np.ndarray:
+        """Uniform in the limits (one turn for wider revolute joints), an angle in [-pi, pi] if unbounded: a new
+        array, or ``out`` (the same draws)."""
+        if out is None:
+            q = q_ref.copy()
+        else:
+            q = out
+            q[:] = q_ref
         x = rng.random(self.n_bounded)  # = rng.uniform(sample_lo, sample_hi), bit for bit, 6x faster
         x *= self.sample_width
         x += self.sample_lo

@@ -13,6 +13,7 @@
 #include <math.h>
 #include <stdint.h>
 #include <string.h>
+#include <time.h>
 
 /* The layout of one step; the field order matches _Step in compiled_step.py. */
 typedef struct {
@@ -181,4 +182,372 @@ int64_t sik_step_run(const sik_step *s) {
     }
     memcpy(s->x, target, (size_t)n * sizeof(double));
     return limited;
+}
+
+
+/* ------------------------------------------------------------------------------------------------
+ * A whole attempt: sik_descend runs solver.py's _descend_fast loop (one goal, scalar joints) in C: per
+ * iteration the kinematics of the chain that carries the tip (its forward kinematics in the goal's
+ * frame, so that the tip's placement is T_goal^-1 T(q), and its LOCAL frame Jacobian), the error
+ * e = log6(T_goal^-1 T(q)), the convergence, stall, plateau and time tests, and the step above. From
+ * Python each of those is a call (~1-2 us each, more with cold caches): an iteration cost ~6-10 us
+ * there against well under 1 us here.
+ *
+ * Placements are 12 doubles: the rotation (row-major 3x3) then the translation.
+ */
+
+/* kinds of chain joints (pinocchio's scalar joints) */
+enum { SIK_RX = 0, SIK_RY, SIK_RZ, SIK_REVOLUTE, SIK_PX, SIK_PY, SIK_PZ, SIK_PRISMATIC };
+
+/* outcomes of an attempt; the order matches solver.py's _DESCENT_STATUS */
+enum { SIK_CONVERGED = 0, SIK_MAX_ITERS, SIK_STALLED, SIK_PLATEAU, SIK_TIME_OUT, SIK_SINGULAR, SIK_NOT_FINITE };
+
+/* A conservative collision test: oriented boxes that contain the geometries of the collision pairs (each
+ * geometry's local AABB in its own frame, e.g. around a convex hull), placed by the forward kinematics of
+ * the joints that carry them. Two boxes separated (by more than margin) prove that the geometries inside
+ * do not collide; boxes that overlap prove nothing (the caller runs the exact check). The field order
+ * matches _Bounds in compiled_step.py. */
+typedef struct {
+    int64_t nt;              /* joints that carry geometries, and their ancestors, parents first */
+    const int64_t *parent;   /* (nt) the parent's index in this list, -1: the universe (the goal's frame) */
+    const double *placements;/* (nt x 12) each joint's placement in its parent */
+    const double *axes;      /* (nt x 3) */
+    const int64_t *kinds;    /* (nt) SIK_* */
+    const int64_t *q_index;  /* (nt) */
+    int64_t ng;
+    const int64_t *joint;    /* (ng) each box's joint (index in this list), -1: the universe */
+    const double *boxes;     /* (ng x 15) each box in its joint's frame: rotation (row-major), centre, half extents */
+    int64_t np;
+    const int64_t *pairs;    /* (np x 2) box indices */
+    double margin;           /* [m] separation below which boxes count as overlapping */
+    double *scratch;         /* (nt x 12 + ng x 12) */
+} sik_bounds;
+
+/* The layout of one descent; the field order matches _Descent in compiled_step.py. */
+typedef struct {
+    sik_step *step;         /* the step: its J (6 x n) and e (6) are filled here, its x moved */
+    const double *q;        /* the full configuration (x is a view into it): the chain's joints read here */
+    const double *chain;    /* (nj x 12) each chain joint's placement in its parent joint (root first) */
+    const double *axes;     /* (nj x 3) the joint axes (in the joint's frame) */
+    const int64_t *kinds;   /* (nj) SIK_* */
+    const int64_t *q_index; /* (nj) the joint's index in q */
+    const int64_t *column;  /* (nj) the joint's column of J (its index in x), -1 outside the group */
+    const double *frame;    /* (12) the tip frame's placement in the last chain joint */
+    const double *goal;     /* (4 x 4, row-major) T_goal^-1, or T_goal with invert_goal */
+    double *placements;     /* (nj x 12) scratch: the joints' placements in the goal's frame */
+    int64_t nj;
+    int64_t nq;             /* size of q */
+    int64_t invert_goal;    /* 1: goal is T_goal (checked finite, inverted here); 0: T_goal^-1 */
+    double *goal_inv;       /* (12) scratch: T_goal^-1 as a placement */
+    double lin2, ang2, near; /* squared thresholds; |log6|^2 above near rules convergence out */
+    int64_t max_iters, stall_iters, plateau_iters;
+    double stall_factor, plateau_ratio;
+    double lambda_a, lambda_b; /* the step's damping per iteration: lambda_a err + lambda_b (b alone if a == 0) */
+    double budget;           /* [s] from the call on (inf: none) */
+    /* out */
+    int64_t iterations, status;
+    double position_error, orientation_error; /* [m], [rad] at convergence */
+    const sik_bounds *bounds; /* NULL: none; else at convergence: */
+    int64_t free;            /* 1 if the bounds prove the converged q free of collision, else 0 */
+} sik_descent;
+
+/* c = a * b (placements) */
+static void se3_mul(const double *a, const double *b, double *c) {
+    for (int i = 0; i < 3; ++i) {
+        for (int j = 0; j < 3; ++j)
+            c[3 * i + j] = a[3 * i] * b[j] + a[3 * i + 1] * b[3 + j] + a[3 * i + 2] * b[6 + j];
+        c[9 + i] = a[3 * i] * b[9] + a[3 * i + 1] * b[10] + a[3 * i + 2] * b[11] + a[9 + i];
+    }
+}
+
+/* the joint's motion M(q) (12 doubles) */
+static void joint_motion(int64_t kind, const double *axis, double q, double *m) {
+    static const double identity[9] = {1, 0, 0, 0, 1, 0, 0, 0, 1};
+    memcpy(m, identity, sizeof identity);
+    m[9] = m[10] = m[11] = 0.0;
+    if (kind >= SIK_PX) {
+        if (kind == SIK_PRISMATIC) {
+            m[9] = axis[0] * q, m[10] = axis[1] * q, m[11] = axis[2] * q;
+        } else {
+            m[9 + (kind - SIK_PX)] = q;
+        }
+        return;
+    }
+    const double c = cos(q), s = sin(q);
+    if (kind == SIK_RX) {
+        m[4] = c, m[5] = -s, m[7] = s, m[8] = c;
+    } else if (kind == SIK_RY) {
+        m[0] = c, m[2] = s, m[6] = -s, m[8] = c;
+    } else if (kind == SIK_RZ) {
+        m[0] = c, m[1] = -s, m[3] = s, m[4] = c;
+    } else { /* Rodrigues: c I + s [a]x + (1 - c) a a^T */
+        const double x = axis[0], y = axis[1], z = axis[2], t = 1.0 - c;
+        m[0] = c + t * x * x, m[1] = t * x * y - s * z, m[2] = t * x * z + s * y;
+        m[3] = t * x * y + s * z, m[4] = c + t * y * y, m[5] = t * y * z - s * x;
+        m[6] = t * x * z - s * y, m[7] = t * y * z + s * x, m[8] = c + t * z * z;
+    }
+}
+
+/* log3 of R, and theta = |log3|: the angle-axis vector; near theta = pi from R's largest diagonal entry
+ * (the textbook forms; pinocchio's log3 up to rounding). */
+static double rotation_log(const double *R, double *w) {
+    const double tr = R[0] + R[4] + R[8];
+    const double ax = 0.5 * (R[7] - R[5]), ay = 0.5 * (R[2] - R[6]), az = 0.5 * (R[3] - R[1]); /* sin(theta) a */
+    const double prec = 6.0554544523933395e-06; /* eps^(1/3): below it, a series */
+    const double cos_theta = 0.5 * (tr - 1.0);
+    if (cos_theta >= -1.0 + prec) {
+        double theta, t;
+        if (tr <= 3.0 - prec) {
+            theta = acos(cos_theta);
+        } else {
+            theta = sqrt(2.0 * (1.0 - cos_theta) + 4.930380657631324e-32); /* + eps^2 */
+        }
+        if (theta >= prec) {
+            t = theta / sin(theta);
+        } else {
+            const double n2 = ax * ax + ay * ay + az * az;
+            t = 1.0 + n2 / 6.0 + n2 * n2 * 3.0 / 40.0;
+        }
+        w[0] = t * ax, w[1] = t * ay, w[2] = t * az;
+        return theta;
+    }
+    /* theta near pi: the axis from the largest of 1 + 2 R_ii - tr = 4 a_i^2 sin^2(theta/2) */
+    int i0 = 0;
+    const double d[3] = {2.0 * R[0] - tr + 1.0, 2.0 * R[4] - tr + 1.0, 2.0 * R[8] - tr + 1.0};
+    if (d[1] > d[i0]) i0 = 1;
+    if (d[2] > d[i0]) i0 = 2;
+    const int i1 = (i0 + 1) % 3, i2 = (i0 + 2) % 3;
+    const double eps = 2.220446049250313e-16;
+    const double sign = R[3 * i2 + i1] >= R[3 * i1 + i2] ? 1.0 : -1.0;
+    const double s = sqrt(d[i0] + eps + eps * eps) * sign;
+    double a[3];
+    a[i0] = 0.5 * s;
+    a[i1] = (R[3 * i1 + i0] + R[3 * i0 + i1]) / (2.0 * s);
+    a[i2] = (R[3 * i2 + i0] + R[3 * i0 + i2]) / (2.0 * s);
+    const double qw = (R[3 * i2 + i1] - R[3 * i1 + i2]) / (2.0 * s);
+    const double norm = sqrt(a[0] * a[0] + a[1] * a[1] + a[2] * a[2]);
+    const double theta = 2.0 * atan2(norm, qw);
+    for (int k = 0; k < 3; ++k) w[k] = theta * a[k] / norm;
+    return theta;
+}
+
+/* e = log6(M) = (v, w): w = log3(R), v = V(w)^-1 p */
+static void se3_log(const double *M, double *e) {
+    double *w = e + 3;
+    const double theta = rotation_log(M, w);
+    const double *p = M + 9;
+    const double tr = M[0] + M[4] + M[8];
+    double alpha, beta;
+    if (tr >= 3.0 - 6.0554544523933395e-06) {
+        const double ax = 0.5 * (M[7] - M[5]), ay = 0.5 * (M[2] - M[6]), az = 0.5 * (M[3] - M[1]);
+        const double t2 = ax * ax + ay * ay + az * az;
+        alpha = 1.0 - t2 / 12.0 - t2 * t2 / 720.0;
+        beta = 1.0 / 12.0 + t2 / 720.0;
+    } else {
+        const double st = sin(theta), ct = cos(theta);
+        alpha = theta * st / (2.0 * (1.0 - ct));
+        beta = 1.0 / (theta * theta) - st / (2.0 * theta * (1.0 - ct));
+    }
+    const double wp = w[0] * p[0] + w[1] * p[1] + w[2] * p[2];
+    e[0] = alpha * p[0] - 0.5 * (w[1] * p[2] - w[2] * p[1]) + beta * wp * w[0];
+    e[1] = alpha * p[1] - 0.5 * (w[2] * p[0] - w[0] * p[2]) + beta * wp * w[1];
+    e[2] = alpha * p[2] - 0.5 * (w[0] * p[1] - w[1] * p[0]) + beta * wp * w[2];
+}
+
+/* the tip's placement in the goal's frame (T_goal^-1 T(q)) into tip, every chain joint's into
+ * d->placements */
+static void chain_kinematics(const sik_descent *d, double *tip) {
+    double local[12], motion[12];
+    const double *parent = d->goal_inv;
+    for (int64_t k = 0; k < d->nj; ++k) {
+        double *M = d->placements + 12 * k;
+        joint_motion(d->kinds[k], d->axes + 3 * k, d->q[d->q_index[k]], motion);
+        se3_mul(d->chain + 12 * k, motion, local);
+        se3_mul(parent, local, M);
+        parent = M;
+    }
+    se3_mul(parent, d->frame, tip);
+}
+
+/* J (6 x n, row-major, zero outside the chain's columns) = the tip's LOCAL frame Jacobian */
+static void chain_jacobian(const sik_descent *d, const double *tip, double *J, int64_t n) {
+    const double *Rt = tip, *pt = tip + 9;
+    for (int64_t k = 0; k < d->nj; ++k) {
+        const int64_t c = d->column[k];
+        if (c < 0) continue;
+        const double *M = d->placements + 12 * k, *a = d->axes + 3 * k;
+        double aw[3]; /* the axis in the goal's frame */
+        for (int i = 0; i < 3; ++i) aw[i] = M[3 * i] * a[0] + M[3 * i + 1] * a[1] + M[3 * i + 2] * a[2];
+        double lin[3], ang[3];
+        if (d->kinds[k] >= SIK_PX) {
+            lin[0] = aw[0], lin[1] = aw[1], lin[2] = aw[2];
+            ang[0] = ang[1] = ang[2] = 0.0;
+        } else { /* the tip's velocity aw x (p_tip - p_joint), the angular velocity aw */
+            const double r0 = pt[0] - M[9], r1 = pt[1] - M[10], r2 = pt[2] - M[11];
+            lin[0] = aw[1] * r2 - aw[2] * r1, lin[1] = aw[2] * r0 - aw[0] * r2, lin[2] = aw[0] * r1 - aw[1] * r0;
+            ang[0] = aw[0], ang[1] = aw[1], ang[2] = aw[2];
+        }
+        for (int i = 0; i < 3; ++i) { /* in the tip's frame: R_tip^T */
+            J[i * n + c] = Rt[i] * lin[0] + Rt[3 + i] * lin[1] + Rt[6 + i] * lin[2];
+            J[(3 + i) * n + c] = Rt[i] * ang[0] + Rt[3 + i] * ang[1] + Rt[6 + i] * ang[2];
+        }
+    }
+}
+
+/* 1 if the boxes of two placements (12 doubles each: rotation row-major, centre) with half extents ea, eb are
+ * separated by more than margin along one of the 15 axes of the separating-axis test, else 0 (NaN: 0). */
+static int boxes_separated(const double *A, const double *ea, const double *B, const double *eb, double margin) {
+    double R[3][3], AR[3][3], t[3], d[3];
+    for (int i = 0; i < 3; ++i) d[i] = B[9 + i] - A[9 + i];
+    for (int i = 0; i < 3; ++i) { /* R = A^T B (B's axes in A's frame), t = A^T d */
+        t[i] = A[i] * d[0] + A[3 + i] * d[1] + A[6 + i] * d[2];
+        for (int j = 0; j < 3; ++j) {
+            R[i][j] = A[i] * B[j] + A[3 + i] * B[3 + j] + A[6 + i] * B[6 + j];
+            AR[i][j] = fabs(R[i][j]) + 1e-12; /* (parallel edges: the cross axes degenerate) */
+        }
+    }
+    for (int i = 0; i < 3; ++i) { /* A's axes */
+        const double rb = eb[0] * AR[i][0] + eb[1] * AR[i][1] + eb[2] * AR[i][2];
+        if (fabs(t[i]) > ea[i] + rb + margin) return 1;
+    }
+    for (int j = 0; j < 3; ++j) { /* B's axes */
+        const double ra = ea[0] * AR[0][j] + ea[1] * AR[1][j] + ea[2] * AR[2][j];
+        if (fabs(t[0] * R[0][j] + t[1] * R[1][j] + t[2] * R[2][j]) > ra + eb[j] + margin) return 1;
+    }
+    for (int i = 0; i < 3; ++i) { /* A_i x B_j */
+        const int i1 = (i + 1) % 3, i2 = (i + 2) % 3;
+        for (int j = 0; j < 3; ++j) {
+            const int j1 = (j + 1) % 3, j2 = (j + 2) % 3;
+            const double ra = ea[i1] * AR[i2][j] + ea[i2] * AR[i1][j];
+            const double rb = eb[j1] * AR[i][j2] + eb[j2] * AR[i][j1];
+            if (fabs(t[i2] * R[i1][j] - t[i1] * R[i2][j]) > ra + rb + margin) return 1;
+        }
+    }
+    return 0;
+}
+
+/* 1 if every pair's boxes are separated at q (world placements premultiplied by base: the goal's frame),
+ * else 0. */
+static int64_t bounds_free(const sik_bounds *b, const double *q, const double *base) {
+    double motion[12], local[12];
+    double *joints = b->scratch, *boxes = b->scratch + 12 * b->nt;
+    for (int64_t k = 0; k < b->nt; ++k) {
+        joint_motion(b->kinds[k], b->axes + 3 * k, q[b->q_index[k]], motion);
+        se3_mul(b->placements + 12 * k, motion, local);
+        se3_mul(b->parent[k] < 0 ? base : joints + 12 * b->parent[k], local, joints + 12 * k);
+    }
+    for (int64_t g = 0; g < b->ng; ++g)
+        se3_mul(b->joint[g] < 0 ? base : joints + 12 * b->joint[g], b->boxes + 15 * g, boxes + 12 * g);
+    for (int64_t p = 0; p < b->np; ++p) {
+        const int64_t g1 = b->pairs[2 * p], g2 = b->pairs[2 * p + 1];
+        if (!boxes_separated(boxes + 12 * g1, b->boxes + 15 * g1 + 12, boxes + 12 * g2, b->boxes + 15 * g2 + 12,
+                             b->margin))
+            return 0;
+    }
+    return 1;
+}
+
+/* bounds_free for Python (tests; q the full configuration, base a placement of 12 doubles) */
+int64_t sik_bounds_free(const sik_bounds *b, const double *q, const double *base) { return bounds_free(b, q, base); }
+
+static double now_seconds(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/* One attempt from x (clipped into the limits first): returns (and stores) the status; iterations as
+ * _descend_fast counts them; the errors at convergence. */
+/* d->goal_inv from d->goal (inverted with invert_goal); 0, or -1 if a number is not finite */
+static int goal_placement(sik_descent *d) {
+    const double *H = d->goal;
+    double *G = d->goal_inv;
+    if (!d->invert_goal) {
+        for (int i = 0; i < 3; ++i) {
+            G[3 * i] = H[4 * i], G[3 * i + 1] = H[4 * i + 1], G[3 * i + 2] = H[4 * i + 2];
+            G[9 + i] = H[4 * i + 3];
+        }
+        return 0;
+    }
+    for (int i = 0; i < 3; ++i) /* R^T, -R^T p */
+        for (int j = 0; j < 3; ++j) G[3 * i + j] = H[4 * j + i];
+    double sum = 0.0;
+    for (int i = 0; i < 3; ++i) {
+        G[9 + i] = -(H[i] * H[3] + H[4 + i] * H[7] + H[8 + i] * H[11]);
+        sum += G[9 + i] * G[9 + i];
+    }
+    for (int k = 0; k < 12; ++k) sum += H[k] * 0.0; /* any nan or inf in R or p makes it nan */
+    return isfinite(sum) ? 0 : -1;
+}
+
+int64_t sik_descend(sik_descent *d) {
+    sik_step *s = d->step;
+    const int64_t n = s->n;
+    double *J = (double *)s->J, *e = (double *)s->e, *x = s->x;
+    if (d->invert_goal) { /* the plain path's inputs, unchecked so far */
+        double sum = 0.0;
+        for (int64_t k = 0; k < d->nq; ++k) sum += d->q[k] * d->q[k];
+        if (!isfinite(sum) || goal_placement(d) != 0) {
+            d->iterations = 0, d->status = SIK_NOT_FINITE;
+            return SIK_NOT_FINITE;
+        }
+    } else {
+        goal_placement(d);
+    }
+    const double deadline = isinf(d->budget) ? INFINITY : now_seconds() + d->budget;
+    double tip[12];
+    for (int64_t j = 0; j < n; ++j) { /* a seed outside the limits */
+        double v = x[j] > s->lo[j] ? x[j] : s->lo[j];
+        x[j] = v < s->hi[j] ? v : s->hi[j];
+    }
+    memset(J, 0, (size_t)(6 * n) * sizeof(double));
+    double stall_ref = INFINITY, flat_ref = INFINITY;
+    int64_t ref_it = 0, flat = 0, status = SIK_MAX_ITERS, it = 0;
+    for (;; ++it) {
+        chain_kinematics(d, tip);
+        se3_log(tip, e);
+        const double err = e[0] * e[0] + e[1] * e[1] + e[2] * e[2] + e[3] * e[3] + e[4] * e[4] + e[5] * e[5];
+        if (err <= d->near) {
+            const double p2 = tip[9] * tip[9] + tip[10] * tip[10] + tip[11] * tip[11];
+            const double r2 = e[3] * e[3] + e[4] * e[4] + e[5] * e[5];
+            if (p2 <= d->lin2 && r2 <= d->ang2) {
+                d->position_error = sqrt(p2), d->orientation_error = sqrt(r2);
+                d->free = d->bounds ? bounds_free(d->bounds, d->q, d->goal_inv) : 0;
+                status = SIK_CONVERGED;
+                break;
+            }
+        }
+        if (it == d->max_iters) {
+            status = SIK_MAX_ITERS;
+            break;
+        }
+        if (err < stall_ref) {
+            stall_ref = d->stall_factor * err, ref_it = it;
+        } else if (it - ref_it >= d->stall_iters) {
+            status = SIK_STALLED;
+            break;
+        }
+        if (err > flat_ref) {
+            if (++flat >= d->plateau_iters) {
+                status = SIK_PLATEAU;
+                break;
+            }
+        } else {
+            flat = 0;
+        }
+        flat_ref = d->plateau_ratio * err;
+        if (deadline < INFINITY && now_seconds() >= deadline) {
+            status = SIK_TIME_OUT;
+            break;
+        }
+        chain_jacobian(d, tip, J, n);
+        s->lambda = d->lambda_a != 0.0 ? d->lambda_a * err + d->lambda_b : d->lambda_b;
+        if (sik_step_run(s) < 0) {
+            status = SIK_SINGULAR;
+            ++it;
+            break;
+        }
+    }
+    d->iterations = it, d->status = status;
+    return status;
 }
