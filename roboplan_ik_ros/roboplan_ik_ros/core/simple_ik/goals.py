@@ -11,7 +11,7 @@ import numpy as np
 import pinocchio as pin
 from scipy.linalg.blas import ddot
 
-from ..oink.tasks.frame_task import as_se3
+from ..oink.tasks.pose_task import as_se3
 
 
 @dataclass

@@ -4,15 +4,15 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Union
+from typing import TYPE_CHECKING, Union
 
 import numpy as np
 import pinocchio as pin
 
-from ...errors import InvalidInputError, Range, as_vector, check_positive
-from ...ranges import check_key
+from ...errors import InvalidInputError, Range, check_positive
 from ..kind import BuildContext, key, register
-from .task import Task, TaskConfig
+from .pose_task import PoseTask
+from .task import TaskConfig
 
 if TYPE_CHECKING:
     from ..robot import Robot
@@ -46,31 +46,6 @@ def build_frame_task(config: FrameTaskConfig, context: BuildContext) -> FrameTas
                      name=config.name)
 
 
-def as_se3(T, what: str) -> pin.SE3:
-    """``T`` (pin.SE3 or 4x4 homogeneous matrix) as a pin.SE3 with a proper rotation, or raise."""
-    if isinstance(T, pin.SE3):  # a pin.SE3 always holds a rotation: check finiteness only
-        t, R = T.translation, T.rotation
-        # one dot product each (NaN and inf propagate); the exact check only if it overflowed
-        if not (math.isfinite(float(t @ t)) and math.isfinite(float(np.vdot(R, R)))) and not (
-            np.isfinite(t).all() and np.isfinite(R).all()
-        ):
-            raise InvalidInputError(f"{what}: non-finite values in the pose")
-        return T.copy()
-    else:
-        try:
-            M = np.asarray(T, dtype=float)
-        except (TypeError, ValueError) as exc:
-            raise InvalidInputError(f"{what}: expected a pin.SE3 or a 4x4 matrix, got {T!r}") from exc
-        if M.shape != (4, 4):
-            raise InvalidInputError(f"{what}: expected a 4x4 homogeneous matrix, got shape {M.shape}")
-    if not np.all(np.isfinite(M)):
-        raise InvalidInputError(f"{what}: non-finite values in the pose")
-    R = M[:3, :3]
-    if np.abs(R.T @ R - np.eye(3)).max() > 1e-6 or np.linalg.det(R) < 0:
-        raise InvalidInputError(f"{what}: the rotation part is not a rotation matrix")
-    return pin.SE3(R, M[:3, 3])
-
-
 def saturate(e: np.ndarray, e_max: float) -> float | None:
     """In place: e <- e_max * tanh(|e| / e_max) * e / |e| (no-op for e_max = inf or e = 0).
 
@@ -83,7 +58,7 @@ def saturate(e: np.ndarray, e_max: float) -> float | None:
     return None
 
 
-class FrameTask(Task):
+class FrameTask(PoseTask):
     """Track ``T_world_target`` with frame ``frame``.
 
     Error (world-aligned, 6,): ``e_pos = p_target - p`` [m], ``e_rot = R log3(R^T R_target)`` [rad]
@@ -93,8 +68,6 @@ class FrameTask(Task):
     sqrt(orientation_cost) I3); costs may be scalars or per-axis 3-vectors ([cost]/[m], [cost]/[rad]).
     The target defaults to the frame's pose at the first update (hold still).
     """
-
-    goal = "pose"
 
     native_form = "frame_task"  # the compiled assembly updates this exact class itself (compiled_assembly.py)
 
@@ -113,37 +86,15 @@ class FrameTask(Task):
         name: str | None = None,
     ) -> None:
         name = name or frame
-        super().__init__(robot, 6, task_gain, lm_damping, priority, name)
+        super().__init__(robot, "frame", target, position_cost, orientation_cost, task_gain, lm_damping, priority, name)
         self.frame = frame
         self.frame_id = robot.scene.frame_id(frame)
         self._columns = robot.group.v_columns
-        pos, rot = (as_vector(check_key(cost, f"tasks[frame].{key}", f"{name}.{key}", size=3), 3, f"{name}.{key}")
-                    for key, cost in (("position_cost", position_cost), ("orientation_cost", orientation_cost)))
-        self.sqrt_weight[:3], self.sqrt_weight[3:] = np.sqrt(pos), np.sqrt(rot)
         self.max_position_error = check_positive(max_position_error, f"{name}.max_position_error", allow_inf=True)
         self.max_rotation_error = check_positive(max_rotation_error, f"{name}.max_rotation_error", allow_inf=True)
-        self._e_pos, self._e_rot = self.error[:3], self.error[3:]
         self.norms = np.zeros(2)  # |e_pos|, |e_rot| before saturation (written when saturation is on)
         self._data: pin.Data | None = None  # whose frame placement self._p, self._R view
-        # the target, copied (the compiled assembly reads these arrays in place)
-        self.p_target, self.R_target = np.zeros(3), np.eye(3)
         self.target = target
-
-    @property
-    def target(self) -> pin.SE3 | None:
-        """Target pose in the world frame (None: the frame's pose at the next update)."""
-        return self._target
-
-    @target.setter
-    def target(self, T_world_target) -> None:
-        self._target = None if T_world_target is None else as_se3(T_world_target, f"{self.name}.target")
-        if self._target is not None:
-            np.copyto(self.p_target, self._target.translation)
-            np.copyto(self.R_target, self._target.rotation)
-
-    def set_target(self, T_world_target) -> None:
-        """New target pose (pin.SE3 or 4x4), in the model's world frame."""
-        self.target = T_world_target
 
     @property
     def position_error(self) -> float:
@@ -181,13 +132,5 @@ class FrameTask(Task):
 
     def hold(self, q: np.ndarray) -> None:
         self.set_target(self.scene.frame_pose(q, self.frame))
-
-    def set_parameter(self, name: str, value: Any) -> None:
-        rows = {"position_cost": slice(0, 3), "orientation_cost": slice(3, 6)}.get(name)
-        if rows is None:
-            super().set_parameter(name, value)
-        else:
-            self.sqrt_weight[rows] = np.sqrt(np.broadcast_to(np.asarray(value, dtype=float), (3,)))
-
 
 register("tasks", "frame", FrameTaskConfig, build_frame_task)

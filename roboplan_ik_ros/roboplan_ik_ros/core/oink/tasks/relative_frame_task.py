@@ -28,16 +28,15 @@ pose at the start: the task holds the grasp until a goal comes.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Union
+from typing import TYPE_CHECKING, Union
 
 import numpy as np
 import pinocchio as pin
 
-from ...errors import InvalidInputError, Range, as_vector, unknown_name
-from ...ranges import check_key
+from ...errors import InvalidInputError, Range, unknown_name
 from ..kind import BuildContext, key, register
-from .frame_task import as_se3
-from .task import Task, TaskConfig
+from .pose_task import PoseTask
+from .task import TaskConfig
 
 if TYPE_CHECKING:
     from ..robot import Robot
@@ -88,7 +87,7 @@ def _skew(v: np.ndarray, out: np.ndarray) -> np.ndarray:
     return out
 
 
-class RelativeFrameTask(Task):
+class RelativeFrameTask(PoseTask):
     """Track ``T_reference_target`` with the pose of ``frame`` in ``reference`` (module docstring).
 
     Args:
@@ -98,7 +97,7 @@ class RelativeFrameTask(Task):
             axes ([cost]/[m], [cost]/[rad]).
     """
 
-    goal = "pose"  # set_target(T_reference_target): a pose in the reference frame
+    # goal "pose" (PoseTask): set_target(T_reference_target), a pose in the reference frame
 
     def __init__(
         self,
@@ -114,7 +113,8 @@ class RelativeFrameTask(Task):
         name: str | None = None,
     ) -> None:
         name = name or f"{frame}_in_{reference}"
-        super().__init__(robot, 6, task_gain, lm_damping, priority, name)
+        super().__init__(robot, "relative_frame", target, position_cost, orientation_cost, task_gain, lm_damping,
+                         priority, name)
         self.frame, self.reference = frame, reference
         self.goal_frame = reference  # pose goals are given in it (the node: header.frame_id)
         self.frame_id = robot.scene.frame_id(frame)
@@ -122,10 +122,6 @@ class RelativeFrameTask(Task):
         if self.frame_id == self.reference_id:
             raise InvalidInputError(f"{name}.reference: {reference!r} is the task's frame itself")
         self._columns = robot.group.v_columns
-        pos, rot = (as_vector(check_key(cost, f"tasks[relative_frame].{key}", f"{name}.{key}", size=3), 3, f"{name}.{key}")
-                    for key, cost in (("position_cost", position_cost), ("orientation_cost", orientation_cost)))
-        self.sqrt_weight[:3], self.sqrt_weight[3:] = np.sqrt(pos), np.sqrt(rot)
-        self._e_pos, self._e_rot = self.error[:3], self.error[3:]
         self._J_pos, self._J_rot = self.jacobian[:3], self.jacobian[3:]
         n = robot.nv
         self._J_lin, self._J_ang = np.zeros((3, n)), np.zeros((3, n))  # relative velocity, world axes
@@ -133,24 +129,7 @@ class RelativeFrameTask(Task):
         self._d, self._skew_d = np.zeros(3), np.zeros((3, 3))
         self._p_rf, self._R_rf, self._E = np.zeros(3), np.zeros((3, 3)), np.zeros((3, 3))
         self._data: pin.Data | None = None  # whose frame placements the views below follow
-        self.p_target, self.R_target = np.zeros(3), np.eye(3)
         self.target = target
-
-    @property
-    def target(self) -> pin.SE3 | None:
-        """Target pose of ``frame`` in ``reference`` (None: the relative pose at the next update)."""
-        return self._target
-
-    @target.setter
-    def target(self, T_reference_target) -> None:
-        self._target = None if T_reference_target is None else as_se3(T_reference_target, f"{self.name}.target")
-        if self._target is not None:
-            np.copyto(self.p_target, self._target.translation)
-            np.copyto(self.R_target, self._target.rotation)
-
-    def set_target(self, T_reference_target) -> None:
-        """New target: the pose of ``frame`` in ``reference`` (pin.SE3 or 4x4)."""
-        self.target = T_reference_target
 
     def relative_pose(self, data: pin.Data) -> pin.SE3:
         """T_reference_frame from the placements in ``data``."""
@@ -198,13 +177,5 @@ class RelativeFrameTask(Task):
     def hold(self, q: np.ndarray) -> None:
         pin.framesForwardKinematics(self.scene.model, self.scene.data, q)
         self.set_target(self.relative_pose(self.scene.data))
-
-    def set_parameter(self, name: str, value: Any) -> None:
-        rows = {"position_cost": slice(0, 3), "orientation_cost": slice(3, 6)}.get(name)
-        if rows is None:
-            super().set_parameter(name, value)
-        else:
-            self.sqrt_weight[rows] = np.sqrt(np.broadcast_to(np.asarray(value, dtype=float), (3,)))
-
 
 register("tasks", "relative_frame", RelativeFrameTaskConfig, build_relative_frame_task)
