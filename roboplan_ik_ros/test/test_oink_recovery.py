@@ -365,8 +365,10 @@ def test_barrier_slack_penalty_must_be_positive(panda):
 def test_barrier_row_hint_inside_the_box_says_how_far_and_why():
     """A row that no step satisfies while the frame is inside the box (it approaches faster than the bounds
     let it brake): the hint gives the distance to the face, not "at the box"."""
+    from roboplan_ik_ros.core.oink.barriers.axis_box import AxisBox
+
     b = PositionBarrier.__new__(PositionBarrier)  # only the fields the hint reads
-    b.__dict__.update(axes=[0, 1, 2], frame="panda_hand", p_min=np.full(3, -1.0), p_max=np.full(3, 1.0),
+    b.__dict__.update(box=AxisBox(np.full(3, -1.0), np.full(3, 1.0), (True, True, True), "b"), frame="panda_hand",
                       value=np.array([0.5, 0.5, 0.5, 0.5, 0.3564, 0.5]))
     hint = b.row_hint(4)  # 'y upper'
     assert "0.3564 m inside the box face on y (p_max[1] = 1 m)" in hint and "brake" in hint, hint

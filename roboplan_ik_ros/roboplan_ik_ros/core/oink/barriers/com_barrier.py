@@ -15,15 +15,15 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pinocchio as pin
 
-from ...errors import InvalidInputError, Range, as_vector
+from ...errors import Range
 from ..kind import BuildContext, key, register
 from ..tasks.com_task import WholeBodyCom
+from .axis_box import AXES, AxisBox
 from .barrier import Barrier, BarrierConfig
 
 if TYPE_CHECKING:
     from ..robot import Robot
 
-_AXES = "xyz"
 
 
 @dataclass
@@ -65,31 +65,16 @@ class ComBarrier(Barrier):
         safe_displacement_fade: float | None = None,
         safe_displacement_max_weight: float | None = None,
     ) -> None:
-        try:
-            axes = np.array([bool(a) for a in axis_selection])
-        except TypeError as exc:
-            raise InvalidInputError(f"{name}.axis_selection: expected 3 booleans, got {axis_selection!r}") from exc
-        if axes.shape != (3,) or not axes.any():
-            raise InvalidInputError(f"{name}.axis_selection: expected 3 booleans with at least one true")
-        self.axes = np.flatnonzero(axes)
-        k = len(self.axes)
-        super().__init__(robot, 2 * k, dt, gain, safe_displacement_gain, safety_margin, name,
+        box = AxisBox(p_min, p_max, axis_selection, name)
+        super().__init__(robot, box.size, dt, gain, safe_displacement_gain, safety_margin, name,
                          safe_displacement_fade, safe_displacement_max_weight)
-        self.p_min = as_vector(p_min, 3, f"{name}.p_min", allow_inf=True)
-        self.p_max = as_vector(p_max, 3, f"{name}.p_max", allow_inf=True)
-        sel_min, sel_max = self.p_min[self.axes], self.p_max[self.axes]
-        if not (np.isfinite(sel_min).all() and np.isfinite(sel_max).all() and (sel_min < sel_max).all()):
-            raise InvalidInputError(
-                f"{name}: expected finite p_min < p_max on the selected axes, got p_min={self.p_min.tolist()}, "
-                f"p_max={self.p_max.tolist()}"
-            )
+        self.box = box
+        self.axes, self.p_min, self.p_max = box.axes, box.p_min, box.p_max
         self.com = WholeBodyCom(robot.scene.model, robot.group.v_columns, robot.nv, name)
-        self.row_names = [f"com {_AXES[a]} lower" for a in self.axes] + [f"com {_AXES[a]} upper" for a in self.axes]
-        self.select = np.zeros((2 * k, 3))  # h = select @ c + offset, dh/dq = select @ dc/dq
-        self.select[np.arange(2 * k), np.concatenate([self.axes, self.axes])] = np.repeat([1.0, -1.0], k)
-        self.offset = np.concatenate([-sel_min, sel_max])
+        self.row_names = box.row_names("com ")
+        self.select, self.offset = box.select, box.offset  # h = select @ c + offset, dh/dq = select @ dc/dq
         self._c = np.zeros(3)
-        self._evaluated = np.zeros(2 * k)
+        self._evaluated = np.zeros(box.size)
 
     @property
     def position(self) -> np.ndarray:
@@ -108,13 +93,11 @@ class ComBarrier(Barrier):
         return h
 
     def row_hint(self, row: int) -> str:
-        k = len(self.axes)
-        axis = self.axes[row % k]
-        bound, face = (self.p_min, "p_min") if row < k else (self.p_max, "p_max")
+        axis, bound, face = self.box.face(row)
         h = float(self.value[row])
-        where = (f"outside the box on {_AXES[axis]}" if h < 0.0 else
-                 f"{h:.4g} m inside the box face on {_AXES[axis]}")
-        return (f"the centre of mass is {where} ({face}[{axis}] = {bound[axis]:.4g} m) and no step within the "
+        where = (f"outside the box on {AXES[axis]}" if h < 0.0 else
+                 f"{h:.4g} m inside the box face on {AXES[axis]}")
+        return (f"the centre of mass is {where} ({face}[{axis}] = {bound:.4g} m) and no step within the "
                 f"limits keeps the row: the group's joints cannot move it back (or brake) fast enough, or the box is "
                 f"out of their reach (check p_min/p_max and the group)")
 

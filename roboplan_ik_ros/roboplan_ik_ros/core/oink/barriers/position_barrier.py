@@ -8,14 +8,13 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pinocchio as pin
 
-from ...errors import InvalidInputError, as_vector
 from ..kind import BuildContext, key, register
+from .axis_box import AXES, AxisBox
 from .barrier import Barrier, BarrierConfig
 
 if TYPE_CHECKING:
     from ..robot import Robot
 
-_AXES = "xyz"
 
 
 @dataclass
@@ -60,34 +59,18 @@ class PositionBarrier(Barrier):
         safe_displacement_max_weight: float | None = None,
     ) -> None:
         name = name or f"{frame}_box"
-        try:
-            axes = np.array([bool(a) for a in axis_selection])
-        except TypeError as exc:
-            raise InvalidInputError(f"{name}.axis_selection: expected 3 booleans, got {axis_selection!r}") from exc
-        if axes.shape != (3,) or not axes.any():
-            raise InvalidInputError(f"{name}.axis_selection: expected 3 booleans with at least one true")
-        self.axes = np.flatnonzero(axes)
-        super().__init__(robot, 2 * len(self.axes), dt, gain, safe_displacement_gain, safety_margin, name,
+        box = AxisBox(p_min, p_max, axis_selection, name)
+        super().__init__(robot, box.size, dt, gain, safe_displacement_gain, safety_margin, name,
                          safe_displacement_fade, safe_displacement_max_weight)
+        self.box = box
+        self.axes, self.p_min, self.p_max = box.axes, box.p_min, box.p_max
         self.frame = frame
         self.frame_id = robot.scene.frame_id(frame)
-        self.p_min = as_vector(p_min, 3, f"{name}.p_min", allow_inf=True)
-        self.p_max = as_vector(p_max, 3, f"{name}.p_max", allow_inf=True)
-        sel_min, sel_max = self.p_min[self.axes], self.p_max[self.axes]
-        if not (np.isfinite(sel_min).all() and np.isfinite(sel_max).all() and (sel_min < sel_max).all()):
-            raise InvalidInputError(
-                f"{name}: expected finite p_min < p_max on the selected axes, got p_min={self.p_min.tolist()}, "
-                f"p_max={self.p_max.tolist()}"
-            )
-        k = len(self.axes)
-        self.row_names = [f"{_AXES[a]} lower" for a in self.axes] + [f"{_AXES[a]} upper" for a in self.axes]
-        sign = np.concatenate([np.ones(k), -np.ones(k)])  # dh/dp along the axis
-        self.select = np.zeros((2 * k, 3))  # h = select @ p + offset, dh/dq = select @ J_linear
-        self.select[np.arange(2 * k), np.concatenate([self.axes, self.axes])] = sign
-        self.offset = np.concatenate([-sel_min, sel_max])
+        self.row_names = box.row_names()
+        self.select, self.offset = box.select, box.offset  # h = select @ p + offset, dh/dq = select @ J_linear
         self._columns = robot.group.v_columns
         self._data: pin.Data | None = None  # whose frame placement self._p views
-        self._evaluated = np.zeros(2 * k)
+        self._evaluated = np.zeros(box.size)
 
     def _position(self, data: pin.Data) -> np.ndarray:
         """View of the frame's origin in ``data`` (it follows every later kinematics call)."""
@@ -107,19 +90,17 @@ class PositionBarrier(Barrier):
         return h
 
     def row_hint(self, row: int) -> str:
-        n_axes = len(self.axes)
-        axis = self.axes[row % n_axes]
-        bound, face = (self.p_min, "p_min") if row < n_axes else (self.p_max, "p_max")
+        axis, bound, face = self.box.face(row)
         h = float(self.value[row])
         if h < 0.0:
             return (
-                f"frame {self.frame!r} is outside the box on {'xyz'[axis]} ({face}[{axis}] = {bound[axis]:.4g} m) and "
+                f"frame {self.frame!r} is outside the box on {AXES[axis]} ({face}[{axis}] = {bound:.4g} m) and "
                 f"no step within the joint limits moves it inward: the box may be too small or not reachable within "
                 f"the joint limits (check p_min/p_max)"
             )
         return (
-            f"frame {self.frame!r} is {h:.4g} m inside the box face on {'xyz'[axis]} ({face}[{axis}] = "
-            f"{bound[axis]:.4g} m) and no step within the limits' boxes (position, velocity, acceleration) keeps the "
+            f"frame {self.frame!r} is {h:.4g} m inside the box face on {AXES[axis]} ({face}[{axis}] = "
+            f"{bound:.4g} m) and no step within the limits' boxes (position, velocity, acceleration) keeps the "
             f"row: the frame approaches the face faster than the bounds let it brake, or the box is out of reach "
             f"(check p_min/p_max)"
         )
