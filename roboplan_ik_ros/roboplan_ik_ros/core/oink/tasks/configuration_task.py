@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Union
+from typing import TYPE_CHECKING, Union
 
 import numpy as np
 import pinocchio as pin
@@ -11,7 +11,8 @@ import pinocchio as pin
 from ...errors import InvalidInputError, Range, as_vector
 from ...ranges import check_key
 from ..kind import BuildContext, key, register
-from .task import Task, TaskConfig
+from .joint_target_task import JointTargetTask
+from .task import TaskConfig
 
 if TYPE_CHECKING:
     from ..robot import Robot
@@ -46,15 +47,13 @@ def build_configuration_task(config: ConfigurationTaskConfig, context: BuildCont
                              name=config.name)
 
 
-class ConfigurationTask(Task):
+class ConfigurationTask(JointTargetTask):
     """Error ``e = difference(q, q_target)`` over the group's velocity indices, Jacobian ``-I``.
 
     Args:
         q_target: target of the group's joints, size group nq (cos/sin pairs for continuous joints).
         weights: cost per joint (scalar or group nv) [cost]/[rad]; W = diag(sqrt(weights)).
     """
-
-    goal = "joints"
 
     def __init__(
         self,
@@ -66,36 +65,15 @@ class ConfigurationTask(Task):
         priority: int = 1,
         name: str = "posture",
     ) -> None:
-        super().__init__(robot, robot.nv, task_gain, lm_damping, priority, name)
+        super().__init__(robot, robot.nv, q_target, task_gain, lm_damping, priority, name)
         w = as_vector(check_key(weights, "tasks[configuration].weights", f"{name}.weights", size=robot.nv), robot.nv,
                       f"{name}.weights")
         self.sqrt_weight[:] = np.sqrt(w)
         self.jacobian[:] = -np.eye(robot.nv)
-        self._q_target_full = robot.scene.neutral()
         self._columns = robot.group.v_columns  # the group's entries of a full-model v (a slice when contiguous)
-        self.set_target(q_target)
-
-    def set_target(self, q_target) -> None:
-        """New target for the group's joints (size group nq)."""
-        self._q_target_full[self.group.q_indices] = as_vector(
-            q_target, self.group.nq, f"{self.name}.q_target"
-        )
-
-    @property
-    def target(self) -> np.ndarray:
-        return self._q_target_full[self.group.q_indices]
 
     def update(self, q: np.ndarray, data: pin.Data) -> None:
         self.error[:] = pin.difference(self.scene.model, q, self._q_target_full)[self._columns]
-
-    def hold(self, q: np.ndarray) -> None:
-        self.set_target(q[self.group.q_indices])
-
-    def set_parameter(self, name: str, value: Any) -> None:
-        if name == "weights":
-            self.sqrt_weight[:] = np.sqrt(np.broadcast_to(np.asarray(value, dtype=float), self.sqrt_weight.shape))
-        else:
-            super().set_parameter(name, value)
 
 
 register("tasks", "configuration", ConfigurationTaskConfig, build_configuration_task)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Union
+from typing import TYPE_CHECKING, Union
 
 import numpy as np
 import pinocchio as pin
@@ -12,7 +12,8 @@ import pinocchio as pin
 from ...errors import InvalidInputError, Range, as_vector
 from ...ranges import check_key
 from ..kind import BuildContext, key, register
-from .task import Task, TaskConfig
+from .joint_target_task import JointTargetTask
+from .task import TaskConfig
 
 if TYPE_CHECKING:
     from ..robot import Robot
@@ -70,7 +71,7 @@ def _check_joint(robot: Robot, joint: str, path: str) -> int:
     return names.index(joint)
 
 
-class JointTask(Task):
+class JointTask(JointTargetTask):
     """Error ``e_i = (q_target ⊖ q)`` at each listed joint i [rad or m] (``pin.difference``: a continuous
     joint by its angle), Jacobian ``-S`` with S the selection of those joints' columns (one row each).
 
@@ -79,8 +80,6 @@ class JointTask(Task):
         q_target: target of the group's joints, size group nq; only the listed joints' values are used.
         weights: cost per listed joint (scalar or one each) [cost]/[rad]; W = diag(sqrt(weights)).
     """
-
-    goal = "joints"
 
     def __init__(
         self,
@@ -97,36 +96,16 @@ class JointTask(Task):
         if not joints or len(set(joints)) != len(joints):
             raise InvalidInputError(f"{name}.joints: expected a non-empty list of distinct joints, got {joints}")
         rows = [_check_joint(robot, j, f"{name}.joints") for j in joints]
-        super().__init__(robot, len(joints), task_gain, lm_damping, priority, name)
+        super().__init__(robot, len(joints), q_target, task_gain, lm_damping, priority, name)
         self.joints = tuple(joints)
         w = as_vector(check_key(weights, "tasks[joint].weights", f"{name}.weights", size=-1), len(joints),
                       f"{name}.weights")
         self.sqrt_weight[:] = np.sqrt(w)
         self.jacobian[np.arange(len(rows)), rows] = -1.0
         self._v = robot.group.v_indices[rows]  # each row's index in a full-model v
-        self._q_target_full = robot.scene.neutral()  # the other joints' values are never read
-        self.set_target(q_target)
-
-    def set_target(self, q_target) -> None:
-        """New target (the group's q, size group nq); only the task's joints are used."""
-        self._q_target_full[self.group.q_indices] = as_vector(q_target, self.group.nq, f"{self.name}.target")
-
-    @property
-    def target(self) -> np.ndarray:
-        """The group's q of the target (the joints outside the task hold values that are not used)."""
-        return self._q_target_full[self.group.q_indices]
 
     def update(self, q: np.ndarray, data: pin.Data) -> None:
         np.take(pin.difference(self.scene.model, q, self._q_target_full), self._v, out=self.error)
-
-    def hold(self, q: np.ndarray) -> None:
-        self.set_target(q[self.group.q_indices])
-
-    def set_parameter(self, name: str, value: Any) -> None:
-        if name == "weights":
-            self.sqrt_weight[:] = np.sqrt(np.broadcast_to(np.asarray(value, dtype=float), self.sqrt_weight.shape))
-        else:
-            super().set_parameter(name, value)
 
 
 register("tasks", "joint", JointTaskConfig, build_joint_task)
