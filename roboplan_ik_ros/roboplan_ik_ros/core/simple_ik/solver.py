@@ -333,13 +333,7 @@ class SimpleIK:
         ws.set_weights(opt.error_weights)
         if ws.weighted:
             return None
-        lam = (0.0, ws.damping) if method.lambda_k is None else method.lambda_affine(c.gain)
-        key = descent.key
-        if key is None or key[0] is not c or key[1] != lam:
-            descent.configure(c.lin2, c.ang2, c.near, opt.max_iters, c.stall_iters, c.plateau_iters, STALL_FACTOR,
-                              PLATEAU_RATIO, *lam)
-            descent.key = (c, lam)
-        descent.step.configure(ws.lo, ws.hi, ws.damping, opt.step_size, c.max_step, opt.clamp_limits)
+        _configure_descent(descent, ws, opt, c)
         descent.set_goal_pose(T)
         check = opt.check_collisions
         descent.set_bounds(self._collision_bounds() if check else None)
@@ -674,14 +668,7 @@ class SimpleIK:
                           deadline: float, c: Constants):
         """_descend_fast's loop, the whole attempt in one call of the compiled kernel (compiled_step.py): its
         own kinematics of the tip's chain, log6, the same tests and the compiled step; the same statuses."""
-        method = c.method
-        lam = (0.0, ws.damping) if method.lambda_k is None else method.lambda_affine(c.gain)
-        key = descent.key
-        if key is None or key[0] is not c or key[1] != lam:
-            descent.configure(c.lin2, c.ang2, c.near, opt.max_iters, c.stall_iters, c.plateau_iters, STALL_FACTOR,
-                              PLATEAU_RATIO, *lam)
-            descent.key = (c, lam)
-        descent.step.configure(ws.lo, ws.hi, ws.damping, opt.step_size, c.max_step, opt.clamp_limits)
+        _configure_descent(descent, ws, opt, c)
         descent.set_goal(Tinv)
         budget = math.inf if deadline == math.inf else deadline - time.perf_counter()
         status, iters, pos, rot = descent.run(q, budget)
@@ -932,3 +919,15 @@ def _collision_manager(scene: Scene, geom_data: pin.GeometryData):
         return None
     return cls(scene.model, scene.collision_model, geom_data)
 
+
+def _configure_descent(descent: CompiledDescent, ws: Workspace, opt: SimpleIKOptions, c: Constants) -> None:
+    """The compiled descent's constants for ``opt`` (set again only when the constants or the method's damping
+    changed) and its step's bounds and damping."""
+    method = c.method
+    lam = (0.0, ws.damping) if method.lambda_k is None else method.lambda_affine(c.gain)
+    key = descent.key
+    if key is None or key[0] is not c or key[1] != lam:
+        descent.configure(c.lin2, c.ang2, c.near, opt.max_iters, c.stall_iters, c.plateau_iters, STALL_FACTOR,
+                          PLATEAU_RATIO, *lam)
+        descent.key = (c, lam)
+    descent.step.configure(ws.lo, ws.hi, ws.damping, opt.step_size, c.max_step, opt.clamp_limits)
