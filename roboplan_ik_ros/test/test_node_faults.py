@@ -126,7 +126,8 @@ def _v_max(scene) -> np.ndarray:
 
 #: (kind, what names the callback in node.faults.by_callback, how to inject, how to trigger)
 KINDS = ["subscription (pose goal)", "subscription (joint_states)", "timer (status)", "timer (diagnostics)",
-         "service (~/pause)", "service thread (~/solve_ik)", "control loop thread (tick)", "parameter set"]
+         "service (~/pause)", "service thread (~/solve_ik)", "control loop thread (tick)", "parameter set",
+         "point cloud thread"]
 
 
 @pytest.mark.parametrize("kind", KINDS)
@@ -136,6 +137,8 @@ def test_an_error_in_any_callback_stops_the_arm_and_takes_the_error_transition(r
     from roboplan_ik_ros.node.ik_controller import IKControllerNode
     from roboplan_ik_ros.node.message_conversions import pose_from_se3
     from roboplan_ik_ros.node.goal_inputs import GoalInputs
+    from roboplan_ik_ros.node.mock_camera import cloud_message
+    from roboplan_ik_ros.node.pointcloud_input import PointCloudInput
     from roboplan_ik_ros.node.service import SolveIKServer
 
     name = unique_name("ik")
@@ -146,7 +149,8 @@ def test_an_error_in_any_callback_stops_the_arm_and_takes_the_error_transition(r
     attr = {"subscription (joint_states)": "_on_joint_states", "timer (status)": "_publish_status",
             "timer (diagnostics)": "_diagnostics_report", "control loop thread (tick)": "_tick_locked"}.get(kind)
     method = {"subscription (pose goal)": (GoalInputs, "on_pose_goal"), "service (~/pause)": (GoalInputs, "on_pause"),
-              "service thread (~/solve_ik)": (SolveIKServer, "_on_request")}.get(kind)
+              "service thread (~/solve_ik)": (SolveIKServer, "_on_request"),
+              "point cloud thread": (PointCloudInput, "_process")}.get(kind)
     injector = None
     if attr is not None:  # the node's own method, replaced before configure registers it
         injector = Injector(getattr(node, attr))
@@ -203,6 +207,12 @@ def test_an_error_in_any_callback_stops_the_arm_and_takes_the_error_transition(r
             assert not res.success and res.error_code == SolveIK.Response.NOT_READY
         elif kind == "parameter set":
             client.set_parameter("tasks.ee.position_cost", 2.0)
+        elif kind == "point cloud thread":  # a well-formed cloud; its processing raises (a bug)
+            from sensor_msgs.msg import PointCloud2
+
+            cloud_pub = client.node.create_publisher(PointCloud2, f"/{name}/pointcloud", 10)
+            wait_until(lambda: cloud_pub.get_subscription_count() > 0, what="the cloud subscription")
+            cloud_pub.publish(cloud_message(np.array([[0.6, 0.3, 0.2], [0.6, 0.31, 0.2]]), 2, 1, "panda_link0"))
         wait_until(lambda: node.faults.count > faults0, 30.0, "the fault counted")
         wait_until(lambda: client.state() == "unconfigured", 30.0, "the error transition to unconfigured")
         injector.on = False
@@ -211,7 +221,7 @@ def test_an_error_in_any_callback_stops_the_arm_and_takes_the_error_transition(r
                     "subscription (joint_states)": "subscription /joint_states", "timer (status)": "timer",
                     "timer (diagnostics)": "timer", "service (~/pause)": "service ~/pause",
                     "service thread (~/solve_ik)": "~/solve_ik", "control loop thread (tick)": "control tick",
-                    "parameter set": "parameter"}[kind]
+                    "parameter set": "parameter", "point cloud thread": "~/pointcloud processing thread"}[kind]
         assert any(expected in what for what in node.faults.by_callback), dict(node.faults.by_callback)
         assert "raised RuntimeError: injected fault" in node.last_error or "injected fault" in node.faults.last
         # every command, the braking ones included, within v_max*dt of the previous one (shipped 500 Hz)

@@ -519,7 +519,7 @@ class IKControllerNode(GuardedLifecycleNode):
         self._perception = PointCloudInput(
             self, self.scene, self.config.perception, self._root, self._lock, self._service.scene_lock,
             self._current_q, tf_lookup, self._on_perceived_changed, self._on_pointcloud_refused, self._log_loop_event,
-            self.loop.expect_collision_prepare)
+            self.loop.expect_collision_prepare, lambda what, exc, trace: self.on_fault("configured", what, exc, trace))
         session.own("~/pointcloud thread", self._perception.destroy)
         if cfg.trigger == "joint_states":  # ticks come from /joint_states; this timer only watches for staleness
             period = max(1.0 / cfg.control_rate_hz, min(0.05, cfg.state_timeout / 4.0))

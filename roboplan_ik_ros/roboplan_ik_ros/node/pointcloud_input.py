@@ -21,6 +21,7 @@ from __future__ import annotations
 import math
 import threading
 import time
+import traceback
 from dataclasses import dataclass
 
 import numpy as np
@@ -66,11 +67,14 @@ class PointCloudInput:
     ``on_change()`` after the cloud changed (markers); ``on_refused(reason)``; ``log(level, text)``."""
 
     def __init__(self, node, scene, config, root: str, lock, scene_lock, current_q, tf_lookup, on_change,
-                 on_refused, log, expect_prepare=lambda: None) -> None:
+                 on_refused, log, expect_prepare=lambda: None, on_fault=None) -> None:
         self.node, self.scene, self.config, self.root = node, scene, config, root
         self.lock, self.scene_lock, self.current_q = lock, scene_lock, current_q
         self.tf_lookup, self.on_change, self.on_refused, self.log = tf_lookup, on_change, on_refused, log
         self.expect_prepare = expect_prepare  # under the locks, right after the cloud changed (before on_change)
+        # on_fault(what, exc, trace): an unexpected error of the processing thread (a bug: the obstacles it
+        # keeps may be wrong) ends like any callback's, counted and in a controlled stop; None: logged only
+        self.on_fault = on_fault
         self.ingest = CloudIngest(scene, config)
         self._data = scene.model.createData()
         self._closest = ClosestObstacle(scene, "perceived")
@@ -116,7 +120,10 @@ class PointCloudInput:
                     self._process(*item)
                 self._check_age()
             except Exception as exc:  # noqa: BLE001 - a bug must not end the thread silently
-                self.log("error", f"~/pointcloud: unexpected {type(exc).__name__}: {exc}")
+                if self.on_fault is None:
+                    self.log("error", f"~/pointcloud: unexpected {type(exc).__name__}: {exc}")
+                else:
+                    self.on_fault("~/pointcloud processing thread", exc, traceback.format_exc())
 
     def _process(self, msg: PointCloud2, arrival: float) -> None:
         t0 = time.perf_counter()
