@@ -1,8 +1,9 @@
 """Test setup: ROS 2 environment defaults and the rclpy harness of the node tests.
 
 The environment defaults isolate a run (LOCALHOST discovery, a per-run ROS_DOMAIN_ID, a temporary
-log dir) when pytest is started without ``make test``; variables already set win. They are set
-at import, before any test imports rclpy. The ROS fixtures are lazy: core tests never start rclpy.
+log dir) when pytest is started without ``make test``, and shorten two Fast DDS periods that bound how
+long the tests wait for discovery and acknowledgements (``fastdds_test_profile.xml``); variables
+already set win. They are set at import, before any test imports rclpy. The ROS fixtures are lazy: core tests never start rclpy.
 """
 
 from __future__ import annotations
@@ -18,6 +19,10 @@ os.environ.setdefault("ROS_AUTOMATIC_DISCOVERY_RANGE", "LOCALHOST")
 os.environ.setdefault("ROS_DOMAIN_ID", str(1 + os.getpid() % 100))
 os.environ.setdefault("RMW_IMPLEMENTATION", "rmw_fastrtps_cpp")
 os.environ.setdefault("ROS_LOG_DIR", tempfile.mkdtemp(prefix="roboplan_ik_ros-test-log."))
+# Fast DDS (3.x): participants re-announce every 0.25 s and reliable writers heartbeat every 0.1 s (see the
+# file); the processes the tests start inherit it.
+os.environ.setdefault("FASTDDS_DEFAULT_PROFILES_FILE",
+                      os.path.join(os.path.dirname(os.path.abspath(__file__)), "fastdds_test_profile.xml"))
 
 
 class Spinner:

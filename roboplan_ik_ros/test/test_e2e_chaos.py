@@ -152,7 +152,8 @@ class Streams:
     (pose goals valid and invalid, twists, joint jogs, collision objects), SetParameters, and
     ``~/solve_ik`` / ``~/solve_path`` calls. Nothing waits for the node: publishers publish whether
     or not it subscribes (it is configured or not), calls are made when the service is there and
-    given up (counted) after ``call_wait``."""
+    given up (counted) after ``call_wait``, or when the streams stop (the scenario may have ended the
+    node with the request: no answer is due)."""
 
     def __init__(self, rig: Rig, T0: pin.SE3, seed: int, call_wait: float = 10.0, gate_open: bool = False) -> None:
         import rclpy
@@ -260,6 +261,15 @@ class Streams:
                 c.add("collision_objects")
 
     # ------------------------------------------------------------------ services
+    def _answered(self, done: threading.Event) -> bool:
+        """Whether ``done`` (set by the response) is set within ``call_wait``; given up at once when the
+        streams stop (stop() joined the threads for up to 10 s each: 8.6 s of a 16.5 s SIGINT round)."""
+        deadline = time.monotonic() + self.call_wait
+        while not done.wait(0.02):
+            if self._stop.is_set() or time.monotonic() > deadline:
+                return done.is_set()
+        return True
+
     def _call(self, client, request, key: str) -> None:
         if not client.service_is_ready():
             self.counts.add(f"{key}_no_service")
@@ -269,7 +279,7 @@ class Streams:
         future = client.call_async(request)
         future.add_done_callback(lambda _: done.set())
         self.counts.add(f"{key}_sent")
-        if done.wait(self.call_wait):
+        if self._answered(done):
             self.counts.add(f"{key}_answered")
         else:  # the service went away with the request (cleanup): no answer is due
             self.counts.add(f"{key}_unanswered")
@@ -313,7 +323,7 @@ class Streams:
             done = threading.Event()
             future = self.param_client.call_async(SetParameters.Request(parameters=[p.to_parameter_msg()]))
             future.add_done_callback(lambda _: done.set())
-            if not done.wait(self.call_wait):
+            if not self._answered(done):
                 self.counts.add("params_unanswered")
                 self.param_client.remove_pending_request(future)
                 continue

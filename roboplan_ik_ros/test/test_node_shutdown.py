@@ -93,16 +93,19 @@ threading.Thread(target=spin_until_shutdown, args=(executor,), daemon=True).star
 time.sleep(0.5)
 rclpy.shutdown()  # before destroy_node: rclpy destroys the node itself, holding the context's lock
 print("shut down", flush=True)
+executor.shutdown()  # the program's own executor (an EventsExecutor still spinning at exit aborts the interpreter)
 """
 
 
 def test_rclpy_shutdown_before_destroy_node_does_not_hang(tmp_path):
     """A program that embeds the node and calls rclpy.shutdown() first must still exit (the SolveIK
-    service thread used to wait forever for a lock rclpy's shutdown held)."""
+    service thread used to wait forever for a lock rclpy's shutdown held; then for 5 s per service
+    thread, a join that could only time out), with exit code 0."""
     config = write_config(tmp_path, node={"activation_timeout": 20.0})
     try:
         out = subprocess.run([sys.executable, "-c", SHUTDOWN_FIRST, config], capture_output=True, text=True,
                              timeout=60)
     except subprocess.TimeoutExpired as exc:
         raise AssertionError(f"the process hung after rclpy.shutdown():\n{exc.stdout}\n{exc.stderr}") from None
-    assert "shut down" in out.stdout, f"exit {out.returncode}:\n{out.stdout[-3000:]}\n{out.stderr[-3000:]}"
+    assert "shut down" in out.stdout and out.returncode == 0, \
+        f"exit {out.returncode}:\n{out.stdout[-3000:]}\n{out.stderr[-3000:]}"

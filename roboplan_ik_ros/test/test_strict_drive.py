@@ -118,6 +118,43 @@ def test_a_braked_stream_ends_at_rest_and_a_new_stream_may_start_there():
     assert not d.faulted and d.unbraked_stream_ends == 0
 
 
+def test_a_new_stream_a_small_step_from_where_the_old_one_stopped_is_not_taken_for_its_continuation():
+    """test_e2e_chaos's joint_states outage (flaky in the full suite): the node stops commanding when its
+    joint states go stale and, once the robot is still, starts a new stream at the measured position, a
+    few 1e-5 rad from the last command. That first command also fits the old stream (|a|, |j| within the
+    bounds); taken as its continuation, the held command after it is a jerk of twice the step: the
+    drive refused it (ratios 1.44-1.86 seen). After the gap both readings stand until one fails."""
+    q_end = Q0.copy()
+    step = np.zeros(7)
+    step[0] = -0.75 * J_MAX[0] * T**3  # a/a_max = j/j_max = 0.75 at the first command, j = 1.5 j_max at the second
+    for gap_periods, followed in ((200, True), (1, False)):  # (without a gap it is a step in a running stream)
+        d = drive()
+        assert feed(d, np.tile(q_end, (100, 1))) is None
+        t = 99 * T + gap_periods * T
+        restart = np.tile(q_end + step, (50, 1))
+        refused = feed(d, restart, t0=t, robot=q_end + step)
+        if followed:
+            assert refused is None, d.violation.message()
+            assert d.streams == 2 and d.stream_commands == 50 and d.unbraked_stream_ends == 0
+            assert d.peak_jerk_ratio.max() <= 1.0  # the new stream's own differences
+        else:
+            assert refused == 1 and (d.violation.kind, d.violation.joint) == ("jerk", "panda_joint1")
+            assert d.violation.ratio == pytest.approx(1.5)
+
+
+def test_after_a_receive_stall_a_burst_that_fits_only_the_old_stream_is_its_continuation():
+    """The other reading of a gap: the receiving process stalled, the stream went on (slowly, so its first
+    command after the burst is also within max_start_offset of the robot); read as a new stream from
+    rest it fails at once, as the continuation it holds."""
+    d = drive(max_gap_periods=10)
+    stream = smooth_stream(1000, share=0.9, w=4.0)
+    assert feed(d, stream[:300]) is None
+    for k, c in enumerate(stream[300:400]):
+        assert d.check(c, (400 + 1e-6 * k) * T, c), d.violation
+    assert d.streams == 1 and d.stream_commands == 400 and d.unbraked_stream_ends == 0
+    assert d.peak_acceleration_ratio.max() <= 0.9 + 1e-3
+
+
 def test_a_new_stream_far_from_the_robot_is_refused():
     d = drive()
     robot = Q0.copy()

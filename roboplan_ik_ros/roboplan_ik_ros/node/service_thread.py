@@ -50,13 +50,15 @@ class ServiceThread:
         spin_until_shutdown(self._executor, self._stop)
 
     def destroy(self, timeout: float) -> None:
-        """End the thread (after the request in flight, waiting at most ``timeout`` [s]: when
-        rclpy.shutdown() destroys the node it holds the context's lock, which the thread's executor may
-        be waiting for; the daemon thread then ends with the process), the service and the helper node."""
+        """End the thread (after the request in flight, waiting at most ``timeout`` [s]), the service and
+        the helper node. When rclpy.shutdown() destroys the node, this thread holds the context's lock,
+        which the service thread's spin loop waits for (``rclpy.ok``): it cannot end before the lock is
+        released, so it is not waited for (it is a daemon thread: it ends with the process)."""
         self._stop.set()
         if self.thread is not threading.current_thread():
-            self.thread.join(timeout)
-            if self.thread.is_alive():
+            locked = _context_lock_held_here(self.node.context)
+            self.thread.join(0.0 if locked else timeout)
+            if self.thread.is_alive() and not locked:
                 self.node.get_logger().warning(
                     f"{self.label}: the service thread did not end within {timeout:g} s (ROS context "
                     f"{'up' if self.node.context.ok() else 'shut down'}); it ends with the process")
@@ -66,3 +68,14 @@ class ServiceThread:
             self.host.destroy_node()
         except Exception as exc:  # e.g. the context is already shut down: nothing left to release
             self.node.get_logger().debug(f"{self.label}: releasing the helper node: {exc!r}")
+
+
+def _context_lock_held_here(context) -> bool:
+    """Whether the calling thread holds ``context``'s lock (rclpy.shutdown() destroys the nodes with it
+    held; ``context.ok()`` is still True then). rclpy's Context._lock is an RLock; False if that ever
+    changes (then the join just waits its timeout, as before)."""
+    is_owned = getattr(getattr(context, "_lock", None), "_is_owned", None)
+    try:
+        return bool(is_owned()) if callable(is_owned) else False
+    except Exception:  # noqa: BLE001 - a private API: never let it break a destroy
+        return False

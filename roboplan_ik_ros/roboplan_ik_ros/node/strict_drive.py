@@ -15,10 +15,17 @@ receive times: ``Float64MultiArray`` carries no stamp, and the delivery jitter o
 into false accelerations. Receive times only split streams: after a gap of more than
 ``max_gap_periods`` periods without a command the stream has ended (the drive holds its last
 command), and the next command may start a new stream *from rest* if it is within
-``max_start_offset`` of the robot's position. A command after such a gap that also continues the
-old stream within the bounds is taken as its continuation (a stall of the receiving process is not
-a new stream), so a gap never creates a false violation, and a new stream is only accepted after
-one (an abrupt stop is a violation whatever follows it).
+``max_start_offset`` of the robot's position. A receive gap is ambiguous, though: the sender may
+have stopped (a new stream follows) or this process may have stalled (the commands that follow,
+received in a burst, continue the old stream). So the commands after a gap are read both ways
+until the readings agree: as the old stream's continuation and as a new stream begun at the first
+command after the gap. Once three commands have followed the gap both readings hold the same last
+three commands and become one; until then a command is refused only when no reading holds. Taking the first reading that fits the
+first command was not enough: a new stream that starts a few 1e-5 rad from the old stream's end
+(a re-seed at a still robot's measured position) passes as a continuation at its first command
+and fails at its second (jerk ~2x of the step), a false violation. A gap never creates a false
+violation, and a new stream is only accepted after one (an abrupt stop is a violation whatever
+follows it).
 
 Tolerance: a command is within the bounds when its ratio ``|a| / a_max`` (``|j| / j_max``) is at
 most ``1 + tolerance``; the default 1e-6 covers the rounding of the differences (about 1e-11 of
@@ -73,6 +80,29 @@ class DriveViolation:
                 "ratio": self.ratio, "gap_s": None if math.isinf(self.gap_s) else self.gap_s}
 
 
+class _Reading:
+    """One reading of the commands received: a stream's last three commands, newest first."""
+
+    def __init__(self, q: np.ndarray, ends_moving: bool = False) -> None:
+        self.h = np.tile(q, (3, 1))  # a stream starts at rest at its first command
+        self.commands = 1  # of this stream
+        self.counted = False  # in StrictDrive.streams (once it is the current reading)
+        self.ends_moving = ends_moving  # the stream before it had not come to rest
+
+    @property
+    def moving(self) -> bool:
+        return not (np.array_equal(self.h[0], self.h[1]) and np.array_equal(self.h[1], self.h[2]))
+
+    def accept(self, q: np.ndarray) -> None:
+        self.h[2] = self.h[1]
+        self.h[1] = self.h[0]
+        self.h[0] = q
+        self.commands += 1
+
+    def same_as(self, other: _Reading) -> bool:
+        return np.array_equal(self.h, other.h)
+
+
 class StrictDrive:
     """Checks position command streams of ``joint_names`` against ``a_max``/``j_max`` per joint
     (``inf`` = unchecked) at the nominal ``period`` [s]. Not thread-safe."""
@@ -97,7 +127,6 @@ class StrictDrive:
         self.tolerance = float(tolerance)
         self._inv_a = 1.0 / self.a_max  # 0 where unchecked
         self._inv_j = 1.0 / self.j_max
-        self._h = np.zeros((3, n))  # the last three commands of the stream, newest first
         self._acc = np.zeros(n)
         self._jerk = np.zeros(n)
         self.peak_acceleration_ratio = np.zeros(n)
@@ -105,10 +134,11 @@ class StrictDrive:
         self.violation: DriveViolation | None = None
         self.commands = 0  # every command received
         self.streams = 0  # streams started
-        self.stream_commands = 0  # commands of the current stream
         self.unbraked_stream_ends = 0  # streams that ended (a gap, then a new stream) while still moving
         self._t_last = -math.inf
-        self._has_stream = False
+        #: the readings of the commands received so far, oldest first: one, or after a gap also the
+        #: new stream begun at the first command after it (until the readings agree or one fails)
+        self._readings: list[_Reading] = []
 
     # ------------------------------------------------------------------ state
     @property
@@ -116,14 +146,19 @@ class StrictDrive:
         return self.violation is not None
 
     @property
+    def stream_commands(self) -> int:
+        """Commands of the current stream (its oldest reading)."""
+        return self._readings[0].commands if self._readings else 0
+
+    @property
     def moving(self) -> bool:
         """The current stream's last three commands differ (not at rest)."""
-        return self._has_stream and not (np.array_equal(self._h[0], self._h[1]) and np.array_equal(self._h[1], self._h[2]))
+        return bool(self._readings) and self._readings[0].moving
 
     def reset(self) -> None:
         """Acknowledge the fault: the next command starts a new stream (near the robot, from rest)."""
         self.violation = None
-        self._has_stream = False
+        self._readings.clear()
 
     def clear_peaks(self) -> None:
         self.peak_acceleration_ratio.fill(0.0)
@@ -138,32 +173,47 @@ class StrictDrive:
         if self.faulted:
             return False
         q = np.asarray(q_cmd, dtype=float)
-        gap_s = t - self._t_last if self._has_stream else math.inf
+        gap_s = t - self._t_last if self._readings else math.inf
         gap = gap_s > self.max_gap
         self._t_last = t
-        if self._has_stream:
-            violation = self._continuation(q, index)
+        kept: list[_Reading] = []  # the readings that hold with this command, oldest first
+        ratios = {}  # reading -> its (acceleration, jerk) ratios at this command
+        refused: DriveViolation | None = None  # the oldest reading's violation
+        was_moving = self.moving  # before this command: where the old stream stood at the gap
+        for reading in self._readings:
+            violation, ratios[reading] = self._continuation(q, reading, index)
             if violation is None:
-                self._accept(q)
-                return True
-            if not gap:
-                return self._fault(violation)
-            if self.moving:  # the gap ended a stream that had not come to rest
-                self.unbraked_stream_ends += 1
-        offset = np.abs(q - np.asarray(q_robot, dtype=float))
-        j = int(offset.argmax())
-        if offset[j] > self.max_start_offset:
-            return self._fault(DriveViolation(index, 0, self.joint_names[j], "start", float(offset[j]),
-                                              self.max_start_offset, gap_s))
-        self._h[:] = q  # a new stream, at rest at its first command
-        self._has_stream = True
-        self.streams += 1
-        self.stream_commands = 1
+                reading.accept(q)
+                kept.append(reading)
+            elif refused is None:
+                refused = violation
+        if gap:  # a new stream may start here, from rest, near the robot
+            offset = np.abs(q - np.asarray(q_robot, dtype=float))
+            j = int(offset.argmax())
+            if offset[j] <= self.max_start_offset:
+                kept.append(_Reading(q, ends_moving=was_moving))
+            elif not kept:
+                refused = DriveViolation(index, 0, self.joint_names[j], "start", float(offset[j]),
+                                         self.max_start_offset, gap_s)
+        if not kept:
+            if self._readings:
+                self._update_peaks(*ratios[self._readings[0]])
+            return self._fault(refused)
+        current = kept[0]
+        if current in ratios:
+            self._update_peaks(*ratios[current])
+        if not current.counted:  # a new stream: the first command, or the old stream ended at a gap
+            current.counted = True
+            self.streams += 1
+            self.unbraked_stream_ends += current.ends_moving
+        # the readings merge once they hold the same last three commands (the third command after the gap)
+        self._readings = [r for k, r in enumerate(kept) if not any(r.same_as(o) for o in kept[:k])]
         return True
 
-    def _continuation(self, q: np.ndarray, index: int) -> DriveViolation | None:
-        """The violation of ``q`` as the next command of the stream, or None (peaks updated)."""
-        h, T = self._h, self.period
+    def _continuation(self, q: np.ndarray, reading: _Reading, index: int):
+        """(the violation of ``q`` as the next command of ``reading`` or None, (acceleration ratios,
+        jerk ratios))."""
+        h, T = reading.h, self.period
         np.subtract(q, 2.0 * h[0], out=self._acc)
         self._acc += h[1]
         np.subtract(q, 3.0 * h[0], out=self._jerk)
@@ -172,27 +222,23 @@ class StrictDrive:
         r_jerk = np.abs(self._jerk) * (self._inv_j / T**3)
         if not np.isfinite(q).all():
             r_acc[~np.isfinite(q)] = np.inf
-        np.maximum(self.peak_acceleration_ratio, r_acc, out=self.peak_acceleration_ratio)
-        np.maximum(self.peak_jerk_ratio, r_jerk, out=self.peak_jerk_ratio)
         limit = 1.0 + self.tolerance
         ja, jj = int(r_acc.argmax()), int(r_jerk.argmax())
         if r_acc[ja] <= limit and r_jerk[jj] <= limit:
-            return None
+            return None, (r_acc, r_jerk)
         if r_acc[ja] >= r_jerk[jj]:
-            return DriveViolation(index, self.stream_commands, self.joint_names[ja], "acceleration",
-                                  float(abs(self._acc[ja]) / T**2), float(self.a_max[ja]))
-        return DriveViolation(index, self.stream_commands, self.joint_names[jj], "jerk",
-                              float(abs(self._jerk[jj]) / T**3), float(self.j_max[jj]))
+            return DriveViolation(index, reading.commands, self.joint_names[ja], "acceleration",
+                                  float(abs(self._acc[ja]) / T**2), float(self.a_max[ja])), (r_acc, r_jerk)
+        return DriveViolation(index, reading.commands, self.joint_names[jj], "jerk",
+                              float(abs(self._jerk[jj]) / T**3), float(self.j_max[jj])), (r_acc, r_jerk)
 
-    def _accept(self, q: np.ndarray) -> None:
-        self._h[2] = self._h[1]
-        self._h[1] = self._h[0]
-        self._h[0] = q
-        self.stream_commands += 1
+    def _update_peaks(self, r_acc: np.ndarray, r_jerk: np.ndarray) -> None:
+        np.maximum(self.peak_acceleration_ratio, r_acc, out=self.peak_acceleration_ratio)
+        np.maximum(self.peak_jerk_ratio, r_jerk, out=self.peak_jerk_ratio)
 
     def _fault(self, violation: DriveViolation) -> bool:
         self.violation = violation
-        self._has_stream = False
+        self._readings.clear()
         return False
 
     def status(self) -> dict:

@@ -901,7 +901,7 @@ class ControlLoop:
             self._reseed_pending = True
             return TickResult(s.stale_behavior == "hold", guard.last, guard.last)
         if self._reseed_pending:
-            if self.mode == STALE and self.state.rest_duration(now) < s.reseed_settle_time:
+            if self.mode == STALE and self.state.rest_duration() < s.reseed_settle_time:
                 # Back from an outage: the first measurements may be older than commands still on their way
                 # to the drive (a stalled driver process works off its queue), or show a lagging robot still
                 # moving toward the last command. A re-seed there steps back from the drive's last command (an

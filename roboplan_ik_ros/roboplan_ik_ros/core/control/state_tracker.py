@@ -81,9 +81,11 @@ class StateTracker:
         nothing about the robot now)."""
         self.still_since = np.inf
 
-    def rest_duration(self, now: float) -> float:
-        """[s] how long every measured group coordinate has stayed within ``rest_tolerance`` (0 before a run)."""
-        return max(0.0, now - self.still_since) if np.isfinite(self.still_since) else 0.0
+    def rest_duration(self) -> float:
+        """[s] how long the measurements have shown every group coordinate within ``rest_tolerance``: from
+        the one that started the run to the latest (0 before a run). Time without a measurement does not
+        count: it says nothing about the robot (a starved subscriber's robot may still be moving)."""
+        return max(0.0, self.measured_time - self.still_since) if np.isfinite(self.still_since) else 0.0
 
     def reject(self, reason: str) -> None:
         """Count a rejected measurement (also those a decoder refused) and forget its values."""
