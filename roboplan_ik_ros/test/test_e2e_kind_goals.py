@@ -1,8 +1,8 @@
 """Goals of the task kinds that take them directly, end to end: ``ik_controller`` and the mock Panda as processes.
 
 - ``look_at``: a geometry_msgs/PointStamped on ``~/look/target_point`` (in panda_link0, then in the hand's own
-  frame) turns the hand's z axis onto the point while a position-only frame task holds the hand where it is;
-  a point with a NaN is refused (counted in ~/status) and changes nothing.
+  frame) turns the hand's z axis onto the point while a position-only frame task brings the hand back where it
+  was; a point with a NaN is refused (counted in ~/status) and changes nothing.
 - ``relative_frame``: a PoseStamped on ``~/rel/target_pose`` in the task's reference frame (panda_link1) is
   reached; the same pose in panda_link0 is refused with the reason (the target is relative to the reference),
   logged.
@@ -78,9 +78,11 @@ def test_a_look_at_point_goal_turns_the_hand_onto_it_and_a_nan_point_is_refused(
         msg.point.x, msg.point.y, msg.point.z = (float(v) for v in point)
         world = _frame(rig.measured(), TIP).act(np.array(point, dtype=float)) if frame == TIP else np.array(point)
         pub.publish(msg)
-        rig.wait(lambda: _pointing_angle(rig.measured(), world) < np.radians(1.0), WAIT,
-                 f"the hand's z axis within 1 deg of the point given in {frame}")
-        assert np.linalg.norm(_frame(rig.measured(), TIP).translation - p0) < 2e-3  # the hand stayed put
+        # at rest with both tasks met: the hand's z axis on the point, the hand back where it was (at one
+        # priority the two trade during the turn: the hand moves up to a few cm, then returns)
+        rig.wait(lambda: _pointing_angle(rig.measured(), world) < np.radians(1.0)
+                 and np.linalg.norm(_frame(rig.measured(), TIP).translation - p0) < 2e-3, WAIT,
+                 f"the hand's z axis within 1 deg of the point given in {frame}, the hand within 2 mm of its place")
     rig.check()
 
 
