@@ -56,6 +56,29 @@ def test_reaches_a_target_pose_relative_to_link1():
     assert task.position_error < 1e-4 and task.orientation_error < 1e-3  # what the task reports agrees
 
 
+
+def test_a_far_target_is_saturated_as_a_frame_tasks_is_and_still_reached():
+    """max_position_error / max_rotation_error (as the frame task's): the error the QP sees is at most the
+    saturation (tanh), what the task reports is the true error, and the target 8 cm / 0.4 rad away is still
+    reached."""
+    ctrl = _controller([_relative_task(reference=LINK1, max_position_error=0.01, max_rotation_error=0.05),
+                        {"name": "posture", "type": "configuration", "weights": 1e-3, "priority": 2}])
+    s, q = ctrl.scene, ctrl.scene.named_configuration("default")
+    start = _relative(s, q, LINK1)
+    target = pin.SE3(start.rotation @ pin.exp3(np.array([0.2, -0.3, 0.1])), start.translation + [0.05, -0.04, 0.05])
+    task = ctrl.tasks["grasp"]
+    task.set_target(target)
+    out = ctrl.step(q)
+    assert np.linalg.norm(task.error[:3]) <= 0.01 and np.linalg.norm(task.error[3:]) <= 0.05
+    assert task.position_error == pytest.approx(np.linalg.norm([0.05, -0.04, 0.05]), rel=1e-9)
+    for _ in range(1500):
+        out = ctrl.step(q)
+        assert out.result.ok, out.result.status
+        q = out.q_next
+    reached = _relative(s, q, LINK1)
+    assert np.linalg.norm(reached.translation - target.translation) < 1e-4
+    assert np.linalg.norm(pin.log3(target.rotation @ reached.rotation.T)) < 1e-3
+
 def test_default_target_holds_the_grasp_while_a_lower_priority_task_moves_the_common_joints():
     """Joints 1-3 move link 3 and the hand alike: the relative pose does not change while they turn."""
     ctrl = _controller([_relative_task(), {"name": "posture", "type": "configuration", "priority": 2}])

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Union
 import numpy as np
 import pinocchio as pin
 
-from ...errors import InvalidInputError, Range, check_positive
+from ...errors import InvalidInputError, Range
 from ..kind import BuildContext, key, register
 from .pose_task import PoseTask
 from .task import TaskConfig
@@ -46,18 +46,6 @@ def build_frame_task(config: FrameTaskConfig, context: BuildContext) -> FrameTas
                      name=config.name)
 
 
-def saturate(e: np.ndarray, e_max: float) -> float | None:
-    """In place: e <- e_max * tanh(|e| / e_max) * e / |e| (no-op for e_max = inf or e = 0).
-
-    Returns |e| before saturation, or None when e_max = inf (then |e| was not computed)."""
-    if e_max < math.inf:
-        norm = math.sqrt(float(e @ e))
-        if norm > 0.0:
-            e *= e_max * math.tanh(norm / e_max) / norm
-        return norm
-    return None
-
-
 class FrameTask(PoseTask):
     """Track ``T_world_target`` with frame ``frame``.
 
@@ -86,29 +74,13 @@ class FrameTask(PoseTask):
         name: str | None = None,
     ) -> None:
         name = name or frame
-        super().__init__(robot, "frame", target, position_cost, orientation_cost, task_gain, lm_damping, priority, name)
+        super().__init__(robot, "frame", target, position_cost, orientation_cost, task_gain, lm_damping, priority, name,
+                         max_position_error, max_rotation_error)
         self.frame = frame
         self.frame_id = robot.scene.frame_id(frame)
         self._columns = robot.group.v_columns
-        self.max_position_error = check_positive(max_position_error, f"{name}.max_position_error", allow_inf=True)
-        self.max_rotation_error = check_positive(max_rotation_error, f"{name}.max_rotation_error", allow_inf=True)
-        self.norms = np.zeros(2)  # |e_pos|, |e_rot| before saturation (written when saturation is on)
         self._data: pin.Data | None = None  # whose frame placement self._p, self._R view
         self.target = target
-
-    @property
-    def position_error(self) -> float:
-        """|p_target - p| [m] at the last update, before saturation."""
-        if self.max_position_error < math.inf:
-            return float(self.norms[0])
-        return float(np.linalg.norm(self._e_pos))
-
-    @property
-    def orientation_error(self) -> float:
-        """|log3(R^T R_target)| [rad] at the last update, before saturation."""
-        if self.max_rotation_error < math.inf:
-            return float(self.norms[1])
-        return float(np.linalg.norm(self._e_rot))
 
     def hold_if_untargeted(self, data: pin.Data) -> None:
         """Without a target, take the frame's pose in ``data`` (placements at q) as the target."""
@@ -125,12 +97,10 @@ class FrameTask(PoseTask):
         self.hold_if_untargeted(data)
         np.subtract(self.p_target, self._p, out=self._e_pos)
         self._e_rot[:] = pin.log3(np.dot(self.R_target, self._R.T))
-        if self.max_position_error < math.inf:
-            self.norms[0] = saturate(self._e_pos, self.max_position_error)
-        if self.max_rotation_error < math.inf:
-            self.norms[1] = saturate(self._e_rot, self.max_rotation_error)
+        self._saturate()
 
     def hold(self, q: np.ndarray) -> None:
         self.set_target(self.scene.frame_pose(q, self.frame))
+
 
 register("tasks", "frame", FrameTaskConfig, build_frame_task)

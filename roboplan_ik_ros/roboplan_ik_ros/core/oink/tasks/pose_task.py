@@ -8,12 +8,24 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pinocchio as pin
 
-from ...errors import InvalidInputError, as_vector
+from ...errors import InvalidInputError, as_vector, check_positive
 from ...ranges import check_key
 from .task import Task
 
 if TYPE_CHECKING:
     from ..robot import Robot
+
+
+def saturate(e: np.ndarray, e_max: float) -> float | None:
+    """In place: e <- e_max * tanh(|e| / e_max) * e / |e| (no-op for e_max = inf or e = 0).
+
+    Returns |e| before saturation, or None when e_max = inf (then |e| was not computed)."""
+    if e_max < math.inf:
+        norm = math.sqrt(float(e @ e))
+        if norm > 0.0:
+            e *= e_max * math.tanh(norm / e_max) / norm
+        return norm
+    return None
 
 
 def as_se3(T, what: str) -> pin.SE3:
@@ -46,13 +58,18 @@ class PoseTask(Task):
     [cost/rad]: scalars or per axis; runtime parameters of the kind ``type_``), toward a target pose held in
     :attr:`p_target` and :attr:`R_target` (copied arrays: the compiled assembly reads them in place). The
     target is in the task's goal frame (the world for a frame task, the reference for relative_frame); None
-    takes the measured pose at the next update."""
+    takes the measured pose at the next update. ``max_position_error`` [m] / ``max_rotation_error`` [rad]
+    saturate the errors (tanh; .inf: none) so that a far goal asks for a step the linearization holds for."""
 
     goal = "pose"
 
     def __init__(self, robot: Robot, type_: str, target, position_cost, orientation_cost, task_gain: float,
-                 lm_damping: float, priority: int, name: str) -> None:
+                 lm_damping: float, priority: int, name: str, max_position_error: float = math.inf,
+                 max_rotation_error: float = math.inf) -> None:
         super().__init__(robot, 6, task_gain, lm_damping, priority, name)
+        self.max_position_error = check_positive(max_position_error, f"{name}.max_position_error", allow_inf=True)
+        self.max_rotation_error = check_positive(max_rotation_error, f"{name}.max_rotation_error", allow_inf=True)
+        self.norms = np.zeros(2)  # |e_pos|, |e_rot| before saturation (written when saturation is on)
         pos, rot = (as_vector(check_key(cost, f"tasks[{type_}].{key}", f"{name}.{key}", size=3), 3, f"{name}.{key}")
                     for key, cost in (("position_cost", position_cost), ("orientation_cost", orientation_cost)))
         self.sqrt_weight[:3], self.sqrt_weight[3:] = np.sqrt(pos), np.sqrt(rot)
@@ -75,6 +92,27 @@ class PoseTask(Task):
     def set_target(self, T) -> None:
         """New target pose (pin.SE3 or 4x4) in the task's goal frame."""
         self.target = T
+
+    @property
+    def position_error(self) -> float:
+        """|position error| [m] at the last update, before saturation."""
+        if self.max_position_error < math.inf:
+            return float(self.norms[0])
+        return float(np.linalg.norm(self._e_pos))
+
+    @property
+    def orientation_error(self) -> float:
+        """|rotation error| [rad] at the last update, before saturation."""
+        if self.max_rotation_error < math.inf:
+            return float(self.norms[1])
+        return float(np.linalg.norm(self._e_rot))
+
+    def _saturate(self) -> None:
+        """Saturate the errors just computed (keeping their norms for the reports)."""
+        if self.max_position_error < math.inf:
+            self.norms[0] = saturate(self._e_pos, self.max_position_error)
+        if self.max_rotation_error < math.inf:
+            self.norms[1] = saturate(self._e_rot, self.max_rotation_error)
 
     def set_parameter(self, name: str, value: Any) -> None:
         rows = {"position_cost": slice(0, 3), "orientation_cost": slice(3, 6)}.get(name)

@@ -27,6 +27,7 @@ pose at the start: the task holds the grasp until a goal comes.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Union
 
@@ -53,6 +54,8 @@ class RelativeFrameTaskConfig(TaskConfig):
                                                    runtime="position cost (x, y, z of the reference frame)")
     orientation_cost: Union[float, list[float]] = key(1.0, range=Range(unit="cost/rad"), size=3,
                                                       runtime="orientation cost (x, y, z of the reference frame)")
+    max_position_error: float = key(math.inf)  # [m] tanh saturation of the error; .inf = none
+    max_rotation_error: float = key(math.inf)  # [rad]
 
     def validate(self, path: str) -> None:
         super().validate(path)
@@ -75,7 +78,8 @@ def build_relative_frame_task(config: RelativeFrameTaskConfig, context: BuildCon
             raise InvalidInputError(f"{which}: {unknown_name('frame', name, scene.frame_names)}")
     task = RelativeFrameTask(context.robot, config.frame, config.reference, None, config.position_cost,
                              config.orientation_cost, task_gain=config.task_gain, lm_damping=config.lm_damping,
-                             priority=config.priority, name=config.name)
+                             priority=config.priority, name=config.name, max_position_error=config.max_position_error,
+                             max_rotation_error=config.max_rotation_error)
     task.hold(context.q)
     return task
 
@@ -111,10 +115,12 @@ class RelativeFrameTask(PoseTask):
         lm_damping: float = 0.0,
         priority: int = 1,
         name: str | None = None,
+        max_position_error: float = math.inf,
+        max_rotation_error: float = math.inf,
     ) -> None:
         name = name or f"{frame}_in_{reference}"
         super().__init__(robot, "relative_frame", target, position_cost, orientation_cost, task_gain, lm_damping,
-                         priority, name)
+                         priority, name, max_position_error, max_rotation_error)
         self.frame, self.reference = frame, reference
         self.goal_frame = reference  # pose goals are given in it (the node: header.frame_id)
         self.frame_id = robot.scene.frame_id(frame)
@@ -134,16 +140,6 @@ class RelativeFrameTask(PoseTask):
     def relative_pose(self, data: pin.Data) -> pin.SE3:
         """T_reference_frame from the placements in ``data``."""
         return data.oMf[self.reference_id].actInv(data.oMf[self.frame_id])
-
-    @property
-    def position_error(self) -> float:
-        """|p_target - p_rf| [m] at the last update."""
-        return float(np.linalg.norm(self._e_pos))
-
-    @property
-    def orientation_error(self) -> float:
-        """|log3(R_target R_rf^T)| [rad] at the last update."""
-        return float(np.linalg.norm(self._e_rot))
 
     def update(self, q: np.ndarray, data: pin.Data) -> None:
         if data is not self._data:  # views of data.oMf: they follow every later kinematics call
@@ -167,6 +163,7 @@ class RelativeFrameTask(PoseTask):
         np.subtract(self.p_target, self._p_rf, out=self._e_pos)
         np.dot(self.R_target, self._R_rf.T, out=self._E)
         self._e_rot[:] = pin.log3(self._E)
+        self._saturate()
         # J = d(error)/dq
         np.dot(R_rT, self._J_lin, out=self._J_pos)
         np.negative(self._J_pos, out=self._J_pos)
@@ -177,5 +174,6 @@ class RelativeFrameTask(PoseTask):
     def hold(self, q: np.ndarray) -> None:
         pin.framesForwardKinematics(self.scene.model, self.scene.data, q)
         self.set_target(self.relative_pose(self.scene.data))
+
 
 register("tasks", "relative_frame", RelativeFrameTaskConfig, build_relative_frame_task)
