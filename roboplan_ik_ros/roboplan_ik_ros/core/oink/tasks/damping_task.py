@@ -3,15 +3,15 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Union
+from typing import TYPE_CHECKING, Union
 
 import numpy as np
 import pinocchio as pin
 
-from ...errors import Range, as_vector
-from ...ranges import check_key
+from ...errors import Range
 from ..kind import BuildContext, key, register
-from .task import Task, TaskConfig
+from .step_reference_task import StepReferenceTask
+from .task import TaskConfig
 
 if TYPE_CHECKING:
     from ..robot import Robot
@@ -30,7 +30,7 @@ def build_damping_task(config: DampingTaskConfig, context: BuildContext) -> Damp
                        priority=config.priority, name=config.name)
 
 
-class DampingTask(Task):
+class DampingTask(StepReferenceTask):
     """Error 0 (group nv), Jacobian ``-I``: the QP term is ``sum_i cost_i dq_i^2`` [cost], the step's
     size. Beside tracking tasks it trades a little tracking speed for smaller steps (the arm slows down
     most where the tasks would ask for large joint motion: near singularities). Its Jacobian has full
@@ -42,23 +42,12 @@ class DampingTask(Task):
         cost: per joint (scalar or group nv) [cost]/[rad^2]; W = diag(sqrt(cost)).
     """
 
-    step_reference = True
-
     def __init__(self, robot: Robot, cost=0.01, task_gain: float = 1.0, lm_damping: float = 0.0, priority: int = 1,
                  name: str = "damping") -> None:
-        super().__init__(robot, robot.nv, task_gain, lm_damping, priority, name)
-        self.sqrt_weight[:] = np.sqrt(as_vector(check_key(cost, "tasks[damping].cost", f"{name}.cost", size=-1), robot.nv,
-                                                f"{name}.cost"))
-        self.jacobian[:] = -np.eye(robot.nv)
+        super().__init__(robot, "damping", cost, task_gain, lm_damping, priority, name)
 
     def update(self, q: np.ndarray, data: pin.Data) -> None:
         pass  # the error stays 0 and the Jacobian -I
-
-    def set_parameter(self, name: str, value: Any) -> None:
-        if name == "cost":
-            self.sqrt_weight[:] = np.sqrt(np.broadcast_to(np.asarray(value, dtype=float), self.sqrt_weight.shape))
-        else:
-            super().set_parameter(name, value)
 
 
 register("tasks", "damping", DampingTaskConfig, build_damping_task)

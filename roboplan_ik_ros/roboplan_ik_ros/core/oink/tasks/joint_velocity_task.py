@@ -4,15 +4,15 @@ JointVelocityTask, with the sign that moves along v_ref)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Union
+from typing import TYPE_CHECKING, Union
 
 import numpy as np
 import pinocchio as pin
 
 from ...errors import Range, as_vector, check_positive
-from ...ranges import check_key
 from ..kind import BuildContext, key, register
-from .task import Task, TaskConfig
+from .step_reference_task import StepReferenceTask
+from .task import TaskConfig
 
 if TYPE_CHECKING:
     from ..robot import Robot
@@ -31,7 +31,7 @@ def build_joint_velocity_task(config: JointVelocityTaskConfig, context: BuildCon
                              lm_damping=config.lm_damping, priority=config.priority, name=config.name)
 
 
-class JointVelocityTask(Task):
+class JointVelocityTask(StepReferenceTask):
     """Error ``v_ref dt`` (group nv) [rad or m], Jacobian ``-I``: the QP term is
     ``sum_i cost_i (dq_i - alpha v_ref,i dt)^2`` [cost] (alpha = task_gain, 1 by default), so alone it
     steps ``dq = v_ref dt``: q moves along v_ref, within the limits. The reference starts at 0 (hold
@@ -44,15 +44,11 @@ class JointVelocityTask(Task):
     """
 
     goal = "velocities"
-    step_reference = True
 
     def __init__(self, robot: Robot, dt: float, cost=1.0, task_gain: float = 1.0, lm_damping: float = 0.0,
                  priority: int = 1, name: str = "joint_velocity") -> None:
-        super().__init__(robot, robot.nv, task_gain, lm_damping, priority, name)
+        super().__init__(robot, "joint_velocity", cost, task_gain, lm_damping, priority, name)
         self.dt = check_positive(dt, f"{name}.dt")
-        self.sqrt_weight[:] = np.sqrt(as_vector(check_key(cost, "tasks[joint_velocity].cost", f"{name}.cost", size=-1), robot.nv,
-                                                f"{name}.cost"))
-        self.jacobian[:] = -np.eye(robot.nv)
         self._step = np.zeros(robot.nv)  # v_ref dt [rad or m]
 
     @property
@@ -70,12 +66,6 @@ class JointVelocityTask(Task):
     def hold(self, q: np.ndarray) -> None:
         """Stop: v_ref = 0."""
         self._step.fill(0.0)
-
-    def set_parameter(self, name: str, value: Any) -> None:
-        if name == "cost":
-            self.sqrt_weight[:] = np.sqrt(np.broadcast_to(np.asarray(value, dtype=float), self.sqrt_weight.shape))
-        else:
-            super().set_parameter(name, value)
 
 
 register("tasks", "joint_velocity", JointVelocityTaskConfig, build_joint_velocity_task)

@@ -4,15 +4,15 @@ LowAccelerationTask, pymanoid's MinAccelTask)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Union
+from typing import TYPE_CHECKING, Union
 
 import numpy as np
 import pinocchio as pin
 
-from ...errors import Range, as_vector
-from ...ranges import check_key
+from ...errors import Range
 from ..kind import BuildContext, key, register
-from .task import Task, TaskConfig
+from .step_reference_task import StepReferenceTask
+from .task import TaskConfig
 
 if TYPE_CHECKING:
     from ..robot import Robot
@@ -31,7 +31,7 @@ def build_low_acceleration_task(config: LowAccelerationTaskConfig, context: Buil
                                priority=config.priority, name=config.name)
 
 
-class LowAccelerationTask(Task):
+class LowAccelerationTask(StepReferenceTask):
     """Error ``dq_prev = q ⊖ q_prev`` (group nv) with q_prev the configuration of the task's previous
     update, Jacobian ``-I``: the QP term is ``sum_i cost_i (dq_i - alpha dq_prev,i)^2`` [cost], a
     discrete acceleration penalty (alpha = task_gain, 1 by default). With commanded state feedback q is
@@ -48,14 +48,9 @@ class LowAccelerationTask(Task):
         cost: per joint (scalar or group nv) [cost]/[rad^2]; W = diag(sqrt(cost)).
     """
 
-    step_reference = True
-
     def __init__(self, robot: Robot, cost=1.0, task_gain: float = 1.0, lm_damping: float = 0.0, priority: int = 1,
                  name: str = "low_acceleration") -> None:
-        super().__init__(robot, robot.nv, task_gain, lm_damping, priority, name)
-        self.sqrt_weight[:] = np.sqrt(as_vector(check_key(cost, "tasks[low_acceleration].cost", f"{name}.cost", size=-1), robot.nv,
-                                                f"{name}.cost"))
-        self.jacobian[:] = -np.eye(robot.nv)
+        super().__init__(robot, "low_acceleration", cost, task_gain, lm_damping, priority, name)
         self._columns = robot.group.v_columns
         self._q_previous = robot.scene.neutral()  # full nq, valid once _has_previous
         self._has_previous = False
@@ -72,12 +67,6 @@ class LowAccelerationTask(Task):
         """At rest at q: the next update at q sees no previous motion."""
         np.copyto(self._q_previous, q)
         self._has_previous = True
-
-    def set_parameter(self, name: str, value: Any) -> None:
-        if name == "cost":
-            self.sqrt_weight[:] = np.sqrt(np.broadcast_to(np.asarray(value, dtype=float), self.sqrt_weight.shape))
-        else:
-            super().set_parameter(name, value)
 
 
 register("tasks", "low_acceleration", LowAccelerationTaskConfig, build_low_acceleration_task)
