@@ -190,7 +190,7 @@ def bench_run(name: str, tree: Path, variant: str, rnd: int, args, tmp: Path) ->
     import bench_node as bn
 
     tag = f"{name}_{rnd}"
-    data = bn.node_config(args.config, "timer", args.rate)
+    data = bn.node_config(args.config, "timer", args.rate, variant or "full")  # config variants (gc_auto, ...)
     box = next(b for b in data["barriers"] if b["type"] == "position")
     cfg = tmp / f"cfg_{tag}.yaml"
     cfg.write_text(yaml.safe_dump(data))

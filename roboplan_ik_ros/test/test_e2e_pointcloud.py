@@ -55,6 +55,10 @@ def test_the_arm_keeps_d_min_from_a_perceived_box_and_a_malformed_cloud_is_refus
     rig.wait_mode("waiting_for_goal", WAIT, since=rig.events["activate_request"])
     pub = rig.node.create_publisher(PointCloud2, f"/{rig.ik.name}/pointcloud", 10)
     rig.wait(lambda: pub.get_subscription_count() > 0, WAIT, "the node's ~/pointcloud subscription")
+    shown = []  # ~/perceived_cloud: what the node holds, for RViz (transient local, as ~/markers)
+    from rclpy.qos import DurabilityPolicy, QoSProfile
+    rig.node.create_subscription(PointCloud2, f"/{rig.ik.name}/perceived_cloud", shown.append,
+                                 QoSProfile(depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL))
     G, P = geometry(), rig.panda
     q0 = rig.measured()
     T0 = P.fk(q0)
@@ -77,6 +81,9 @@ def test_the_arm_keeps_d_min_from_a_perceived_box_and_a_malformed_cloud_is_refus
     # the node keeps only the newest cloud (a sensor stream): wait until this one is in before the next
     rig.wait(cloud_in, WAIT, "the cloud in the scene (~/status.perceived_points)")
     points_in = rig.last_status().perceived_points
+    rig.wait(lambda: shown and shown[-1].width == points_in, WAIT, "~/perceived_cloud with the points the node holds")
+    held = np.frombuffer(bytes(shown[-1].data), dtype=np.float32).reshape(-1, 3)
+    assert shown[-1].header.frame_id == "panda_link0" and np.all(np.abs(held - center).max(axis=1) <= 0.05 + 0.02)
     pub.publish(cloud_msg(points[:10], drop_z=True))
     rig.wait(lambda: "cloud refused" in rig.ik.log(), WAIT, "the malformed cloud refused (log)")
     log = rig.ik.log()

@@ -90,3 +90,58 @@ def test_diagnostics_through_diagnostic_updater(monkeypatch):
     stat = fn(FakeStatusWrapper())
     assert name == "control loop" and rep._updater.period == 0.5
     assert stat.level == diagnostics.WARN and stat.message == "holding: stale" and stat.values == [("rate_hz", "0.0")]
+
+
+class _Box:
+    def __init__(self, name, lo, hi):
+        self.name, self.p_min, self.p_max = name, np.array(lo, dtype=float), np.array(hi, dtype=float)
+
+
+def _ball(name, x):
+    from roboplan_ik_ros.core.model.obstacles import Obstacle
+
+    return Obstacle(name=name, shape="sphere", dims=(0.05,), position=(x, 0.0, 0.3))
+
+
+def _summary(arr):
+    return [(m.ns, m.id, m.type, m.action, round(m.pose.position.x, 9), round(m.scale.x, 9)) for m in arr.markers]
+
+
+def test_marker_cache_rebuilds_what_changed_and_equals_the_whole_array():
+    """~/markers' cache: the goals each time, the boxes when their bounds change, the obstacles on invalidate();
+    always the same array as building everything anew."""
+    cache = markers.MarkerCache("panda_link0", 0.1)
+    box = _Box("workspace", [0.2, -0.5, 0.1], [0.8, 0.5, 0.9])
+    obstacles = [_ball("ball", 0.5)]
+    goal = pin.SE3(np.eye(3), np.array([0.4, 0.0, 0.5]))
+
+    def check(goals):
+        arr = cache.array(goals, [box], obstacles)
+        assert _summary(arr) == _summary(markers.scene_markers(goals, [box], obstacles, "panda_link0", 0.1))
+        return arr
+
+    first = check([("ee", goal)])
+    assert first.markers[0].action == Marker.DELETEALL
+    moved = check([("ee", pin.SE3(np.eye(3), np.array([0.45, 0.0, 0.5])))])
+    assert moved.markers[-1] is first.markers[-1]  # the obstacle's marker: not rebuilt for a goal
+    box.p_max[0] = 0.7  # a runtime parameter moved the wall: rebuilt
+    assert np.isclose(check([("ee", goal)]).markers[2].scale.x, 0.5)
+    obstacles[0] = _ball("ball", 0.6)
+    stale = cache.array([("ee", goal)], [box], obstacles)
+    assert np.isclose(stale.markers[-1].pose.position.x, 0.5)  # not told: the cached one
+    cache.invalidate()
+    assert np.isclose(check([("ee", goal)]).markers[-1].pose.position.x, 0.6)
+
+
+def test_perceived_cloud_is_a_pointcloud2_our_decoder_reads_back():
+    from roboplan_ik_ros.core.model.point_cloud import PointCloudLayout, PointField as Field, decode_points
+
+    points = np.random.default_rng(0).uniform(-1.0, 1.0, (2000, 3))
+    msg = markers.perceived_cloud(points, "panda_link0")
+    assert msg.header.frame_id == "panda_link0" and msg.width == 2000 and msg.height == 1 and msg.is_dense
+    layout = PointCloudLayout(fields=[Field(f.name, f.offset, f.datatype, f.count) for f in msg.fields],
+                              width=msg.width, height=msg.height, point_step=msg.point_step, row_step=msg.row_step,
+                              is_bigendian=msg.is_bigendian, is_dense=msg.is_dense)
+    decoded = decode_points(layout, bytes(msg.data))
+    assert np.allclose(decoded.points, points, atol=1e-6)
+    assert markers.perceived_cloud(np.zeros((0, 3)), "panda_link0").width == 0

@@ -78,7 +78,10 @@ Report = Callable[[], tuple[bytes, str, list[tuple[str, str]]]]
 class DiagnosticsReporter:
     """Publishes one diagnostic status ``"<node>: <name>"`` built by ``report`` every ``period`` [s]."""
 
-    def __init__(self, node, name: str, report: Report, period: float, hardware_id: str = "none") -> None:
+    def __init__(self, node, name: str, report: Report, period: float, hardware_id: str = "none",
+                 own_timer: bool = True) -> None:
+        """``own_timer`` False: without diagnostic_updater, the caller calls :meth:`publish` every ``period``
+        (:attr:`has_own_timer` says which); the updater, when installed, always runs its own timer."""
         self.node = node
         self.report = report
         self._updater = None
@@ -94,7 +97,9 @@ class DiagnosticsReporter:
             )
             self._status = DiagnosticStatus(name=f"{node.get_name()}: {name}", hardware_id=hardware_id)
             self._pub = node.create_publisher(DiagnosticArray, "/diagnostics", 10)
-            self._timer = node.create_timer(period, self.publish)
+            if own_timer:
+                self._timer = node.create_timer(period, self.publish)
+        self.has_own_timer = self._updater is not None or self._timer is not None
 
     def _fill_wrapper(self, stat):
         level, message, values = self.report()

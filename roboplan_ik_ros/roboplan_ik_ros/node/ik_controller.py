@@ -15,8 +15,9 @@ Lifecycle:
 What a tick does, and every safety rule, is :class:`~roboplan_ik_ros.core.control.control_loop.ControlLoop`
 (ROS-free); this node decodes messages into it and publishes what it returns. The loop runs in
 its own thread (``trigger: timer``) or in the /joint_states callback (``trigger: joint_states``);
-goals, parameters, status and diagnostics run in the executor's thread, ``~/solve_ik`` in a thread
-of its own (see ``service.py``), ``~/solve_path`` in another (``path_service.py``). One lock
+goals and parameters run in the executor's thread, status, markers and diagnostics in a thread of their own
+(``report_thread.py``), ``~/solve_ik`` in another (see ``service.py``), ``~/solve_path`` in another
+(``path_service.py``). One lock
 serializes every access to the loop.
 """
 
@@ -37,7 +38,7 @@ from rclpy.executors import ExternalShutdownException
 from rclpy.lifecycle import LifecycleState, TransitionCallbackReturn
 from rclpy.qos import qos_profile_sensor_data
 from rclpy.wait_for_message import wait_for_message
-from sensor_msgs.msg import JointState
+from sensor_msgs.msg import JointState, PointCloud2
 from std_msgs.msg import String
 from visualization_msgs.msg import MarkerArray
 
@@ -59,10 +60,11 @@ from .goal_inputs import GoalInputs
 from .log_throttle import LogThrottle
 from .collision_objects import CollisionObjectReader, CollisionObjectsEndpoint
 from .loop_thread import BorrowedThreadPriority, LoopThread, TickGap
+from .report_thread import ReportThread
 from .guarded_node import GuardedLifecycleNode
 from .session import Session
 from .spin import ESCAPED, make_executor, spin_until_shutdown, stop_on_signals
-from .markers import HAVE_INTERACTIVE_MARKERS, InteractiveTargets, perceived_marker, scene_markers
+from .markers import HAVE_INTERACTIVE_MARKERS, InteractiveTargets, MarkerCache, perceived_cloud
 from .node_config import NodeConfig, load_node_config
 from .command_outputs import CommandNotSent, CommandOutputs, ContextShutDown
 from .parameters import (DESCRIPTION_TIMEOUT, RuntimeParameters, barrier_specs, loop_specs, task_specs,
@@ -173,6 +175,9 @@ class IKControllerNode(GuardedLifecycleNode):
         self._diag: DiagnosticsReporter | None = None
         self._status_pub = None
         self._marker_pub = None
+        self._markers: MarkerCache | None = None  # ~/markers' content, rebuilt by the part that changed
+        self._perceived_pub = None  # ~/perceived_cloud (sensor_msgs/PointCloud2), with the markers
+        self._perceived_dirty = False
         self._interactive: InteractiveTargets | None = None
         self._resolver: FrameResolver | None = None
         self._tf_listener = None
@@ -524,12 +529,16 @@ class IKControllerNode(GuardedLifecycleNode):
         if cfg.trigger == "joint_states":  # ticks come from /joint_states; this timer only watches for staleness
             period = max(1.0 / cfg.control_rate_hz, min(0.05, cfg.state_timeout / 4.0))
             self._watchdog = self.create_timer(period, self._on_watchdog, autostart=False)
-        self.create_timer(1.0 / cfg.status_rate_hz, self._publish_status)
-        self._diag = DiagnosticsReporter(self, "control loop", self._diagnostics_report, 1.0 / cfg.diagnostics_rate_hz)
+        self._diag = DiagnosticsReporter(self, "control loop", self._diagnostics_report, 1.0 / cfg.diagnostics_rate_hz,
+                                         own_timer=False)
         session.own("diagnostics", self._diag.destroy)
         if cfg.markers.enabled:
             self._marker_pub = self.create_publisher(MarkerArray, "~/markers", LATCHED)
+            self._markers = MarkerCache(self._root, cfg.markers.scale)
             self._markers_dirty = True
+            if self._perception is not None:
+                self._perceived_pub = self.create_publisher(PointCloud2, "~/perceived_cloud", LATCHED)
+                self._perceived_dirty = True
             if cfg.markers.interactive:
                 if HAVE_INTERACTIVE_MARKERS:
                     self._interactive = InteractiveTargets(
@@ -540,6 +549,14 @@ class IKControllerNode(GuardedLifecycleNode):
                     self.get_logger().info(
                         "interactive_markers is not installed: no 6-DOF RViz targets (goal and barrier "
                         "markers are on ~/markers; send goals on ~/<task>/target_pose)")
+        # the reports in a thread of their own, not the executor's (which runs the ticks with trigger: joint_states);
+        # owned last, so stopped first: before the publishers it uses are destroyed
+        jobs = [(1.0 / cfg.status_rate_hz, session.guard(self._publish_status, "~/status"))]
+        if not self._diag.has_own_timer:
+            jobs.append((1.0 / cfg.diagnostics_rate_hz, session.guard(self._diag.publish, "/diagnostics")))
+        reports = ReportThread(jobs)
+        reports.start()
+        session.own("status thread", reports.stop)
 
     def _setup_parameters(self) -> None:
         nv = self.group.nv
@@ -708,11 +725,13 @@ class IKControllerNode(GuardedLifecycleNode):
         with self._lock:
             obstacles = list(self.scene.obstacles.values())
         self._service.set_obstacles(obstacles)
+        if self._markers is not None:
+            self._markers.invalidate()
         self._markers_dirty = True
 
     def _on_perceived_changed(self) -> None:
         self._prepare_collisions()
-        self._markers_dirty = True
+        self._perceived_dirty = True
 
     def _prepare_collisions(self) -> None:
         """The collision barriers' new pair tables, built here, not in a tick (scene_lock: every change to
@@ -829,6 +848,11 @@ class IKControllerNode(GuardedLifecycleNode):
         self._status_pub.publish(msg)
         if self._markers_dirty and self._marker_pub is not None:
             self._publish_markers()
+        if self._perceived_dirty and self._perceived_pub is not None:
+            self._perceived_dirty = False
+            cloud = perceived_cloud(self._perception.points(), self._root)
+            cloud.header.stamp = msg.header.stamp
+            self._perceived_pub.publish(cloud)
 
     def _publish_markers(self) -> None:
         self._markers_dirty = False
@@ -836,11 +860,7 @@ class IKControllerNode(GuardedLifecycleNode):
             goals = [(n, self.loop.goal(n)) for n in self._frame_tasks]
             goals = [(n, g.copy()) for n, g in goals if g is not None]
             obstacles = list(self.scene.obstacles.values())
-        markers = scene_markers(goals, self.loop.barriers, obstacles, self._root, self.node_cfg.markers.scale)
-        if self._perception is not None:
-            markers.markers.append(perceived_marker(self._perception.points(), self.config.perception.octree_resolution,
-                                                    self._root))
-        self._marker_pub.publish(markers)
+        self._marker_pub.publish(self._markers.array(goals, self.loop.barriers, obstacles))
 
     def _diagnostics_report(self):
         if self.loop is None:

@@ -1,7 +1,7 @@
 """The control loop's own thread: ticks on an absolute schedule, independent of the executor.
 
-Goals, parameters, status and diagnostics run in the executor's thread (``~/solve_ik`` in its
-own); a burst of them delays a tick by at most the GIL hand-over (``sys.setswitchinterval``) each
+Goals and parameters run in the executor's thread (status and diagnostics in ``reporting``, ``~/solve_ik`` in
+its own); a burst of them delays a tick by at most the GIL hand-over (``sys.setswitchinterval``) each
 time the tick wants the GIL back, not by a queue of callbacks. A tick that starts more than one period late re-bases the schedule (no catch-up
 burst of ticks).
 

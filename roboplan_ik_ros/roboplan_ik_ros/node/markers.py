@@ -1,4 +1,5 @@
-"""RViz: goal and barrier-box markers (visualization_msgs) and optional 6-DOF interactive targets.
+"""RViz: goal, barrier-box and obstacle markers (visualization_msgs), the perceived cloud (sensor_msgs/PointCloud2)
+and optional 6-DOF interactive targets.
 
 Plain markers go out as one MarkerArray on a transient-local topic, so RViz shows the latest
 goals and the barrier boxes whenever it connects. Interactive markers use the real
@@ -13,6 +14,7 @@ import numpy as np
 import pinocchio as pin
 from geometry_msgs.msg import Point, PoseStamped
 from std_msgs.msg import ColorRGBA
+from sensor_msgs.msg import PointCloud2, PointField
 from visualization_msgs.msg import (InteractiveMarker, InteractiveMarkerControl, InteractiveMarkerFeedback, Marker,
                                     MarkerArray)
 
@@ -109,19 +111,49 @@ def obstacle_markers(obstacle, root: str, marker_id: int) -> list[Marker]:
     return [m]
 
 
+def _box_key(barriers) -> tuple:
+    """What the barrier boxes' markers depend on (their bounds change with runtime parameters)."""
+    return tuple((k, b.p_min.tobytes(), b.p_max.tobytes()) for k, b in enumerate(barriers) if hasattr(b, "p_min"))
+
+
+def _fixed_markers(barriers, obstacles, root: str) -> list[Marker]:
+    out = [box_marker(b.name, b.p_min, b.p_max, root, k) for k, b in enumerate(barriers) if hasattr(b, "p_min")]
+    for k, obstacle in enumerate(obstacles):
+        out.extend(obstacle_markers(obstacle, root, k))
+    return out
+
+
 def scene_markers(goals, barriers, obstacles, root: str, scale: float) -> MarkerArray:
     """Everything ~/markers shows, as one array that replaces what was there (a DELETEALL first: removed
     obstacles disappear too): each (name, T_world_goal) of ``goals``, the box of each barrier that has
     one (``p_min``/``p_max``), each obstacle."""
-    arr = MarkerArray(markers=[Marker(action=Marker.DELETEALL)])
-    for k, (name, goal) in enumerate(goals):
-        arr.markers.append(goal_markers(name, goal, root, scale, k))
-    for k, b in enumerate(barriers):
-        if hasattr(b, "p_min"):
-            arr.markers.append(box_marker(b.name, b.p_min, b.p_max, root, k))
-    for k, obstacle in enumerate(obstacles):
-        arr.markers.extend(obstacle_markers(obstacle, root, k))
-    return arr
+    return MarkerArray(markers=[Marker(action=Marker.DELETEALL),
+                                *(goal_markers(name, goal, root, scale, k) for k, (name, goal) in enumerate(goals)),
+                                *_fixed_markers(barriers, obstacles, root)])
+
+
+class MarkerCache:
+    """:func:`scene_markers` for a node that republishes as goals move: the goal markers are built each time
+    (one LINE_LIST per frame task), the barrier boxes and obstacles only when they changed (:meth:`invalidate`
+    after an obstacle change; the boxes' bounds are compared each time). Building an obstacle's markers costs
+    ~30 us: a cell of 23 obstacles republished with every goal change took ~0.7 ms of the executor's thread."""
+
+    def __init__(self, root: str, scale: float) -> None:
+        self.root, self.scale = root, scale
+        self._fixed: list[Marker] | None = None
+        self._box_key: tuple = ()
+        self._delete_all = Marker(action=Marker.DELETEALL)
+
+    def invalidate(self) -> None:
+        """The obstacles changed: rebuild their markers next time."""
+        self._fixed = None
+
+    def array(self, goals, barriers, obstacles) -> MarkerArray:
+        key = _box_key(barriers)
+        if self._fixed is None or key != self._box_key:
+            self._fixed, self._box_key = _fixed_markers(barriers, obstacles, self.root), key
+        return MarkerArray(markers=[self._delete_all, *(goal_markers(name, goal, self.root, self.scale, k)
+                                                        for k, (name, goal) in enumerate(goals)), *self._fixed])
 
 
 class InteractiveTargets:
@@ -161,17 +193,14 @@ class InteractiveTargets:
         self.server.shutdown()
 
 
-MAX_PERCEIVED_MARKER_POINTS = 5000  # a CUBE_LIST of more is thinned (every k-th point)
-
-
-def perceived_marker(points: np.ndarray, resolution: float, root: str) -> Marker:
-    """The perceived cloud's points (world frame, (N, 3)) as one CUBE_LIST of voxels (ns ``perceived``);
-    an empty cloud gives a DELETE of that marker."""
-    m = Marker(ns="perceived", id=0, type=Marker.CUBE_LIST, action=Marker.ADD if len(points) else Marker.DELETE)
-    m.header.frame_id = root
-    m.pose.orientation.w = 1.0
-    m.scale.x = m.scale.y = m.scale.z = float(resolution)
-    m.color = ColorRGBA(r=0.9, g=0.2, b=0.6, a=0.8)
-    step = max(1, -(-len(points) // MAX_PERCEIVED_MARKER_POINTS))
-    m.points = [Point(x=float(x), y=float(y), z=float(z)) for x, y, z in points[::step].tolist()]
-    return m
+def perceived_cloud(points: np.ndarray, root: str) -> PointCloud2:
+    """The perceived cloud's kept points (world frame, (N, 3)) for ``~/perceived_cloud``: x, y, z float32, dense
+    (RViz's PointCloud2 display, style Boxes at the octree resolution, draws the voxels). Built with numpy: a
+    20 000-point cloud costs well under a millisecond, where a marker of Point messages cost ~1.5 us a point."""
+    xyz = np.ascontiguousarray(points, dtype=np.float32).reshape(-1, 3)
+    msg = PointCloud2(height=1, width=len(xyz), is_bigendian=False, point_step=12, row_step=12 * len(xyz),
+                      is_dense=True, fields=[PointField(name=n, offset=4 * k, datatype=PointField.FLOAT32, count=1)
+                                             for k, n in enumerate("xyz")])
+    msg.header.frame_id = root
+    msg.data = xyz.tobytes()
+    return msg
