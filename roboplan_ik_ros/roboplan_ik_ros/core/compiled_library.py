@@ -22,11 +22,17 @@ def library_path(directory: Path, stem: str) -> Path | None:
 
 
 def load_library(path: Path | None, stem: str, bind: Callable[[ctypes.CDLL], T],
-                 fallback: str) -> tuple[T | None, str]:
-    """(``bind(the library)``, "") or (None, why not, ending with ``fallback``: what the caller does instead)."""
+                 fallback: str, keep_gil: bool = False) -> tuple[T | None, str]:
+    """(``bind(the library)``, "") or (None, why not, ending with ``fallback``: what the caller does instead).
+
+    ``keep_gil``: the calls keep the GIL (``ctypes.PyDLL``) instead of releasing it for their duration
+    (``ctypes.CDLL``). For the control tick's kernels (calls of microseconds): a release hands the GIL to any
+    thread waiting for it (the executor with a /joint_states message, the reports, ~/solve_ik), and the tick
+    then waits to get it back, up to that thread's turn (``sys.setswitchinterval``) plus whatever C call it
+    is in. A long call (SimpleIK's descent in the service thread) releases it, so that the tick can run."""
     if path is None:
         return None, f"{stem} is not built (no C compiler when the package was installed?); {fallback} (same results, slower)"
     try:
-        return bind(ctypes.CDLL(str(path))), ""
+        return bind((ctypes.PyDLL if keep_gil else ctypes.CDLL)(str(path))), ""
     except (OSError, AttributeError) as exc:
         return None, f"cannot load {path}: {exc}; {fallback}"

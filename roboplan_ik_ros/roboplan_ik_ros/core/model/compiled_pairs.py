@@ -62,7 +62,7 @@ def _bind(lib: ctypes.CDLL) -> ctypes.CDLL:
 
 
 _LIBRARY, LOAD_ERROR = load_library(library_path(Path(__file__).parent, _LIBRARY_STEM), _LIBRARY_STEM, _bind,
-                                    "collision distances run in Python")
+                                    "collision distances run in Python", keep_gil=True)  # the tick's calls
 
 
 def _address(a: np.ndarray) -> int:

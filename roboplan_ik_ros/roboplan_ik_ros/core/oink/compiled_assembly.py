@@ -178,7 +178,8 @@ def load_kernel():
     """(the ctypes function oink_assemble, "") or (None, why it is not available)."""
     global _kernel, _kernel_error
     if _kernel is None and not _kernel_error:
-        _kernel, _kernel_error = load_library(_library_path(), _LIBRARY_STEM, _bind, "OInK uses its numpy assembly")
+        _kernel, _kernel_error = load_library(_library_path(), _LIBRARY_STEM, _bind, "OInK uses its numpy assembly",
+                                              keep_gil=True)  # a call of the tick (microseconds)
     return _kernel, _kernel_error
 
 
@@ -205,7 +206,7 @@ def load_acceleration_box():
             fn.restype = ctypes.c_int64
             return fn
 
-        fn, _ = load_library(_library_path(), _LIBRARY_STEM, bind, "AccelerationLimit uses numpy")
+        fn, _ = load_library(_library_path(), _LIBRARY_STEM, bind, "AccelerationLimit uses numpy", keep_gil=True)
         _acceleration_box = fn or False
     return _acceleration_box or None
 
