@@ -29,7 +29,9 @@ def load_library(path: Path | None, stem: str, bind: Callable[[ctypes.CDLL], T],
     (``ctypes.CDLL``). For the control tick's kernels (calls of microseconds): a release hands the GIL to any
     thread waiting for it (the executor with a /joint_states message, the reports, ~/solve_ik), and the tick
     then waits to get it back, up to that thread's turn (``sys.setswitchinterval``) plus whatever C call it
-    is in. A long call (SimpleIK's descent in the service thread) releases it, so that the tick can run."""
+    is in. Long calls (SimpleIK's descent in the service thread, building a mesh's convex hull where an
+    obstacle change is prepared) release it, so that the tick can run: a library may be loaded twice, a
+    handle of each kind (compiled_pairs.py)."""
     if path is None:
         return None, f"{stem} is not built (no C compiler when the package was installed?); {fallback} (same results, slower)"
     try:

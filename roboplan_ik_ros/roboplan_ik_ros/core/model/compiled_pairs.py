@@ -61,8 +61,12 @@ def _bind(lib: ctypes.CDLL) -> ctypes.CDLL:
     return lib
 
 
-_LIBRARY, LOAD_ERROR = load_library(library_path(Path(__file__).parent, _LIBRARY_STEM), _LIBRARY_STEM, _bind,
-                                    "collision distances run in Python", keep_gil=True)  # the tick's calls
+_PATH = library_path(Path(__file__).parent, _LIBRARY_STEM)
+_LIBRARY, LOAD_ERROR = load_library(_PATH, _LIBRARY_STEM, _bind, "collision distances run in Python")
+# The same library through a handle whose calls keep the GIL: the per-step calls (placements, closest pairs, rows,
+# distances: microseconds, in the control tick). Building the geometries (a mesh's convex hull: milliseconds, in
+# the thread that prepares an obstacle change or a new cloud) goes through _LIBRARY and lets the tick run.
+_STEP_LIBRARY = load_library(_PATH, _LIBRARY_STEM, _bind, "", keep_gil=True)[0] if _LIBRARY is not None else None
 
 
 def _address(a: np.ndarray) -> int:
@@ -140,7 +144,8 @@ class CompiledPairs:
     def __init__(self, objects, pairs: np.ndarray, cells: dict[int, np.ndarray] | None = None) -> None:
         if _LIBRARY is None:
             raise ValueError(LOAD_ERROR)
-        self._lib = _LIBRARY
+        self._lib = _LIBRARY  # building (releases the GIL)
+        self._step = _STEP_LIBRARY or _LIBRARY  # per-step queries (keep it)
         self._handle = self._lib.pdk_new(GJK_TOLERANCE)
         if not self._handle:
             raise ValueError("the pair distance kernel could not be created")
@@ -189,7 +194,7 @@ class CompiledPairs:
             R, t = data.oMi[j].rotation, data.oMi[j].translation
             if not (R.flags.f_contiguous and R.dtype == np.float64 and t.flags.c_contiguous):
                 raise ValueError("pinocchio's joint placements are not column-major double arrays")
-            self._lib.pdk_set_joint(self._handle, j, _address(R), _address(t))
+            self._step.pdk_set_joint(self._handle, j, _address(R), _address(t))
             views.append((R, t))
         self._views, self._data = views, data
 
@@ -218,7 +223,7 @@ class CompiledPairs:
         """The n closest pairs into ``out`` (a PairDistances); returns their count."""
         if data is not self._data:
             self.follow(data)
-        count = self._lib.pdk_closest(self._handle, n, cutoff, *self._addresses(
+        count = self._step.pdk_closest(self._handle, n, cutoff, *self._addresses(
             ("closest", id(out)), out.pair_index, out.distance, out.point1, out.point2, out.normal))
         if count < 0:
             raise ValueError("a joint carrying geometry has no placement")
@@ -226,12 +231,12 @@ class CompiledPairs:
 
     @property
     def narrow_calls(self) -> int:
-        return int(self._lib.pdk_narrow_calls(self._handle))
+        return int(self._step.pdk_narrow_calls(self._handle))
 
     @property
     def cube_calls(self) -> int:
         """coal calls against a point cloud's cubes in the last :meth:`closest`."""
-        return int(self._lib.pdk_cube_calls(self._handle))
+        return int(self._step.pdk_cube_calls(self._handle))
 
     def rows(self, out, rows_per_pair: int, margin: float, spacing: float, d_min: float, J: np.ndarray,
              columns: np.ndarray, support: np.ndarray, rows) -> int:
@@ -240,7 +245,7 @@ class CompiledPairs:
                                                  out.point2, out.normal)
         Ja, ca, sa, pa, aa, ba, na, ha, ja = self._addresses(("rows", id(rows)), J, columns, support, rows.pair, rows.a,
                                                              rows.b, rows.normal, rows.h, rows.jacobian)
-        return self._lib.pdk_rows(self._handle, out.count, pi, dist, p1, p2, nrm, rows_per_pair, margin, spacing,
+        return self._step.pdk_rows(self._handle, out.count, pi, dist, p1, p2, nrm, rows_per_pair, margin, spacing,
                                   d_min, len(rows.h), Ja, J.shape[1], ca, len(columns), sa, pa, aa, ba, na, ha, ja)
 
     def distances(self, data, pairs: np.ndarray, count: int, out: np.ndarray) -> None:
@@ -248,5 +253,5 @@ class CompiledPairs:
         ``out[:count]``."""
         if data is not self._data:
             self.follow(data)
-        if self._lib.pdk_distances(self._handle, count, *self._addresses(("distances", id(out)), pairs, out)) < 0:
+        if self._step.pdk_distances(self._handle, count, *self._addresses(("distances", id(out)), pairs, out)) < 0:
             raise ValueError("a joint carrying geometry has no placement")
