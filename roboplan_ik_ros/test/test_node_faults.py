@@ -125,7 +125,8 @@ def _v_max(scene) -> np.ndarray:
 
 
 #: (kind, what names the callback in node.faults.by_callback, how to inject, how to trigger)
-KINDS = ["subscription (pose goal)", "subscription (joint_states)", "timer (status)", "timer (diagnostics)",
+KINDS = ["subscription (pose goal)", "subscription (joint_states)", "reporting thread (status)",
+         "reporting thread (diagnostics)",
          "service (~/pause)", "service thread (~/solve_ik)", "control loop thread (tick)", "parameter set",
          "point cloud thread"]
 
@@ -146,8 +147,8 @@ def test_an_error_in_any_callback_stops_the_arm_and_takes_the_error_transition(r
     # test would have to tell from a fault's)
     config = write_config(tmp_path, node={"state_timeout": 5.0})
     node = IKControllerNode(name, parameter_overrides=[Parameter("config_file", value=config)])
-    attr = {"subscription (joint_states)": "_on_joint_states", "timer (status)": "_publish_status",
-            "timer (diagnostics)": "_diagnostics_report", "control loop thread (tick)": "_tick_locked"}.get(kind)
+    attr = {"subscription (joint_states)": "_on_joint_states", "reporting thread (status)": "_publish_status",
+            "reporting thread (diagnostics)": "_diagnostics_report", "control loop thread (tick)": "_tick_locked"}.get(kind)
     method = {"subscription (pose goal)": (GoalInputs, "on_pose_goal"), "service (~/pause)": (GoalInputs, "on_pause"),
               "service thread (~/solve_ik)": (SolveIKServer, "_on_request"),
               "point cloud thread": (PointCloudInput, "_process")}.get(kind)
@@ -218,8 +219,9 @@ def test_an_error_in_any_callback_stops_the_arm_and_takes_the_error_transition(r
         injector.on = False
         assert injector.raised >= 1
         expected = {"subscription (pose goal)": "subscription ~/ee/target_pose",
-                    "subscription (joint_states)": "subscription /joint_states", "timer (status)": "timer",
-                    "timer (diagnostics)": "timer", "service (~/pause)": "service ~/pause",
+                    "subscription (joint_states)": "subscription /joint_states",
+                    "reporting thread (status)": "reporting thread (~/status)",
+                    "reporting thread (diagnostics)": "reporting thread (/diagnostics)", "service (~/pause)": "service ~/pause",
                     "service thread (~/solve_ik)": "~/solve_ik", "control loop thread (tick)": "control tick",
                     "parameter set": "parameter", "point cloud thread": "~/pointcloud processing thread"}[kind]
         assert any(expected in what for what in node.faults.by_callback), dict(node.faults.by_callback)

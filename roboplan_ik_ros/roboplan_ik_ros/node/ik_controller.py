@@ -551,9 +551,10 @@ class IKControllerNode(GuardedLifecycleNode):
                         "markers are on ~/markers; send goals on ~/<task>/target_pose)")
         # the reports in a thread of their own, not the executor's (which runs the ticks with trigger: joint_states);
         # owned last, so stopped first: before the publishers it uses are destroyed
-        jobs = [(1.0 / cfg.status_rate_hz, session.guard(self._publish_status, "~/status"))]
+        jobs = [(1.0 / cfg.status_rate_hz, session.guard(self._publish_status, "reporting thread (~/status)"))]
         if not self._diag.has_own_timer:
-            jobs.append((1.0 / cfg.diagnostics_rate_hz, session.guard(self._diag.publish, "/diagnostics")))
+            jobs.append((1.0 / cfg.diagnostics_rate_hz,
+                         session.guard(self._diag.publish, "reporting thread (/diagnostics)")))
         reports = ReportThread(jobs)
         reports.start()
         session.own("status thread", reports.stop)
