@@ -555,7 +555,7 @@ class IKControllerNode(GuardedLifecycleNode):
         if not self._diag.has_own_timer:
             jobs.append((1.0 / cfg.diagnostics_rate_hz,
                          session.guard(self._diag.publish, "reporting thread (/diagnostics)")))
-        reports = ReportThread(jobs)
+        reports = ReportThread(jobs, running=self.context.ok)
         reports.start()
         session.own("status thread", reports.stop)
 

@@ -22,13 +22,17 @@ from .loop_thread import LoopThread
 
 
 class ReportThread:
-    """Runs each ``(period [s], job)`` at its period in a thread named ``name`` (normal scheduling)."""
+    """Runs each ``(period [s], job)`` at its period in a thread named ``name`` (normal scheduling), while
+    ``running()`` is true (the node's ROS context: after rclpy's own SIGINT handler shut it down, a publish
+    only raises; an executor's timer would not have fired either)."""
 
-    def __init__(self, jobs: list[tuple[float, Callable[[], None]]], name: str = "reporting") -> None:
+    def __init__(self, jobs: list[tuple[float, Callable[[], None]]], name: str = "reporting",
+                 running: Callable[[], bool] = lambda: True) -> None:
         if not jobs or min(p for p, _ in jobs) <= 0.0:
             raise ValueError("ReportThread: expected at least one job, each with a period > 0")
         self.period = min(p for p, _ in jobs)  # [s] the thread's wake-up period
         self._jobs = [[period, job, -math.inf] for period, job in jobs]  # period, job, last start
+        self._running = running
         self._thread = LoopThread(self.period, self._run, name=name)
 
     def start(self) -> None:
@@ -39,6 +43,8 @@ class ReportThread:
         self._thread.stop()
 
     def _run(self, now: float) -> None:
+        if not self._running():
+            return
         slack = 0.5 * self.period  # a wake-up a little early still runs a job due at it
         for entry in self._jobs:
             period, job, last = entry
