@@ -13,6 +13,7 @@ from collections.abc import Sequence
 import numpy as np
 import pinocchio as pin
 from geometry_msgs.msg import Pose
+from sensor_msgs.msg import PointCloud2, PointField
 
 from ..core.errors import InvalidInputError
 from ..core.model.scene import Scene
@@ -161,3 +162,16 @@ def root_frame_name(scene: Scene) -> str:
             return f.name
     return "universe"
 
+
+
+# ----------------------------------------------------------------------------- point clouds
+def xyz_cloud(points: np.ndarray, width: int, height: int, frame_id: str, is_dense: bool) -> PointCloud2:
+    """(height * width, 3) points [m] as a sensor_msgs/PointCloud2 of x, y, z float32 (``is_dense`` false: an
+    organized cloud whose NaN points are pixels without a return)."""
+    msg = PointCloud2(height=height, width=width, is_bigendian=False, point_step=12, row_step=12 * width,
+                      is_dense=is_dense,
+                      fields=[PointField(name=n, offset=4 * k, datatype=PointField.FLOAT32, count=1)
+                              for k, n in enumerate("xyz")])
+    msg.header.frame_id = frame_id
+    msg.data = np.ascontiguousarray(points, dtype=np.float32).tobytes()
+    return msg

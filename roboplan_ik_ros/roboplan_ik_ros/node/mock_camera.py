@@ -38,13 +38,13 @@ import rclpy
 from rcl_interfaces.msg import ParameterDescriptor, SetParametersResult
 from rclpy.node import Node
 from rclpy.qos import qos_profile_sensor_data
-from sensor_msgs.msg import JointState, PointCloud2, PointField
+from sensor_msgs.msg import JointState, PointCloud2
 
 from ..core.errors import InvalidInputError
 from ..core.model.depth_camera import CameraBox, DepthCamera, image_size, look_at
 from ..core.model.robots import EXAMPLE_ROBOTS
 from ..core.model.scene import Scene
-from .message_conversions import JointMap
+from .message_conversions import JointMap, xyz_cloud
 from .mock_robot import load_robot
 from .spin import spin_node_until_shutdown
 
@@ -58,12 +58,7 @@ def _vector(value, name: str, n: int = 3, allow_empty: bool = False) -> np.ndarr
 
 def cloud_message(points: np.ndarray, width: int, height: int, frame_id: str) -> PointCloud2:
     """An organized x/y/z float32 cloud of (height * width, 3) points (NaN: no return)."""
-    msg = PointCloud2(height=height, width=width, is_bigendian=False, point_step=12, row_step=12 * width,
-                      is_dense=False)
-    msg.fields = [PointField(name=n, offset=4 * k, datatype=PointField.FLOAT32, count=1) for k, n in enumerate("xyz")]
-    msg.header.frame_id = frame_id
-    msg.data = points.astype(np.float32).tobytes()
-    return msg
+    return xyz_cloud(points, width, height, frame_id, is_dense=False)
 
 
 class MockCamera(Node):
