@@ -8,7 +8,7 @@ import numpy as np
 import pinocchio as pin
 import pytest
 
-from models import scene
+from models import finite_difference, scene
 from roboplan_ik_ros.core.model.closest_pairs import _unit_normal
 from roboplan_ik_ros.core import (ConfigurationTask, FrameTask, Oink, PositionBarrier, SelfCollisionBarrier,
                                   SingularityBarrier)
@@ -24,13 +24,7 @@ def _kinematics(oink, q):
 
 def _finite_difference(oink, q, f, step=STEP):
     """Central differences of f(q) (a vector) along each group velocity coordinate."""
-    cols = []
-    for k in oink.group.v_indices:
-        dv = np.zeros(oink.scene.model.nv)
-        dv[k] = step
-        plus, minus = f(oink.scene.integrate(q, dv)), f(oink.scene.integrate(q, -dv))
-        cols.append((plus - minus) / (2 * step))
-    return np.array(cols).T
+    return finite_difference(oink.scene, oink.group.v_indices, q, f, step)
 
 
 @pytest.fixture(scope="module")

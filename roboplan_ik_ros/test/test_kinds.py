@@ -15,7 +15,7 @@ import numpy as np
 import pinocchio as pin
 import pytest
 
-from models import robot, scene
+from models import finite_difference, robot, scene
 from roboplan_ik_ros.core.config import load_config
 from roboplan_ik_ros.core.errors import InvalidInputError
 from roboplan_ik_ros.core.model.scene_config import scene_from_config
@@ -109,12 +109,7 @@ def _kinematics(ctrl, q):
 
 
 def _finite_difference(ctrl, q, f):
-    s, cols = ctrl.scene, []
-    for k in ctrl.oink.group.v_indices:
-        dv = np.zeros(s.model.nv)
-        dv[k] = STEP
-        cols.append((f(s.integrate(q, dv)) - f(s.integrate(q, -dv))) / (2 * STEP))
-    return np.array(cols).T
+    return finite_difference(ctrl.scene, ctrl.oink.group.v_indices, q, f, STEP)
 
 
 @pytest.mark.parametrize("section, type_", [(s, t) for s, t in _all_kinds() if s != "limits"])

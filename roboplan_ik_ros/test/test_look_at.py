@@ -11,7 +11,7 @@ import numpy as np
 import pinocchio as pin
 import pytest
 
-from models import robot, scene
+from models import finite_difference, robot, scene
 from roboplan_ik_ros.core.config import load_config
 from roboplan_ik_ros.core.errors import InvalidInputError
 from roboplan_ik_ros.core.model.scene_config import scene_from_config
@@ -123,12 +123,7 @@ def test_jacobian_is_the_derivative_of_the_error_at_any_angle():
             task.update(qq, data)
             return task.error.copy()
 
-        step = 1e-6
-        expected = np.zeros((4, group.nv))
-        for k, iv in enumerate(group.v_indices):
-            dv = np.zeros(s.model.nv)
-            dv[iv] = step
-            expected[:, k] = (error(s.integrate(q, dv)) - error(s.integrate(q, -dv))) / (2 * step)
+        expected = finite_difference(s, group.v_indices, q, error)
         error(q)
         assert task.angle == pytest.approx(angle, abs=1e-9)
         np.testing.assert_allclose(np.linalg.norm(task.error[:3]), angle, atol=1e-9)  # |phi| is the angle

@@ -9,7 +9,7 @@ import numpy as np
 import pinocchio as pin
 import pytest
 
-from models import robot, scene
+from models import finite_difference, robot, scene
 from roboplan_ik_ros.core.config import load_config
 from roboplan_ik_ros.core.errors import InvalidInputError
 from roboplan_ik_ros.core.model.scene_config import scene_from_config
@@ -117,12 +117,7 @@ def test_jacobian_is_the_derivative_of_the_error_far_from_the_target():
             task.update(qq, data)
             return task.error.copy()
 
-        step = 1e-6
-        expected = np.zeros((6, group.nv))
-        for k, iv in enumerate(group.v_indices):
-            dv = np.zeros(s.model.nv)
-            dv[iv] = step
-            expected[:, k] = (error(s.integrate(q, dv)) - error(s.integrate(q, -dv))) / (2 * step)
+        expected = finite_difference(s, group.v_indices, q, error)
         e = error(q)
         assert 0.5 - 1e-9 < np.linalg.norm(e[3:]) < 2.5 + 1e-9  # far from the target
         # central differences: O(step^2) truncation and the round-off of log3 / step, which grows toward
