@@ -196,6 +196,7 @@ class InteractiveTargets:
 def perceived_cloud(points: np.ndarray, root: str) -> PointCloud2:
     """The perceived cloud's kept points (world frame, (N, 3)) for ``~/perceived_cloud``: x, y, z float32, dense
     (RViz's PointCloud2 display, style Boxes at the octree resolution, draws the voxels). Built with numpy: a
-    20 000-point cloud costs well under a millisecond, where a marker of Point messages cost ~1.5 us a point."""
+    20 000-point cloud costs well under a millisecond; the CUBE_LIST marker of Point messages it replaces took 3.7 ms
+    to build and 1.5 ms to convert for 5000 points (0.01 ms each for this)."""
     xyz = np.asarray(points).reshape(-1, 3)
     return xyz_cloud(xyz, len(xyz), 1, root, is_dense=True)
