@@ -741,8 +741,8 @@ def timed_mock_class():
             super().__init__(*a, **kw)
             self.lat_times = np.zeros(len(self.latencies))  # when each latency sample was taken
 
-        def _on_timer(self) -> None:
-            super()._on_timer()
+        def _drive_step(self) -> None:
+            super()._drive_step()
             if self.n_js < len(self.js_times) and self._last_js_time > -np.inf:
                 self.js_times[self.n_js] = self._last_js_time
                 self.n_js += 1
@@ -767,10 +767,10 @@ def run_child_mock(rate: float, out: str, capacity: int, robot: str = "panda") -
     from roboplan_ik_ros.node.spin import make_executor, spin_until_shutdown
 
     rclpy.init()
-    mock = timed_mock_class()("mock_robot", capacity=capacity, parameter_overrides=[
-        Parameter("rate_hz", value=rate), Parameter("robot", value=robot)])
     priority = int(os.environ.get(MOCK_PRIORITY_ENV, "0"))
-    if priority > 0:  # this (main) thread runs the executor, the mock's timer included (as mock_robot.main)
+    mock = timed_mock_class()("mock_robot", capacity=capacity, parameter_overrides=[
+        Parameter("rate_hz", value=rate), Parameter("robot", value=robot), Parameter("rt_priority", value=priority)])
+    if priority > 0:  # this (main) thread runs the executor: the command callbacks (as mock_robot.main)
         from roboplan_ik_ros.node.loop_thread import set_fifo_priority
 
         why_not = set_fifo_priority(priority)
@@ -1949,10 +1949,12 @@ def main() -> None:
     p.add_argument("--twist-rates", default=",".join(f"{r:g}" for r in TWIST_RATES),
                    help="comma-separated control rates [Hz] of the twist-stream runs")
     p.add_argument("--mock-priority", type=int, default=0,
-                   help="SCHED_FIFO priority of the mock robot's executor thread (its rt_priority, as a drive's; the "
-                        "e2e tests and the demo run it at 40); 0 = normal scheduling (default: with 40 the mock's "
-                        "/joint_states were on time 99.96-99.99 %% instead of 99.3-99.7 %%, but the node's "
-                        "joint_states-triggered ticks less so, 98.8-99.3 %% against 99.5-99.6 %%, idle, 500 Hz, (c))")
+                   help="SCHED_FIFO priority of the mock robot's drive and executor threads (its rt_priority, as a "
+                        "drive's; the e2e tests and the demo run it at 40); 0 = normal scheduling (default: with 40 "
+                        "the mock's /joint_states were on time 99.96-99.99 %% instead of 99.3-99.7 %%, but the node's "
+                        "joint_states-triggered ticks less so, 98.8-99.3 %% against 99.5-99.6 %%, idle, 500 Hz, (c), "
+                        "when the mock published from its executor; from its drive thread, 2 runs each: mock "
+                        "99.53-99.76 %% against 99.17-99.59 %%, node 98.89-99.48 %% against 98.67-99.36 %%)")
     p.add_argument("--repeat", type=int, default=1, help="repetitions (interleaved: repetition > variant > load)")
     p.add_argument("--service-pairs", type=int, default=1,
                    help="repeat the idle and service runs until there are this many pairs per config, trigger and "

@@ -152,14 +152,14 @@ def test_mock_robot_velocity_interface_and_lag(ros):
 
     mock = MockRobot(unique_name("mock"), parameter_overrides=[
         Parameter("command_interface", value="velocity"), Parameter("command_topic", value="/unused_velocity"),
-        Parameter("paused", value=True)])
+        Parameter("paused", value=True), Parameter("drive_thread", value=False)])  # stepped by hand below
     try:
         q0 = mock.q.copy()
         upper = mock.scene.q_max_v[:7]
         for _ in range(200):  # 1 rad/s on every joint for ~0.2 s of simulated time per step
             mock._on_forward_command(Float64MultiArray(data=[1.0] * 7))
             mock._last_step -= 0.05
-            mock._on_timer()
+            mock._drive_step()
         assert (mock.q[:7] > q0[:7]).all() and (mock.q[:7] <= upper + 1e-12).all()
         assert np.isclose(mock.q[6], upper[6])  # ran into the limit and stayed there
         mock.set_parameters([Parameter("command_interface", value="position")])  # read-only: refused

@@ -23,9 +23,15 @@ Parameters (read-only unless marked runtime):
 ``initial_positions`` ([] = use ``initial_state``)
     Start pose: one value per commanded joint, in command order [rad or m]. Must be inside the
     joint limits (the mock refuses to start otherwise).
+``drive_thread`` (true)
+    Step the simulation and publish /joint_states from a thread of the mock's own on an absolute
+    schedule, as a ros2_control hardware loop does (true), or from an executor timer, which runs only
+    while the node is spun and queues behind the command callbacks (false: a test that steps the
+    mock by hand).
 ``rt_priority`` (0)
-    SCHED_FIFO priority of the thread that runs the mock, as a drive's is (0 = normal). A starved
-    mock receives commands in bursts, and a strict drive then cannot see gaps in the stream.
+    SCHED_FIFO priority of the mock's threads, as a drive's is (0 = normal): the drive thread and the
+    executor's (``main``) that receives the commands. A starved mock receives commands in bursts,
+    and a strict drive then cannot see gaps in the stream.
 ``lag_time_constant`` (0.0, runtime)
     First-order lag of the joints behind the command [s]; 0 = the joints jump to the command.
 ``paused`` (false, runtime)
@@ -59,6 +65,8 @@ from __future__ import annotations
 
 import json
 import math
+import sys
+import threading
 import time
 from pathlib import Path
 
@@ -78,7 +86,7 @@ from ..core.model.resources import resolve_path
 from ..core.model.robots import EXAMPLE_ROBOTS, example_robot_data_share, load_example_robot
 from ..core.model.scene import Scene
 from . import strict_drive as sd
-from .loop_thread import set_fifo_priority
+from .loop_thread import LoopThread, set_fifo_priority
 from .message_conversions import JointMap
 from .spin import spin_node_until_shutdown
 
@@ -88,6 +96,8 @@ COMMAND_TYPES = ("forward_command", "joint_trajectory", "joint_state")
 DEFAULT_JOINT_LIMITS = {"panda": "package://roboplan_ik_ros/config/panda_joint_limits.yaml"}
 DRIVE_STATUS_PERIOD = 0.2  # [s] ~/drive_status while the strict drive is on (and at once on a change)
 COMMAND_QUEUE_DEPTH = 1000  # a mock stalled for up to 2 s at 500 Hz drops no command (the drive would see a jump)
+#: [s] GIL hand-over: the drive thread, woken for its step, waits at most this long for a command callback
+SWITCH_INTERVAL = 0.0001
 
 
 def load_robot(robot: str, srdf_path: str = "") -> tuple[str, str, list[str], str]:
@@ -153,9 +163,12 @@ class MockRobot(Node):
         start_offset = self.declare_parameter("max_start_offset", sd.DEFAULT_MAX_START_OFFSET, d(
             description="a new stream starts this close to the robot [rad or m]", read_only=True)).value
         self.rt_priority = self.declare_parameter("rt_priority", 0, d(
-            description="SCHED_FIFO priority of the thread that runs the mock (a drive is real-time: a starved "
-                        "mock receives commands in bursts, which hides gaps in the stream); 0 = normal",
-            read_only=True)).value
+            description="SCHED_FIFO priority of the mock's drive thread and of the thread that spins it (a drive "
+                        "is real-time: a starved mock receives commands in bursts, which hides gaps in the "
+                        "stream); 0 = normal", read_only=True)).value
+        drive_thread = self.declare_parameter("drive_thread", True, d(
+            description="step and publish /joint_states from a thread of the mock's own on an absolute schedule "
+                        "(true) or from an executor timer (false)", read_only=True)).value
         tolerance = self.declare_parameter("drive_tolerance", sd.DEFAULT_TOLERANCE, d(
             description="relative slack on the bounds (rounding of the differences)", read_only=True)).value
         self.add_on_set_parameters_callback(self._on_set)
@@ -222,7 +235,16 @@ class MockRobot(Node):
         self._publish_drive_status()
         self._dt = 1.0 / rate
         self._last_step = time.perf_counter()
-        self.create_timer(self._dt, self._on_timer)
+        self._drive_lock = threading.Lock()  # the robot's state: the drive step against the command callbacks
+        self._drive_loop: LoopThread | None = None
+        if drive_thread:
+            if sys.getswitchinterval() > SWITCH_INTERVAL:
+                sys.setswitchinterval(SWITCH_INTERVAL)
+            self._drive_loop = LoopThread(self._dt, self._drive_tick, name="mock_drive", priority=self.rt_priority,
+                                          on_priority=self._on_drive_priority)
+            self._drive_loop.start()
+        else:
+            self.create_timer(self._dt, self._drive_step)
         self.get_logger().info(f"mock {robot}: {n} commanded joints {names}, {ctype} ({self.interface}) on "
                                f"{topic}, /joint_states at {rate:g} Hz, lag {self.lag:g} s, "
                                f"start {np.round(self._pos, 4).tolist()}")
@@ -386,7 +408,8 @@ class MockRobot(Node):
         if v is None:
             return
         if self.interface == "velocity":
-            self._vel_cmd[:] = v
+            with self._drive_lock:
+                self._vel_cmd[:] = v
         else:
             self._set_target(v)
 
@@ -402,6 +425,10 @@ class MockRobot(Node):
             self._set_target(v)
 
     def _set_target(self, v: np.ndarray) -> None:
+        with self._drive_lock:
+            self._set_target_locked(v)
+
+    def _set_target_locked(self, v: np.ndarray) -> None:
         if self.strict_drive:
             drive = self.drive
             was_faulted = drive.faulted
@@ -424,7 +451,40 @@ class MockRobot(Node):
             self._pos[:] = self._target
 
     # ---------------------------------------------------------------- simulation
-    def _on_timer(self) -> None:
+    def _on_drive_priority(self, ok: bool, message: str) -> None:
+        if ok:
+            self.get_logger().info(f"drive thread: {message}")
+        else:
+            self.get_logger().warning(f"drive thread: rt_priority {self.rt_priority}: {message}")
+
+    def _drive_tick(self, _start: float) -> None:
+        """The drive thread's step: nothing once the ROS context is shut down (Ctrl-C before destroy_node); an
+        error is logged and the next period steps again (a drive thread that died would stop the robot's
+        /joint_states without a word)."""
+        if not self.context.ok():
+            return
+        try:
+            self._drive_step()
+        except Exception as exc:  # noqa: BLE001 - logged; the drive keeps its schedule
+            if self.context.ok():
+                self.get_logger().error(f"drive step failed: {type(exc).__name__}: {exc}", throttle_duration_sec=1.0)
+
+    def destroy_node(self) -> None:
+        if self._drive_loop is not None:
+            self._drive_loop.stop()
+        super().destroy_node()
+
+    def _drive_step(self) -> None:
+        """One simulation step (the time since the last one) and its /joint_states."""
+        with self._drive_lock:
+            published = self._simulate()
+        if published is not None:
+            self._js.position = published
+            self._js_pub.publish(self._js)
+            self._last_js_time = time.perf_counter()
+
+    def _simulate(self) -> list[float] | None:
+        """Advance the joints; the values to publish (a glitch included), or None while paused."""
         now = time.perf_counter()
         dt, self._last_step = now - self._last_step, now
         if self.interface == "velocity":
@@ -439,16 +499,14 @@ class MockRobot(Node):
         np.clip(self._pos, self.lower, self.upper, out=self._pos)
         self.command_map.to_q(self._pos, self.q)
         if self.get_parameter("paused").value:
-            return
+            return None
         self._js.header.stamp = self.get_clock().now().to_msg()
         values = self.state_map.from_q(self.q, self._js_values)
         self._published += 1
         if self.glitch_every > 0 and self._glitch_index >= 0 and self._published % self.glitch_every == 0:
             values = values.copy()
             values[self._glitch_index] += self.glitch_offset
-        self._js.position = values.tolist()
-        self._js_pub.publish(self._js)
-        self._last_js_time = time.perf_counter()
+        return values.tolist()
 
     def joint_positions(self) -> dict[str, float]:
         return dict(zip(self.scene.joint_names, self.state_map.from_q(self.q, np.empty(len(self.scene.joint_names)))))
@@ -462,7 +520,7 @@ def main(args=None) -> None:
         rclpy.logging.get_logger("mock_robot").error(str(exc))
         rclpy.try_shutdown()
         raise SystemExit(1) from exc
-    if node.rt_priority > 0:  # this (main) thread runs the executor
+    if node.rt_priority > 0:  # this (main) thread runs the executor: the command callbacks
         why_not = set_fifo_priority(node.rt_priority)
         if why_not:
             node.get_logger().warning(f"rt_priority {node.rt_priority}: {why_not}")
