@@ -7,7 +7,7 @@ import pytest
 
 from conftest import fifo_permitted, wait_until
 from roboplan_ik_ros.node import loop_thread
-from roboplan_ik_ros.node.loop_thread import BorrowedThreadPriority, LoopThread, TickGap
+from roboplan_ik_ros.node.loop_thread import BorrowedThreadPriority, LoopThread, SharedThreadPriority, TickGap
 
 pytestmark = pytest.mark.skipif(not hasattr(os, "SCHED_FIFO"), reason="Linux scheduling API")
 
@@ -133,3 +133,58 @@ def test_tick_gap_wakes_a_waiter_at_the_end_of_the_next_tick_and_times_out_witho
     finally:
         loop.stop()
     assert woke == [True]
+
+
+def _in_thread(fn, name: str):
+    """Run ``fn()`` in a new thread named ``name``; its scheduling (policy, priority) as it ends."""
+    seen = []
+
+    def body():
+        fn()
+        seen.append((os.sched_getscheduler(0), os.sched_getparam(0).sched_priority))
+
+    t = threading.Thread(target=body, name=name)
+    t.start()
+    t.join(10.0)
+    return seen[0]
+
+
+def test_shared_priority_raises_each_thread_that_asks_and_reports_it():
+    """Where SCHED_FIFO 15 is permitted (asked of the kernel first) each thread that calls apply_here gets it
+    and is named in ``applied`` and in the report; elsewhere the first refusal is reported (forced by the
+    next test)."""
+    permitted = fifo_permitted(15)
+    reports = []
+    shared = SharedThreadPriority(15, lambda ok, message: reports.append((ok, message)))
+    for name in ("reporting", "solve_ik"):
+        policy, priority = _in_thread(lambda n=name: shared.apply_here(n), name)
+        assert ((policy, priority) == (os.SCHED_FIFO, 15)) == permitted, (policy, priority, reports)
+    if permitted:
+        assert shared.applied == ["reporting", "solve_ik"]
+        assert reports == [(True, "reporting: SCHED_FIFO priority 15"), (True, "solve_ik: SCHED_FIFO priority 15")]
+    else:
+        assert shared.applied == [] and len(reports) == 1 and not reports[0][0]
+    assert os.sched_getscheduler(0) == os.SCHED_OTHER  # the threads that asked, never the caller
+
+
+def test_shared_priority_reports_the_first_refusal_only(monkeypatch):
+    def refuse(pid, policy, param):
+        raise PermissionError(1, "Operation not permitted")
+
+    monkeypatch.setattr(loop_thread.os, "sched_setscheduler", refuse)
+    reports = []
+    shared = SharedThreadPriority(49, lambda ok, message: reports.append((ok, message)))
+    for name in ("reporting", "solve_ik", "pointcloud"):
+        assert _in_thread(lambda n=name: shared.apply_here(n), name)[0] == os.SCHED_OTHER
+    assert len(reports) == 1 and not reports[0][0], reports
+    assert reports[0][1].startswith("reporting: ") and "Operation not permitted" in reports[0][1]
+    assert shared.applied == []
+
+
+def test_shared_priority_zero_asks_nothing(monkeypatch):
+    asked = []
+    monkeypatch.setattr(loop_thread.os, "sched_setscheduler", lambda *a: asked.append(a))
+    reports = []
+    shared = SharedThreadPriority(0, lambda ok, message: reports.append(message))
+    _in_thread(lambda: shared.apply_here("reporting"), "reporting")
+    assert asked == [] and reports == [] and shared.applied == []

@@ -49,6 +49,11 @@ def test_packaged_configs(name):
     ({"loop_priority": -1}, ["node.loop_priority", "[0, 99]"]),
     ({"loop_priority": True}, ["node.loop_priority", "integer"]),
     ({"loop_priority": 50.5}, ["node.loop_priority"]),
+    ({"other_threads_priority": 50}, ["node.other_threads_priority: 50 is not below loop_priority (50)",
+                                      "null (one below it)"]),
+    ({"loop_priority": 0, "other_threads_priority": 10}, ["node.other_threads_priority: 10", "loop_priority (0)"]),
+    ({"other_threads_priority": 100}, ["node.other_threads_priority", "[0, 99]"]),
+    ({"other_threads_priority": True}, ["node.other_threads_priority", "integer"]),
 ])
 def test_bad_values_name_the_key_and_what_is_valid(mapping, words):
     with pytest.raises(InvalidInputError) as exc:
@@ -73,3 +78,16 @@ def test_range_check():
 def test_choice_check():
     check = choice_check(("a", "b"))
     assert check("a") == "" and "valid: a, b" in check("c")
+
+
+@pytest.mark.parametrize("mapping, expected", [
+    ({}, 49),  # null: one below the shipped loop_priority 50
+    ({"loop_priority": 80}, 79),
+    ({"loop_priority": 0}, 0),  # a normal-priority loop: the others normal too
+    ({"other_threads_priority": 10}, 10),
+    ({"other_threads_priority": 0}, 0),
+])
+def test_other_threads_priority_defaults_to_one_below_the_loop(mapping, expected):
+    from roboplan_ik_ros.node.node_config import other_threads_priority
+
+    assert other_threads_priority(load_node_config(mapping)) == expected

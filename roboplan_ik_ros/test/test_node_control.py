@@ -431,6 +431,14 @@ def test_measured_feedback_and_diagnostics(rig):
         # refused and said so (test_loop_thread forces the refusal)
         expected = "SCHED_FIFO priority 50" if fifo_permitted(50) else "normal (SCHED_FIFO 50 refused)"
         assert values["loop_scheduling"] == expected, values
+        # node.other_threads_priority null: one below, for every other thread of the node that runs Python
+        other = values["other_threads_scheduling"]
+        if fifo_permitted(49):
+            assert other.startswith("SCHED_FIFO 49: executor, "), other
+            threads = set(other.split(": ", 1)[1].split(", "))
+            assert threads == {"executor", "reporting", "solve_ik", "solve_path"}, other
+        else:
+            assert other == "normal (SCHED_FIFO 49 refused)", other
     finally:
         rig.client.node.destroy_subscription(sub)
         rig.client.set_parameter("state_feedback", "commanded")

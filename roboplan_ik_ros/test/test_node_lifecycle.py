@@ -110,6 +110,24 @@ def test_refused_parameter_override_fails_configure(ros, mock_robot, tmp_path):
         node.destroy_node()
 
 
+def test_timer_trigger_raises_the_executor_thread_below_the_loop_while_active(make_node, mock_robot, tmp_path):
+    """trigger: timer: the executor's thread holds the GIL the ticks need, so while active it runs at
+    node.other_threads_priority (null: one below loop_priority 50) where the machine permits it, and gets its
+    own scheduling back on deactivate."""
+    node, client = make_node(write_config(tmp_path))
+    assert client.transition(T.TRANSITION_CONFIGURE) and client.transition(T.TRANSITION_ACTIVATE)
+    wait_until(lambda: node._stats.count > 50, what="ticks")
+    tid = node._executor_priority.applied_to if node._executor_priority is not None else None
+    assert (tid is not None) == fifo_permitted(49), node.other_threads_scheduling()
+    if tid is not None:
+        assert os.sched_getscheduler(tid) == os.SCHED_FIFO and os.sched_getparam(tid).sched_priority == 49
+        assert node.other_threads_scheduling().startswith("SCHED_FIFO 49: executor")
+    assert client.transition(T.TRANSITION_DEACTIVATE)
+    assert node._executor_priority is None
+    if tid is not None:  # given back: that thread also runs this test's other callbacks
+        assert os.sched_getscheduler(tid) == os.SCHED_OTHER
+
+
 @pytest.mark.parametrize("refused", [False, True])
 def test_trigger_on_joint_states(make_node, mock_robot, tmp_path, refused, monkeypatch):
     """The shipped loop_priority 50 raises the executor thread that runs the ticks where the machine

@@ -59,13 +59,13 @@ from .goals import HAVE_TF2, FrameResolver, tf2_ros
 from .goal_inputs import GoalInputs
 from .log_throttle import LogThrottle
 from .collision_objects import CollisionObjectReader, CollisionObjectsEndpoint
-from .loop_thread import BorrowedThreadPriority, LoopThread, TickGap
+from .loop_thread import BorrowedThreadPriority, LoopThread, SharedThreadPriority, TickGap
 from .report_thread import ReportThread
 from .guarded_node import GuardedLifecycleNode
 from .session import Session
 from .spin import ESCAPED, make_executor, spin_until_shutdown, stop_on_signals
 from .markers import HAVE_INTERACTIVE_MARKERS, InteractiveTargets, MarkerCache, perceived_cloud
-from .node_config import NodeConfig, load_node_config
+from .node_config import NodeConfig, load_node_config, other_threads_priority
 from .command_outputs import CommandNotSent, CommandOutputs, ContextShutDown
 from .parameters import (DESCRIPTION_TIMEOUT, RuntimeParameters, barrier_specs, loop_specs, task_specs,
                          unknown_parameter_reason)
@@ -194,6 +194,10 @@ class IKControllerNode(GuardedLifecycleNode):
         self._q_snapshot: np.ndarray | None = None
         self.loop_scheduling = "not running"  # how the ticks are scheduled (diagnostics), set on activate
         self._borrowed: BorrowedThreadPriority | None = None  # trigger: joint_states, loop_priority > 0
+        # node.other_threads_priority: each of the node's other threads takes it as it starts; the executor's
+        # thread (trigger: timer) while active
+        self._other_threads = SharedThreadPriority(0)
+        self._executor_priority: BorrowedThreadPriority | None = None
         # the next joint_states tick raises its thread, once per activation (with a multi-threaded
         # executor: only the thread that ran that tick)
         self._borrow_pending = False
@@ -267,6 +271,11 @@ class IKControllerNode(GuardedLifecycleNode):
         self._published_stale_stop = False
         activation = self._activation = Session("active", self.on_fault)
         if cfg.trigger == "timer":
+            if self._other_threads.priority > 0:  # the executor's thread (this one) holds the GIL too
+                self._executor_priority = BorrowedThreadPriority(self._other_threads.priority)
+                why_not = self._executor_priority.apply_here()
+                self._on_other_threads_priority(
+                    not why_not, f"executor: {why_not or f'SCHED_FIFO priority {self._other_threads.priority}'}")
             self.loop_scheduling = "normal" if cfg.loop_priority == 0 else f"SCHED_FIFO {cfg.loop_priority} requested"
             self._loop_thread = LoopThread(1.0 / cfg.control_rate_hz, activation.guard(self._tick, "control tick"),
                                            priority=cfg.loop_priority, on_priority=self._on_loop_priority)
@@ -280,6 +289,23 @@ class IKControllerNode(GuardedLifecycleNode):
         self.last_error = ""
         self.get_logger().info("active: holding the current pose until a goal arrives")
         return ret
+
+    def _on_other_threads_priority(self, ok: bool, message: str) -> None:
+        """The scheduling outcome of one of the node's other threads (called from that thread)."""
+        if ok:
+            self.get_logger().debug(f"node.other_threads_priority: {message}")
+        else:
+            self.get_logger().warning(f"node.other_threads_priority {self._other_threads.priority}: {message}")
+
+    def other_threads_scheduling(self) -> str:
+        """How the node's other threads are scheduled (diagnostics)."""
+        shared = self._other_threads
+        if shared.priority <= 0:
+            return "normal"
+        under = list(shared.applied)
+        if self._executor_priority is not None and self._executor_priority.applied_to is not None:
+            under.insert(0, "executor")
+        return f"SCHED_FIFO {shared.priority}: {', '.join(under)}" if under else f"normal (SCHED_FIFO {shared.priority} refused)"
 
     def _on_loop_priority(self, ok: bool, message: str) -> None:
         """The scheduling outcome of the thread that runs the ticks (called from that thread, once per
@@ -301,6 +327,9 @@ class IKControllerNode(GuardedLifecycleNode):
         if self._borrowed is not None:  # the executor's thread back at its own priority
             self._borrowed.restore()
             self._borrowed = None
+        if self._executor_priority is not None:
+            self._executor_priority.restore()
+            self._executor_priority = None
         self._borrow_pending = False
         if self._loop_thread is not None:
             self._loop_thread.stop()
@@ -505,11 +534,12 @@ class IKControllerNode(GuardedLifecycleNode):
         self._inputs = GoalInputs(self, self.loop, self._lock, self._resolver, cfg, lambda: self._active,
                                   self._log_loop_event, self._note_rejection, self._on_goal_set)
         self._inputs.create_endpoints()
+        self._other_threads = SharedThreadPriority(other_threads_priority(cfg), self._on_other_threads_priority)
         # its own thread and helper node (and a worker process), guarded by the same session
         self._service = SolveIKServer(self, self.scene, self.simple_ik, self._resolver, cfg.quaternion_tolerance,
                                       self._current_q, worker_spec=self._ik_worker_spec,
                                       wait_for_gap=self._wait_for_tick_gap, guard=session.guard,
-                                      next_tick_in=self._next_tick_in)
+                                      next_tick_in=self._next_tick_in, on_thread_start=self._other_threads.apply_here)
         session.own("~/solve_ik", self._service.destroy)
         # its own thread and a private scene built from the worker's spec: a long path blocks nothing
         self._paths = SolvePathServer(self._service, self._ik_worker_spec)
@@ -525,6 +555,8 @@ class IKControllerNode(GuardedLifecycleNode):
             self, self.scene, self.config.perception, self._root, self._lock, self._service.scene_lock,
             self._current_q, tf_lookup, self._on_perceived_changed, self._on_pointcloud_refused, self._log_loop_event,
             self.loop.expect_collision_prepare, lambda what, exc, trace: self.on_fault("configured", what, exc, trace))
+        # its thread stays at normal priority: a cloud's ingest is milliseconds of numpy calls that hold the GIL
+        # whatever its priority, and a starved ingest drops stale clouds (newest wins) instead of taking a core
         session.own("~/pointcloud thread", self._perception.destroy)
         if cfg.trigger == "joint_states":  # ticks come from /joint_states; this timer only watches for staleness
             period = max(1.0 / cfg.control_rate_hz, min(0.05, cfg.state_timeout / 4.0))
@@ -555,7 +587,7 @@ class IKControllerNode(GuardedLifecycleNode):
         if not self._diag.has_own_timer:
             jobs.append((1.0 / cfg.diagnostics_rate_hz,
                          session.guard(self._diag.publish, "reporting thread (/diagnostics)")))
-        reports = ReportThread(jobs, running=self.context.ok)
+        reports = ReportThread(jobs, running=self.context.ok, on_start=lambda: self._other_threads.apply_here("reporting"))
         reports.start()
         session.own("status thread", reports.stop)
 
@@ -870,7 +902,8 @@ class IKControllerNode(GuardedLifecycleNode):
         with self._lock:
             snap = LoopSnapshot.take(self.loop)
         level, message, values = diagnostics_report(snap, self._stats.summary(), self.node_cfg, self._service,
-                                                    self._last_rejection, self.loop_scheduling, self._paths)
+                                                    self._last_rejection, self.loop_scheduling, self._paths,
+                                                    self.other_threads_scheduling())
         if self._perception is not None:
             values += perception_diagnostics(self._perception.snapshot())
         values.append(("callback_errors", str(self.faults.count + ESCAPED.count)))

@@ -10,7 +10,7 @@ message starts with the key path (``node.outputs[0].type``).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Mapping
+from typing import Any, Mapping, Union
 
 from ..core.config import from_mapping
 from ..core.control.control_loop import LoopConfig, check_choice, check_loop_config
@@ -72,6 +72,11 @@ class NodeConfig(LoopConfig):
     # the executor's thread while active), as ros2_control's thread_priority; 0 = the normal
     # scheduler. Refused (no rtprio limit or CAP_SYS_NICE): logged, and the ticks run at normal priority.
     loop_priority: int = 50
+    # SCHED_FIFO priority of the node's other threads that run Python (the executor's while active, reporting,
+    # ~/solve_ik, ~/solve_path; not the point-cloud ingest): they hold the GIL the ticks need, and a normal process that
+    # preempts one of them while it holds it stalls the loop for a scheduler slice (the GIL has no priority
+    # inheritance). null = one below loop_priority (0 when that is 0); 0 = the normal scheduler.
+    other_threads_priority: Union[None, int] = None
     activation_timeout: float = 5.0  # [s] on_activate waits this long for a first /joint_states
     joint_states_topic: str = "/joint_states"
     status_rate_hz: float = 10.0  # ~/status
@@ -93,6 +98,15 @@ def check_node_config(cfg: NodeConfig, path: str = "node") -> NodeConfig:
             0 <= cfg.loop_priority <= MAX_LOOP_PRIORITY):
         raise InvalidInputError(f"{path}.loop_priority: expected an integer in [0, {MAX_LOOP_PRIORITY}] "
                                 f"(SCHED_FIFO priority; 0 = normal scheduling), got {cfg.loop_priority!r}")
+    other = cfg.other_threads_priority
+    if other is not None:
+        if isinstance(other, bool) or not isinstance(other, int) or not 0 <= other <= MAX_LOOP_PRIORITY:
+            raise InvalidInputError(f"{path}.other_threads_priority: expected null or an integer in "
+                                    f"[0, {MAX_LOOP_PRIORITY}] (SCHED_FIFO priority; 0 = normal scheduling), got {other!r}")
+        if other and other >= cfg.loop_priority:
+            raise InvalidInputError(
+                f"{path}.other_threads_priority: {other} is not below loop_priority ({cfg.loop_priority}): those "
+                f"threads would take the CPU from the ticks; expected an integer below it, 0, or null (one below it)")
     for key, rng in _RANGES.items():
         rng.check(getattr(cfg, key), f"{path}.{key}")
     if not cfg.joint_states_topic:
@@ -116,6 +130,13 @@ def check_node_config(cfg: NodeConfig, path: str = "node") -> NodeConfig:
         _TIME_FROM_START.check(out.time_from_start, f"{p}.time_from_start")
     _MARKER_SCALE.check(cfg.markers.scale, f"{path}.markers.scale")
     return cfg
+
+
+def other_threads_priority(cfg: NodeConfig) -> int:
+    """The SCHED_FIFO priority of the node's other threads (0 = normal): the key, or one below loop_priority."""
+    if cfg.other_threads_priority is not None:
+        return cfg.other_threads_priority
+    return max(cfg.loop_priority - 1, 0)
 
 
 def load_node_config(mapping: Mapping[str, Any] | None, path: str = "node") -> NodeConfig:

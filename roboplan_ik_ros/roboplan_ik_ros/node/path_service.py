@@ -75,7 +75,8 @@ class SolvePathServer:
         self._obstacles_version = -1  # the node scene's collision_version last copied
         self._build_error = ""
         self._service_thread = ServiceThread(self.node, SolvePath, "solve_path", self._on_request, THREAD_NAME,
-                                     before_spin=self._build_solver, guard=owner.guard)
+                                     before_spin=self._build_solver, guard=owner.guard,
+                                     on_start=owner.on_thread_start)
         self.service_name = self._service_thread.service_name
 
     # ------------------------------------------------------------------ thread

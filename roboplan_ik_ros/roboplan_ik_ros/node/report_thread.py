@@ -22,18 +22,18 @@ from .loop_thread import LoopThread
 
 
 class ReportThread:
-    """Runs each ``(period [s], job)`` at its period in a thread named ``name`` (normal scheduling), while
-    ``running()`` is true (the node's ROS context: after rclpy's own SIGINT handler shut it down, a publish
+    """Runs each ``(period [s], job)`` at its period in a thread named ``name`` (``on_start()`` first in
+    it: the node's :class:`~.loop_thread.SharedThreadPriority`), while ``running()`` is true (the node's ROS context: after rclpy's own SIGINT handler shut it down, a publish
     only raises; an executor's timer would not have fired either)."""
 
     def __init__(self, jobs: list[tuple[float, Callable[[], None]]], name: str = "reporting",
-                 running: Callable[[], bool] = lambda: True) -> None:
+                 running: Callable[[], bool] = lambda: True, on_start: Callable[[], None] | None = None) -> None:
         if not jobs or min(p for p, _ in jobs) <= 0.0:
             raise ValueError("ReportThread: expected at least one job, each with a period > 0")
         self.period = min(p for p, _ in jobs)  # [s] the thread's wake-up period
         self._jobs = [[period, job, -math.inf] for period, job in jobs]  # period, job, last start
         self._running = running
-        self._thread = LoopThread(self.period, self._run, name=name)
+        self._thread = LoopThread(self.period, self._run, name=name, on_start=on_start)  # on_start: first, in it
 
     def start(self) -> None:
         self._thread.start()

@@ -141,7 +141,8 @@ class SolveIKServer:
     def __init__(self, node, scene: Scene, solver: SimpleIK, resolver: FrameResolver,
                  quaternion_tolerance: float, current_q: Callable[[], np.ndarray | None],
                  worker_spec: WorkerSpec | None = None, wait_for_gap: Callable[[], None] | None = None,
-                 guard=None, next_tick_in: Callable[[], float] | None = None) -> None:
+                 guard=None, next_tick_in: Callable[[], float] | None = None,
+                 on_thread_start: Callable[[str], None] | None = None) -> None:
         self.node = node
         self.scene = scene
         self.solver = solver
@@ -170,7 +171,9 @@ class SolveIKServer:
         self.worker: IKWorker | None = None
         self.scene_lock = threading.Lock()  # the in-process solve against changes of the scene's obstacles
         self.guard = guard  # the node's callback rules (node/session.py), for this and ~/solve_path
-        self._service_thread = ServiceThread(node, SolveIK, "solve_ik", self._on_request, THREAD_NAME, guard=guard)
+        self.on_thread_start = on_thread_start  # first in each service thread (this and ~/solve_path's)
+        self._service_thread = ServiceThread(node, SolveIK, "solve_ik", self._on_request, THREAD_NAME, guard=guard,
+                                             on_start=on_thread_start)
         self.service_name = self._service_thread.service_name
         if worker_spec is not None:  # returns at once: the process starts in the background
             # forked from the fork server (started by main(), else at the first start): see start_forkserver

@@ -23,10 +23,12 @@ class ServiceThread:
     """Serves ``~/<service>`` (``srv_type``) of ``node`` with ``callback`` from the thread
     ``thread_name`` (also its OS name, top -H); ``before_spin`` runs first in that thread.
     ``guard(callback, what, on_refused)`` (a :meth:`Session.guard <.session.Session.guard>`) wraps
-    the callback."""
+    the callback. ``on_start(thread_name)`` runs first in the thread (the node's
+    :meth:`SharedThreadPriority.apply_here <.loop_thread.SharedThreadPriority.apply_here>`)."""
 
     def __init__(self, node, srv_type, service: str, callback, thread_name: str,
-                 before_spin: Callable[[], None] | None = None, guard=None) -> None:
+                 before_spin: Callable[[], None] | None = None, guard=None,
+                 on_start: Callable[[str], None] | None = None) -> None:
         self.node = node
         self.label = service
         self.service_name = node.resolve_service_name(f"~/{service}")  # the node's namespace and remappings
@@ -39,12 +41,15 @@ class ServiceThread:
         self._executor = make_executor(context=node.context)
         self._executor.add_node(self.host)
         self._before_spin = before_spin
+        self._on_start = on_start
         self._stop = threading.Event()
         self.thread = threading.Thread(target=self._run, name=thread_name, daemon=True)
         self.thread.start()
 
     def _run(self) -> None:
         _set_os_thread_name(self.thread.name)
+        if self._on_start is not None:
+            self._on_start(self.thread.name)
         if self._before_spin is not None:
             self._before_spin()
         spin_until_shutdown(self._executor, self._stop)

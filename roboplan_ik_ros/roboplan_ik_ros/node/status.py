@@ -109,7 +109,7 @@ class LoopSnapshot:
 
 
 def diagnostics_report(snap: LoopSnapshot, summary: dict[str, float], node_cfg, service, last_rejection: str,
-                       loop_scheduling: str = "", paths=None):
+                       loop_scheduling: str = "", paths=None, other_threads_scheduling: str = ""):
     """(level, message, [(key, value)]) of the control loop for /diagnostics."""
     normal = snap.mode in (TRACKING, WAITING_FOR_GOAL)
     if normal and summary["late_pct"] <= 1.0:
@@ -129,6 +129,7 @@ def diagnostics_report(snap: LoopSnapshot, summary: dict[str, float], node_cfg, 
         ("ticks", str(summary["ticks"])),  # since activation
         ("late_ticks", str(summary["late_ticks"])),
         ("loop_scheduling", loop_scheduling),
+        ("other_threads_scheduling", other_threads_scheduling),
         ("state_feedback", node_cfg.state_feedback),
         ("stale_behavior", node_cfg.stale_behavior),
         ("acceleration_bounds", snap.acceleration),
