@@ -1948,13 +1948,15 @@ def main() -> None:
                         "latency's percentiles")
     p.add_argument("--twist-rates", default=",".join(f"{r:g}" for r in TWIST_RATES),
                    help="comma-separated control rates [Hz] of the twist-stream runs")
-    p.add_argument("--mock-priority", type=int, default=0,
-                   help="SCHED_FIFO priority of the mock robot's drive and executor threads (its rt_priority, as a "
-                        "drive's; the e2e tests and the demo run it at 40); 0 = normal scheduling (default: with 40 "
-                        "the mock's /joint_states were on time 99.96-99.99 %% instead of 99.3-99.7 %%, but the node's "
-                        "joint_states-triggered ticks less so, 98.8-99.3 %% against 99.5-99.6 %%, idle, 500 Hz, (c), "
-                        "when the mock published from its executor; from its drive thread, 2 runs each: mock "
-                        "99.53-99.76 %% against 99.17-99.59 %%, node 98.89-99.48 %% against 98.67-99.36 %%)")
+    p.add_argument("--mock-priority", type=int, default=40,
+                   help="SCHED_FIFO priority of the mock robot's drive and executor threads (its rt_priority), as a "
+                        "drive's, as the e2e tests and the demo run it; 0 = normal scheduling. The default was 0 "
+                        "before the mock published from a drive thread: with 40 its /joint_states were on time "
+                        "99.96-99.99 %% but the node's joint_states-triggered ticks less so. Now (drive thread, the "
+                        "node's other threads under SCHED_FIFO), joint_states trigger, 500 Hz: at 0 the mock's own "
+                        "/joint_states were on time 96.6-99.9 %% (97.9-99.0 %% with a core busy), the node's ticks "
+                        "following them; at 40, 99.85-99.99 %% and the node 98.91-99.99 %% (11 of 12 runs of (c) and (d), idle and busy, at "
+                        "least 99.5 %%)")
     p.add_argument("--repeat", type=int, default=1, help="repetitions (interleaved: repetition > variant > load)")
     p.add_argument("--service-pairs", type=int, default=1,
                    help="repeat the idle and service runs until there are this many pairs per config, trigger and "
