@@ -316,7 +316,10 @@ def run_child(config: str, stats_out: str, capacity: int, spawned_at: float) -> 
     node._tick = timed_tick
     startup = {"interpreter_s": t_main - spawned_at, "imports_s": t_imported - t_main,
                "create_s": t_created - t_imported}
-    spin_until_shutdown(executor)
+    try:
+        spin_until_shutdown(executor)
+    except KeyboardInterrupt:  # the bench's SIGINT, raised here after rclpy's handler shut the context down
+        pass
     node._stop_loop()  # no tick while the statistics are collected (the context is gone: they would fail)
     tracemalloc_result = tracemalloc_report(tracing)
     startup.update(timing)
