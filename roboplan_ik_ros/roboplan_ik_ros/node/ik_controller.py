@@ -305,7 +305,9 @@ class IKControllerNode(GuardedLifecycleNode):
         under = list(shared.applied)
         if self._executor_priority is not None and self._executor_priority.applied_to is not None:
             under.insert(0, "executor")
-        return f"SCHED_FIFO {shared.priority}: {', '.join(under)}" if under else f"normal (SCHED_FIFO {shared.priority} refused)"
+        if not under:
+            return f"normal (SCHED_FIFO {shared.priority} refused)"
+        return f"SCHED_FIFO {shared.priority}: {', '.join(under)}"
 
     def _on_loop_priority(self, ok: bool, message: str) -> None:
         """The scheduling outcome of the thread that runs the ticks (called from that thread, once per
@@ -539,7 +541,8 @@ class IKControllerNode(GuardedLifecycleNode):
         self._service = SolveIKServer(self, self.scene, self.simple_ik, self._resolver, cfg.quaternion_tolerance,
                                       self._current_q, worker_spec=self._ik_worker_spec,
                                       wait_for_gap=self._wait_for_tick_gap, guard=session.guard,
-                                      next_tick_in=self._next_tick_in, on_thread_start=self._other_threads.apply_here)
+                                      next_tick_in=self._next_tick_in,
+                                      on_thread_start=self._other_threads.apply_here)
         session.own("~/solve_ik", self._service.destroy)
         # its own thread and a private scene built from the worker's spec: a long path blocks nothing
         self._paths = SolvePathServer(self._service, self._ik_worker_spec)
@@ -587,7 +590,8 @@ class IKControllerNode(GuardedLifecycleNode):
         if not self._diag.has_own_timer:
             jobs.append((1.0 / cfg.diagnostics_rate_hz,
                          session.guard(self._diag.publish, "reporting thread (/diagnostics)")))
-        reports = ReportThread(jobs, running=self.context.ok, on_start=lambda: self._other_threads.apply_here("reporting"))
+        reports = ReportThread(jobs, running=self.context.ok,
+                               on_start=lambda: self._other_threads.apply_here("reporting"))
         reports.start()
         session.own("status thread", reports.stop)
 

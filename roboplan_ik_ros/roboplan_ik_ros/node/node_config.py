@@ -73,9 +73,9 @@ class NodeConfig(LoopConfig):
     # scheduler. Refused (no rtprio limit or CAP_SYS_NICE): logged, and the ticks run at normal priority.
     loop_priority: int = 50
     # SCHED_FIFO priority of the node's other threads that run Python (the executor's while active, reporting,
-    # ~/solve_ik, ~/solve_path; not the point-cloud ingest): they hold the GIL the ticks need, and a normal process that
-    # preempts one of them while it holds it stalls the loop for a scheduler slice (the GIL has no priority
-    # inheritance). null = one below loop_priority (0 when that is 0); 0 = the normal scheduler.
+    # ~/solve_ik, ~/solve_path; not the point-cloud ingest): they hold the GIL the ticks need, and a normal
+    # process that preempts one of them while it holds it stalls the loop for a scheduler slice (the GIL has no
+    # priority inheritance). null = one below loop_priority (0 when that is 0); 0 = the normal scheduler.
     other_threads_priority: Union[None, int] = None
     activation_timeout: float = 5.0  # [s] on_activate waits this long for a first /joint_states
     joint_states_topic: str = "/joint_states"
@@ -102,7 +102,8 @@ def check_node_config(cfg: NodeConfig, path: str = "node") -> NodeConfig:
     if other is not None:
         if isinstance(other, bool) or not isinstance(other, int) or not 0 <= other <= MAX_LOOP_PRIORITY:
             raise InvalidInputError(f"{path}.other_threads_priority: expected null or an integer in "
-                                    f"[0, {MAX_LOOP_PRIORITY}] (SCHED_FIFO priority; 0 = normal scheduling), got {other!r}")
+                                    f"[0, {MAX_LOOP_PRIORITY}] (SCHED_FIFO priority; 0 = normal scheduling), "
+                                    f"got {other!r}")
         if other and other >= cfg.loop_priority:
             raise InvalidInputError(
                 f"{path}.other_threads_priority: {other} is not below loop_priority ({cfg.loop_priority}): those "

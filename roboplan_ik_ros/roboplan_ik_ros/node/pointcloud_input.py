@@ -64,11 +64,10 @@ def layout_of(msg: PointCloud2) -> PointCloudLayout:
 class PointCloudInput:
     """See the module docstring. ``lock``: the control loop's; ``scene_lock``: the in-process SimpleIK's;
     ``current_q()``: the last command; ``tf_lookup(frame_id, stamp)`` -> pin.SE3 or raises (None: no tf2);
-    ``on_change()`` after the cloud changed (markers); ``on_refused(reason)``; ``log(level, text)``;
-    ``on_thread_start(name)`` first in the processing thread (the node's SharedThreadPriority)."""
+    ``on_change()`` after the cloud changed (markers); ``on_refused(reason)``; ``log(level, text)``."""
 
     def __init__(self, node, scene, config, root: str, lock, scene_lock, current_q, tf_lookup, on_change,
-                 on_refused, log, expect_prepare=lambda: None, on_fault=None, on_thread_start=None) -> None:
+                 on_refused, log, expect_prepare=lambda: None, on_fault=None) -> None:
         self.node, self.scene, self.config, self.root = node, scene, config, root
         self.lock, self.scene_lock, self.current_q = lock, scene_lock, current_q
         self.tf_lookup, self.on_change, self.on_refused, self.log = tf_lookup, on_change, on_refused, log
@@ -76,7 +75,6 @@ class PointCloudInput:
         # on_fault(what, exc, trace): an unexpected error of the processing thread (a bug: the obstacles it
         # keeps may be wrong) ends like any callback's, counted and in a controlled stop; None: logged only
         self.on_fault = on_fault
-        self._on_thread_start = on_thread_start
         self.ingest = CloudIngest(scene, config)
         self._data = scene.model.createData()
         self._closest = ClosestObstacle(scene, "perceived")
@@ -107,8 +105,6 @@ class PointCloudInput:
 
     # ------------------------------------------------------------------ processing thread
     def _run(self) -> None:
-        if self._on_thread_start is not None:
-            self._on_thread_start(THREAD_NAME)
         period = min(0.1, self.config.max_age / 2)
         while True:
             with self._wake:

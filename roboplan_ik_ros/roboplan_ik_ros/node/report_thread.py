@@ -23,8 +23,9 @@ from .loop_thread import LoopThread
 
 class ReportThread:
     """Runs each ``(period [s], job)`` at its period in a thread named ``name`` (``on_start()`` first in
-    it: the node's :class:`~.loop_thread.SharedThreadPriority`), while ``running()`` is true (the node's ROS context: after rclpy's own SIGINT handler shut it down, a publish
-    only raises; an executor's timer would not have fired either)."""
+    it: the node's :class:`~.loop_thread.SharedThreadPriority`), while ``running()`` is true (the node's ROS
+    context: after rclpy's own SIGINT handler shut it down, a publish only raises; an executor's timer would
+    not have fired either)."""
 
     def __init__(self, jobs: list[tuple[float, Callable[[], None]]], name: str = "reporting",
                  running: Callable[[], bool] = lambda: True, on_start: Callable[[], None] | None = None) -> None:
