@@ -1,0 +1,82 @@
+"""The shipped panda.yaml in closed loop (a simulated Panda that follows every command): the table's
+safe-displacement weight must not freeze the arm short of its goal.
+
+The obstacle barrier's closest pairs are often the links near the base against the table, whose distances
+no joint changes: ||J_h||^2 is rounding noise (~6e-10) and RoboPlan's weight r / ||J_h||^2 reaches ~1.7e5,
+a damping of every step that leaves ~1e-6 of the tasks' pull. Scenario (the e2e look_at test's, where it
+showed): a position-only frame task holds the hand while a look_at task points its z axis at a point, then
+at a second point given in the hand frame, sent while the arm still moves. Uncapped, the weight passes 1e4
+and the arm stops short for good (0.6 degrees and 2.8 mm here; 1-4 degrees in the e2e runs, depending on
+when the second point came); with the shipped ``safe_displacement_max_weight: 1.0`` it gets there.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from models import robot
+from roboplan_ik_ros.core.config import load_config
+from roboplan_ik_ros.core.control.control_loop import ControlLoop
+from roboplan_ik_ros.core.model.scene_config import scene_from_config
+
+from test_closed_loop_bounds import TIP, panda_yaml
+
+FIRST_TICKS = 1300  # [ticks at 500 Hz] the second point comes while the arm still turns toward the first
+SECOND_TICKS = 2500  # the capped arm is there within 2000
+
+
+def look_loop(cap: bool) -> ControlLoop:
+    data, settings = panda_yaml()
+    ee = data["tasks"][0]
+    ee["orientation_cost"], ee["position_cost"] = 0.0, 100.0  # the hand's place only: look_at owns its axis
+    data["tasks"].insert(1, {"name": "look", "type": "look_at", "frame": TIP, "axis": "z", "priority": 1})
+    obstacles = next(b for b in data["barriers"] if b["name"] == "obstacles")
+    assert obstacles["safe_displacement_max_weight"] == 1.0  # what panda.yaml ships
+    if not cap:
+        del obstacles["safe_displacement_max_weight"]  # RoboPlan's form
+    config = load_config(data)
+    r = robot("panda")
+    scene = scene_from_config(r.urdf_xml, r.srdf_xml, config.robot, r.package_paths, list(config.obstacles))
+    return ControlLoop(scene, config, settings)
+
+
+def pointing_angle(scene, q, point) -> float:
+    T = scene.frame_pose(q, TIP)
+    u = point - T.translation
+    return float(np.arccos(np.clip(T.rotation[:, 2] @ u / np.linalg.norm(u), -1.0, 1.0)))
+
+
+@pytest.mark.parametrize("cap", [True, False], ids=["shipped cap", "uncapped"])
+def test_the_tables_static_pairs_do_not_freeze_the_arm(cap):
+    loop = look_loop(cap)
+    scene, g = loop.scene, loop.group.q_indices
+    q = scene.named_configuration("default")
+    t = 0.0
+    loop.state.incoming[:] = q
+    assert loop.state.accept(t) == ""
+    loop.activate(t)
+    p0 = scene.frame_pose(q, TIP).translation.copy()
+    obstacles = loop.barrier("obstacles")
+    max_weight = 0.0
+    for ticks, point in ((FIRST_TICKS, p0 + [0.3, 0.25, -0.35]), (SECOND_TICKS, None)):
+        # the second point: 0.4 m along the hand's axis and 0.15 m aside, resolved where the hand is now
+        world = scene.frame_pose(q, TIP).act(np.array([0.15, 0.0, 0.4])) if point is None else point
+        loop.set_task_target("look", world, t)
+        for _ in range(ticks):
+            t += loop.dt
+            loop.state.incoming[:] = q
+            assert loop.state.accept(t) == ""
+            res = loop.tick(t)
+            assert res.publish
+            q[g] = res.command[g]
+            max_weight = max(max_weight, obstacles.regularization_weight())
+    angle = np.degrees(pointing_angle(scene, q, world))
+    drift = np.linalg.norm(scene.frame_pose(q, TIP).translation - p0)
+    print(f"cap={cap}: angle {angle:.4f} deg, hand {drift * 1e3:.3f} mm from its place, "
+          f"largest obstacle weight {max_weight:.3g}")
+    if cap:
+        assert max_weight <= 1.0
+        assert angle < 0.01 and drift < 1e-4
+    else:  # the scenario still shows what the cap is for (the angle depends on the path: 0.6 degrees here today)
+        assert max_weight > 1e4
