@@ -41,6 +41,16 @@ def _publisher(rig, msg_type, topic):
     return pub
 
 
+def _wait_commands_still(rig, n: int = 50, span: float = 1e-4) -> np.ndarray:
+    """The last command, once the last ``n`` commands moved no joint more than ``span`` [rad] (not exactly still:
+    the posture task keeps turning the hand about the look axis, which the tasks above leave free, ~1e-4 rad/s)."""
+    def still():
+        cmds = [c for _, c in list(rig.rec.commands)[-n:]]
+        return len(cmds) == n and float(np.ptp(np.array(cmds), axis=0).max()) < span and (cmds[-1],)
+
+    return rig.wait(still, WAIT, f"the commands still (every joint within {span:g} rad over {n} commands)")[0]
+
+
 def _pointing_angle(q7, point) -> float:
     T = _frame(q7, TIP)
     u = np.asarray(point) - T.translation
@@ -76,7 +86,10 @@ def test_a_look_at_point_goal_turns_the_hand_onto_it_and_a_nan_point_is_refused(
         msg = PointStamped()
         msg.header.frame_id = frame
         msg.point.x, msg.point.y, msg.point.z = (float(v) for v in point)
-        world = _frame(rig.measured(), TIP).act(np.array(point, dtype=float)) if frame == TIP else np.array(point)
+        world = np.array(point, dtype=float)
+        if frame == TIP:  # the node resolves it at its last command: send it with the hand still, resolve it there
+            q_still = _wait_commands_still(rig)
+            world = _frame(q_still, TIP).act(world)
         pub.publish(msg)
         # at rest with both tasks met: the hand's z axis on the point, the hand back where it was (at one
         # priority the two trade during the turn: the hand moves up to a few cm, then returns)
