@@ -20,7 +20,7 @@ from roboplan_ik_ros.core.config import load_config
 from roboplan_ik_ros.core.control.control_loop import ControlLoop
 from roboplan_ik_ros.core.model.scene_config import scene_from_config
 
-from test_closed_loop_bounds import TIP, panda_yaml
+from test_closed_loop_bounds import TIP, follow_one_tick, panda_yaml
 
 FIRST_TICKS = 1300  # [ticks at 500 Hz] the second point comes while the arm still turns toward the first
 SECOND_TICKS = 2500  # the capped arm is there within 2000
@@ -50,7 +50,7 @@ def pointing_angle(scene, q, point) -> float:
 @pytest.mark.parametrize("cap", [True, False], ids=["shipped cap", "uncapped"])
 def test_the_tables_static_pairs_do_not_freeze_the_arm(cap):
     loop = look_loop(cap)
-    scene, g = loop.scene, loop.group.q_indices
+    scene = loop.scene
     q = scene.named_configuration("default")
     t = 0.0
     loop.state.incoming[:] = q
@@ -65,11 +65,7 @@ def test_the_tables_static_pairs_do_not_freeze_the_arm(cap):
         loop.set_task_target("look", world, t)
         for _ in range(ticks):
             t += loop.dt
-            loop.state.incoming[:] = q
-            assert loop.state.accept(t) == ""
-            res = loop.tick(t)
-            assert res.publish
-            q[g] = res.command[g]
+            follow_one_tick(loop, q, t)
             max_weight = max(max_weight, obstacles.regularization_weight())
     angle = np.degrees(pointing_angle(scene, q, world))
     drift = np.linalg.norm(scene.frame_pose(q, TIP).translation - p0)

@@ -49,6 +49,16 @@ def panda():
     return scene_from_config(r.urdf_xml, r.srdf_xml, config.robot, r.package_paths)
 
 
+def follow_one_tick(loop: ControlLoop, q: np.ndarray, t: float) -> np.ndarray:
+    """One tick at time t [s] of a robot at q (full nq) that follows every command exactly: q, moved in place."""
+    loop.state.incoming[:] = q
+    assert loop.state.accept(t) == ""
+    res = loop.tick(t)
+    assert res.publish
+    q[loop.group.q_indices] = res.command[loop.group.q_indices]
+    return q
+
+
 class Run:
     """The loop driving a robot that follows every command exactly; records commands and TCP poses."""
 

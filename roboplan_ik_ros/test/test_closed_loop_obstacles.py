@@ -16,7 +16,7 @@ from roboplan_ik_ros.core.control.control_loop import ControlLoop
 from roboplan_ik_ros.core.model.obstacles import Obstacle
 from roboplan_ik_ros.core.model.scene_config import scene_from_config
 
-from test_closed_loop_bounds import TIP, panda_yaml
+from test_closed_loop_bounds import TIP, follow_one_tick, panda_yaml
 
 TOLERANCE = 1e-4  # [m] solver.barrier_tolerance: the step's linearization error that enforce_barriers accepts
 
@@ -53,11 +53,7 @@ def drive(loop: ControlLoop, goals: list[pin.SE3], ticks: int, perceived=None) -
         loop.set_pose_goal("ee", goal)
         for _ in range(ticks):
             t += loop.dt
-            loop.state.incoming[:] = q
-            assert loop.state.accept(t) == ""
-            res = loop.tick(t)
-            assert res.publish
-            q[g] = res.command[g]
+            follow_one_tick(loop, q, t)
             commands.append(q[g].copy())
             pin.forwardKinematics(scene.model, data, q)
             closest = min(closest, obstacle_distance(scene, data, geom_data, pairs))
