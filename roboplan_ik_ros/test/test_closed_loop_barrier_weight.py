@@ -76,3 +76,11 @@ def test_the_tables_static_pairs_do_not_freeze_the_arm(cap):
         assert angle < 0.01 and drift < 1e-4
     else:  # the scenario still shows what the cap is for (the angle depends on the path: 0.6 degrees here today)
         assert max_weight > 1e4
+
+
+def test_an_uncapped_collision_barrier_is_noted_at_configure():
+    """RoboPlan's form stays available, with a configure note saying what it risks (the node logs the notes)."""
+    capped = [n for n in look_loop(cap=True).notes if "safe_displacement_max_weight" in n]
+    assert capped == []  # the shipped config caps every collision barrier (self_collision is dropped here)
+    [note] = [n for n in look_loop(cap=False).notes if "safe_displacement_max_weight" in n]
+    assert note.startswith("barrier 'obstacles': no safe_displacement_max_weight") and "1.0 caps it" in note

@@ -205,6 +205,12 @@ class ControlLoop:
                 self.notes.append(f"barrier {b.name!r}: collision distances "
                                   + (f"in Python ({b.compiled_reason})" if not b.compiled else "compiled")
                                   + f", {b.rows_per_pair} row(s) per pair")
+                if b.safe_displacement_gain > 0.0 and b.safe_displacement_max_weight is None:
+                    self.notes.append(
+                        f"barrier {b.name!r}: no safe_displacement_max_weight: its weight r/||J_h||^2 is unbounded, "
+                        "and a pair whose distance the joints barely change (a link near the base against a table: "
+                        "||J_h||^2 ~ 1e-9) outweighs the tasks and stops the arm short of its goal; 1.0 caps it "
+                        "(config/panda.yaml)")
         accel = self._accel
         self.guard = CommandGuard(scene, self.group, self._guard_v_max(), self.dt,
                                   None if accel is None else accel.a_max, None if accel is None else accel.j_max)
