@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import math
 import os
-import sys
 import threading
 import time
 import traceback
@@ -59,7 +58,8 @@ from .goals import HAVE_TF2, FrameResolver, tf2_ros
 from .goal_inputs import GoalInputs
 from .log_throttle import LogThrottle
 from .collision_objects import CollisionObjectReader, CollisionObjectsEndpoint
-from .loop_thread import BorrowedThreadPriority, LoopThread, SharedThreadPriority, TickGap
+from .loop_thread import (BorrowedThreadPriority, LoopThread, SharedThreadPriority, TickGap,
+                          shorten_gil_switch_interval)
 from .report_thread import ReportThread
 from .guarded_node import GuardedLifecycleNode
 from .session import Session
@@ -88,7 +88,6 @@ _SUCCESS, _FAILURE, _ERROR = (TransitionCallbackReturn.SUCCESS, TransitionCallba
 #: [s] how long retiring a session waits for its callbacks running in other threads (a tick: ms; a
 #: ~/solve_ik or ~/solve_path request told to stop: the solver's current iteration)
 _RETIRE_TIMEOUT = 10.0
-_SWITCH_INTERVAL = 0.0001  # [s] GIL hand-over while SimpleIK runs in its worker thread
 _ACK_TIMEOUT = 1.0  # [s] a controlled stop waits this long for the subscribers to acknowledge its commands
 
 
@@ -489,8 +488,7 @@ class IKControllerNode(GuardedLifecycleNode):
         self._setup_frames()
         self._setup_ros_entities()
         self._setup_parameters()
-        if sys.getswitchinterval() > _SWITCH_INTERVAL:
-            sys.setswitchinterval(_SWITCH_INTERVAL)
+        shorten_gil_switch_interval()  # the ticks wait less for the GIL while SimpleIK runs in its worker thread
 
     def _description(self, name: str, timeout: float, required: bool = True) -> str:
         """Parameter ``name`` if set, else the newest ``/name`` received since construction, else the

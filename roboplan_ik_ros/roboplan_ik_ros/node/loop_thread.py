@@ -28,6 +28,7 @@ from __future__ import annotations
 import ctypes
 import ctypes.util
 import os
+import sys
 import threading
 import time
 from collections.abc import Callable
@@ -42,6 +43,17 @@ def _set_os_thread_name(name: str) -> None:
         libc.prctl(_PR_SET_NAME, name.encode()[:15], 0, 0, 0)
     except (OSError, AttributeError):
         pass
+
+
+#: [s] GIL hand-over: a thread woken for its tick (or a drive's step) waits at most this long for another Python
+#: thread to give the GIL back (CPython's default is 5 ms)
+GIL_SWITCH_INTERVAL = 0.0001
+
+
+def shorten_gil_switch_interval() -> None:
+    """``sys.setswitchinterval(GIL_SWITCH_INTERVAL)`` unless the process already asks for a shorter one."""
+    if sys.getswitchinterval() > GIL_SWITCH_INTERVAL:
+        sys.setswitchinterval(GIL_SWITCH_INTERVAL)
 
 
 def set_fifo_priority(priority: int) -> str:

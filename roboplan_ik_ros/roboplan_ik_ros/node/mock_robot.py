@@ -65,7 +65,6 @@ from __future__ import annotations
 
 import json
 import math
-import sys
 import threading
 import time
 from pathlib import Path
@@ -86,7 +85,7 @@ from ..core.model.resources import resolve_path
 from ..core.model.robots import EXAMPLE_ROBOTS, example_robot_data_share, load_example_robot
 from ..core.model.scene import Scene
 from . import strict_drive as sd
-from .loop_thread import LoopThread, set_fifo_priority
+from .loop_thread import LoopThread, set_fifo_priority, shorten_gil_switch_interval
 from .message_conversions import JointMap
 from .spin import spin_node_until_shutdown
 
@@ -96,8 +95,6 @@ COMMAND_TYPES = ("forward_command", "joint_trajectory", "joint_state")
 DEFAULT_JOINT_LIMITS = {"panda": "package://roboplan_ik_ros/config/panda_joint_limits.yaml"}
 DRIVE_STATUS_PERIOD = 0.2  # [s] ~/drive_status while the strict drive is on (and at once on a change)
 COMMAND_QUEUE_DEPTH = 1000  # a mock stalled for up to 2 s at 500 Hz drops no command (the drive would see a jump)
-#: [s] GIL hand-over: the drive thread, woken for its step, waits at most this long for a command callback
-SWITCH_INTERVAL = 0.0001
 
 
 def load_robot(robot: str, srdf_path: str = "") -> tuple[str, str, list[str], str]:
@@ -238,8 +235,7 @@ class MockRobot(Node):
         self._drive_lock = threading.Lock()  # the robot's state: the drive step against the command callbacks
         self._drive_loop: LoopThread | None = None
         if drive_thread:
-            if sys.getswitchinterval() > SWITCH_INTERVAL:
-                sys.setswitchinterval(SWITCH_INTERVAL)
+            shorten_gil_switch_interval()  # the drive thread, woken for its step, waits less for a command callback
             self._drive_loop = LoopThread(self._dt, self._drive_tick, name="mock_drive", priority=self.rt_priority,
                                           on_priority=self._on_drive_priority)
             self._drive_loop.start()
