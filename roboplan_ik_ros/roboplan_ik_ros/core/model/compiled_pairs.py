@@ -93,12 +93,28 @@ def geometry_parameters(geometry, cells: np.ndarray | None = None) \
         return _CONVEX, np.zeros(1), np.ascontiguousarray(geometry.points(), dtype=float), empty
     if isinstance(geometry, coal.BVHModelBase):
         vertices = np.ascontiguousarray(geometry.vertices(), dtype=float).reshape(-1, 3)
-        triangles = np.array([[t[0], t[1], t[2]] for t in geometry.tri_indices()], dtype=np.int64).reshape(-1, 3)
+        try:
+            triangles = mesh_triangles(geometry)
+        except (TypeError, AttributeError) as exc:  # another coal's bindings (Boost's ArgumentError is a TypeError)
+            first_line = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+            return f"a {type(geometry).__name__} whose triangles this coal does not hand out ({first_line})"
+        if not len(triangles) or triangles.min() < 0 or triangles.max() >= len(vertices):
+            return f"a {type(geometry).__name__} without triangles over its {len(vertices)} vertices"
         return _MESH, np.zeros(1), vertices, triangles
     if isinstance(geometry, coal.OcTree):  # the centres of its occupied cells, at its resolution
         centers = octree_centers(geometry) if cells is None else np.ascontiguousarray(cells, dtype=float)
         return _OCTREE, np.array([geometry.getResolution(), CLOUD_GRID_CELL]), centers, empty
     return f"a {type(geometry).__name__}"
+
+
+def mesh_triangles(mesh) -> np.ndarray:
+    """(m, 3) vertex indices of a coal mesh's triangles. coal 3 hands them out one at a time
+    (``tri_indices(i)``, ``num_tris``: no call for them all); read at build time, never in a step."""
+    triangles = np.empty((mesh.num_tris, 3), dtype=np.int64)
+    for i in range(len(triangles)):
+        t = mesh.tri_indices(i)
+        triangles[i] = t[0], t[1], t[2]
+    return triangles
 
 
 def octree_centers(octree) -> np.ndarray:
