@@ -1,7 +1,8 @@
 """The ``node:`` section of the YAML config: control loop, outputs, goals, status.
 
-The control-loop keys are the core's :class:`~roboplan_ik_ros.core.control.control_loop.LoopConfig`
-(checked there); this adds the ROS-side keys. Parsed with
+The control-loop keys are the core's :class:`~roboplan_ik_ros.core.control.control_loop.LoopConfig`,
+parsed and checked by the core's :func:`~roboplan_ik_ros.core.control.loop_from_config.load_loop_config`
+(what a core user's ``ControlLoop.from_config`` reads too); this adds the ROS-only keys, parsed with
 :func:`roboplan_ik_ros.core.config.from_mapping` (unknown keys and wrong types are rejected naming
 the key path) plus range and choice checks. Every error is an :class:`InvalidInputError` whose
 message starts with the key path (``node.outputs[0].type``).
@@ -9,11 +10,12 @@ message starts with the key path (``node.outputs[0].type``).
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Mapping, Union
 
 from ..core.config import from_mapping
 from ..core.control.control_loop import LoopConfig, check_choice, check_loop_config
+from ..core.control.loop_from_config import LOOP_KEYS, load_loop_config, split_node_section
 from ..core.errors import InvalidInputError, Range
 
 OUTPUT_TYPES = ("forward_command", "joint_trajectory", "joint_state")
@@ -141,5 +143,9 @@ def other_threads_priority(cfg: NodeConfig) -> int:
 
 
 def load_node_config(mapping: Mapping[str, Any] | None, path: str = "node") -> NodeConfig:
-    """Parse and check the ``node:`` mapping (None or {} gives the defaults)."""
-    return check_node_config(from_mapping(NodeConfig, mapping or {}, path), path)
+    """Parse and check the ``node:`` mapping (None or {} gives the defaults): the loop keys by the core
+    (:func:`load_loop_config`), the ROS-only keys here (an unknown key is refused, naming every valid one)."""
+    loop_keys, ros_keys = split_node_section(mapping, path)
+    loop = load_loop_config(loop_keys, path)
+    cfg = from_mapping(NodeConfig, ros_keys, path)
+    return check_node_config(replace(cfg, **{key: getattr(loop, key) for key in LOOP_KEYS}), path)

@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import math
 import traceback
+import warnings
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
@@ -129,6 +130,10 @@ def check_loop_config(cfg: LoopConfig, path: str = "node") -> None:
     check_streaming_config(cfg.streaming, f"{path}.streaming")
 
 
+class UnappliedConfigWarning(UserWarning):
+    """A ControlLoop built with settings that leave loop keys of its config's ``node:`` section unapplied."""
+
+
 @dataclass
 class LoopCounters:
     goals_rejected: int = 0
@@ -178,6 +183,7 @@ class ControlLoop:
         self.state = StateTracker(scene, self.group, settings.joint_limit_tolerance, settings.reseed_tolerance)
         self.counts = LoopCounters()
         self.notes: list[str] = []  # decisions worth a log line at configure
+        self._note_unapplied_node_keys(config, settings)
         self.mode = INACTIVE
         self.hold_reason = "inactive"
         self.last_outcome: StepOutcome | None = None
@@ -247,6 +253,27 @@ class ControlLoop:
         self._reach = {n: self._arm_reach(t.frame) for n, t in self.ctrl.tasks.items() if isinstance(t, FrameTask)}
         self._judges = {n: GoalJudge() for n in self._smoothers}  # goal feedback (status reports)
         self._feedback_data = scene.model.createData()
+
+    @classmethod
+    def from_config(cls, config, urdf_xml: str, srdf_xml: str, package_paths=(), log: LogFn | None = None,
+                    overrides: Mapping | None = None) -> ControlLoop:
+        """The loop a YAML config describes (a path, a mapping or an IKConfig), its ``node:`` loop keys and
+        the robot section's limits files included: :func:`.loop_from_config.control_loop_from_config`."""
+        from .loop_from_config import control_loop_from_config
+
+        return control_loop_from_config(config, urdf_xml, srdf_xml, package_paths, log, overrides)
+
+    def _note_unapplied_node_keys(self, config: IKConfig, settings: LoopConfig) -> None:
+        """A config whose ``node:`` section sets loop keys that ``settings`` does not hold: said (a note and
+        a warning), never silently dropped."""
+        from .loop_from_config import unapplied_loop_keys
+
+        keys = unapplied_loop_keys(config.node, settings)
+        if keys:
+            text = (f"{', '.join(keys)}: set in the config's node: section, not applied (the LoopConfig given "
+                    "differs); ControlLoop.from_config or load_loop_config(config) applies the YAML's")
+            self.notes.append(text)
+            warnings.warn(text, UnappliedConfigWarning, stacklevel=3)
 
     # ------------------------------------------------------------------ building
     def _build(self, dt: float, q: np.ndarray) -> None:
