@@ -20,11 +20,21 @@ def test_goal_and_box_markers():
 
 
 class FakeServer:
-    def __init__(self, node, namespace):
+    """Records calls in the shape of interactive_markers' InteractiveMarkerServer (rolling/kilted:
+    ``(node, namespace, *, update_pub_qos, feedback_sub_qos)``, insert, setPose, applyChanges, shutdown)."""
+
+    def __init__(self, node, namespace, *, update_pub_qos=None, feedback_sub_qos=None):
         self.namespace, self.inserted, self.applied = namespace, [], 0
+        self.feedback_sub_qos, self.poses = feedback_sub_qos, []
 
     def insert(self, marker, *, feedback_callback=None, feedback_type=None):
         self.inserted.append((marker, feedback_callback))
+
+    def setPose(self, name, pose, header=None):
+        known = any(marker.name == name for marker, _ in self.inserted)
+        if known:
+            self.poses.append((name, pose))
+        return known
 
     def applyChanges(self):
         self.applied += 1

@@ -896,6 +896,8 @@ class IKControllerNode(GuardedLifecycleNode):
             goals = [(n, g.copy()) for n, g in goals if g is not None]
             obstacles = list(self.scene.obstacles.values())
         self._marker_pub.publish(self._markers.array(goals, self.loop.barriers, obstacles))
+        if self._interactive is not None:  # the 6-DOF targets follow goals from every source
+            self._interactive.show_goals(goals)
 
     def _diagnostics_report(self):
         if self.loop is None:

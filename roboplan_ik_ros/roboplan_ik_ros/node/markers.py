@@ -8,17 +8,20 @@ goals and the barrier boxes whenever it connects. Interactive markers use the re
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Sequence
 
 import numpy as np
 import pinocchio as pin
 from geometry_msgs.msg import Point, PoseStamped
+from rclpy.qos import QoSProfile
 from std_msgs.msg import ColorRGBA
 from sensor_msgs.msg import PointCloud2
 from visualization_msgs.msg import (InteractiveMarker, InteractiveMarkerControl, InteractiveMarkerFeedback, Marker,
                                     MarkerArray)
 
 from .message_conversions import pose_from_se3, xyz_cloud
+from .target_marker_sync import TargetMarkerSync
 
 try:  # the real library where it is installed (apt ROS 2); not on PyPI
     from interactive_markers import InteractiveMarkerServer  # type: ignore[import-not-found]
@@ -26,6 +29,7 @@ except ImportError:  # pragma: no cover - depends on the install
     InteractiveMarkerServer = None
 
 HAVE_INTERACTIVE_MARKERS = InteractiveMarkerServer is not None
+FEEDBACK_QUEUE_DEPTH = 100  # a drag's feedback backlog while the executor is busy (the server's update queue: 100)
 
 _AXIS_COLORS = ((1.0, 0.0, 0.0), (0.0, 1.0, 0.0), (0.0, 0.0, 1.0))
 # The control's orientation (w = 1, x, y, z below, normalized) picks the axis its x axis acts on:
@@ -157,14 +161,19 @@ class MarkerCache:
 
 
 class InteractiveTargets:
-    """One 6-DOF interactive marker per frame task; dragging it calls ``on_goal(task, PoseStamped)``."""
+    """One 6-DOF interactive marker per frame task; dragging it calls ``on_goal(task, PoseStamped)``, and
+    :meth:`show_goals` moves it to the active goal set by any other source. What a feedback message does and where
+    the marker is shown is :class:`~.target_marker_sync.TargetMarkerSync`'s decision."""
 
     def __init__(self, node, namespace: str, frame: str, scale: float,
                  on_goal: Callable[[str, PoseStamped], None]) -> None:
-        self.server = InteractiveMarkerServer(node, namespace)
+        # the server's default feedback queue holds 1 message: RViz's release sends POSE_UPDATE and MOUSE_UP back
+        # to back, and the MOUSE_UP replaced the POSE_UPDATE (the goal stayed a frame behind the marker)
+        self.server = InteractiveMarkerServer(node, namespace, feedback_sub_qos=QoSProfile(depth=FEEDBACK_QUEUE_DEPTH))
         self.frame = frame
         self.scale = scale
         self.on_goal = on_goal
+        self.sync = TargetMarkerSync(frame)
 
     def set_targets(self, targets: Sequence[tuple[str, pin.SE3]]) -> None:
         for name, T in targets:
@@ -179,15 +188,28 @@ class InteractiveTargets:
                         _S, qx * _S, qy * _S, qz * _S)
                     im.controls.append(ctrl)
             self.server.insert(im, feedback_callback=self._feedback)
+            self.sync.placed(name, im.pose)
         self.server.applyChanges()
 
+    def show_goals(self, goals: Sequence[tuple[str, pin.SE3]]) -> None:
+        """Move each marker to its task's active goal ``T_frame_goal`` (in ``frame``), unless the user drags it or
+        it is there already."""
+        moved = False
+        for name, T_frame_goal in goals:
+            pose = self.sync.pose_to_show(name, T_frame_goal, time.monotonic())
+            if pose is None:
+                continue
+            if self.server.setPose(name, pose):
+                moved = True
+            else:  # no such marker on the server (yet): try again with the next goal
+                self.sync.forget(name)
+        if moved:
+            self.server.applyChanges()
+
     def _feedback(self, fb: InteractiveMarkerFeedback) -> None:
-        if fb.event_type != InteractiveMarkerFeedback.POSE_UPDATE:
-            return
-        ps = PoseStamped()
-        ps.header = fb.header
-        ps.pose = fb.pose
-        self.on_goal(fb.marker_name, ps)
+        goal = self.sync.on_feedback(fb, time.monotonic())
+        if goal is not None:
+            self.on_goal(fb.marker_name, goal)
 
     def shutdown(self) -> None:
         self.server.shutdown()
