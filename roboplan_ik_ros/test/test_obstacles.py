@@ -47,6 +47,19 @@ def coal_distance(scene: Scene, q: np.ndarray, geometry_a: int, geometry_b: int)
                          coal.Transform3s(Tb.rotation, Tb.translation), req, res)
 
 
+GJK_TOL = 1e-5  # [m] coal's distance precision
+
+
+def ball_distance(scene: Scene, q: np.ndarray) -> float:
+    """The obstacle "ball"'s signed distance to the nearest robot geometry it is paired with (coal alone)."""
+    names = [o.name for o in scene.collision_model.geometryObjects]
+    ball = next(k for k, n in enumerate(names) if "ball" in n)
+    others = [p.second if p.first == ball else p.first for p in scene.collision_model.collisionPairs
+              if ball in (p.first, p.second)]
+    assert others, "the ball is paired with no robot geometry"
+    return min(coal_distance(scene, q, ball, k) for k in others)
+
+
 # ------------------------------------------------------------------------------- validation
 @pytest.mark.parametrize("obstacle, field, expected", [
     (dataclasses.replace(TABLE, frame="shelf"), "frame", "'world' or a robot link"),
@@ -226,16 +239,23 @@ def test_obstacle_barrier_jacobian_matches_finite_differences(panda, attached):
 
 def test_barrier_follows_obstacles_added_and_removed_at_run_time(panda):
     oink = Oink(panda, "arm")
-    barrier = CollisionBarrier(oink, 2, 0.01, pairs="obstacles", name="obstacles")
+    d_min = 0.02  # [m]
+    barrier = CollisionBarrier(oink, 2, 0.01, d_min=d_min, pairs="obstacles", name="obstacles")
     q = panda.named_configuration("default")
     res = oink.solve(q, [], [], [barrier])
     assert res.ok and np.isinf(barrier.value).all()  # no obstacle yet: unused rows
     tcp = panda.frame_pose(q, "panda_hand_tcp").translation
     panda.add_obstacle(Obstacle("ball", "sphere", (0.03,), position=tuple(tcp + [0.0, 0.0, -0.1])))
     assert oink.solve(q, [], [], [barrier]).ok
-    assert "obstacle:ball" in barrier.row_names[0] and 0.0 < barrier.value[0] < 0.1
+    # h = the ball's distance to the nearest robot geometry (coal alone) - d_min
+    expected = ball_distance(panda, q) - d_min
+    assert "obstacle:ball" in barrier.row_names[0]
+    assert barrier.value[0] == pytest.approx(expected, abs=GJK_TOL), (barrier.value[0], expected)
     panda.move_obstacle("ball", tcp + [0.0, 0.0, -0.2], (0.0, 0.0, 0.0, 1.0))
-    assert oink.solve(q, [], [], [barrier]).ok and barrier.value[0] > 0.05
+    assert oink.solve(q, [], [], [barrier]).ok
+    moved = ball_distance(panda, q) - d_min
+    assert moved > expected + 0.05  # 10 cm farther down: the row follows the move
+    assert barrier.value[0] == pytest.approx(moved, abs=GJK_TOL), (barrier.value[0], moved)
     panda.remove_obstacle("ball")
     assert oink.solve(q, [], [], [barrier]).ok and np.isinf(barrier.value).all()
 
