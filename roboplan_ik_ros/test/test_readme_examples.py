@@ -1,11 +1,11 @@
-"""The README's examples work as written, and those of the docs/*.md it links to (every Markdown file there is
-read, so an example is tested wherever it is moved): its YAML snippets load through the real config checks, every
-``ros2 topic pub`` / ``ros2 service call`` line builds its message from the real message classes, and the
-streaming section's commands, sent in order to a running ik_controller (the shipped panda.yaml less the
-self-collision barrier, for speed), take effect: the topic exists with that type, the goal or stream
-arrives and nothing is rejected, services succeed, parameters are set. Also: every streaming and
-goal-smoothing key has a configuration-table row with its real default, every ``ControllerStatus``
-motion-limit code and mode is documented, every runtime parameter is listed.
+"""The README's examples take effect in the node, and its tables and links hold (the README and every
+docs/*.md, so an example is tested wherever it is moved; each code block's own check, YAML, bash commands and
+``ros2`` messages included, is test_doc_code_blocks.py's): the streaming section's commands, sent in order
+to a running ik_controller (the shipped panda.yaml less the self-collision barrier, for speed), take effect:
+the topic exists with that type, the goal or stream arrives and nothing is rejected, services succeed,
+parameters are set. Also: every streaming and goal-smoothing key has a configuration-table row with its real
+default, every ``ControllerStatus`` motion-limit code and mode is documented, every runtime parameter is
+listed, every relative link and anchor resolves.
 
 There is no ``ros2`` CLI here: the commands are parsed with shlex and their YAML payload is set on the
 message as ``ros2 topic pub`` does (rosidl_runtime_py's set_message_fields: nested mappings, sequences,
@@ -14,7 +14,6 @@ message as ``ros2 topic pub`` does (rosidl_runtime_py's set_message_fields: nest
 
 from __future__ import annotations
 
-import copy
 import dataclasses
 import importlib
 import re
@@ -26,7 +25,6 @@ import numpy as np
 import pytest
 import yaml
 
-from roboplan_ik_ros.core.config import parse_config
 from roboplan_ik_ros.core.control.goal_followers import GoalSmoothingConfig
 from roboplan_ik_ros.core.control.twist_follower import StreamingConfig
 from roboplan_ik_ros.node.node_config import load_node_config
@@ -38,6 +36,7 @@ CONFIG_DIR = ROOT / "roboplan_ik_ros" / "config"
 PANDA = yaml.safe_load((CONFIG_DIR / "panda.yaml").read_text())
 NODE_NAME = "ik_controller"  # the executable's default node name, and the launch file's
 STREAMING_HEADING = "### Streaming inputs"
+STREAM_TIMEOUT = 10.0  # [s] for a streamed example to take effect in the node (seconds of margin on a busy machine)
 
 
 # ------------------------------------------------------------------------------------------ README parsing
@@ -189,25 +188,6 @@ def test_every_relative_link_and_anchor_resolves(path):
 
 
 # ------------------------------------------------------------------------------------------ the YAML
-def deep_merge(base: dict, update: dict) -> dict:
-    out = copy.deepcopy(base)
-    for key, value in update.items():
-        out[key] = deep_merge(out[key], value) if isinstance(value, dict) and isinstance(out.get(key), dict) else value
-    return out
-
-
-@pytest.mark.parametrize("block", fenced_blocks(README, "yaml"), ids=lambda b: b.split("\n", 1)[0].strip())
-def test_readme_yaml_blocks_load_through_the_config_checks(block):
-    """Each YAML snippet, put into the shipped panda.yaml, passes the core's and the node's checks."""
-    snippet = yaml.safe_load(block)
-    merged = deep_merge(PANDA, snippet)
-    config = parse_config(yaml.safe_dump(merged), CONFIG_DIR)
-    node_cfg = load_node_config(config.node)
-    if "node" in snippet and "streaming" in snippet["node"]:
-        for key, value in snippet["node"]["streaming"].items():
-            assert getattr(node_cfg.streaming, key) == value
-
-
 def test_readme_streaming_yaml_block_is_complete_and_matches_panda_yaml():
     """The streaming section's YAML names every node.streaming key, with panda.yaml's values ("with
     panda.yaml's values", it says)."""
@@ -273,9 +253,6 @@ def test_every_runtime_parameter_is_listed():
 
 
 # ------------------------------------------------------------------------------------------ commands
-COMMANDS = ros2_commands(README)
-
-
 def test_readme_has_an_example_for_every_streaming_input():
     stream = ros2_commands(section(README, STREAMING_HEADING))
     topics = {pub_parts(a)[0].rsplit("/", 1)[-1] for a in stream if a[1:3] == ["topic", "pub"]}
@@ -295,22 +272,6 @@ def _control_msgs_missing(type_name: str) -> bool:
         return False
     except ImportError:
         return True
-
-
-@pytest.mark.parametrize("argv", [a for a in COMMANDS if a[1:3] in (["topic", "pub"], ["service", "call"])],
-                         ids=lambda a: f"{a[2]} {pub_parts(a)[0] if a[2] == 'pub' else a[3]}")
-def test_readme_messages_build_from_the_real_classes(argv):
-    if argv[1] == "topic":
-        topic, type_name, payload, _ = pub_parts(argv)
-        if _control_msgs_missing(type_name):  # not a PyPI wheel: the fields of control_msgs/msg/JointJog.msg
-            assert type_name == "control_msgs/msg/JointJog", type_name
-            assert set(yaml.safe_load(payload)) <= {"header", "joint_names", "displacements", "velocities", "duration"}
-            return
-        cls = interface_class(type_name, "msg")
-    else:
-        type_name, payload = argv[4], argv[5] if len(argv) > 5 else "{}"
-        cls = interface_class(type_name, "srv").Request
-    fill_message(cls(), yaml.safe_load(payload))
 
 
 # ------------------------------------------------------------------------------------------ against the node
@@ -354,7 +315,7 @@ def test_streaming_examples_are_accepted_by_the_node(controller):
     assert f'executable="ik_controller", name="{NODE_NAME}"' in launch
     me = client.node
     name = node.get_name()
-    ran = []
+    ran, unchecked = [], []
     for argv in ros2_commands(section(README, STREAMING_HEADING)):
         verb = argv[1:3]
         target = pub_parts(argv)[0] if verb == ["topic", "pub"] else argv[3]
@@ -363,7 +324,8 @@ def test_streaming_examples_are_accepted_by_the_node(controller):
         rejected = node.loop.counts.goals_rejected
         if verb == ["topic", "pub"]:
             _, type_name, payload, rate = pub_parts(argv)
-            if _control_msgs_missing(type_name):
+            if _control_msgs_missing(type_name):  # no PyPI wheel: said as a skip once the others have run
+                unchecked.append(f"{target} ({type_name}): control_msgs is not installed here")
                 continue
             subs = dict(me.get_subscriber_names_and_types_by_node(name, "/"))
             assert subs.get(target) == [type_name], f"{' '.join(argv)}: the node subscribes {target} as " \
@@ -373,11 +335,14 @@ def test_streaming_examples_are_accepted_by_the_node(controller):
             wait_until(lambda: pub.get_subscription_count() > 0, what=f"{target} matched")
             values = yaml.safe_load(payload)
             task, kind = target.split("/")[-2:]
-            streamed = False
-            for _ in range(1 if rate == 0.0 else int(0.3 * rate)):  # 0.3 s of the stream, re-stamped as ros2 does
+            # --once: one message; -r: the stream at its rate, re-stamped as ros2 does, until the node follows it
+            # (a generous timeout: the node is slow to react on a busy machine, never wrong)
+            streamed, deadline = False, time.monotonic() + STREAM_TIMEOUT
+            pub.publish(fill_message(cls(), values))
+            while rate and not streamed and time.monotonic() < deadline:
+                time.sleep(1.0 / rate)
                 pub.publish(fill_message(cls(), values))
-                time.sleep(0.0 if rate == 0.0 else 1.0 / rate)
-                streamed = streamed or node.loop.streaming
+                streamed = node.loop.streaming
             me.destroy_publisher(pub)
             # the message arrived and took effect (not merely "nothing was rejected yet")
             if kind in ("target_twist", "target_joint_velocities"):
@@ -424,3 +389,5 @@ def test_streaming_examples_are_accepted_by_the_node(controller):
             pytest.fail(f"unexpected command {' '.join(argv)}")
         ran.append(" ".join(argv[1:4]))
     assert len(ran) >= 10, ran
+    if unchecked:
+        pytest.skip(f"{len(ran)} commands ran and took effect; not run here: {'; '.join(unchecked)}")
