@@ -91,3 +91,18 @@ def test_other_threads_priority_defaults_to_one_below_the_loop(mapping, expected
     from roboplan_ik_ros.node.node_config import other_threads_priority
 
     assert other_threads_priority(load_node_config(mapping)) == expected
+
+
+@pytest.mark.parametrize("name", ["panda", "ur5", "baxter_dual"])
+def test_the_loop_keys_are_the_cores(name):
+    """One parser: the node's loop settings are what the core's load_loop_config (ControlLoop.from_config)
+    makes of the same section, so a core user and the node run the same loop."""
+    from dataclasses import fields
+
+    from roboplan_ik_ros.core.control.control_loop import LoopConfig
+    from roboplan_ik_ros.core.control.loop_from_config import load_loop_config
+
+    node = yaml.safe_load((CONFIG_DIR / f"{name}.yaml").read_text())["node"]
+    cfg, core = load_node_config(node), load_loop_config(node)
+    for f in fields(LoopConfig):
+        assert getattr(cfg, f.name) == getattr(core, f.name), f"node.{f.name}"
