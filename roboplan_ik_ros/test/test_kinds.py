@@ -20,7 +20,7 @@ from roboplan_ik_ros.core.config import load_config
 from roboplan_ik_ros.core.errors import InvalidInputError
 from roboplan_ik_ros.core.model.scene_config import scene_from_config
 from roboplan_ik_ros.core.oink.controller import OinkController
-from roboplan_ik_ros.core.oink.kind import SECTIONS, kinds
+from roboplan_ik_ros.core.oink.kind import SECTIONS, BuildContext, kinds
 
 DOCS = Path(__file__).resolve().parents[2] / "docs" / "configuration.md"
 STEP = 1e-6  # [rad]
@@ -90,9 +90,18 @@ def test_every_registered_kind_has_an_example_and_a_docs_row():
 
 @pytest.mark.parametrize("section, type_", _all_kinds())
 def test_every_kind_builds_from_yaml_and_refuses_keys_of_other_kinds(section, type_):
-    _, obj = _build(section, EXAMPLES[section][type_])
-    assert obj is not None
+    entry = EXAMPLES[section][type_]
+    ctrl, obj = _build(section, entry)
     kind = kinds(section)[type_]
+    built = getattr(ctrl, section)
+    built = list(built.values()) if isinstance(built, dict) else built
+    assert len(built) == 1 and built[0] is obj, f"{section}: {len(built)} objects built from one entry"
+    # built by this kind's builder: the same class as the builder makes of the parsed entry on its own
+    parsed = getattr(ctrl.config, section)[0]  # (self_collision parses as a collision barrier of pairs: self)
+    own = kind.build(parsed, BuildContext(ctrl.oink.robot, 0.01, ctrl.scene.named_configuration("default")))
+    assert type(obj) is type(own), f"{section} kind {type_!r} built a {type(obj).__name__}, its builder a {type(own).__name__}"
+    if "name" in entry:
+        assert obj.name == entry["name"]
     foreign = sorted({f.name for k in kinds(section).values() for f in dataclasses.fields(k.config)}
                      - set(kind.keys()) - {"given_keys"})
     for key in foreign[:3]:  # a key of another kind is refused by name
