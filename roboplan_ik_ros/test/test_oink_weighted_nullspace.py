@@ -121,13 +121,63 @@ def test_the_key_is_checked_and_reaches_the_solver(panda):
         Oink(panda, "arm").weighted_nullspace = True
 
 
+def _reference_dq(hand, posture, lam: float, rows: str) -> np.ndarray:
+    """The unconstrained optimum of the module docstring's objective for a priority-1 task ``hand`` and a
+    priority-2 task ``posture`` (both updated at q), written out with numpy: the projector from J_s = M J
+    (``rows="mask"``, M = diag(W != 0)), J_s = W J (``"W"``) or J_s = J (``"all"``, RoboPlan's form)."""
+    w = hand.sqrt_weight
+    J = hand.jacobian
+    Js = {"mask": J * (w != 0.0)[:, None], "W": J * w[:, None], "all": J}[rows]
+    n = J.shape[1]
+    N = np.eye(n) - Js.T @ np.linalg.solve(Js @ Js.T + lam * np.eye(Js.shape[0]), Js)
+    A = np.vstack([w[:, None] * J, posture.sqrt_weight[:, None] * (posture.jacobian @ N)])
+    b = np.concatenate([w * hand.error * hand.task_gain, posture.sqrt_weight * posture.error * posture.task_gain])
+    return -np.linalg.solve(A.T @ A + lam * np.eye(n), A.T @ b)
+
+
+#: the hand task's row costs: zero, small and unit weights mixed, so that the mask, W and RoboPlan's
+#: unweighted rows give three different projectors
+POSITION_COST, ORIENTATION_COST = [1.0, 1e-2, 0.0], [0.0, 1e-4, 0.5]
+
+
+@pytest.mark.parametrize("compiled", [True, False], ids=["compiled", "numpy"])
+def test_the_solvers_step_is_the_masked_projectors_optimum(panda, compiled):
+    """The solver itself (both assemblies) against the formula written out here: its dq with
+    weighted_nullspace is the unconstrained optimum with J_s = M J, at configurations away from 'default'."""
+    rng = np.random.default_rng(7)
+    q_default = panda.named_configuration("default")
+    checked = 0
+    for _ in range(3):
+        oink = Oink(panda, "arm", 1e-6, compiled=compiled, weighted_nullspace=True)
+        assert oink.assembly == ("compiled" if compiled else "numpy")
+        q = q_default.copy()
+        q[oink.group.q_indices] += rng.uniform(-0.3, 0.3, oink.nv)
+        T = panda.frame_pose(q, TIP)
+        hand = FrameTask(oink, TIP, pin.SE3(T.rotation @ pin.exp3(rng.uniform(-0.2, 0.2, 3)),
+                                            T.translation + rng.uniform(-0.05, 0.05, 3)), POSITION_COST,
+                         ORIENTATION_COST)
+        target = q[oink.group.q_indices] + rng.uniform(-0.5, 0.5, oink.nv)
+        posture = ConfigurationTask(oink, target, 0.05, priority=2)
+        res = oink.solve(q, [hand, posture], [])  # no limit: the QP's optimum is the unconstrained one
+        assert res.ok, res.status
+        mask, W, unweighted = (_reference_dq(hand, posture, oink.regularization, rows) for rows in ("mask", "W", "all"))
+        scale = np.abs(mask).max()
+        # the reference tells the three forms apart by far more than the tolerance below
+        assert np.abs(mask - W).max() > 1e-3 * scale and np.abs(mask - unweighted).max() > 1e-3 * scale
+        np.testing.assert_allclose(res.dq, mask, rtol=0.0, atol=1e-7 * scale,
+                                   err_msg=f"{oink.assembly}: the solver's step is not the masked projector's")
+        checked += 1
+    assert checked == 3
+
+
 def _reference_loop(panda, rows: str, orientation_cost: float, steps: int = 400):
     """The priority-2 posture task against a priority-1 frame task (position cost 1, ``orientation_cost``)
-    holding the start pose, the projector built literally from J_s = M J (``rows="mask"``, the solver's form)
-    or J_s = W J (``rows="W"``, the form not taken); steps of the unconstrained optimum, at most 0.02 rad per
-    joint. Returns (the hand's turn from its start orientation [rad], its position error [m])."""
-    oink = Oink(panda, "arm", 1e-6)
-    n, lam = oink.nv, oink.regularization
+    holding the start pose; steps of the unconstrained optimum, at most 0.02 rad per joint: the solver's own
+    (``rows="solver"``: weighted_nullspace, no limit; test_the_solvers_step_is_the_masked_projectors_optimum
+    checks it is J_s = M J) or the projector built here from J_s = W J (``rows="W"``, the form not taken).
+    Returns (the hand's turn from its start orientation [rad], its position error [m])."""
+    oink = Oink(panda, "arm", 1e-6, weighted_nullspace=rows == "solver")
+    lam = oink.regularization
     q = panda.named_configuration("default")
     T0 = panda.frame_pose(q, TIP)
     hand = FrameTask(oink, TIP, T0, 1.0, orientation_cost)
@@ -138,14 +188,14 @@ def _reference_loop(panda, rows: str, orientation_cost: float, steps: int = 400)
     for _ in range(steps):
         pin.computeJointJacobians(panda.model, data, q)
         pin.updateFramePlacements(panda.model, data)
-        hand.update(q, data)
-        posture.update(q, data)
-        w = hand.sqrt_weight
-        Js = hand.jacobian * (w != 0.0)[:, None] if rows == "mask" else hand.jacobian * w[:, None]
-        N = np.eye(n) - Js.T @ np.linalg.inv(Js @ Js.T + lam * np.eye(6)) @ Js
-        A = np.vstack([w[:, None] * hand.jacobian, posture.sqrt_weight[:, None] * posture.jacobian @ N])
-        b = np.concatenate([w * hand.error, posture.sqrt_weight * posture.error])
-        dq = np.clip(-np.linalg.solve(A.T @ A + lam * np.eye(n), A.T @ b), -0.02, 0.02)
+        if rows == "solver":
+            res = oink.solve(q, [hand, posture], [])
+            assert res.ok, res.status
+            dq = np.clip(res.dq, -0.02, 0.02)
+        else:
+            hand.update(q, data)
+            posture.update(q, data)
+            dq = np.clip(_reference_dq(hand, posture, lam, "W"), -0.02, 0.02)
         q = panda.integrate(q, oink.scatter(dq))
     T = panda.frame_pose(q, TIP)
     return np.linalg.norm(pin.log3(T0.rotation.T @ T.rotation)), np.linalg.norm(T0.translation - T.translation)
@@ -153,10 +203,11 @@ def _reference_loop(panda, rows: str, orientation_cost: float, steps: int = 400)
 
 def test_the_mask_keeps_every_nonzero_cost_strict_where_the_weights_would_not(panda):
     """Why J_s = M J and not W J (solver.py's docstring quotes these numbers): with W, a row of cost w is
-    damped as by lambda / w, and the posture task turns the hand against a small orientation cost."""
-    turn = {(rows, w): _reference_loop(panda, rows, w) for rows in ("mask", "W") for w in (1e-2, 1e-4)}
+    damped as by lambda / w, and the posture task turns the hand against a small orientation cost; the
+    solver's steps keep it."""
+    turn = {(rows, w): _reference_loop(panda, rows, w) for rows in ("solver", "W") for w in (1e-2, 1e-4)}
     for (rows, w), (angle, position) in turn.items():
         print(f"J_s = {rows} J, orientation cost {w:g}: hand turned {angle:.3g} rad, position error {position:.3g} m")
-    assert turn["W", 1e-4][0] > 0.3 and turn["mask", 1e-4][0] < 2e-3
-    assert turn["W", 1e-2][0] > 10 * turn["mask", 1e-2][0]
-    assert turn["W", 1e-2][1] > 5 * turn["mask", 1e-2][1]
+    assert turn["W", 1e-4][0] > 0.3 and turn["solver", 1e-4][0] < 2e-3
+    assert turn["W", 1e-2][0] > 10 * turn["solver", 1e-2][0]
+    assert turn["W", 1e-2][1] > 5 * turn["solver", 1e-2][1]
