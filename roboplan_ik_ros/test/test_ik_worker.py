@@ -22,7 +22,7 @@ import pytest
 from conftest import wait_until
 from models import robot, scene
 from roboplan_ik_ros.core import FrameGoal, InvalidInputError, SimpleIK, SimpleIKOptions
-from roboplan_ik_ros.core.simple_ik.worker import FAILED, READY, STOPPED, IKWorker, WorkerError, WorkerSpec
+from roboplan_ik_ros.core.simple_ik.worker import FAILED, READY, RESTARTING, STOPPED, IKWorker, WorkerError, WorkerSpec
 
 TIP = "panda_hand_tcp"
 POS_TOL, ROT_TOL = 1e-3, 1e-3
@@ -248,6 +248,9 @@ def test_crash_is_detected_and_recovered():
                 outcome["error"] = str(exc)
 
         sent_before = w._next_id
+        # no third child within this test: the state after the second crash is RESTARTING whatever the
+        # machine's speed (the monitor reads the interval when it waits to restart)
+        w.restart_interval = 3600.0
         t = threading.Thread(target=request)
         t.start()
         # kill only once the request has taken this child (on a loaded machine the thread may start
@@ -259,12 +262,11 @@ def test_crash_is_detected_and_recovered():
         t.join(timeout=10.0)  # well before the request's max_time
         assert not t.is_alive()
         assert "died" in outcome.get("error", "") and "restarting" in outcome["error"], outcome
-        if w.state != READY:  # (unless the new child is ready already) requests fail until it is
-            with pytest.raises(WorkerError, match="restarting"):
-                w.solve([(TIP, T)], q0)
-        assert w.wait_ready(READY_TIMEOUT), w.reason
-        assert w.pid not in (first, second) and w.crashes == 2
-        assert w.solve([(TIP, T)], q0).success
+        wait_until(lambda: w.crashes == 2, timeout=10.0, what="the second crash to be noticed")
+        assert w.state == RESTARTING, w.state
+        with pytest.raises(WorkerError, match="restarting"):  # requests fail until a new child is ready
+            w.solve([(TIP, T)], q0)
+        assert not alive(second)
     finally:
         w.stop()
 
