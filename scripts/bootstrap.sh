@@ -93,6 +93,7 @@ fi
 # 4. roboplan_ik_ros (editable: imports resolve to the source tree) ---------------------------
 h_pkg=$(hash_files scripts/bootstrap.sh roboplan_ik_ros/setup.py roboplan_ik_ros/setup.cfg \
     roboplan_ik_ros/package.xml roboplan_ik_ros/launch/*.launch.py roboplan_ik_ros/config/*.yaml \
+    roboplan_ik_ros/config/*.srdf \
     roboplan_ik_ros/roboplan_ik_ros/core/oink/kernel/*.c roboplan_ik_ros/roboplan_ik_ros/core/simple_ik/kernel/*.c \
     roboplan_ik_ros/roboplan_ik_ros/core/model/kernel/*.cpp)
 kernel_built() {
@@ -104,14 +105,17 @@ if ! stage_done package "$h_pkg" || ! kernel_built; then
     # core/simple_ik/compiled_step.py load them)
     say "installing roboplan_ik_ros (editable; log: build/logs/pip-package.log)"
     run_logged "$LOGS/pip-package.log" "${PIP[@]}" install -v --no-deps -e ./roboplan_ik_ros
-    # pip does not install data_files in editable mode: lay out what ament/colcon would, with
-    # symlinks to the sources (like `colcon build --symlink-install`).
-    mkdir -p "$VENV/share/ament_index/resource_index/packages" "$VENV/share/roboplan_ik_ros" \
-        "$VENV/lib/roboplan_ik_ros"
+    # pip does not install data_files in editable mode: lay out what ament/colcon would (setup.py's data_files),
+    # one symlink per file to the sources (like `colcon build --symlink-install`). Folders stay real folders:
+    # `ros2 launch`'s package lookup walks share/<package> with os.walk, which does not follow a folder link.
+    share="$VENV/share/roboplan_ik_ros"
+    mkdir -p "$VENV/share/ament_index/resource_index/packages" "$share" "$VENV/lib/roboplan_ik_ros"
     : >"$VENV/share/ament_index/resource_index/packages/roboplan_ik_ros"
-    for item in package.xml launch config; do
-        rm -rf "$VENV/share/roboplan_ik_ros/$item"
-        if [ -e "roboplan_ik_ros/$item" ]; then ln -s "$ROOT/roboplan_ik_ros/$item" "$VENV/share/roboplan_ik_ros/$item"; fi
+    rm -rf "$share/package.xml" "$share/launch" "$share/config"
+    mkdir -p "$share/launch" "$share/config"
+    ln -s "$ROOT/roboplan_ik_ros/package.xml" "$share/package.xml"
+    for f in roboplan_ik_ros/launch/*.launch.py roboplan_ik_ros/config/*.yaml roboplan_ik_ros/config/*.srdf; do
+        if [ -f "$f" ]; then ln -s "$ROOT/$f" "$share/$(basename "$(dirname "$f")")/"; fi
     done
     for exe in ik_controller mock_robot mock_camera roboplan_ik_demo; do  # where `ros2 run`/launch_ros look
         ln -sf "$VENV/bin/$exe" "$VENV/lib/roboplan_ik_ros/$exe"

@@ -71,8 +71,17 @@ def test_what_the_launch_description_starts_with_launch_ros(monkeypatch):
     monkeypatch.setattr(launch_ros.actions, "Node", recording(launch_ros.actions.Node))
     monkeypatch.setattr(launch_ros.actions, "LifecycleNode", recording(launch_ros.actions.LifecycleNode))
     module = _load(monkeypatch)
-    ld = module.generate_launch_description()
-    assert isinstance(ld, launch.LaunchDescription)
+
+    def fresh_description():
+        """A new description (and new node actions) for each evaluation, as ``ros2 launch`` makes one per run:
+        launch_ros's ParameterValue keeps its first evaluation, so evaluating one description twice would
+        give the first arguments' parameters again."""
+        made.clear()
+        ld = module.generate_launch_description()
+        assert isinstance(ld, launch.LaunchDescription)
+        return ld
+
+    ld = fresh_description()
     args = {e.name: e for e in ld.entities if isinstance(e, DeclareLaunchArgument)}
 
     def context_for(values: dict) -> LaunchContext:
@@ -86,6 +95,7 @@ def test_what_the_launch_description_starts_with_launch_ros(monkeypatch):
     assert set(args) == set(DEFAULTS)
     assert {k: text(LaunchContext(), a.default_value) for k, a in args.items()} == DEFAULTS
     for values in (DEFAULTS, GIVEN):
+        fresh_description()
         ctx = context_for(values)
         nodes = {}
         for cls_name, kw, action in made:

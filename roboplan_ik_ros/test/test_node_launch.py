@@ -45,3 +45,26 @@ def test_console_scripts_exist():
     assert "ik_controller = roboplan_ik_ros.node.ik_controller:main" in setup
     assert "mock_robot = roboplan_ik_ros.node.mock_robot:main" in setup
     assert callable(ikc.main) and callable(mock.main)
+
+
+def test_the_installed_share_layout_is_found_by_walking_it():
+    """``ros2 launch <package> <file>`` finds the file by os.walk over share/<package>, which does not follow a
+    folder link: the share folder (scripts/bootstrap.sh's, or colcon's) holds every data file of setup.py's
+    data_files (launch/*.launch.py, config/*.yaml, config/*.srdf) where a walk reaches it."""
+    import os
+
+    import pytest
+    from ament_index_python.packages import PackageNotFoundError, get_package_share_directory
+
+    try:
+        share = get_package_share_directory("roboplan_ik_ros")
+    except PackageNotFoundError:
+        pytest.skip("roboplan_ik_ros is not in the ament index (run scripts/bootstrap.sh or colcon build)")
+    package = LAUNCH.parents[1]
+    expected = {str(p.relative_to(package)) for pattern in ("launch/*.launch.py", "config/*.yaml", "config/*.srdf")
+                for p in package.glob(pattern)}
+    walked = {os.path.relpath(os.path.join(root, f), share) for root, _, files in os.walk(share) for f in files}
+    missing = sorted(expected - walked)
+    assert not missing, f"{share}: os.walk does not reach {missing} (a folder link?)"
+    assert (package / "config" / "panda.yaml").resolve() == \
+        (Path(share) / "config" / "panda.yaml").resolve()  # the node's default config_file is the source's

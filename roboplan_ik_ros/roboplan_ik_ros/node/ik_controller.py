@@ -63,7 +63,7 @@ from .loop_thread import (BorrowedThreadPriority, LoopThread, SharedThreadPriori
 from .report_thread import ReportThread
 from .guarded_node import GuardedLifecycleNode
 from .session import Session
-from .spin import ESCAPED, make_executor, spin_until_shutdown, stop_on_signals
+from .spin import ESCAPED, call_when_ready, make_executor, spin_until_shutdown, stop_on_signals
 from .markers import HAVE_INTERACTIVE_MARKERS, InteractiveTargets, MarkerCache, perceived_cloud
 from .node_config import NodeConfig, load_node_config, other_threads_priority
 from .command_outputs import CommandNotSent, CommandOutputs, ContextShutDown
@@ -88,6 +88,7 @@ _SUCCESS, _FAILURE, _ERROR = (TransitionCallbackReturn.SUCCESS, TransitionCallba
 #: [s] how long retiring a session waits for its callbacks running in other threads (a tick: ms; a
 #: ~/solve_ik or ~/solve_path request told to stop: the solver's current iteration)
 _RETIRE_TIMEOUT = 10.0
+_OPTIONAL_SRDF_WAIT_S = 1.0  # [s] autostart waits this long after the URDF for an SRDF (configure too, if optional)
 _ACK_TIMEOUT = 1.0  # [s] a controlled stop waits this long for the subscribers to acknowledge its commands
 
 
@@ -434,6 +435,30 @@ class IKControllerNode(GuardedLifecycleNode):
         if self.trigger_configure() != _SUCCESS:
             return False
         return self.trigger_activate() == _SUCCESS
+
+    def schedule_autostart(self) -> None:
+        """:meth:`autostart` from the spinning executor, once the latched descriptions this node listens to have
+        arrived (the SRDF, or 1 s after the URDF; or after ``description_timeout``: configure then waits and says
+        what is missing). Configured before the executor spun, nothing had been delivered and configure waited
+        2.2-2.6 s on a new subscription for a /robot_description that had already arrived."""
+        scheduled = time.monotonic()
+
+        def known_for(name: str) -> float | None:  # [s] since /name is known (a parameter: since scheduling)
+            if self._param(name):
+                return time.monotonic() - scheduled
+            kept = self._descriptions.get(name)
+            return None if kept is None else kept[1]
+
+        def ready() -> bool:
+            urdf = known_for("robot_description")
+            return urdf is not None and (known_for("robot_description_semantic") is not None
+                                         or urdf >= _OPTIONAL_SRDF_WAIT_S)
+
+        def start() -> None:
+            if not self.autostart():
+                self.get_logger().error(f"autostart: {self.last_error}; waiting for lifecycle transitions")
+
+        call_when_ready(self, ready, start, float(self._param("description_timeout")))
 
     # ================================================================== configure
     def _param(self, name: str):
@@ -927,8 +952,8 @@ def main(args=None) -> None:
     executor = make_executor()
     executor.add_node(node)
     try:
-        if node.get_parameter("autostart").value and not node.autostart():
-            node.get_logger().error(f"autostart: {node.last_error}; waiting for lifecycle transitions")
+        if node.get_parameter("autostart").value:
+            node.schedule_autostart()  # runs once the executor spins
         spin_until_shutdown(executor, stop, on_error=node.on_escaped_error)
         node.stop_for_exit(signals[0] if signals else "rclpy shut down")
     except (KeyboardInterrupt, ExternalShutdownException):

@@ -87,6 +87,30 @@ def spin_until_shutdown(executor, stop: threading.Event | None = None,
                     get_logger(logger_name).error(f"the error handler raised:\n{traceback.format_exc()}")
 
 
+READY_POLL_S = 0.02  # [s] how often call_when_ready looks
+
+
+def call_when_ready(node, ready: Callable[[], bool], action: Callable[[], None], timeout: float,
+                    period: float = READY_POLL_S):
+    """Call ``action()`` once, in the executor that spins ``node`` (from a timer of ``node``, every ``period`` [s]):
+    at the first look where ``ready()`` is true, or once ``timeout`` [s] has passed without it. What the executor
+    delivers meanwhile (a latched message a subscription of ``node`` was waiting for) is delivered before. Returns
+    the timer (cancelled once ``action`` ran)."""
+    deadline = time.monotonic() + timeout
+    timer = None
+
+    def look() -> None:
+        if timer is None or timer.is_canceled():
+            return
+        if not ready() and time.monotonic() < deadline:
+            return
+        timer.cancel()
+        action()
+
+    timer = node.create_timer(period, look)
+    return timer
+
+
 def spin_node_until_shutdown(node, logger_name: str) -> None:
     """A plain node's main loop (the mocks): spin it until shutdown, then release it and rclpy."""
     executor = make_executor()
