@@ -31,7 +31,10 @@ def look_loop(cap: bool) -> ControlLoop:
     data, settings = panda_yaml()
     ee = data["tasks"][0]
     ee["orientation_cost"], ee["position_cost"] = 0.0, 100.0  # the hand's place only: look_at owns its axis
-    data["tasks"].insert(1, {"name": "look", "type": "look_at", "frame": TIP, "axis": "z", "priority": 1})
+    # the points reach the task at once (turn limits far above the arm's), as before goals were shaped: the
+    # freeze showed on that path (a shaped turn takes another, along which the uncapped arm gets there)
+    data["tasks"].insert(1, {"name": "look", "type": "look_at", "frame": TIP, "axis": "z", "priority": 1,
+                             "max_turn_speed": 1e3, "max_turn_acceleration": 1e6, "max_turn_jerk": float("inf")})
     obstacles = next(b for b in data["barriers"] if b["name"] == "obstacles")
     assert obstacles["safe_displacement_max_weight"] == 1.0  # what panda.yaml ships
     if not cap:

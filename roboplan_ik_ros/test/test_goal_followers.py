@@ -1,12 +1,11 @@
-"""How task targets follow goals: GoalSmoother (poses) and JointGoalRamp (joint targets)."""
+"""How frame-task targets follow goals: GoalSmoother (poses; joint and point goals: test_target_shaper.py)."""
 
 import math
 
 import numpy as np
 import pinocchio as pin
 
-from models import scene
-from roboplan_ik_ros.core.control.goal_followers import GoalSmoother, GoalSmoothingConfig, JointGoalRamp
+from roboplan_ik_ros.core.control.goal_followers import GoalSmoother, GoalSmoothingConfig
 
 
 def _goal():
@@ -40,25 +39,6 @@ def test_smoother_low_pass():
     s.set_goal(_goal())
     T = s.step(0.1)
     assert np.isclose(T.translation[0], 0.5 * (1 - math.exp(-1.0)))
-
-
-def test_joint_ramp_moves_at_most_max_speed_per_joint():
-    panda = scene("panda")
-    group = panda.group("arm")
-    ramp = JointGoalRamp(panda, group, max_speed=0.5)
-    start = panda.named_configuration("default")[group.q_indices]
-    goal = start + np.array([0.3, -0.1, 0.0, 0.05, 0.0, 0.0, -0.2])
-    ramp.reset(start)
-    assert ramp.step(0.01) is None
-    ramp.set_goal(goal)
-    previous = start.copy()
-    for _ in range(100):
-        target = ramp.step(0.01)
-        if target is None:
-            break
-        assert np.abs(target - previous).max() <= 0.5 * 0.01 + 1e-12
-        previous = target.copy()
-    assert np.allclose(previous, goal) and not ramp.moving
 
 
 def test_the_leash_keeps_the_target_near_a_frame_that_does_not_follow():

@@ -51,14 +51,20 @@ from .command_guard import CommandGuard
 from .goal_feedback import LIMITED, OUT_OF_REACH, TRADEOFF, GoalJudge, GoalVerdict
 from ..config import IKConfig
 from ..oink.controller import OinkController, StepOutcome
-from ..errors import InvalidInputError
+from ..errors import InvalidInputError, as_vector
 from ..ranges import check_key
-from .goal_followers import GoalSmoother, GoalSmoothingConfig, JointGoalRamp
+from .goal_followers import GoalSmoother, GoalSmoothingConfig
+from .line_of_sight_shaper import LineOfSightShaper
+from .target_shaper import JointTargetShaper, TargetShaper
 from .joint_jog_follower import JointJogFollower
 from .singularity_scale import SingularityScale
 from .twist_follower import (StreamingConfig, TwistFollower, check_streaming_config, scale_joint_velocities,
                              scale_twist)
 from ..oink import AccelerationLimit, ConfigurationTask, FollowingErrorLimit, FrameTask, VelocityLimit
+from ..oink.tasks.com_task import ComTask
+from ..oink.tasks.joint_target_task import JointTargetTask
+from ..oink.tasks.joint_task import JointTask, configured_joint_target
+from ..oink.tasks.look_at_task import LookAtTask
 from ..model.closest_pairs import ClosestObstacle
 from ..model.scene import Scene
 from .state_tracker import StateTracker
@@ -84,8 +90,8 @@ BARRIER = "barrier"  # the step is bounded by barrier rows (the node reads them 
 STATE_FEEDBACK = ("commanded", "measured")
 STALE_BEHAVIORS = ("stop", "hold")
 SMOOTHING = ("none", "low_pass", "max_speed", "max_acceleration")
-# With an acceleration limit, a configuration task's target accelerates and brakes at this share of
-# each joint's bound (the arm follows it with the rest to spare).
+# With an acceleration limit, a shaped joint target (configuration and joint tasks) accelerates, brakes and jerks
+# at this share of each joint's a_max and j_max (the arm follows it with the rest to spare for the other tasks).
 RAMP_ACCELERATION_SHARE = 0.5
 GOAL_REACH_FACTOR = 2.0  # default max_goal_distance: this times the arm's reach from its first joint
 BINDING_SLACK = 1e-5  # [rad] a barrier row binds when the step could move at most this further along it
@@ -235,15 +241,20 @@ class ControlLoop:
         self._stream_limit: dict[str, str] = {}  # per task: the motion limit of its stream at the last tick
         self._leash_cause = ""  # the code the last motion_limit() gave a target held at the leash ("" = none)
         self._sampled_limit = ""  # the sampled code (barrier or a leash cause) at the last note_motion_limit
-        ramp_accel = None if accel is None else RAMP_ACCELERATION_SHARE * accel.a_max
-        self._ramps = {n: JointGoalRamp(scene, self.group, self._task_config(n).max_target_speed, ramp_accel)
-                       for n, t in self.ctrl.tasks.items() if isinstance(t, ConfigurationTask)}
-        jog_accel = ramp_accel  # per group joint, as the ramps take it
-        self._jogs = {n: JointJogFollower(scene, self.group, settings.streaming, jog_accel) for n in self._ramps}
-        # the other tasks whose kind takes a goal (Task.goal): their targets are set as they arrive; a "velocities"
-        # goal is a stream, zeroed after streaming.command_timeout without a newer one (time of the latest here)
+        # every joint goal (configuration and joint tasks) and point goal (look_at, com) reaches its task through
+        # a jerk-limited shaper (target_shaper.py); the leash's anchors are computed where the tick needs them
+        self._ramps = {n: self._joint_shaper(n, t) for n, t in self.ctrl.tasks.items() if isinstance(t, JointTargetTask)}
+        self._points = {n: self._point_shaper(n) for n, t in self.ctrl.tasks.items()
+                        if isinstance(t, (LookAtTask, ComTask))}
+        self._point_here = np.zeros(3)  # the look_at's or com's measured point at the tick's q (the leash's anchor)
+        jog_accel = None if accel is None else RAMP_ACCELERATION_SHARE * accel.a_max  # per group joint
+        self._jogs = {n: JointJogFollower(scene, self.group, settings.streaming, jog_accel)
+                      for n, t in self.ctrl.tasks.items() if isinstance(t, ConfigurationTask)}
+        # the other tasks whose kind takes a goal (Task.goal), on set_task_target: joint and point goals through the
+        # shapers above, the others ("pose" of relative_frame) set as they arrive; a "velocities" goal is a stream,
+        # zeroed after streaming.command_timeout without a newer one (time of the latest here)
         self._direct_goals = {n: t.goal for n, t in self.ctrl.tasks.items()
-                              if getattr(t, "goal", "") and n not in self._smoothers and n not in self._ramps}
+                              if getattr(t, "goal", "") and n not in self._smoothers and n not in self._jogs}
         self._velocity_stamps: dict[str, float] = {}
         if accel is not None and settings.goal_smoothing.type != "max_acceleration":
             self.notes.append(
@@ -335,6 +346,66 @@ class ControlLoop:
     def _task_config(self, name: str):
         return next(tc for tc in self.config.tasks if tc.name == name)
 
+    def _joint_shaper(self, name: str, task) -> JointTargetShaper:
+        """The shaper of a joint-target task's goals: per joint at most the velocity limit and the task's
+        ``max_target_speed`` (a joint task's null: the velocity limit); with an acceleration limit, its a_max and
+        j_max times RAMP_ACCELERATION_SHARE (without one none: the target's velocity steps, a max-speed ramp).
+        A joint task's target stays within ``target_leash`` of the joint; a configuration task's is not leashed
+        (a posture below other tasks is by design reached only as far as they leave room)."""
+        tc, accel = self._task_config(name), self._accel
+        share = RAMP_ACCELERATION_SHARE
+        a_max, j_max = (math.inf, math.inf) if accel is None else (share * accel.a_max, share * accel.j_max)
+        leash = getattr(tc, "target_leash", math.inf) if isinstance(task, JointTask) else math.inf
+        return JointTargetShaper(self.scene, self.group, self.dt, self._joint_target_speed(name), a_max, j_max,
+                                 None if math.isinf(leash) else leash)
+
+    def _joint_target_speed(self, name: str) -> np.ndarray:
+        """[rad/s or m/s] per group joint: what a shaped joint target of task ``name`` moves at most: its
+        max_target_speed, the velocity limit, and with an acceleration limit under commanded feedback the speed
+        from which the joint still brakes within the following window (max_state_divergence: the QP brakes for
+        its edge like a position limit, so a faster target would run ahead of the command and be caught up at
+        the acceleration bounds, overshooting)."""
+        speed = self._guard_v_max()
+        tc = self._task_config(name)
+        if tc.max_target_speed is not None:
+            speed = np.minimum(speed, tc.max_target_speed)
+        accel = self._accel
+        if accel is not None and self.settings.state_feedback == "commanded":
+            speed = np.minimum(speed, following_speed(accel.a_max, accel.j_max, self.dt,
+                                                      self.settings.max_state_divergence))
+        return speed
+
+    def _refresh_joint_target_speeds(self) -> None:
+        """After a change of state_feedback or max_state_divergence: the shaped joint targets' speeds."""
+        for name, ramp in self._ramps.items():
+            ramp.set_speed(self._joint_target_speed(name))
+
+    def _point_shaper(self, name: str) -> TargetShaper | LineOfSightShaper:
+        """The shaper of a point goal: a look_at's turns its line of sight at max_turn_speed, _acceleration and
+        _jerk, its target's direction within ``target_leash`` [rad] of the axis; a com's moves along a straight
+        line at max_target_speed, _acceleration and _jerk, within ``target_leash`` [m] of the centre of mass."""
+        tc = self._task_config(name)
+        leash = None if math.isinf(tc.target_leash) else tc.target_leash
+        if isinstance(self.ctrl.tasks[name], LookAtTask):
+            return LineOfSightShaper(self.dt, tc.max_turn_speed, tc.max_turn_acceleration, tc.max_turn_jerk, leash)
+        return TargetShaper(3, self.dt, tc.max_target_speed, tc.max_target_acceleration, tc.max_target_jerk,
+                            euclidean=True, leash=leash)
+
+    def _eye(self, name: str) -> np.ndarray | None:
+        """A look_at task's frame origin [m] at the last command (None for another task)."""
+        task = self.ctrl.tasks[name]
+        if not isinstance(task, LookAtTask):
+            return None
+        pin.forwardKinematics(self.scene.model, self._fk_data, self.guard.last)
+        return pin.updateFramePlacement(self.scene.model, self._fk_data, task.frame_id).translation.copy()
+
+    def _set_point_goal(self, name: str, point: np.ndarray) -> None:
+        shaper = self._points[name]
+        if isinstance(shaper, LineOfSightShaper):
+            shaper.set_goal(point, self._eye(name))
+        else:
+            shaper.set_goal(point)
+
     def _arm_reach(self, frame: str) -> float:
         """Upper bound of the distance from the group's first joint to ``frame`` [m]: the sum of
         the joint-to-joint offsets along the chain."""
@@ -395,7 +466,13 @@ class ControlLoop:
             self._twists[name].stop()
         for name, ramp in self._ramps.items():
             ramp.reset(self.ctrl.tasks[name].target)
-            self._jogs[name].stop()
+        for jog in self._jogs.values():
+            jog.stop()
+        for name, shaper in self._points.items():
+            if isinstance(shaper, LineOfSightShaper):
+                shaper.reset(self.ctrl.tasks[name].target, self._eye(name))
+            else:
+                shaper.reset(self.ctrl.tasks[name].target)
         self._velocity_stamps.clear()  # hold_at zeroed their references
         self._stream_end.clear()
         self._awaiting_goal = True
@@ -440,6 +517,8 @@ class ControlLoop:
             if target is not None:
                 task.set_target(target)
         self.guard.set_dt(self.dt)
+        for shaper in (*self._ramps.values(), *self._points.values()):
+            shaper.set_dt(self.dt)
         self.guard.u1 *= ratio  # the same velocities, in increments of the new period
         self.guard.u2 *= ratio
 
@@ -447,10 +526,12 @@ class ControlLoop:
         """Switch feedback without a jump: the command stream continues from the last command."""
         self.settings.state_feedback = mode
         self._apply_feedback_limits()
+        self._refresh_joint_target_speeds()
 
     def set_max_state_divergence(self, value: float) -> None:
         self.settings.max_state_divergence = float(value)
         self._following.max_error = float(value)
+        self._refresh_joint_target_speeds()
 
     # ------------------------------------------------------------------ goals
     def _check_goal_allowed(self) -> None:
@@ -710,8 +791,8 @@ class ControlLoop:
         dq = scale_joint_velocities(self.settings.streaming, dq_group)
         jog, ramp = self._jogs[task_name], self._ramps[task_name]
         if not jog.streaming:
-            jog.start(ramp.target, ramp.velocity if ramp.moving and ramp.max_acceleration is not None else None)
-            ramp.moving = False
+            jog.start(ramp.target, ramp.velocity.copy() if ramp.moving and self._accel is not None else None)
+            ramp.reset(ramp.target)  # the jog drives the target now
         jog.command(dq, now, age)
         self._stream_end.pop(task_name, None)
         self._start_tracking()
@@ -725,7 +806,12 @@ class ControlLoop:
         if kind is None:
             raise InvalidInputError(f"task {task_name!r} takes no such goal; tasks with direct goals: "
                                     f"{list(self._direct_goals)}")
-        self.ctrl.tasks[task_name].set_target(value)
+        if task_name in self._ramps:  # joint goals: shaped (the group's q)
+            self._ramps[task_name].set_goal(as_vector(value, self.group.nq, f"{task_name}.target"))
+        elif task_name in self._points:  # point goals: shaped
+            self._set_point_goal(task_name, as_vector(value, 3, f"{task_name}.target"))
+        else:
+            self.ctrl.tasks[task_name].set_target(value)
         if kind == "velocities":
             self._velocity_stamps[task_name] = now
             self._stream_end.pop(task_name, None)
@@ -733,30 +819,53 @@ class ControlLoop:
 
     @property
     def direct_goals(self) -> Mapping[str, str]:
-        """Task name -> the goal its kind takes ("pose", "point", "joints", "velocities"), for the tasks
-        whose goals are not smoothed (frame and configuration tasks have their own followers)."""
+        """Task name -> the goal its kind takes ("pose", "point", "joints", "velocities"), for the tasks whose
+        goals arrive on :meth:`set_task_target` (frame and configuration tasks have their own inputs); joint and
+        point goals are shaped there as every other goal."""
         return MappingProxyType(self._direct_goals)
 
     def apply_configured_targets(self) -> None:
-        """Let configuration tasks move toward their configured targets without a pose goal."""
+        """Let every task with a configured target (a configuration or joint task's ``target``, a look_at's
+        ``point``) move toward it, shaped as any goal, without another goal; again after a first goal: the
+        configured targets of the tasks that are at rest."""
         self._check_goal_allowed()
-        self._start_tracking()
+        if not self._start_tracking():
+            self._apply_configured_targets()
 
-    def _start_tracking(self) -> None:
+    def _start_tracking(self) -> bool:
+        """The first goal since activation: the configured targets take effect too. Whether it was the first."""
         if not self._awaiting_goal:
-            return
+            return False
         self._awaiting_goal = False
-        for name, ramp in self._ramps.items():
-            tc = self._task_config(name)
-            if not ramp.moving and tc.target != "current":
-                ramp.set_goal(self.ctrl.configured_target(tc, self.guard.last))
+        self._apply_configured_targets()
         if self.mode == WAITING_FOR_GOAL:
             self.mode, self.hold_reason = TRACKING, ""
+        return True
+
+    def _apply_configured_targets(self) -> None:
+        """Each task at rest with a configured target (not "current"; a look_at's point not null) gets it as
+        its goal, through its shaper; a task that is moving to a goal keeps it."""
+        q = self.guard.last
+        for name, ramp in self._ramps.items():
+            tc = self._task_config(name)
+            if ramp.moving or tc.target == "current" or (name in self._jogs and self._jogs[name].streaming):
+                continue
+            if isinstance(self.ctrl.tasks[name], ConfigurationTask):
+                ramp.set_goal(self.ctrl.configured_target(tc, q))
+            else:
+                ramp.set_goal(configured_joint_target(tc, self.ctrl.oink.robot, q))
+        for name, shaper in self._points.items():
+            point = getattr(self._task_config(name), "point", None)  # look_at's (com has no configured target)
+            if point is not None and not shaper.moving:
+                self._set_point_goal(name, as_vector(point, 3, f"{name}.point"))
 
     def goal(self, task_name: str):
-        """The latest goal of a task (pin.SE3 for frame tasks, group q for configuration tasks)."""
+        """The latest goal of a task (pin.SE3 for frame tasks, group q for joint-target tasks, a world point
+        for look_at and com tasks)."""
         if task_name in self._smoothers:
             return self._smoothers[task_name].goal
+        if task_name in self._points:
+            return self._points[task_name].goal.copy()
         return self._ramps[task_name].goal
 
     # ------------------------------------------------------------------ the tick
@@ -1055,19 +1164,42 @@ class ControlLoop:
             if target is not None:
                 tasks[name].set_target(target)
         for name, ramp in self._ramps.items():
-            jog = self._jogs[name]
-            if jog.streaming:
+            jog = self._jogs.get(name)
+            if jog is not None and jog.streaming:
                 target = jog.step(dt, now, q)
                 self._note_stream_limit(name, COMMAND_TIMEOUT if jog.timed_out else JOINT_BOUND if jog.at_bound.any()
                                         else LEASH if jog.leashed else "")
                 if not jog.streaming:
                     self._end_stream(name, jog, ramp, target, now)
             else:
-                target = ramp.step(dt)
+                target = ramp.step(q)  # q: the leash's centre (a joint task's)
+            if target is not None:
+                tasks[name].set_target(target)
+        for name, shaper in self._points.items():
+            if not shaper.moving:
+                continue
+            if shaper.leash is None:
+                target = shaper.step()
+            else:
+                if not kinematics:  # the leash's anchor at q
+                    pin.forwardKinematics(model, data, q)
+                    kinematics = True
+                target = self._leashed_point_step(tasks[name], shaper)
             if target is not None:
                 tasks[name].set_target(target)
         if self._velocity_stamps:
             self._expire_velocity_goals(now)
+
+    def _leashed_point_step(self, task, shaper):
+        """A point shaper's step with its leash's anchor from the joint placements at the tick's q (in
+        _leash_data): a com's, the centre of mass; a look_at's, a point its axis looks at (1 m ahead)."""
+        data, here = self._leash_data, self._point_here
+        if isinstance(task, ComTask):
+            return shaper.step(task.com.evaluate(data, here))
+        T = pin.updateFramePlacement(self.scene.model, data, task.frame_id)
+        np.dot(T.rotation, task.axis, out=here)
+        here += T.translation
+        return shaper.step(here)
 
     def _expire_velocity_goals(self, now: float) -> None:
         """A velocity reference older than command_timeout is zeroed (no newer command: no motion)."""
@@ -1104,6 +1236,26 @@ class ControlLoop:
                 self.log("info", f"resumed (was holding: {self.hold_reason})")
         self.mode = mode
         self.hold_reason = out.result.status if mode == RECOVERING else ""
+
+
+FOLLOWING_SPEED_MARGIN = 0.97  # following_speed keeps this share of the cruise speed the window allows
+
+
+def following_speed(a_max: np.ndarray, j_max: np.ndarray, dt: float, room: float) -> np.ndarray:
+    """[rad/s or m/s] per joint: FOLLOWING_SPEED_MARGIN of the steady speed u/dt whose braking travel under the
+    acceleration limit's policy (acceleration_limit.py: ``B = n_A u + (u + alpha/2)^2 / (2 alpha) + E``, n_A for
+    an acceleration of RAMP_ACCELERATION_SHARE a_max still ramping off) fits in ``room`` [rad or m]."""
+    alpha = a_max * dt * dt
+    delta = j_max * dt ** 3
+    with np.errstate(divide="ignore", invalid="ignore"):
+        n_c = np.where(np.isfinite(delta), np.maximum(np.ceil(alpha / delta) - 1.0, 0.0), 0.0)
+        n_a = np.where(np.isfinite(delta),
+                       np.maximum(np.ceil((1.0 + RAMP_ACCELERATION_SHARE) * alpha / delta) - 1.0, 0.0), 0.0)
+    E = alpha * n_c ** 2
+    b = alpha * (1.0 + 2.0 * n_a)  # u^2 + b u + c = 0
+    c = alpha * alpha / 4.0 + 2.0 * alpha * (E - room)
+    u = 0.5 * (-b + np.sqrt(np.maximum(b * b - 4.0 * c, 0.0)))
+    return FOLLOWING_SPEED_MARGIN * np.maximum(u, 0.0) / dt
 
 
 def _min_jerk(a_max: float, dt: float, leash: float) -> float:

@@ -1,5 +1,6 @@
-"""How a task's target follows its goal, once per control tick: :class:`GoalSmoother` for frame
-tasks (pin.SE3 targets), :class:`JointGoalRamp` for configuration tasks (joint targets).
+"""How a frame task's target follows its goal, once per control tick: :class:`GoalSmoother` (pin.SE3
+targets, the ``node.goal_smoothing`` keys). Joint and point goals are shaped by Ruckig (target_shaper.py,
+line_of_sight_shaper.py).
 """
 
 from __future__ import annotations
@@ -10,8 +11,6 @@ from dataclasses import dataclass
 import numpy as np
 import pinocchio as pin
 
-from ..model.joint_group import JointGroup
-from ..model.scene import Scene
 
 
 @dataclass
@@ -220,77 +219,3 @@ class GoalSmoother:
             self.reset(G)
             return
         integrate_in_place(T, v, w, dt, self._R, self._dp)  # the target is the smoother's own copy
-
-
-class JointGoalRamp:
-    """Moves a configuration task's target toward its goal by at most ``max_speed * dt`` per joint
-    and tick (manifold-correct for continuous joints). Targets and goals are the group's q.
-
-    With ``max_acceleration`` (per joint [rad/s^2 or m/s^2], finite) each joint's target velocity
-    changes by at most that per second and brakes to arrive at rest (:func:`braking_speed`)."""
-
-    def __init__(self, scene: Scene, group: JointGroup, max_speed: float, max_acceleration=None) -> None:
-        self.scene = scene
-        self.group = group
-        self.max_speed = max_speed  # [rad/s or m/s]
-        self.max_acceleration = None if max_acceleration is None else np.asarray(max_acceleration, dtype=float)
-        self._target = scene.neutral()  # full q; only the group's entries matter
-        self._goal = self._target.copy()
-        self._step_full = np.zeros(scene.model.nv)
-        self.velocity = np.zeros(group.nv)  # [rad/s or m/s] of the target (with max_acceleration)
-        self.moving = False
-
-    @property
-    def target(self) -> np.ndarray:
-        return self._target[self.group.q_indices]
-
-    @property
-    def goal(self) -> np.ndarray:
-        return self._goal[self.group.q_indices]
-
-    def reset(self, q_group: np.ndarray) -> None:
-        """Target and goal := q_group (nothing to do until the next goal)."""
-        self._target[self.group.q_indices] = q_group
-        self._goal[self.group.q_indices] = q_group
-        self.moving = False
-        self.velocity.fill(0.0)
-
-    def continue_from(self, q_group: np.ndarray, velocity: np.ndarray) -> None:
-        """Take over a target moving at ``velocity`` (group v; e.g. from a joint jog): with
-        max_acceleration the next goal is approached from that motion, without a jump."""
-        self.reset(q_group)
-        if self.max_acceleration is not None:
-            self.velocity[:] = velocity
-
-    def set_goal(self, q_group: np.ndarray) -> None:
-        self._goal[self.group.q_indices] = q_group
-        self.moving = True
-
-    def step(self, dt: float) -> np.ndarray | None:
-        """Advance by ``dt`` [s]; the new target (group q), or None when nothing changed."""
-        if not self.moving:
-            return None
-        d = pin.difference(self.scene.model, self._target, self._goal)[self.group.v_indices]
-        if self.max_acceleration is not None:
-            return self._step_accelerated(d, dt)
-        limit = self.max_speed * dt
-        if np.abs(d).max(initial=0.0) <= limit:
-            self._target[self.group.q_indices] = self._goal[self.group.q_indices]
-            self.moving = False
-        else:
-            self._step_full[self.group.v_indices] = np.minimum(np.maximum(d, -limit), limit)
-            self._target[:] = pin.integrate(self.scene.model, self._target, self._step_full)
-        return self.target
-
-    def _step_accelerated(self, d: np.ndarray, dt: float) -> np.ndarray:
-        v, a = self.velocity, self.max_acceleration
-        v_des = np.copysign(braking_speed(np.abs(d), self.max_speed, a, dt), d)
-        np.minimum(np.maximum(v_des, v - a * dt), v + a * dt, out=v)
-        if np.abs(d).max(initial=0.0) < 1e-9 and np.abs(v).max(initial=0.0) * dt < 1e-9:
-            self._target[self.group.q_indices] = self._goal[self.group.q_indices]
-            self.velocity.fill(0.0)
-            self.moving = False
-        else:
-            self._step_full[self.group.v_indices] = v * dt
-            self._target[:] = pin.integrate(self.scene.model, self._target, self._step_full)
-        return self.target

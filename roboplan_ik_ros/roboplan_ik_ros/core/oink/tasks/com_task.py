@@ -87,6 +87,11 @@ class ComTaskConfig(TaskConfig):
 
     cost: Union[float, list[float]] = key(1.0, range=Range(unit="cost/m"), size=3,
                                           runtime="centre-of-mass cost (world x, y, z; 0 frees the axis)")
+    # a goal's point moves there along a straight line, jerk-limited (core/control/target_shaper.py)
+    max_target_speed: float = key(0.1, range=Range(lo_open=True, unit="m/s"))
+    max_target_acceleration: float = key(0.5, range=Range(lo_open=True, unit="m/s^2"))
+    max_target_jerk: float = key(5.0, range=Range(lo_open=True, unit="m/s^3", inf_ok=True))
+    target_leash: float = key(0.05, range=Range(lo_open=True, unit="m", inf_ok=True))  # target to centre of mass
 
 
 def build_com_task(config: ComTaskConfig, context: BuildContext) -> ComTask:

@@ -27,6 +27,10 @@ class JointTaskConfig(TaskConfig):
     joints: list[str] = key(factory=list)  # required: the group's joints the task drives
     target: Union[str, list[float]] = key("current")  # "current", an SRDF group_state, or one value per listed joint
     weights: Union[float, list[float]] = key(1.0, range=Range(unit="cost/rad"), size=-1)  # scalar or per listed joint
+    # a goal's target moves there jerk-limited (core/control/target_shaper.py): at most this speed per joint (null:
+    # the joint's velocity limit), the acceleration and jerk a share of the acceleration limit's
+    max_target_speed: Union[float, None] = key(None, range=Range(lo_open=True, unit="rad/s"))
+    target_leash: float = key(0.1, range=Range(lo_open=True, unit="rad", inf_ok=True))  # target-to-joint; .inf = none
 
     def validate(self, path: str) -> None:
         super().validate(path)
@@ -43,9 +47,9 @@ class JointTaskConfig(TaskConfig):
                                         f"{'a group_state name' if name == 'target' else 'one number'})")
 
 
-def build_joint_task(config: JointTaskConfig, context: BuildContext) -> JointTask:
-    """The task, aimed at the configured target (default: the joints' values at the start)."""
-    robot, q = context.robot, context.q
+def configured_joint_target(config: JointTaskConfig, robot: Robot, q: np.ndarray) -> np.ndarray:
+    """The group q that the ``target`` key names at configuration q (full nq; "current" and the joints not
+    listed: q's)."""
     if isinstance(config.target, list):
         for j in config.joints:  # before q_from_joint_positions, whose error would not name the key
             _check_joint(robot, j, f"{config.name}.joints")
@@ -57,9 +61,14 @@ def build_joint_task(config: JointTaskConfig, context: BuildContext) -> JointTas
             q_target = robot.scene.named_configuration(config.target, q)
         except InvalidInputError as exc:
             raise InvalidInputError(f"{config.name}.target: {exc}; or 'current', or one value per joint") from exc
-    return JointTask(robot, config.joints, q_target[robot.group.q_indices], config.weights,
-                     task_gain=config.task_gain, lm_damping=config.lm_damping, priority=config.priority,
-                     name=config.name)
+    return q_target[robot.group.q_indices]
+
+
+def build_joint_task(config: JointTaskConfig, context: BuildContext) -> JointTask:
+    """The task, aimed at the configured target (default: the joints' values at the start)."""
+    return JointTask(context.robot, config.joints, configured_joint_target(config, context.robot, context.q),
+                     config.weights, task_gain=config.task_gain, lm_damping=config.lm_damping,
+                     priority=config.priority, name=config.name)
 
 
 def _check_joint(robot: Robot, joint: str, path: str) -> int:

@@ -73,6 +73,11 @@ class LookAtTaskConfig(TaskConfig):
     pointing_cost: float = key(1.0, range=Range(unit="cost/rad"), runtime="pointing cost (angle axis / line of sight)")
     distance: Union[float, None] = key(None, range=Range(lo_open=True, unit="m"))  # null: any distance
     distance_cost: float = key(1.0, range=Range(unit="cost/m"), runtime="distance cost (with distance set)")
+    # a goal turns the line of sight to the point jerk-limited, about a fixed axis (core/control/line_of_sight_shaper.py)
+    max_turn_speed: float = key(4.0, range=Range(lo_open=True, unit="rad/s"))
+    max_turn_acceleration: float = key(20.0, range=Range(lo_open=True, unit="rad/s^2"))
+    max_turn_jerk: float = key(1000.0, range=Range(lo_open=True, unit="rad/s^3", inf_ok=True))
+    target_leash: float = key(0.2, range=Range(lo_open=True, unit="rad", inf_ok=True))  # target direction to axis
 
     def validate(self, path: str) -> None:
         super().validate(path)
