@@ -16,7 +16,7 @@ from roboplan_ik_ros.core.errors import InvalidInputError
 from roboplan_ik_ros.core.model.depth_camera import CameraBox, DepthCamera, image_size, look_at
 from roboplan_ik_ros.core.model.perceived_cloud import CloudIngest
 from roboplan_ik_ros.core.model.point_cloud import PointCloudLayout, PointField
-from roboplan_ik_ros.core.model.self_filter import SelfFilter
+from test_perceived_cloud import placed_robot, robot_distance
 
 NOISE = 0.002
 TABLE = CameraBox(pin.SE3(np.eye(3), np.array([0.35, 0.0, -0.03])), np.array([0.6, 0.6, 0.02]))
@@ -62,7 +62,8 @@ def test_the_cloud_has_the_table_the_box_and_the_arm(camera):
     tol = 5 * NOISE
     on_table = _on_box(hit, TABLE.T_world_box.translation, TABLE.half, tol)
     on_box = _on_box(hit, BOX_CENTER, BOX_HALF, tol)
-    on_arm = SelfFilter(s, 0.0).robot_mask(hit, q) | SelfFilter(s, tol).robot_mask(hit, q)
+    placed = placed_robot(s, q)
+    on_arm = robot_distance(placed, hit, beyond=tol) <= tol  # on (or, by the noise, inside) a robot geometry: coal's distances
     assert on_table.sum() > 1000 and on_box.sum() > 100 and on_arm.sum() > 300
     # the box's visible faces only: the ones facing the camera (+x, -y, top)
     assert (hit[on_box, 0] > BOX_CENTER[0]).any() and (hit[on_box, 1] < BOX_CENTER[1]).any()
@@ -71,10 +72,10 @@ def test_the_cloud_has_the_table_the_box_and_the_arm(camera):
     assert not ((local[:, 0] < 0) & interior[:, 1] & interior[:, 2]).any()  # the -x face is hidden
     assert not ((local[:, 1] > 0) & interior[:, 0] & interior[:, 2]).any()  # and the +y face
     # every point is on one of the three (to the noise): nothing else is drawn
-    assert (on_table | on_box | SelfFilter(s, tol).robot_mask(hit, q)).all()
-    # without the robot: no point on the arm's place
+    assert (on_table | on_box | on_arm).all()
+    # without the robot: no point inside the arm's place
     empty = camera.render(None)
-    assert not SelfFilter(s, 0.0).robot_mask(empty[np.isfinite(empty).all(axis=1)], q).any()
+    assert (robot_distance(placed, empty[np.isfinite(empty).all(axis=1)], beyond=tol) > 0.0).all()
 
 
 def test_the_arm_hides_what_is_behind_it(camera):
@@ -97,6 +98,7 @@ def test_the_node_ingest_removes_the_arm_and_keeps_the_box(camera):
     assert cloud.invalid == np.isnan(points).any(axis=1).sum() > 0
     assert cloud.self_points > 300
     kept = cloud.points
-    assert not SelfFilter(s, 0.0).robot_mask(kept, q).any()  # no point of the arm is left
+    # no point of the arm is left: every kept point is farther than the padding from every robot geometry
+    assert robot_distance(placed_robot(s, q), kept, beyond=1.0).min() > config.self_filter_padding
     assert _on_box(kept, BOX_CENTER, BOX_HALF, 5 * NOISE).sum() > 100  # the box is
     assert _on_box(kept, TABLE.T_world_box.translation, TABLE.half, 5 * NOISE).sum() > 1000

@@ -57,15 +57,90 @@ def arm_surface(scene: Scene, q, n, rng) -> np.ndarray:
     return pts[rng.integers(0, len(pts), n)]
 
 
-def test_self_filter_removes_the_arm_and_keeps_the_rest():
+_DOT = coal.Sphere(1e-9)  # a point, for coal's distance queries
+
+
+def placed_robot(scene: Scene, q) -> list:
+    """The robot's collision geometries at q: (geometry, coal placement, world centre of its local AABB [m],
+    the AABB's half diagonal [m]) each (pinocchio + coal)."""
+    data = scene.model.createData()
+    pin.forwardKinematics(scene.model, data, q)
+    out = []
+    for g in scene.collision_model.geometryObjects[: scene.world.n_robot_geometries]:
+        T = data.oMi[g.parentJoint] * g.placement
+        g.geometry.computeLocalAABB()
+        lo, hi = np.array(g.geometry.aabb_local.min_), np.array(g.geometry.aabb_local.max_)
+        out.append((g.geometry, coal.Transform3s(T.rotation, T.translation), T.act((lo + hi) / 2),
+                    float(np.linalg.norm(hi - lo) / 2)))
+    return out
+
+
+def _point_distance(geometry, T, p) -> tuple[float, np.ndarray]:
+    """(signed distance [m] of point p to the placed geometry, its nearest point on the geometry)."""
+    res = coal.DistanceResult()
+    d = coal.distance(geometry, T, _DOT, coal.Transform3s(np.eye(3), np.asarray(p, dtype=float)),
+                      coal.DistanceRequest(), res)
+    return d + _DOT.radius, np.array(res.getNearestPoint1())
+
+
+def robot_distance(placed: list, points: np.ndarray, beyond: float = np.inf) -> np.ndarray:
+    """Each point's signed distance [m] to the nearest robot geometry (coal alone: the reference of the
+    self-filter tests, nothing of self_filter.py); a point farther than ``beyond`` from every geometry's
+    bounding sphere gets that lower bound instead (> beyond)."""
+    points = np.asarray(points, dtype=float).reshape(-1, 3)
+    centres = np.array([c for _, _, c, _ in placed])
+    radii = np.array([r for _, _, _, r in placed])
+    lower = np.linalg.norm(points[:, None, :] - centres[None], axis=2) - radii  # (N, G) <= the distances
+    out = lower.min(axis=1)
+    for i in np.flatnonzero(out <= beyond):
+        out[i] = min(_point_distance(placed[k][0], placed[k][1], points[i])[0]
+                     for k in np.flatnonzero(lower[i] <= beyond))
+    return out
+
+
+def points_at_distance(placed: list, d: float, n: int, rng) -> np.ndarray:
+    """Points at Euclidean distance ``d`` [m] from the robot (the nearest of its geometries; to 1e-6 m):
+    each off a random geometry along the normal at its nearest point to a random far point, kept only if no
+    other geometry is nearer. Between 0 and n of them."""
+    candidates = []
+    for _ in range(n):
+        geometry, T, origin, _ = placed[rng.integers(len(placed))]
+        u = rng.normal(size=3)
+        far = origin + 0.5 * u / np.linalg.norm(u)
+        _, nearest = _point_distance(geometry, T, far)
+        normal = (far - nearest) / np.linalg.norm(far - nearest)
+        candidates.append(nearest + d * normal)
+    candidates = np.array(candidates)
+    return candidates[np.abs(robot_distance(placed, candidates) - d) < 1e-6]
+
+
+def test_self_filter_removes_every_point_within_the_padding_and_keeps_those_well_beyond():
+    """Points placed at known distances from the arm (coal): within the padding (0.6 and 0.95 x) all removed;
+    beyond sqrt(3) x it (1.8 and 2.5 x: a hull's inflated half-spaces reach that far at most) all kept, with
+    the points of a box nearby. Sensitive both ways: half the padding keeps the 0.6 x points, twice it
+    removes the 1.8 x ones."""
     s = cached_scene("panda")
     q = s.named_configuration("default")
-    rng = np.random.default_rng(0)
-    arm = arm_surface(s, q, 3000, rng) + rng.normal(0, 0.003, (3000, 3))  # sensor noise below the padding
+    padding = 0.02
+    rng = np.random.default_rng(1)
+    placed = placed_robot(s, q)
+    near = {f: points_at_distance(placed, f * padding, 600, rng) for f in (0.6, 0.95)}
+    far = {f: points_at_distance(placed, f * padding, 600, rng) for f in (1.8, 2.5)}
+    for f, pts in {**near, **far}.items():
+        assert len(pts) >= 50, f"only {len(pts)} points at {f} x the padding: the construction failed"
     box = box_surface([0.5, 0.3, 0.1], [0.1, 0.1, 0.1], 1000, rng)
-    ingest = CloudIngest(s, PerceptionConfig(voxel_size=0.0, self_filter_padding=0.02))
-    kept, removed = ingest.self_filter.filter(np.vstack([arm, box]), q)
-    assert removed == 3000
+    assert robot_distance(placed, box).min() > 2.5 * padding  # the box is well away from the arm
+    near_all = np.vstack(list(near.values()))
+    ingest = CloudIngest(s, PerceptionConfig(voxel_size=0.0, self_filter_padding=padding))
+    for f, pts in near.items():
+        kept, removed = ingest.self_filter.filter(pts, q)
+        assert removed == len(pts) and len(kept) == 0, f"{len(kept)} of {len(pts)} points {f} x the padding kept"
+    for f, pts in far.items():
+        kept, removed = ingest.self_filter.filter(np.vstack([pts, box]), q)
+        assert removed == 0, f"{removed} of {len(pts)} points {f} x the padding from the arm removed"
+        np.testing.assert_array_equal(kept, np.vstack([pts, box]))
+    kept, removed = ingest.self_filter.filter(np.vstack([near_all, box]), q)
+    assert removed == len(near_all)
     np.testing.assert_array_equal(kept, box)
 
 
