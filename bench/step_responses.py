@@ -9,8 +9,8 @@ stay within 1 mrad, the time-optimal jerk-limited duration Ruckig computes for t
 posture: that joint under Franka's v/a/j, the posture at its max_target_speed; look_at: the 7 joints from the
 start to the configuration the loop ends at, phase-synchronized, Franka's v/a/j) and the ratio, the peak
 acceleration and jerk of the command stream as a share of Franka's bounds. ``--plot PATH`` draws the three
-responses (docs/figures/step_responses.png). ``--tick-cost`` times 10k ticks of a joint-goal stream with
-and without shaping work (the same loop; printed, p50 per tick).
+responses (docs/figures/step_responses.png). ``--tick-cost`` times 10k ticks of a 100 Hz joint-goal stream shaped, the
+same stream set on the task unshaped (what set_task_target did before) and the loop at rest (one process; p50).
 """
 
 from __future__ import annotations
@@ -165,21 +165,33 @@ def look_at_step(seconds: float = 2.0, keys: dict | None = None) -> dict:
                 ratios=s.peak_ratios(), dt=loop.dt, unit="rad (pointing)", step=math.pi / 2)
 
 
-def tick_cost(ticks: int = 10000) -> tuple[float, float]:
-    """[us] p50 of one tick: a joint task stepping back and forth (its shaper plans and samples every tick),
-    and the same loop held still after the goal (no shaping work)."""
+def tick_cost(ticks: int = 10000) -> tuple[float, float, float]:
+    """[us] p50 of one tick with a 100 Hz stream of joint goals (the shaper replans on each goal and samples
+    every tick), p50 of its shaping part (``_advance_targets``), and p50 of a tick of the same loop at rest."""
     loop = build_loop([dict(name="j4", type="joint", joints=["panda_joint4"], priority=1), dict(POSTURE, priority=2)])
     s = Step(loop)
     base = s.q0[loop.group.q_indices].copy()
     g = loop.group.q_indices
+    shaping = []
+    advance = loop._advance_targets
 
-    def timed(n, goal_every):
+    def timed_advance(q, now):
+        t0 = time.perf_counter()
+        advance(q, now)
+        shaping.append(time.perf_counter() - t0)
+
+    loop._advance_targets = timed_advance
+
+    def timed(n, goal_every, shaped=True):
         out = np.zeros(n)
         for k in range(n):
             if goal_every and k % goal_every == 0:
                 goal = base.copy()
                 goal[J4] += 0.3 * math.sin(2 * math.pi * k * loop.dt)  # a 1 Hz stream of goals at 100 Hz
-                loop.set_task_target("j4", goal)
+                if shaped:
+                    loop.set_task_target("j4", goal)
+                else:  # before shaping: set_task_target set the task's target as it came
+                    loop.ctrl.tasks["j4"].set_target(goal)
             s.t += loop.dt
             s._measure()
             t0 = time.perf_counter()
@@ -188,10 +200,13 @@ def tick_cost(ticks: int = 10000) -> tuple[float, float]:
             s.q[g] = res.command[g]
         return float(np.median(out)) * 1e6
 
-    shaping = timed(ticks, 5)
+    streaming = timed(ticks, 5)
+    part = float(np.median(shaping)) * 1e6
     s.run(2.0, lambda q: 0.0)  # come to rest
     still = timed(ticks, 0)
-    return shaping, still
+    s.run(2.0, lambda q: 0.0)
+    unshaped = timed(ticks, 5, shaped=False)
+    return streaming, part, still, unshaped
 
 
 def main() -> None:
@@ -209,25 +224,34 @@ def main() -> None:
               f"{r['ratios'][0]:>12.3f} {r['ratios'][1]:>11.3f}")
     print("look_at overshoot: the largest pointing error after first coming within 1 deg")
     if args.tick_cost:
-        shaping, still = tick_cost()
-        print(f"tick p50: {shaping:.1f} us with a 100 Hz joint-goal stream (shaper planning), {still:.1f} us at rest")
+        streaming, part, still, unshaped = tick_cost()
+        print(f"tick p50: {streaming:.1f} us with a shaped 100 Hz joint-goal stream, of which _advance_targets "
+              f"{part:.1f} us; {unshaped:.1f} us with the goals set on the task unshaped (as before); {still:.1f} us "
+              "at rest")
     if args.plot:
         import matplotlib
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
-        fig, axes = plt.subplots(1, 3, figsize=(13, 3.6))
-        for ax, r in zip(axes, results):
+        fig, axes = plt.subplots(2, 3, figsize=(13, 6.4), sharex=True)
+        for col, r in enumerate(results):
             t = np.arange(1, len(r["error"]) + 1) * r["dt"]
-            progress = 1.0 - r["error"] / r["step"] if not r["name"].startswith("look") else 1.0 - r["error"] / r["step"]
-            ax.plot(t, progress, label="response")
-            ax.axvline(r["optimum"], color="k", ls=":", label=f"time-optimal {r['optimum']:.3f} s")
-            ax.axvline(r["settle"], color="g", ls="--", label=f"within 1 mrad {r['settle']:.3f} s")
-            ax.axhline(1.0, color="grey", lw=0.5)
-            ax.set_title(r["name"])
-            ax.set_xlabel("t [s]")
-            ax.set_xlim(0, 1.5)
-            ax.legend(loc="lower right", fontsize=8)
-        axes[0].set_ylabel("fraction of the step")
+            look = r["name"].startswith("look")
+            progress = 1.0 - r["error"] / r["step"] if look else 1.0 + r["error"] / r["step"]  # 0 -> 1
+            top, bottom = axes[0, col], axes[1, col]
+            top.plot(t, progress, label="response")
+            top.axhline(1.0, color="grey", lw=0.5)
+            top.set_title(r["name"])
+            bottom.semilogy(t, np.maximum(np.abs(r["error"]), 1e-9), label="|error| [rad]")
+            bottom.axhline(SETTLE, color="r", lw=0.8, label="1 mrad")
+            bottom.set_ylim(1e-7, 2.0)
+            bottom.set_xlabel("t [s]")
+            for ax in (top, bottom):
+                ax.axvline(r["optimum"], color="k", ls=":", label=f"time-optimal {r['optimum']:.3f} s")
+                ax.axvline(r["settle"], color="g", ls="--", label=f"within 1 mrad {r['settle']:.3f} s")
+                ax.set_xlim(0, 1.5)
+                ax.legend(loc="lower right" if ax is top else "upper right", fontsize=8)
+        axes[0, 0].set_ylabel("fraction of the step")
+        axes[1, 0].set_ylabel("|error| (look_at: pointing angle)")
         fig.suptitle("Shaped step goals, Panda, panda.yaml limits (Franka v/a/j), 500 Hz, robot follows every command")
         fig.tight_layout()
         args.plot.parent.mkdir(parents=True, exist_ok=True)

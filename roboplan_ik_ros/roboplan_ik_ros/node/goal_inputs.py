@@ -270,5 +270,6 @@ class GoalInputs:
         except InvalidInputError as exc:
             response.success, response.message = False, str(exc)
             return response
-        response.success, response.message = True, "configuration tasks move toward their configured targets"
+        response.success, response.message = True, ("the configured targets (configuration and joint tasks' "
+                                                    "target, look_at's point) take effect, shaped")
         return response

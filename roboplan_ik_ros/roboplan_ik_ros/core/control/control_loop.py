@@ -12,8 +12,11 @@ decodes messages into it and publishes what it returns.
   cut count stays 0.
 - **No goal, no motion**: activation (and every re-seed) points every task at the current
   configuration, posture tasks included, and holds the command exactly there until a goal
-  arrives. The first goal (or :meth:`ControlLoop.apply_configured_targets`) lets configuration
-  tasks move toward their configured targets, at most ``max_target_speed`` per joint.
+  arrives. The first goal (or :meth:`ControlLoop.apply_configured_targets`) lets the tasks with a
+  configured target (a configuration or joint task's ``target``, a look_at's ``point``) move toward it.
+- **Every joint and point goal is shaped** (:mod:`.target_shaper`, :mod:`.line_of_sight_shaper`): the
+  task's target moves to it jerk-limited and time-optimal (Ruckig), so the QP tracks a reference a drive
+  can follow (docs/configuration.md, "Goal shaping").
 - **Stale state**: after ``state_timeout`` without an accepted measurement the loop stops
   commanding (``stale_behavior: stop``) or repeats its last command (``hold``); when
   measurements return it re-seeds: the first command equals the measured position, then it

@@ -167,9 +167,9 @@ class TargetShaper:
             if along > 0.0:
                 acceleration = acceleration - along * u
         else:
-            over = np.abs(d) > leash
-            if not over.any():
+            if float(np.max(np.abs(d) - leash)) <= 0.0:
                 return
+            over = np.abs(d) > leash
             np.clip(d, -leash, leash, out=d)
             np.add(anchor, d, out=self.position)
             outward = over & (self.velocity * d > 0.0)

@@ -25,7 +25,7 @@ class ConfigurationTaskConfig(TaskConfig):
     target: Union[str, list[float]] = key("current")  # "current", an SRDF group_state, or one value per joint
     weights: Union[float, list[float]] = key(1.0, range=Range(unit="cost/rad"), size=-1,
                                              runtime="posture cost per joint")
-    max_target_speed: float = key(0.5, range=Range(lo_open=True, unit="rad/s"))  # a new goal's ramp, per joint
+    max_target_speed: float = key(0.5, range=Range(lo_open=True, unit="rad/s"))  # per joint: a goal is shaped (target_shaper.py)
 
 
 def configured_target(config: ConfigurationTaskConfig, robot: Robot, q: np.ndarray) -> np.ndarray:
