@@ -93,10 +93,12 @@ def test_commands_never_leave_the_joint_limits(rig):
         return q7.size > 0 and (np.isclose(q7.max(), upper[6], atol=0.05) or np.isclose(q7.min(), lower[6], atol=0.05))
 
     wait_until(joint7_near_a_limit, timeout=60.0, what="joint 7 commanded to within 0.05 rad of a limit")
-    time.sleep(0.5)  # pressed against the limit for a while
+    pressed = len(rig.client.commands)
+    wait_until(lambda: len(rig.client.commands) >= pressed + 250, timeout=60.0,
+               what="250 more commands pressed against the limit")
     cmds = np.array([c[1] for c in rig.client.commands[start:]])
-    assert (cmds >= lower - 1e-9).all() and (cmds <= upper + 1e-9).all()
-    assert np.isclose(cmds[:, 6].max(), upper[6], atol=0.05) or np.isclose(cmds[:, 6].min(), lower[6], atol=0.05)
+    outside = (cmds < lower - 1e-9) | (cmds > upper + 1e-9)
+    assert not outside.any(), f"{int(outside.any(axis=1).sum())} of {len(cmds)} commands outside the joint limits"
     rig.send_goal(T0)  # back
     wait_until(lambda: _errors(T0, rig.tcp_pose())[0] < 1e-3, timeout=60.0, what="back to the start")
 
@@ -327,6 +329,9 @@ def rclpy_duration(seconds: float):
 
 
 def test_nan_joint_states_are_ignored_and_the_node_keeps_running(rig):
+    # a goal at the hand's pose: the node tracks it, whatever the earlier tests left (a stream timing out)
+    rig.send_goal(rig.tcp_pose())
+    rig.client.wait_status(lambda s: s.mode == "tracking", what="tracking the goal at the hand's pose")
     n0 = rig.node.loop.state.rejected
     wait_until(lambda: rig.js_pub.get_subscription_count() > 0, what="joint_states subscription")
     rig.js_pub.publish(JointState(name=ARM, position=[0.0, math.nan, 0.0, -2.0, 0.0, 1.5, 0.8]))
@@ -335,7 +340,8 @@ def test_nan_joint_states_are_ignored_and_the_node_keeps_running(rig):
     wait_until(lambda: rig.node.loop.state.rejected >= n0 + 3, what="3 rejected joint states")
     n = len(rig.client.commands)
     wait_until(lambda: len(rig.client.commands) > n + 100, what="the loop keeps commanding")
-    assert rig.client.wait_status(lambda s: True).mode in ("tracking", "waiting_for_goal")
+    after = rig.client.wait_status(lambda s: True)
+    assert after.mode == "tracking" and not after.holding, (after.mode, after.hold_reason)  # no hold, no stale
     assert np.isfinite(np.array([c[1] for c in rig.client.commands[-100:]])).all()
 
 
