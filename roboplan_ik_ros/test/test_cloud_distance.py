@@ -214,32 +214,36 @@ def test_closest_pairs_and_rows_match_the_python_path(kind):
         assert compiled.rows.count == python.rows.count
         np.testing.assert_array_equal(compiled.rows.pair, python.rows.pair)
         m = compiled.rows.count
-        for f in range(c.count):  # the witness row alike; extra rows: where they hold the same corner
+        for f in range(c.count):  # the witness row alike; extra rows: where they hold the same vertex
             rows = np.flatnonzero(compiled.rows.pair[:m] == f)
             w = rows[0]
             for key in ("a", "b", "normal"):
                 np.testing.assert_allclose(getattr(compiled.rows, key)[w], getattr(python.rows, key)[w], atol=1e-6)
             np.testing.assert_allclose(compiled.jacobian[w], python.jacobian[w], atol=1e-6)
             for r in rows[1:]:
-                if np.allclose(compiled.rows.b[r], python.rows.b[r], atol=1e-6):
+                if np.allclose(compiled.rows.a[r], python.rows.a[r], atol=1e-6) and \
+                        np.allclose(compiled.rows.b[r], python.rows.b[r], atol=1e-6):
                     np.testing.assert_allclose(compiled.jacobian[r], python.jacobian[r], atol=1e-6)
+                    np.testing.assert_allclose(compiled.value[r], python.value[r], atol=1e-6)
         cloud_rows += m - c.count
         compared += 1
     assert compared >= 10 and cloud_rows > 0, (compared, cloud_rows)
 
 
 @pytest.mark.parametrize("use_compiled", [True, False])
-def test_cloud_rows_are_cube_corners_against_convex_links_and_their_jacobians_match_finite_differences(use_compiled):
-    """Extra rows with a cloud: never a robot vertex (the cloud is not convex), only cube corners (b) against
-    the link's witness point (a = p1); h = n.(b - a) - d_min >= the witness row's, <= the corner's true
-    distance; the Jacobian is the derivative of n0.(b(q) - a(q)) with a fixed to its link (FD)."""
+def test_cloud_rows_are_link_vertices_on_the_witness_plane_and_their_jacobians_match_finite_differences(use_compiled):
+    """Extra rows with a cloud fixed in the world: a vertex of the link (a) against the cloud's witness
+    point (b = p2), the cloud taken locally as the plane through it (issue 30: the witness row alone let a
+    flat hand face turn its far corners into a wall of cells); never a cube of the cloud (its row would hold
+    the link's witness point again). h = n.(b - a) - d_min lies between the witness row's and that plus
+    row_margin; the Jacobian is the derivative of n0.(b - a(q)) with a fixed to its link (FD)."""
     scene = cloud_scene("table", 0.01)
     oink = Oink(scene, "arm")
-    barrier = CollisionBarrier(oink, 4, 0.01, pairs="perceived", rows_per_pair=5, row_margin=0.03,
+    margin = 0.03
+    barrier = CollisionBarrier(oink, 4, 0.01, pairs="perceived", rows_per_pair=5, row_margin=margin,
                                broad_phase_cutoff=0.3, use_compiled=use_compiled)
     model, gm = scene.model, scene.collision_model
     data, geom_data = scene.create_data()
-    centers = octree_centers(scene.world.perceived.octree)
     eps, checked = 1e-6, 0
     for q in near_configurations(scene, 80, seed=5):
         kinematics(oink, q)
@@ -251,11 +255,14 @@ def test_cloud_rows_are_cube_corners_against_convex_links_and_their_jacobians_ma
                 continue
             k = int(found.pair_index[f])
             g1 = int(pairs.first[k])
-            np.testing.assert_array_equal(rows.a[r], found.point1[f])  # never a link's vertex
-            assert point_to_cubes(rows.b[r], centers, 0.01) <= 1e-12  # a cube's corner
-            assert barrier.value[r] >= found.distance[f] - barrier.d_min - 1e-5
-            true = point_to_geometry(rows.b[r], gm.geometryObjects[g1].geometry, oink.geom_data.oMg[g1])
-            assert barrier.value[r] <= true - barrier.d_min + 1e-5
+            assert g1 < scene.world.n_robot_geometries, "the link is the pair's first geometry"
+            np.testing.assert_array_equal(rows.b[r], found.point2[f])  # never a cube of the cloud
+            local = compiled_pairs.row_vertices(gm.geometryObjects[g1].geometry)  # a hull's points, a box's corners
+            M = oink.geom_data.oMg[g1]
+            vertices = local @ M.rotation.T + M.translation
+            assert np.linalg.norm(vertices - rows.a[r], axis=1).min() <= 1e-9, "a is a vertex of the link"
+            witness_h = found.distance[f] - barrier.d_min
+            assert witness_h - 1e-9 <= barrier.value[r] <= witness_h + margin + 1e-9
             a_local, n0 = oink.geom_data.oMg[g1].actInv(rows.a[r]), rows.normal[r].copy()
 
             def h(qq):

@@ -16,7 +16,8 @@
 //   4. rows: per close pair, its witness row (p1, p2, n) and up to rows_per_pair - 1 rows for other
 //      vertices of either geometry within `margin` of the closest distance (module docstring of
 //      compiled_pairs.py; each is a lower bound of that vertex's distance, so never more than the
-//      pair's own): a vertex of one geometry only when the other is convex;
+//      pair's own): a vertex of one geometry only when the other is convex, or a point cloud taken
+//      locally as the plane through its witness point (a flat link face against a wall of cells);
 //   5. each row's h = n.(b - a) - d_min and dh/dq = n^T (dp_b/dq - dp_a/dq) over the group's columns.
 // The Python path (closest_pairs.py, witness_rows.py) computes the same rows with the same rules.
 #include <coal/BVH/BVH_model.h>
@@ -604,15 +605,19 @@ int64_t pdk_rows(void* handle, int64_t count, const int64_t* pair, const double*
     const double limit = distance[f] + margin;
     // a vertex v of geometry 1 is at least n.(p2 - v) from geometry 2, a vertex w of geometry 2 at least
     // n.(w - p1) from geometry 1, if that other geometry is convex (it lies beyond the plane through its
-    // witness point): value = m.(v - q) with m = -n, q = p2 (side 0) or m = n, q = p1 (side 1)
+    // witness point): value = m.(v - q) with m = -n, q = p2 (side 0) or m = n, q = p1 (side 1). Against a
+    // point cloud the same value takes the cloud locally as that plane (exact for a flat wall of cells; one
+    // witness row alone lets a flat face turn its far corners into the wall). A cloud fixed in the world gets
+    // no rows of its own: a cube's row holds the same moving point as the witness row, with a looser bound.
     for (int side = 0; side < 2; ++side) {
       const Geometry& g = side == 0 ? g1 : g2;
       const Geometry& other = side == 0 ? g2 : g1;
-      if (!other.convex()) continue;
+      if (!other.convex() && !other.cloud) continue;
       const Vec3s m = side == 0 ? Vec3s(-n) : n;
       const Vec3s& q = side == 0 ? w2 : w1;
       if (g.cloud) {
-        cloud_candidates(k, g, other, m, q, distance[f] - kCloudRowSlack, limit, side);
+        if (g.joint != 0 && other.convex())
+          cloud_candidates(k, g, other, m, q, distance[f] - kCloudRowSlack, limit, side);
         continue;
       }
       for (size_t i = 0; i < g.vertices.size(); ++i) {

@@ -14,9 +14,15 @@ Here each of the closest pairs gets up to ``rows_per_pair`` rows, all with the p
   ``n.(p2 - v)`` from geometry 2 (geometry 2 lies beyond the plane through p2 normal to n), a vertex w of
   geometry 2 at least ``n.(w - p1)`` from geometry 1. Its row: that bound minus d_min, with a = v, b = p2
   (or a = p1, b = w). Each bound is >= d, so an extra row is never more violated than the witness row.
-  The plane bound holds only when the *other* geometry is convex (:func:`is_convex`: coal's shapes; not a
-  mesh without its convex hull, not a point cloud): a robot link's vertices never get rows against the
-  perceived cloud, the cloud's cubes do against a convex link. A cloud's candidates: per cube, its
+  The plane bound holds when the *other* geometry is convex (:func:`is_convex`: coal's shapes; not a
+  mesh without its convex hull). Against a point cloud (not convex) a link's vertices get the same rows,
+  the cloud taken locally as the plane through its witness point: exact for a flat wall of cells, and
+  what keeps a flat link face from turning its far corners into the wall (with the witness row alone it
+  did: the witness jumped to another corner already inside d_min, and the arm stalled in holds; issue 30).
+  A cube beside the link may lie before that plane: such a row overstates its vertex's distance, and the
+  witness row and the barrier check, which measure the cloud itself, still hold d_min. A cloud fixed in
+  the world (the perceived cloud) gets no rows of its own: a cube's row would hold the link's witness
+  point again, with a looser bound. A cloud carried by a link does, against a convex geometry: per cube, its
   corner least along the direction away from the other geometry (the middle of a face or an edge where
   that direction is along the cube's axes, up to ``FLAT_AXIS``), and only cubes whose lower bound of
   distance to the other geometry (its local AABB, the kernel's ``box_aabb_bound``) is within ``margin``
@@ -70,11 +76,13 @@ class RowVertices:
     convex, its local AABB and, for a point cloud (an octree), its cubes' centres and size."""
 
     def __init__(self, pairs: ClosestPairs) -> None:
-        self.local, self.convex, self.aabb, self.cloud = {}, {}, {}, {}
+        self.local, self.convex, self.aabb, self.cloud, self.fixed = {}, {}, {}, {}, {}
         for g in pairs.geometries:
-            geometry = pairs.object(int(g)).geometry
+            obj = pairs.object(int(g))
+            geometry = obj.geometry
             self.local[int(g)] = row_vertices(geometry)
             self.convex[int(g)] = is_convex(geometry)
+            self.fixed[int(g)] = obj.parentJoint == 0  # fixed in the world
             geometry.computeLocalAABB()
             self.aabb[int(g)] = (np.array(geometry.aabb_local.min_), np.array(geometry.aabb_local.max_))
             if isinstance(geometry, coal.OcTree):
@@ -156,7 +164,10 @@ def python_rows(
         limit = d + margin
         points, candidates = ([], []), []
         for side, (g, other, u, q) in enumerate(((g1, g2, -n, p2), (g2, g1, n, p1))):
-            if not vertices.convex[other]:  # the plane bound holds against a convex geometry only
+            # the plane bound: against a convex geometry, or a cloud taken locally as that plane; a cloud fixed
+            # in the world gets no rows (each would repeat the witness row's moving point)
+            plane = vertices.convex[other] or other in vertices.cloud
+            if not plane or (g in vertices.cloud and (vertices.fixed[g] or not vertices.convex[other])):
                 points[side].append(np.zeros((0, 3)))
                 continue
             if g in vertices.cloud:
