@@ -250,6 +250,31 @@ def test_ingest_counts_and_crop():
         CloudIngest(s, PerceptionConfig(max_points=100)).ingest(layout, data, T.rotation, T.translation, q)
 
 
+def test_min_points_per_voxel_drops_a_lone_noisy_point_beyond_a_surface():
+    """A face at x = 0.447 m with 2 mm noise: the one point past x = 0.44 (a voxel nearer) is a cell of its own
+    with min_points_per_voxel 1, none with 2; the face's voxels stay. Keys refused with the reason."""
+    s = cached_scene("panda")
+    q = s.named_configuration("default")
+    rng = np.random.default_rng(5)
+    face = np.c_[np.full(400, 0.447) + rng.normal(0.0, 0.002, 400).clip(-0.005, 0.005),
+                 rng.uniform(-0.06, 0.06, 400), rng.uniform(0.42, 0.54, 400)]
+    outlier = [[0.438, 0.0, 0.49]]  # 4.5 sigma in front of the face
+    layout, data = packed_cloud(np.vstack([face, outlier]))
+    clouds = {n: CloudIngest(s, PerceptionConfig(min_points_per_voxel=n)).ingest(layout, data, np.eye(3), np.zeros(3), q)
+              for n in (1, 2)}
+    near = {n: int((c.cells[:, 0] < 0.44).sum()) for n, c in clouds.items()}
+    assert near == {1: 1, 2: 0}, near
+    assert len(clouds[2].cells) == len(clouds[1].cells) - 1, "only the lone point's voxel went"
+    for value, match in ((0, "min_points_per_voxel: expected an integer >= 1"), (2.5, "expected an integer"),
+                         (True, "expected an integer")):
+        with pytest.raises(InvalidInputError, match=match):
+            load_config(dict(tasks=[dict(name="ee", type="frame", frame=TIP)],
+                             perception=dict(min_points_per_voxel=value)))
+    with pytest.raises(InvalidInputError, match="needs voxels; expected voxel_size > 0"):
+        load_config(dict(tasks=[dict(name="ee", type="frame", frame=TIP)],
+                         perception=dict(min_points_per_voxel=2, voxel_size=0.0)))
+
+
 def test_octree_distance_against_brute_force_points():
     """The octree's distance to a robot link is within one voxel diagonal below the distance to the points."""
     s = fresh_scene()

@@ -101,6 +101,22 @@ def test_voxel_filter_one_centroid_per_occupied_voxel():
     assert np.array_equal(np.unique(np.floor(out / 0.02), axis=0).shape, (3, 3))
 
 
+def test_voxel_filter_drops_voxels_with_fewer_than_min_points():
+    """min_points: the voxels with fewer points go, the others keep the centroids of the plain filter."""
+    rng = np.random.default_rng(4)
+    cells = np.array([[0, 0, 0], [3, -2, 1], [-5, 4, 7]])
+    sizes = [1, 2, 5]  # points per voxel
+    pts = np.vstack([(c + rng.uniform(0, 1, (n, 3))) * 0.02 for c, n in zip(cells, sizes)])
+    every = voxel_filter(pts, 0.02)
+    for min_points in (1, 2, 3, 6):
+        out = voxel_filter(pts, 0.02, min_points)
+        kept = [k for k, n in enumerate(sizes) if n >= min_points]
+        expected = np.array([pts[sum(sizes[:k]):sum(sizes[:k + 1])].mean(axis=0) for k in kept]).reshape(-1, 3)
+        assert len(out) == len(kept), min_points
+        np.testing.assert_allclose(np.sort(out, axis=0), np.sort(expected, axis=0), atol=1e-12)
+        assert all(np.isclose(every, p).all(axis=1).any() for p in out), "a kept voxel's centroid changed"
+
+
 # ---------------------------------------------------------------- the fast paths equal the plain ones
 def _decode_field_by_field(layout: PointCloudLayout, data: bytes) -> np.ndarray:
     """The reference decoder: a structured dtype, one field at a time into float64, then the finite rows."""

@@ -146,6 +146,8 @@ class PerceptionConfig:
     """``perception:`` the point cloud on the node's ``~/pointcloud`` (core: perceived_cloud.py)."""
 
     voxel_size: float = 0.02  # [m] one point per voxel (centroid) before the octree; 0 = no voxel filter
+    # a voxel with fewer points is dropped (a lone noisy point beyond a surface); 1 = every voxel kept
+    min_points_per_voxel: int = 1
     octree_resolution: float = 0.02  # [m] leaf size of the coal OcTree
     self_filter_padding: float = 0.03  # [m] points this close to the robot's collision geometry are its own
     crop_min: list[float] = field(default_factory=lambda: [-math.inf, -math.inf, -math.inf])  # [m] world frame
@@ -236,6 +238,12 @@ def check_perception_config(p: PerceptionConfig, path: str = "perception") -> Pe
         raise InvalidInputError(f"{path}.on_stale: unknown value {p.on_stale!r}; valid: {', '.join(ON_STALE)}")
     if p.max_points < 1:
         raise InvalidInputError(f"{path}.max_points: expected an integer >= 1, got {p.max_points}")
+    n = p.min_points_per_voxel
+    if isinstance(n, bool) or not isinstance(n, int) or n < 1:
+        raise InvalidInputError(f"{path}.min_points_per_voxel: expected an integer >= 1, got {n!r}")
+    if n > 1 and not p.voxel_size > 0:
+        raise InvalidInputError(f"{path}.min_points_per_voxel: {n} needs voxels; expected voxel_size > 0 "
+                                f"(got {p.voxel_size}) or min_points_per_voxel 1")
     for key in ("crop_min", "crop_max"):
         values = getattr(p, key)
         if len(values) != 3 or any(math.isnan(v) for v in values):

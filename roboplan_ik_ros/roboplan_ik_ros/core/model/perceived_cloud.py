@@ -2,9 +2,9 @@
 
 :class:`CloudIngest` turns one PointCloud2 payload into a :class:`PerceivedCloud`: decode (numpy),
 into the world frame (``T_world_sensor``), crop to ``perception.crop_min``/``crop_max``, voxel filter
-(``voxel_size``), remove the robot's own points (:class:`SelfFilter`, ``self_filter_padding``, at the
-configuration given) and build a coal ``OcTree`` (``coal.makeOctree``, leaves of
-``octree_resolution``). This is the expensive part (measured in the README); it runs outside the
+(``voxel_size``; voxels of fewer than ``min_points_per_voxel`` points dropped), remove the robot's own
+points (:class:`SelfFilter`, ``self_filter_padding``, at the configuration given) and build a coal
+``OcTree`` (``coal.makeOctree``, leaves of ``octree_resolution``). This is the expensive part (measured in the README); it runs outside the
 control loop and touches neither the scene's collision model nor its obstacles. The caller then
 swaps the cloud into the scene (:meth:`Scene.set_perceived_cloud`, one geometry and its pairs)
 between two ticks. ROS-free.
@@ -84,7 +84,7 @@ class CloudIngest:
         world = transform_points(R_world_sensor, t_world_sensor, decoded.points)
         inside = crop_points(world, self._lower, self._upper)
         cropped = len(world) - len(inside)
-        merged = voxel_filter(inside, self.config.voxel_size)
+        merged = voxel_filter(inside, self.config.voxel_size, self.config.min_points_per_voxel)
         kept, on_robot = self.self_filter.filter(merged, q)
         return self.cloud(kept, frame_id, stamp, received=decoded.received, invalid=decoded.invalid,
                           cropped=cropped, self_points=on_robot)

@@ -166,10 +166,12 @@ def crop_points(points: np.ndarray, lower: np.ndarray, upper: np.ndarray) -> np.
     return points if inside is None else np.compress(inside, points, axis=0)
 
 
-def voxel_filter(points: np.ndarray, voxel_size: float) -> np.ndarray:
+def voxel_filter(points: np.ndarray, voxel_size: float, min_points: int = 1) -> np.ndarray:
     """One point per occupied voxel of a grid of ``voxel_size`` [m] (cells ``floor(p / voxel_size)``):
     the centroid of the points in it (their sum in input order, divided by their count). Order: by
-    cell. ``voxel_size`` <= 0 returns ``points``."""
+    cell. Voxels with fewer than ``min_points`` points are dropped (PCL's VoxelGrid
+    ``setMinimumPointsNumberPerVoxel``: a depth camera's lone noisy point beyond a surface would make a
+    cell one voxel nearer for one cloud only). ``voxel_size`` <= 0 returns ``points``."""
     if voxel_size <= 0 or len(points) == 0:
         return points
     cells = np.floor(points / voxel_size).astype(np.int64)
@@ -188,7 +190,10 @@ def voxel_filter(points: np.ndarray, voxel_size: float) -> np.ndarray:
     out = np.empty((n_cells, 3))
     for k in range(3):  # bincount sums each cell's points in input order
         out[:, k] = np.bincount(cell, weights=points[:, k], minlength=n_cells)
-    out /= np.bincount(cell, minlength=n_cells)[:, None]
+    counts = np.bincount(cell, minlength=n_cells)
+    out /= counts[:, None]
+    if min_points > 1:
+        out = np.compress(counts >= min_points, out, axis=0)
     return out
 
 
