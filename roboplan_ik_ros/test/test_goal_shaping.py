@@ -13,11 +13,13 @@ from __future__ import annotations
 import math
 
 import numpy as np
+import pinocchio as pin
 import pytest
 from ruckig import InputParameter, OutputParameter, Ruckig
 
 from roboplan_ik_ros.core.config import load_config
 from roboplan_ik_ros.core.control.control_loop import RAMP_ACCELERATION_SHARE, ControlLoop
+from roboplan_ik_ros.core.oink.tasks.com_task import ComTaskConfig
 
 from test_closed_loop_bounds import follow_one_tick, panda, panda_yaml  # noqa: F401 - panda: the fixture
 
@@ -207,3 +209,53 @@ def test_bad_shaping_keys_are_refused_by_name(panda, key, value, kind):  # noqa:
     data["tasks"] = [dict(kind, **{key: value})]
     with pytest.raises(Exception, match=key):
         load_config(data)
+
+
+def test_a_relative_pose_step_is_smoothed_like_a_frame_goal_without_overshoot(panda):  # noqa: F811
+    """relative_frame pose goals go through node.goal_smoothing (panda.yaml: max_acceleration), leashed to the
+    measured relative pose: a 10 cm step of the hand in panda_link1 arrives without overshoot (<= 1 %)."""
+    loop = make_loop(panda, [dict(name="rel", type="relative_frame", frame=FRAME, reference="panda_link1",
+                                  priority=1), dict(POSTURE, priority=2)])
+    robot = Robot(loop)
+    task = loop.tasks["rel"]
+    start = task.target.copy()
+    step = np.array([0.0, 0.0, -0.1])
+    goal = pin.SE3(start.rotation, start.translation + step)
+    loop.set_task_target("rel", goal)
+    u = step / np.linalg.norm(step)
+
+    def along(q):
+        data = loop.scene.model.createData()
+        pin.framesForwardKinematics(loop.scene.model, data, q)
+        return float((task.relative_pose(data).translation - start.translation) @ u)
+
+    progress = robot.run(1500, along)
+    over = max(0.0, float(progress.max()) - 0.1)
+    acc, jerk = robot.assert_within_bounds()
+    print(f"\nrelative_frame 10 cm: overshoot {over * 1e3:.3f} mm, final error {abs(progress[-1] - 0.1) * 1e3:.3f} mm; "
+          f"peak accel {acc:.3f}, jerk {jerk:.3f} of the bounds")
+    assert over <= OVERSHOOT_SHARE * 0.1 and abs(progress[-1] - 0.1) <= 1e-3
+    assert loop.goal("rel") is not None and np.allclose(loop.goal("rel").translation, goal.translation)
+
+
+def test_a_com_point_step_moves_along_a_line_at_its_limits(panda):  # noqa: F811
+    """A com goal 3 cm away: the target moves along the straight line at the kind's max_target_speed and arrives."""
+    loop = make_loop(panda, [dict(name="c", type="com", cost=[1.0, 1.0, 0.0], priority=1), dict(POSTURE, priority=2)])
+    robot = Robot(loop)
+    start = loop.tasks["c"].target.copy()
+    goal = start + np.array([0.03, 0.0, 0.0])
+    loop.set_task_target("c", goal)
+    targets = [start]
+    for _ in range(1500):
+        robot.run(1)
+        targets.append(loop.tasks["c"].target.copy())
+    targets = np.array(targets)
+    speed = np.linalg.norm(np.diff(targets, axis=0), axis=1).max() / loop.dt
+    off_line = np.linalg.norm(np.cross(targets - start, [1.0, 0.0, 0.0]), axis=1).max()
+    com = loop.tasks["c"].com.at(robot.q)
+    print(f"\ncom 3 cm: target peak speed {speed:.4f} m/s, {off_line:.1e} m off its line; com {abs(com[0] - goal[0]) * 1e3:.3f} mm "
+          "from the goal along x")
+    v_max = ComTaskConfig.__dataclass_fields__["max_target_speed"].default  # the kind's default [m/s]
+    assert speed <= v_max + 1e-9 and speed >= 0.99 * v_max and off_line <= 1e-12
+    assert np.array_equal(targets[-1], goal) and abs(com[0] - goal[0]) <= 1e-3
+    robot.assert_within_bounds()

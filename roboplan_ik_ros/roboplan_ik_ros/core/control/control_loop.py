@@ -68,6 +68,8 @@ from ..oink.tasks.com_task import ComTask
 from ..oink.tasks.joint_target_task import JointTargetTask
 from ..oink.tasks.joint_task import JointTask, configured_joint_target
 from ..oink.tasks.look_at_task import LookAtTask
+from ..oink.tasks.pose_task import as_se3
+from ..oink.tasks.relative_frame_task import RelativeFrameTask
 from ..model.closest_pairs import ClosestObstacle
 from ..model.scene import Scene
 from .state_tracker import StateTracker
@@ -250,12 +252,15 @@ class ControlLoop:
         self._points = {n: self._point_shaper(n) for n, t in self.ctrl.tasks.items()
                         if isinstance(t, (LookAtTask, ComTask))}
         self._point_here = np.zeros(3)  # the look_at's or com's measured point at the tick's q (the leash's anchor)
+        # relative_frame pose goals: node.goal_smoothing, as frame goals (leashed to the measured relative pose)
+        self._relative = {n: GoalSmoother(settings.goal_smoothing) for n, t in self.ctrl.tasks.items()
+                          if isinstance(t, RelativeFrameTask)}
         jog_accel = None if accel is None else RAMP_ACCELERATION_SHARE * accel.a_max  # per group joint
         self._jogs = {n: JointJogFollower(scene, self.group, settings.streaming, jog_accel)
                       for n, t in self.ctrl.tasks.items() if isinstance(t, ConfigurationTask)}
-        # the other tasks whose kind takes a goal (Task.goal), on set_task_target: joint and point goals through the
-        # shapers above, the others ("pose" of relative_frame) set as they arrive; a "velocities" goal is a stream,
-        # zeroed after streaming.command_timeout without a newer one (time of the latest here)
+        # the other tasks whose kind takes a goal (Task.goal), on set_task_target: joint, point and relative pose
+        # goals through the followers above; a "velocities" goal is a reference set as it arrives, a stream zeroed
+        # after streaming.command_timeout without a newer one (time of the latest here)
         self._direct_goals = {n: t.goal for n, t in self.ctrl.tasks.items()
                               if getattr(t, "goal", "") and n not in self._smoothers and n not in self._jogs}
         self._velocity_stamps: dict[str, float] = {}
@@ -471,6 +476,8 @@ class ControlLoop:
             ramp.reset(self.ctrl.tasks[name].target)
         for jog in self._jogs.values():
             jog.stop()
+        for name, smoother in self._relative.items():
+            smoother.reset(self.ctrl.tasks[name].target)
         for name, shaper in self._points.items():
             if isinstance(shaper, LineOfSightShaper):
                 shaper.reset(self.ctrl.tasks[name].target, self._eye(name))
@@ -813,6 +820,8 @@ class ControlLoop:
             self._ramps[task_name].set_goal(as_vector(value, self.group.nq, f"{task_name}.target"))
         elif task_name in self._points:  # point goals: shaped
             self._set_point_goal(task_name, as_vector(value, 3, f"{task_name}.target"))
+        elif task_name in self._relative:  # relative poses: smoothed as frame goals
+            self._relative[task_name].set_goal(as_se3(value, f"{task_name}.target"))
         else:
             self.ctrl.tasks[task_name].set_target(value)
         if kind == "velocities":
@@ -869,6 +878,8 @@ class ControlLoop:
             return self._smoothers[task_name].goal
         if task_name in self._points:
             return self._points[task_name].goal.copy()
+        if task_name in self._relative:
+            return self._relative[task_name].goal
         return self._ramps[task_name].goal
 
     # ------------------------------------------------------------------ the tick
@@ -1178,6 +1189,18 @@ class ControlLoop:
                 target = ramp.step(q)  # q: the leash's centre (a joint task's)
             if target is not None:
                 tasks[name].set_target(target)
+        for name, smoother in self._relative.items():
+            if not smoother.moving:
+                continue
+            if not kinematics:  # the leash's anchor at q
+                pin.forwardKinematics(model, data, q)
+                kinematics = True
+            task = tasks[name]
+            pin.updateFramePlacement(model, data, task.frame_id)
+            pin.updateFramePlacement(model, data, task.reference_id)
+            target = smoother.step(dt, task.relative_pose(data))
+            if target is not None:
+                task.set_target(target)
         for name, shaper in self._points.items():
             if not shaper.moving:
                 continue
