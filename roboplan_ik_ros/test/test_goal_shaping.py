@@ -259,3 +259,28 @@ def test_a_com_point_step_moves_along_a_line_at_its_limits(panda):  # noqa: F811
     assert speed <= v_max + 1e-9 and speed >= 0.99 * v_max and off_line <= 1e-12
     assert np.array_equal(targets[-1], goal) and abs(com[0] - goal[0]) <= 1e-3
     robot.assert_within_bounds()
+
+
+def test_the_joint_targets_speed_follows_the_feedback_mode_and_a_new_rate_keeps_the_shaping_in_step(panda):  # noqa: F811
+    """Commanded feedback caps a shaped joint target at the speed the following window lets the QP keep
+    (following_speed); measured feedback has no window: the velocity limit. After set_rate the shapers sample
+    the new period: a step still arrives without overshoot, the commands within the bounds."""
+    from roboplan_ik_ros.core.control.control_loop import following_speed
+
+    loop = make_loop(panda, [dict(JOINT, priority=1), dict(POSTURE, priority=2)])
+    shaper, accel = loop._ramps["j4"], loop.acceleration_limit
+    cap = following_speed(accel.a_max, accel.j_max, loop.dt, loop.settings.max_state_divergence)
+    assert np.allclose(shaper.limits[0], np.minimum(loop.guard.v_max, cap)) and (cap < loop.guard.v_max).all()
+    loop.set_state_feedback("measured")
+    assert np.allclose(shaper.limits[0], loop.guard.v_max)
+    loop.set_state_feedback("commanded")
+    robot = Robot(loop)
+    loop.set_rate(250.0)
+    cap = following_speed(accel.a_max, accel.j_max, loop.dt, loop.settings.max_state_divergence)
+    assert np.allclose(loop._ramps["j4"].limits[0], np.minimum(loop.guard.v_max, cap))  # the new period's
+    goal = robot.q0[loop.group.q_indices].copy()
+    goal[J4] += 0.3
+    loop.set_task_target("j4", goal)
+    e = robot.run(500, lambda q: q[J4] - goal[J4])  # 2 s at 250 Hz
+    assert max(0.0, float(e.max())) <= OVERSHOOT_SHARE * 0.3 and abs(e[-1]) <= SETTLE
+    robot.assert_within_bounds()

@@ -381,7 +381,7 @@ class ControlLoop:
         if accel is not None and self.settings.state_feedback == "commanded":
             speed = np.minimum(speed, following_speed(accel.a_max, accel.j_max, self.dt,
                                                       self.settings.max_state_divergence))
-        return speed
+        return np.maximum(speed, MIN_TARGET_SPEED)  # a window too narrow to move in: the target crawls
 
     def _refresh_joint_target_speeds(self) -> None:
         """After a change of state_feedback or max_state_divergence: the shaped joint targets' speeds."""
@@ -529,6 +529,7 @@ class ControlLoop:
         self.guard.set_dt(self.dt)
         for shaper in (*self._ramps.values(), *self._points.values()):
             shaper.set_dt(self.dt)
+        self._refresh_joint_target_speeds()  # the following window's speed depends on the period
         self.guard.u1 *= ratio  # the same velocities, in increments of the new period
         self.guard.u2 *= ratio
 
@@ -1265,6 +1266,7 @@ class ControlLoop:
 
 
 FOLLOWING_SPEED_MARGIN = 0.97  # following_speed keeps this share of the cruise speed the window allows
+MIN_TARGET_SPEED = 1e-6  # [rad/s or m/s] a shaped joint target's speed limit is never below this (Ruckig needs > 0)
 
 
 def following_speed(a_max: np.ndarray, j_max: np.ndarray, dt: float, room: float) -> np.ndarray:

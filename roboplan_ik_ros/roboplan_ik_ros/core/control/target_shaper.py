@@ -105,6 +105,12 @@ class TargetShaper:
         self.moving = False
         self.leashed = False
 
+    def shift_origin(self, x) -> None:
+        """The target's coordinates := x (its velocity, acceleration and goal kept): a caller that measures them
+        from a new origin (JointTargetShaper's anchor) says where the target is in it."""
+        self.position[:] = x
+        self._inp.current_position = self.position
+
     def set_goal(self, x) -> None:
         """A new goal: the target goes on from where it is and how it moves (a stream's next sample too)."""
         self.goal[:] = x
@@ -252,9 +258,7 @@ class JointTargetShaper:
     def _reanchor(self) -> None:
         """Anchor := the current target: the shaper's position is 0 there (its velocity and acceleration kept)."""
         self._anchor[:] = self._target
-        s = self._shaper
-        s.position.fill(0.0)
-        s._inp.current_position = s.position
+        self._shaper.shift_origin(np.zeros(self.group.nv))
 
     def reset(self, q_group: np.ndarray) -> None:
         """Target and goal := q_group, at rest."""
@@ -293,13 +297,10 @@ class JointTargetShaper:
             anchor[:] = self._displacement(q)
         x = s.step(anchor)
         g = self.group.q_indices
-        if not s.moving:  # arrived: exactly the goal
+        if not s.moving:  # arrived: exactly the goal, the anchor there
             self._target[g] = self._goal[g]
             self._anchor[:] = self._target
-            s.position.fill(0.0)
-            s.goal.fill(0.0)
-            s._inp.current_position = s.position
-            s._inp.target_position = s.goal
+            s.reset(np.zeros(self.group.nv))
         elif isinstance(self._gq, slice) and self._vector:
             np.add(self._anchor[self._gq], x, out=self._target[self._gq])
         elif self._vector:
