@@ -255,20 +255,21 @@ class ClosestPairs:
         return res
 
     def query(self, data: pin.Data, geom_data: pin.GeometryData, out: PairDistances | None = None,
-              cutoff: float | None = None) -> PairDistances:
+              cutoff: float | None = None, n: int | None = None) -> PairDistances:
         """Fill and return ``out`` (default :attr:`result`); call after ``pin.updateGeometryPlacements``
         with a geometry data of the current collision model (and after :meth:`refresh`). ``cutoff``: this
-        query's instead of :attr:`cutoff` [m]."""
+        query's instead of :attr:`cutoff` [m]; ``n``: this query's number of pairs instead of :attr:`n`
+        (at most ``out``'s size)."""
         out = self.result if out is None else out
         cutoff = self.cutoff if cutoff is None else cutoff
+        n = self.n if n is None else n
         if self.compiled is not None:
-            out.count = self.compiled.closest(data, self.n, cutoff, out)
+            out.count = self.compiled.closest(data, n, cutoff, out)
             self.narrow_phase_calls = self.compiled.narrow_calls
             return out
         lb = self.lower_bounds(data)
         near = np.flatnonzero(lb <= cutoff)  # only these can be evaluated: sort just them
         order = near[np.lexsort((near, lb[near]))]  # by bound, then pair (the kernel's order)
-        n = self.n
         found: list[tuple[float, int, np.ndarray, np.ndarray, np.ndarray]] = []  # the n closest so far
         worst = math.inf  # the largest distance in found once it holds n pairs
         calls = 0

@@ -50,7 +50,7 @@ class OinkController:
             self.oink.boundary_tolerance = s.barrier_tolerance
         self.acceleration_limit = next((lim for lim in self.limits if isinstance(lim, AccelerationLimit)), None)
         if self.acceleration_limit is not None:  # barriers are approached no faster than the arm can stop before them
-            brake_barriers_for(self.oink, self.acceleration_limit)
+            brake_barriers_for(self.oink, self.acceleration_limit, self.barriers)
         self._dq_full = np.zeros(scene.model.nv)
 
     def configured_target(self, tc: ConfigurationTaskConfig, q: np.ndarray) -> np.ndarray:

@@ -181,6 +181,10 @@ class Barrier(ABC):
         return w if cap is None or w <= cap else cap
 
 
+    def set_braking_lookahead(self, steps: float) -> None:
+        """The steps the arm needs to brake to rest from its top speed (the acceleration limit's): a barrier
+        that chooses which of its candidates get rows (a collision barrier) looks this far ahead."""
+
     def row_hint(self, row: int) -> str:
         """What to change when ``row`` cannot be satisfied within the limits (the end of a failure status)."""
         return "relax the barrier or the joint limits"

@@ -66,7 +66,12 @@ class CollisionBarrier(Barrier):
 
     The ``n_collision_pairs`` closest pairs are re-selected at every update (exactly, with a
     bounding-sphere broad phase; pairs farther than ``broad_phase_cutoff`` are not evaluated and
-    their rows stay unused). With n the unit vector from witness point 1 to witness point 2 and r_k
+    their rows stay unused). As many more pairs are tracked by urgency: of the next
+    ``2 n_collision_pairs`` closest, those with the least ``d - lookahead * approach`` (approach: how
+    much nearer the pair came since the last update [m per step]; lookahead: the steps the arm
+    needs to brake, :meth:`set_braking_lookahead`). A pair that closes fast from beyond the n
+    closest (a link swinging toward an obstacle while the hand rests near another) gets its rows
+    while it can still be braked for, not once it is inside d_min. With n the unit vector from witness point 1 to witness point 2 and r_k
     the lever arm from joint k's origin to its witness point (world frame), the derivative of the
     distance is ``dh/dq = n^T J2_lin + (r2 x n)^T J2_ang - n^T J1_lin - (r1 x n)^T J1_ang`` with
     LOCAL_WORLD_ALIGNED joint Jacobians (checked against finite differences in the tests). A row
@@ -110,7 +115,8 @@ class CollisionBarrier(Barrier):
         if not isinstance(rows_per_pair, (int, np.integer)) or isinstance(rows_per_pair, bool) or rows_per_pair < 1:
             raise InvalidInputError(f"{name}.rows_per_pair: expected an integer >= 1, got {rows_per_pair!r}")
         self.rows_per_pair = int(rows_per_pair)
-        super().__init__(robot, n_collision_pairs * self.rows_per_pair, dt, gain, safe_displacement_gain,
+        n_tracked = URGENT_SLOTS_PER_PAIR * n_collision_pairs + n_collision_pairs  # closest + urgent
+        super().__init__(robot, n_tracked * self.rows_per_pair, dt, gain, safe_displacement_gain,
                          safety_margin, name, safe_displacement_fade, safe_displacement_max_weight)
         self.d_min = check_positive(d_min, f"{name}.d_min", allow_zero=True)
         self.row_margin = check_positive(row_margin, f"{name}.row_margin", allow_zero=True)
@@ -126,7 +132,20 @@ class CollisionBarrier(Barrier):
         self._preparing = -1  # the collision_version a prepare() is building for
         self._waited = 0  # updates that went on with the previous tables while it did
         self._spare = None  # a compiled kernel no query uses: prepare() rebuilds it
-        self._distances = np.zeros(n_collision_pairs)
+        self._tracked = empty_distances(n_tracked)  # the pairs with rows: the n closest, then the urgent ones
+        self._n_candidates = n_tracked + URGENT_SLOTS_PER_PAIR * n_collision_pairs  # the closest queried per update
+        self._candidates = empty_distances(self._n_candidates)
+        self._approach = np.zeros(self._n_candidates)  # [m per step] of each candidate since the last update
+        self._urgency = np.zeros(self._n_candidates)
+        self._previous_pairs = np.full(self._n_candidates, -1, dtype=self._candidates.pair_index.dtype)
+        self._previous_distance = np.zeros(self._n_candidates)
+        self._previous_count = 0
+        self._kept_pairs = self._previous_pairs.copy()  # the candidates of the update before (at another q)
+        self._kept_distance = self._previous_distance.copy()
+        self._kept_count = 0
+        self._previous_q = np.full(robot.scene.model.nq, np.nan)
+        self.lookahead_steps = 1.0  # steps to brake (set_braking_lookahead); 1: the arm can stop in one step
+        self._distances = np.zeros(n_tracked)
         self._h = np.zeros(self.size)
         self._kernel_rows = _RowsView(self.rows, self.value, self.jacobian)
         self._measured = np.zeros(self.size)
@@ -156,7 +175,7 @@ class CollisionBarrier(Barrier):
         spare, self._spare = self._spare, None
         pairs = self.pairs.rebuilt(spare)
         if pairs.compiled is not None and self._data is not None:  # the views and addresses, here rather than in the tick
-            pairs.compiled.warm_up(self._data, (pairs.result, self._next),
+            pairs.compiled.warm_up(self._data, (pairs.result, self._next, self._tracked, self._candidates),
                                    (self._J, self._columns, self._support, self._kernel_rows))
         self._prepared = (pairs, *_derived_tables(pairs))
 
@@ -179,6 +198,7 @@ class CollisionBarrier(Barrier):
             self._prepared = None
             self._spare = old.compiled  # no query uses it now: the next prepare rebuilds it in place
             self._waited = 0
+            self._previous_count = self._kept_count = 0  # pair indices of the new tables: no approach known yet
             return
         if self._preparing == version and self.pairs.compiled is not None and self._waited < _MAX_PREPARE_WAIT:
             self._waited += 1  # being prepared in another thread: the kernel's geometries are the previous scene's
@@ -186,6 +206,7 @@ class CollisionBarrier(Barrier):
         self._waited = 0
         if self.pairs.refresh():
             self._pair_tables()
+            self._previous_count = self._kept_count = 0
 
     @property
     def compiled(self) -> bool:
@@ -200,7 +221,7 @@ class CollisionBarrier(Barrier):
     def row_names(self) -> list[str]:
         """"geometry1 <-> geometry2" per row (extra rows: "... (vertex)")."""
         names = []
-        found, rows = self.pairs.result, self.rows
+        found, rows = self._tracked, self.rows
         for r in range(self.size):
             f = int(rows.pair[r]) if r < rows.count else -1
             if f < 0:
@@ -225,7 +246,7 @@ class CollisionBarrier(Barrier):
                 self._measured.fill(np.inf)
                 self._untracked_h = np.inf
             return
-        found = self.pairs.query(data, geom_data)
+        found = self._select_pairs(q, data, geom_data)
         if data is not self._data:
             self._J, self._data = data.J, data  # a view: it follows every later kinematics call
         compiled = self.pairs.compiled
@@ -251,7 +272,7 @@ class CollisionBarrier(Barrier):
     def _measure(self) -> None:
         count, measured = self.rows.count, self._measured
         measured.fill(np.inf)
-        np.take(self.pairs.result.distance, self.rows.pair[:count], out=measured[:count])
+        np.take(self._tracked.distance, self.rows.pair[:count], out=measured[:count])
         measured[:count] -= self.d_min
 
     def evaluate(self, data: pin.Data, geom_data: pin.GeometryData) -> np.ndarray:
@@ -263,7 +284,7 @@ class CollisionBarrier(Barrier):
         if not len(self.pairs.first):  # no candidate pair: nothing to measure (update() cleared the rows)
             self._untracked_h = np.inf
             return h
-        found, rows = self.pairs.result, self.rows
+        found, rows = self._tracked, self.rows
         # an untracked pair matters only if it ends inside d_min: pairs whose bound exceeds it are not evaluated
         nxt = self.pairs.query(data, geom_data, self._next, cutoff=self.d_min)
         tracked = set(found.pair_index[: found.count].tolist())
@@ -280,6 +301,57 @@ class CollisionBarrier(Barrier):
         h[: rows.count] = d[used]
         h[: rows.count] -= self.d_min
         return h
+
+    def set_braking_lookahead(self, steps: float) -> None:
+        """The steps [>= 1] the arm needs to brake to rest from its top speed: a candidate pair's urgency is
+        its distance less its approach per step times this (the acceleration limit sets it)."""
+        self.lookahead_steps = max(float(steps), 1.0)
+
+    def _select_pairs(self, q: np.ndarray, data: pin.Data, geom_data: pin.GeometryData):
+        """The tracked pairs at this update: the n closest, then of the next candidates those nearest to
+        contact at their current approach (class docstring), in :attr:`_tracked` (sorted by distance)."""
+        cand = self.pairs.query(data, geom_data, self._candidates, n=self._n_candidates)
+        k, n, out = cand.count, self.pairs.n, self._tracked
+        approach = self._approach[:k]
+        if np.array_equal(q, self._previous_q):  # a second update at the same q (a re-solve): keep the approach
+            approach.fill(0.0)  # ... of the pairs still candidates, below
+            m = self._kept_count
+            previous_pairs, previous_distance = self._kept_pairs, self._kept_distance
+        else:
+            self._kept_pairs, self._previous_pairs = self._previous_pairs, self._kept_pairs
+            self._kept_distance, self._previous_distance = self._previous_distance, self._kept_distance
+            self._kept_count = m = self._previous_count
+            previous_pairs, previous_distance = self._kept_pairs, self._kept_distance
+            self._previous_q[:] = q
+            approach.fill(0.0)
+        if m and k:  # a candidate measured at the update before too: how much nearer it came since
+            same = cand.pair_index[:k, None] == previous_pairs[None, :m]
+            seen = same.any(axis=1)
+            if seen.any():
+                before = previous_distance[same.argmax(axis=1)[seen]]
+                approach[seen] = np.maximum(before - cand.distance[:k][seen], 0.0)
+        self._previous_pairs[:k] = cand.pair_index[:k]
+        self._previous_distance[:k] = cand.distance[:k]
+        self._previous_count = k
+        size = len(out.distance)
+        if k <= size:  # every candidate fits: all tracked, in distance order
+            chosen = slice(0, k)
+            count = k
+        else:  # the n closest, then the most urgent others (least distance - lookahead * approach)
+            urgency = self._urgency[: k - n]
+            np.multiply(approach[n:], -self.lookahead_steps, out=urgency)
+            urgency += cand.distance[n:k]
+            urgent = np.argpartition(urgency, size - n - 1)[: size - n] + n
+            urgent.sort()  # candidates are sorted by distance: so are the chosen ones
+            chosen = np.concatenate((np.arange(n), urgent))
+            count = size
+        out.pair_index[:count] = cand.pair_index[chosen]
+        out.distance[:count] = cand.distance[chosen]
+        out.point1[:count] = cand.point1[chosen]
+        out.point2[:count] = cand.point2[chosen]
+        out.normal[:count] = cand.normal[chosen]
+        out.count = count
+        return out
 
     def untracked_floor(self, boundary_tolerance: float = 0.0) -> float:
         """A pair that was not among the closest at q (so at least as far as the farthest tracked one) may
@@ -300,6 +372,9 @@ def _derived_tables(pairs: ClosestPairs) -> tuple[np.ndarray, np.ndarray, RowVer
     joint2 = np.array([pairs.object(int(g)).parentJoint for g in pairs.second], dtype=int)
     return joint1, joint2, RowVertices(pairs) if pairs.compiled is None else None
 
+
+# a barrier of n_collision_pairs tracks this many times n more pairs by urgency (its rows: (1 + this) n rows_per_pair)
+URGENT_SLOTS_PER_PAIR = 1
 
 # updates that go on with the previous tables while a prepare() is expected; then the update rebuilds them
 # itself (a prepare that never comes must not leave the barrier blind to a changed scene)

@@ -128,6 +128,7 @@ class AccelerationLimit(Limit):
         self.offset = np.zeros(n)
         self._lower = np.zeros(n)
         self._upper = np.zeros(n)
+        self._hardest = np.zeros(n)  # hardest_braking_step's
         self.reach_lower = np.zeros(n)  # dq reachable this step under the acceleration and jerk bounds alone
         self.reach_upper = np.zeros(n)
         self._rest = np.zeros(n)
@@ -339,6 +340,23 @@ class AccelerationLimit(Limit):
         step += self.offset
         return step
 
+    def braking_lookahead(self) -> float:
+        """[steps] What an approach per step s costs in distance before the arm is at rest, per unit of s, at
+        top speed: half the slowest joint's v_max / a_max (braking at constant deceleration covers half
+        the distance of going on at the same speed) plus the jerk bound's ramp, in steps (>= 1)."""
+        with np.errstate(divide="ignore", invalid="ignore"):
+            t_stop = np.where(np.isfinite(self.V), self.V / self.alpha, 0.0)  # [steps] from top speed to rest
+        lag = self.barrier_braking()[1]
+        return max(0.5 * float(t_stop.max()) + lag, 1.0)
+
+    def hardest_braking_step(self, q: np.ndarray) -> np.ndarray:
+        """The step (dq, group nv, a buffer of this limit) at q that brings each joint as near to rest as the
+        bounds allow, joint by joint (the path is not kept: :meth:`braking_step` keeps it, braking less hard
+        where the joints would brake unevenly)."""
+        lower, upper = self.bounds(q)[1:]
+        np.minimum(np.maximum(self.offset, lower, out=self._hardest), upper, out=self._hardest)
+        return self._hardest
+
     def barrier_braking(self) -> tuple[np.ndarray, float]:
         """(alpha, lag) for :meth:`Oink.set_barrier_braking`: each barrier row counts on
         BARRIER_BRAKING_SHARE of a_max dt^2 per joint, available after the jerk bound's ramp (2 alpha / delta
@@ -373,10 +391,14 @@ def _travel(u1, w, alpha, delta, E) -> np.ndarray:
 BARRIER_BRAKING_SHARE = 0.5
 
 
-def brake_barriers_for(solver, accel: AccelerationLimit) -> None:
+def brake_barriers_for(solver, accel: AccelerationLimit, barriers=()) -> None:
     """Make ``solver``'s (an :class:`~..solver.Oink`) barrier rows account for braking under ``accel``
-    (:meth:`AccelerationLimit.barrier_braking`)."""
+    (:meth:`AccelerationLimit.barrier_braking`), and ``barriers`` look ahead by its braking time
+    (:meth:`AccelerationLimit.braking_lookahead`)."""
     solver.set_barrier_braking(*accel.barrier_braking())
+    steps = accel.braking_lookahead()
+    for barrier in barriers:
+        barrier.set_braking_lookahead(steps)
 
 
 register("limits", "acceleration", AccelerationLimitConfig, build_acceleration_limit, unique=True)
