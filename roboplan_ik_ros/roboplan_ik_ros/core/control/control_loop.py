@@ -152,6 +152,7 @@ class LoopCounters:
     reseeds: int = 0  # command streams started at the measured position
     qp_failures: int = 0  # ticks
     barrier_refusals: int = 0  # ticks
+    hardest_stops: int = 0  # held ticks that braked joint by joint: the check refused the braking along the path
     tick_errors: int = 0  # ticks whose step raised (held; logged with the traceback)
     undelivered: int = 0  # commands the caller could not send (command_not_sent): the next step starts before them
     collision_objects_refused: int = 0  # obstacles from the node's topic refused as malformed (reason logged)
@@ -209,6 +210,7 @@ class ControlLoop:
         self._leash_data = scene.model.createData()  # the frames' poses for the goal smoothers' leash (the tick)
         self._diff = np.zeros(nv)
         self._dq_brake = np.zeros(nv)
+        self._dq_stop = np.zeros(nv)  # _safest_stop_from's hardest braking
         self._room_up = np.zeros(len(self._gv))  # travel left to the following-error leash [rad or m]
         self._room_lo = np.zeros(len(self._gv))
         self.dt = 1.0 / settings.control_rate_hz
@@ -1087,11 +1089,11 @@ class ControlLoop:
         if not out.result.ok:
             self.counts.qp_failures += 1
             self._hold(out.result.status)
-            q_next = self._stop_from(q)
+            q_next = self._safest_stop_from(q)
         elif not out.barriers_ok:
             self.counts.barrier_refusals += 1
             self._hold("the barrier check refused the step (dq = 0)")
-            q_next = self._stop_from(q)
+            q_next = self._safest_stop_from(q)
         elif self._awaiting_goal:
             q_next = self._stop_from(q)
             self.hold_reason = "waiting for a goal (holding the current pose)"
@@ -1118,6 +1120,26 @@ class ControlLoop:
         if self._accel is None:
             return self._previous
         return self._braked(q)
+
+    def _safest_stop_from(self, q: np.ndarray) -> np.ndarray:
+        """Where a hold goes from q when the step failed. A stop is a motion too (with an acceleration limit the
+        arm brakes over many ticks), and it must be no less safe than what it replaces: the braking along the
+        path (:meth:`_stop_from`) when the barrier check accepts it, else the hardest braking joint by joint
+        when that ends farther above the check's floors (:meth:`Oink.step_margin`; it brakes every joint at its
+        bound, where the path's braking brakes all at the pace of the slowest)."""
+        q_brake = self._stop_from(q)
+        barriers, accel = self.ctrl.barriers, self._accel
+        if accel is None or not barriers:  # the previous command again: no motion of the stream
+            return q_brake
+        oink, tolerance = self.ctrl.oink, self.config.solver.barrier_tolerance
+        margin = oink.step_margin(q, self._dq_brake, barriers, tolerance)
+        if margin >= 0.0:
+            return q_brake
+        dq = oink.scatter(accel.hardest_braking_step(q), out=self._dq_stop)
+        if oink.step_margin(q, dq, barriers, tolerance) <= margin:
+            return q_brake
+        self.counts.hardest_stops += 1
+        return self.scene.integrate(q, dq)
 
     def _start_state(self) -> np.ndarray:
         """The configuration this step linearizes at (full nq, a reused buffer)."""

@@ -134,6 +134,10 @@ _DAQP_STATUS = {
 # (5 um/s at 500 Hz; above the noise of distance Jacobians whose witness points slide on flat faces).
 _MIN_RECOVERY_DISPLACEMENT = 1e-8
 _STEP_SCALES = (0.5, 0.25, 0.125)  # enforce_barriers: the shorter steps tried when a step fails its check
+# [m] a row at its tolerance boundary may cross it by this much: what the linearization misses of a step that
+# holds it to first order (1e-10 to 4.5e-9 m measured on a workspace box's face); without it every step of an arm
+# resting on the face at h = -tolerance was refused, and the hold braked along the path, unchecked
+_BOUNDARY_SLIP = 1e-8
 _RECOVERY_SLIP = 1e-5  # [m] a row violated at q may get worse by this much per step: the distance between convex hulls is only piecewise smooth (a recovery step that holds a row to first order was measured to lose 7.5e-6 m)
 _SHORTCUT = "solved (unconstrained optimum is feasible)"
 # [rad or m] DAQP adds a row to its active set when violated by more than this (its default, 1e-6, lets
@@ -738,6 +742,26 @@ class Oink:
         dq_full.fill(0.0)
         return False
 
+    def step_margin(self, q: np.ndarray, dq_full: np.ndarray, barriers: Sequence[Barrier],
+                    tolerance: float = 1e-4) -> float:
+        """[m] How far q ⊕ dq_full stays above the floors of :meth:`enforce_barriers`' check, the least over every
+        row and every untracked pair (>= 0: the check accepts it; NaN counts as -inf). Call after :meth:`solve`
+        at the same q; for choosing among stops (not the tick's step: the check exits early)."""
+        model, data = self.scene.model, self.data
+        pin.framesForwardKinematics(model, data, pin.integrate(model, q, dq_full))
+        if any(b.needs_geometry for b in barriers):
+            pin.updateGeometryPlacements(model, data, self.scene.collision_model, self.geom_data)
+        margin = math.inf
+        for b in barriers:
+            h_next = b.evaluate(data, self.geom_data)
+            margin = min(margin, b.untracked_floor(self.boundary_tolerance))
+            h = b.measured_value
+            if len(h_next):
+                slack = h_next - _check_floor(h, tolerance)
+                worst = float(np.min(np.where(np.isnan(slack), -np.inf, slack)))
+                margin = min(margin, worst)
+        return -math.inf if math.isnan(margin) else margin
+
     def _check_step(self, q: np.ndarray, dq_full: np.ndarray, barriers: Sequence[Barrier], tolerance: float) -> bool:
         model, data = self.scene.model, self.data
         q_next = pin.integrate(model, q, dq_full)
@@ -752,11 +776,16 @@ class Oink:
                 return False
             if np.count_nonzero(np.greater_equal(h_next, -tolerance)) == len(h_next):
                 continue  # every row inside its safe set (up to tolerance): nothing can be violated
-            h = b.measured_value
-            floor = np.where(h >= -tolerance, -tolerance, h - _RECOVERY_SLIP)
-            if np.count_nonzero(~(h_next >= floor)):  # NaN: violated
+            if np.count_nonzero(~(h_next >= _check_floor(b.measured_value, tolerance))):  # NaN: violated
                 return False
         return True
+
+
+def _check_floor(h: np.ndarray, tolerance: float) -> np.ndarray:
+    """Per row, the least h the barrier check accepts at the next step from h at this one: a row that holds
+    (h >= -tolerance) may end ``tolerance`` (+ _BOUNDARY_SLIP) outside its safe set, a violated one may lose
+    _RECOVERY_SLIP."""
+    return np.where(h >= -tolerance, -tolerance - _BOUNDARY_SLIP, h - _RECOVERY_SLIP)
 
 
 class _Layout:
