@@ -19,7 +19,6 @@ from roboplan_ik_ros.core.control import control_loop as control_loop_module
 from roboplan_ik_ros.core.control.control_loop import ControlLoop
 from roboplan_ik_ros.core.model.obstacles import Obstacle
 from roboplan_ik_ros.core.model.scene_config import scene_from_config
-from roboplan_ik_ros.core.oink.barriers import collision_barrier
 from roboplan_ik_ros.core.oink.barriers.collision_barrier import CollisionBarrier
 from roboplan_ik_ros.core.oink.solver import _check_floor
 from test_closed_loop_bounds import panda_yaml
@@ -39,13 +38,14 @@ class WallAndSphere:
     22-30 mm away along it, a sphere 5-12 cm ahead of link 6 along it, a goal 20-35 cm ahead of the TCP), measured
     with coal on the scene's own geometry, independently of the barrier's code."""
 
-    def __init__(self, seed: int, n_collision_pairs: int) -> None:
+    def __init__(self, seed: int, n_collision_pairs: int, urgent_pairs: int | None = None) -> None:
         rng = np.random.default_rng(seed)
         r = robot("panda")
         data, self.settings = panda_yaml()
         for b in data["barriers"]:
             if b["name"] == "obstacles":
                 b["n_collision_pairs"] = n_collision_pairs
+                b["urgent_pairs"] = urgent_pairs  # null: the YAML default (n_collision_pairs)
                 self.d_min = b["d_min"]
         self.tolerance = data["solver"]["barrier_tolerance"]
         self.config = load_config(data)
@@ -135,12 +135,10 @@ def test_a_pair_closing_from_beyond_the_tracked_ones_is_braked_for_in_time(seed)
 def test_without_urgent_tracking_a_refused_hold_brakes_joint_by_joint_and_ends_farther_out(monkeypatch):
     """With the closest pair alone tracked (no urgent slots) the sphere is seen too late and the arm holds; the
     braking along the path coasts deeper than the hardest braking joint by joint, which the hold takes."""
-    monkeypatch.setattr(collision_barrier, "URGENT_SLOTS_PER_PAIR", 0)
-    scene = WallAndSphere(SEEDS[0], n_collision_pairs=1)
-    hardest, loop = scene.run()
+    hardest, loop = WallAndSphere(SEEDS[0], n_collision_pairs=1, urgent_pairs=0).run()
     assert loop.counts.hardest_stops > 0
     monkeypatch.setattr(control_loop_module.ControlLoop, "_safest_stop_from", lambda self, q: self._stop_from(q))
-    along_path, _ = WallAndSphere(SEEDS[0], n_collision_pairs=1).run()
+    along_path, _ = WallAndSphere(SEEDS[0], n_collision_pairs=1, urgent_pairs=0).run()
     assert hardest > along_path + 0.001, (hardest, along_path)
 
 
@@ -150,6 +148,7 @@ def test_the_urgent_pair_is_chosen_by_its_approach_not_its_distance():
     loop = ControlLoop(scene.scene, scene.config, scene.settings)
     barrier = loop.barrier("obstacles")
     assert isinstance(barrier, CollisionBarrier)
+    assert barrier.urgent_pairs == 1  # the YAML's default: n_collision_pairs
     assert barrier.lookahead_steps > 1.0  # the acceleration limit's braking time
     oink = loop.ctrl.oink
     q = scene.q0.copy()
@@ -188,3 +187,17 @@ def test_a_row_at_its_tolerance_boundary_may_cross_it_by_rounding_only():
     assert -tol - 1e-7 < floors[0] < -tol  # a row that holds may end just beyond the tolerance: 4.5e-9 m measured
     assert floors[1] == floors[0]
     assert floors[2] == pytest.approx(-2 * tol - 1e-5)  # a violated row: the recovery's slip
+
+
+def test_urgent_pairs_is_checked_and_zero_is_roboplans_form():
+    from roboplan_ik_ros.core.errors import InvalidInputError
+
+    data, _ = panda_yaml()
+    for bad in (-1, 1.5, True, "two"):
+        data["barriers"][-1]["urgent_pairs"] = bad
+        with pytest.raises(InvalidInputError, match=r"barriers\[\d\].*urgent_pairs: expected an integer"):
+            load_config(data)
+    scene = WallAndSphere(SEEDS[0], n_collision_pairs=2, urgent_pairs=0)
+    loop = ControlLoop(scene.scene, scene.config, scene.settings)
+    barrier = loop.barrier("obstacles")
+    assert barrier.size == 2 * barrier.rows_per_pair  # the n closest pairs' rows only

@@ -306,9 +306,12 @@ def test_row_keys_from_yaml_reach_the_barrier():
                        "row_margin: 0.02, row_spacing: 0.03}]")
     barrier = ctl.barriers[0]
     assert (barrier.rows_per_pair, barrier.row_margin, barrier.row_spacing) == (4, 0.02, 0.03)
-    assert barrier.size == 3 * 4
+    assert barrier.size == (3 + 3) * 4  # the 3 closest and, by default, 3 urgent pairs (test_closed_loop_untracked_pairs)
     default = build(BASE + "barriers: [{name: near, type: collision, pairs: self, n_collision_pairs: 3}]").barriers[0]
     assert default.rows_per_pair == CollisionBarrierConfig.rows_per_pair == 5  # the YAML default (in code: 1, RoboPlan's form)
+    assert default.urgent_pairs == 3  # the YAML default: n_collision_pairs (in code: 0, RoboPlan's form)
+    none = build(BASE + "barriers: [{name: near, type: collision, pairs: self, n_collision_pairs: 3, urgent_pairs: 0}]")
+    assert none.barriers[0].size == 3 * 5
 
 
 @pytest.mark.parametrize("value, message", [

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Union
 
 import numpy as np
 import pinocchio as pin
@@ -35,6 +35,8 @@ class CollisionBarrierConfig(BarrierConfig):
     rows_per_pair: int = key(5)
     row_margin: float = key(0.01)  # [m] a vertex gets a row when its distance bound is within this of the pair's
     row_spacing: float = key(0.01)  # [m] ... and it is this far from the points already used on its geometry
+    # pairs tracked by urgency beyond the n closest (class docstring); null: n_collision_pairs (0: RoboPlan's form)
+    urgent_pairs: Union[int, None] = key(None)
 
     def validate(self, path: str) -> None:
         super().validate(path)
@@ -45,13 +47,18 @@ class CollisionBarrierConfig(BarrierConfig):
             self.type = "collision"
         if self.pairs not in COLLISION_PAIRS:
             raise InvalidInputError(f"{path}.pairs: unknown pair set {self.pairs!r}; valid: {', '.join(COLLISION_PAIRS)}")
+        if self.urgent_pairs is not None and not _is_count(self.urgent_pairs):
+            raise InvalidInputError(f"{path}.urgent_pairs: expected an integer >= 0 (or null: n_collision_pairs), "
+                                    f"got {self.urgent_pairs!r}")
 
 
 def build_collision_barrier(config: CollisionBarrierConfig, context: BuildContext) -> CollisionBarrier:
     return CollisionBarrier(context.robot, config.n_collision_pairs, context.dt, config.d_min,
                             broad_phase_cutoff=config.broad_phase_cutoff, pairs=config.pairs,
                             rows_per_pair=config.rows_per_pair, row_margin=config.row_margin,
-                            row_spacing=config.row_spacing, **config.barrier_keys())
+                            row_spacing=config.row_spacing,
+                            urgent_pairs=config.n_collision_pairs if config.urgent_pairs is None else config.urgent_pairs,
+                            **config.barrier_keys())
 
 
 class CollisionBarrier(Barrier):
@@ -66,8 +73,8 @@ class CollisionBarrier(Barrier):
 
     The ``n_collision_pairs`` closest pairs are re-selected at every update (exactly, with a
     bounding-sphere broad phase; pairs farther than ``broad_phase_cutoff`` are not evaluated and
-    their rows stay unused). As many more pairs are tracked by urgency: of the next
-    ``2 n_collision_pairs`` closest, those with the least ``d - lookahead * approach`` (approach: how
+    their rows stay unused). ``urgent_pairs`` more pairs are tracked by urgency: of the next
+    ``2 urgent_pairs`` closest, those with the least ``d - lookahead * approach`` (approach: how
     much nearer the pair came since the last update [m per step]; lookahead: the steps the arm
     needs to brake, :meth:`set_braking_lookahead`). A pair that closes fast from beyond the n
     closest (a link swinging toward an obstacle while the hand rests near another) gets its rows
@@ -86,6 +93,8 @@ class CollisionBarrier(Barrier):
             YAML config's default is 5: a face's four corners and the witness).
         row_margin: a vertex gets a row when its distance bound is within this of the pair's distance [m].
         row_spacing: ... and it is at least this far from the points already used on its geometry [m].
+        urgent_pairs: pairs tracked by urgency beyond the closest (0, the default in code: RoboPlan's form; the
+            YAML config's default is n_collision_pairs).
         use_compiled: False computes the distances and rows in Python even when the compiled kernel is
             built (the same rows, slower; for tests and comparisons).
         name: defaults to the pair set ("self_collision", "obstacles", "collision").
@@ -109,13 +118,17 @@ class CollisionBarrier(Barrier):
         use_compiled: bool = True,
         safe_displacement_fade: float | None = None,
         safe_displacement_max_weight: float | None = None,
+        urgent_pairs: int = 0,
     ) -> None:
         name = name if name is not None else DEFAULT_NAMES.get(pairs, pairs)
+        if not _is_count(urgent_pairs):
+            raise InvalidInputError(f"{name}.urgent_pairs: expected an integer >= 0, got {urgent_pairs!r}")
+        self.urgent_pairs = int(urgent_pairs)
         self.pairs = ClosestPairs(robot.scene, n_collision_pairs, broad_phase_cutoff, pairs, use_compiled)
         if not isinstance(rows_per_pair, (int, np.integer)) or isinstance(rows_per_pair, bool) or rows_per_pair < 1:
             raise InvalidInputError(f"{name}.rows_per_pair: expected an integer >= 1, got {rows_per_pair!r}")
         self.rows_per_pair = int(rows_per_pair)
-        n_tracked = URGENT_SLOTS_PER_PAIR * n_collision_pairs + n_collision_pairs  # closest + urgent
+        n_tracked = n_collision_pairs + self.urgent_pairs  # the closest, then the urgent ones
         super().__init__(robot, n_tracked * self.rows_per_pair, dt, gain, safe_displacement_gain,
                          safety_margin, name, safe_displacement_fade, safe_displacement_max_weight)
         self.d_min = check_positive(d_min, f"{name}.d_min", allow_zero=True)
@@ -132,8 +145,9 @@ class CollisionBarrier(Barrier):
         self._preparing = -1  # the collision_version a prepare() is building for
         self._waited = 0  # updates that went on with the previous tables while it did
         self._spare = None  # a compiled kernel no query uses: prepare() rebuilds it
-        self._tracked = empty_distances(n_tracked)  # the pairs with rows: the n closest, then the urgent ones
-        self._n_candidates = n_tracked + URGENT_SLOTS_PER_PAIR * n_collision_pairs  # the closest queried per update
+        # the pairs with rows: the n closest (the query's own result without urgent pairs), then the urgent ones
+        self._tracked = empty_distances(n_tracked) if self.urgent_pairs else self.pairs.result
+        self._n_candidates = n_tracked + self.urgent_pairs  # the closest queried per update
         self._candidates = empty_distances(self._n_candidates)
         self._approach = np.zeros(self._n_candidates)  # [m per step] of each candidate since the last update
         self._urgency = np.zeros(self._n_candidates)
@@ -310,6 +324,9 @@ class CollisionBarrier(Barrier):
     def _select_pairs(self, q: np.ndarray, data: pin.Data, geom_data: pin.GeometryData):
         """The tracked pairs at this update: the n closest, then of the next candidates those nearest to
         contact at their current approach (class docstring), in :attr:`_tracked` (sorted by distance)."""
+        if not self.urgent_pairs:  # the n closest, as queried
+            self._tracked = self.pairs.query(data, geom_data)
+            return self._tracked
         cand = self.pairs.query(data, geom_data, self._candidates, n=self._n_candidates)
         k, n, out = cand.count, self.pairs.n, self._tracked
         approach = self._approach[:k]
@@ -366,15 +383,17 @@ class CollisionBarrier(Barrier):
     def row_hint(self, row: int) -> str:
         return "lower its d_min/safety_margin, or disable that pair in the SRDF (or move the obstacle)"
 
+def _is_count(value) -> bool:
+    """An integer >= 0 (not a bool)."""
+    return isinstance(value, (int, np.integer)) and not isinstance(value, bool) and value >= 0
+
+
 def _derived_tables(pairs: ClosestPairs) -> tuple[np.ndarray, np.ndarray, RowVertices | None]:
     """Per pair, the parent joint of its geometries; the vertices that may get rows (Python path)."""
     joint1 = np.array([pairs.object(int(g)).parentJoint for g in pairs.first], dtype=int)
     joint2 = np.array([pairs.object(int(g)).parentJoint for g in pairs.second], dtype=int)
     return joint1, joint2, RowVertices(pairs) if pairs.compiled is None else None
 
-
-# a barrier of n_collision_pairs tracks this many times n more pairs by urgency (its rows: (1 + this) n rows_per_pair)
-URGENT_SLOTS_PER_PAIR = 1
 
 # updates that go on with the previous tables while a prepare() is expected; then the update rebuilds them
 # itself (a prepare that never comes must not leave the barrier blind to a changed scene)
