@@ -192,6 +192,8 @@ class Proc:
         self.params = dict(params)
         self.killed = False  # by the test, on purpose
         self.started = time.perf_counter()
+        #: lifecycle transitions whose response never came and that ~/get_state confirmed (Rig.transition)
+        self.lost_responses: list[str] = []
 
     @property
     def alive(self) -> bool:
@@ -287,6 +289,22 @@ class Spinner:
         self._stop.set()
         self._thread.join(timeout=5.0)
         self.executor.shutdown()
+
+
+#: Rig.transition: ~/get_state is asked after this long without a response [s], and a goal state it reports
+#: stands for the lost response after this long more
+RESPONSE_CHECK_S, RESPONSE_GRACE_S = 5.0, 5.0
+
+
+def transition_goal(transition_id: int) -> tuple[str, str]:
+    """(name, goal state label) of a lifecycle transition (lifecycle_msgs/Transition ids)."""
+    from lifecycle_msgs.msg import Transition as T
+
+    return {T.TRANSITION_CONFIGURE: ("configure", "inactive"), T.TRANSITION_CLEANUP: ("cleanup", "unconfigured"),
+            T.TRANSITION_ACTIVATE: ("activate", "active"), T.TRANSITION_DEACTIVATE: ("deactivate", "inactive"),
+            T.TRANSITION_UNCONFIGURED_SHUTDOWN: ("shutdown", "finalized"),
+            T.TRANSITION_INACTIVE_SHUTDOWN: ("shutdown", "finalized"),
+            T.TRANSITION_ACTIVE_SHUTDOWN: ("shutdown", "finalized")}[transition_id]
 
 
 class Timeout(AssertionError):
@@ -511,13 +529,59 @@ class Rig:
         return future.result()
 
     def transition(self, transition_id: int, proc: Proc | None = None, timeout: float = 60.0) -> bool:
+        """ChangeState ``transition_id`` on ``proc`` (default: the ik node): the response's success.
+
+        A response can be lost in DDS while the transition itself completes (the node's rclpy then logs
+        "failed to send response (timeout): client will not receive response"), as a lifecycle manager
+        meets it too: while no response has come for RESPONSE_CHECK_S, ~/get_state is asked; once it
+        reports the transition's goal state for RESPONSE_GRACE_S more without a response, the transition
+        counts as done, recorded in ``proc.lost_responses`` (and printed). No response and another state
+        by ``timeout``: :class:`Timeout`, saying what ~/get_state reported."""
         from lifecycle_msgs.msg import Transition
         from lifecycle_msgs.srv import ChangeState
 
         proc = proc or self.ik
-        res = self.call(proc.change, ChangeState.Request(transition=Transition(id=transition_id)), timeout,
-                        f"/{proc.name}/change_state")
-        return bool(res.success)
+        name, goal = transition_goal(transition_id)
+        what = f"/{proc.name}/change_state ({name})"
+        self.wait(proc.change.service_is_ready, timeout, f"{what} service")
+        done = threading.Event()
+        future = proc.change.call_async(ChangeState.Request(transition=Transition(id=transition_id)))
+        future.add_done_callback(lambda _: done.set())
+        deadline = time.perf_counter() + timeout
+        state, at_goal_since = "(not asked)", None
+        while not done.wait(RESPONSE_CHECK_S):
+            now = time.perf_counter()
+            if now > deadline:
+                break
+            state = self._state_now(proc) or state
+            if state != goal:
+                at_goal_since = None
+            elif at_goal_since is None:
+                at_goal_since = now
+            elif now - at_goal_since >= RESPONSE_GRACE_S:
+                break
+        if done.is_set():
+            return bool(future.result().success)
+        proc.change.remove_pending_request(future)
+        if at_goal_since is not None:
+            note = f"{name}: no response; ~/get_state: {goal!r} (the transition completed)"
+            proc.lost_responses.append(note)
+            print(f"[e2e] {proc.name} {note}", flush=True)
+            return True
+        raise Timeout(f"no response from {what} within {timeout:g} s, and ~/get_state says {state!r}, not the "
+                      f"transition's goal state {goal!r}\n{self.context()}")
+
+    def _state_now(self, proc: Proc, wait: float = 2.0) -> str | None:
+        """~/get_state's label, or None without an answer within ``wait`` [s] (the node busy in a transition)."""
+        from lifecycle_msgs.srv import GetState
+
+        done = threading.Event()
+        future = proc.get.call_async(GetState.Request())
+        future.add_done_callback(lambda _: done.set())
+        if not done.wait(wait):
+            proc.get.remove_pending_request(future)
+            return None
+        return future.result().current_state.label
 
     def state(self, proc: Proc | None = None) -> str:
         from lifecycle_msgs.srv import GetState
@@ -705,9 +769,11 @@ def check_commands(rec: Recording, robot: Panda, *, rate_hz: float = 500.0, rate
        compared with the first valid /joint_states received after the run's first status;
     4. ``guard_cuts`` is 0 in every status;
     5. no command was lost (DDS message-lost events on the reliable, deep recorder subscription).
-    """
+
+    Figures: ``activation_reseeds`` (the first command, 0 or 1) and ``stale_gap_reseeds`` (jumps after a
+    stale run that were checked as re-seeds; a re-seed at the last command, no jump, is not counted)."""
     cmds = rec.commands
-    figures = {"commands": len(cmds), "max_step_ratio": 0.0, "reseeds_seen": 0}
+    figures = {"commands": len(cmds), "max_step_ratio": 0.0, "activation_reseeds": 0, "stale_gap_reseeds": 0}
     for k, (t, c) in enumerate(cmds):
         assert c.shape == (n_joints,), f"command {k}: {c.size} values, expected {n_joints}"
         assert np.isfinite(c).all(), f"command {k}: non-finite values {c.tolist()}"
@@ -754,7 +820,7 @@ def check_commands(rec: Recording, robot: Panda, *, rate_hz: float = 500.0, rate
         assert err.max() <= RESEED_TOL, (
             f"command {k} ({why}) is not the measured position: max |command - measured| = {err.max():.3g} rad "
             f"at {ARM[int(err.argmax())]} (tolerance {RESEED_TOL:g}); command {c.tolist()}, measured {m.tolist()}")
-        figures["reseeds_seen"] += 1
+        figures["activation_reseeds" if after is None else "stale_gap_reseeds"] += 1
 
     if cmds:
         check_reseed(0, "the first command after activation")

@@ -62,14 +62,13 @@ SIGNAL_ROUNDS = max(4, CYCLES // 10) if LONG else 4  # processes signalled at ra
 SEED = int(os.environ.get("CHAOS_SEED", "19"))
 PAUSE_MAX = 0.3  # [s] random pauses between transitions: uniform in [0, PAUSE_MAX]
 BURST = 10_000  # pose goals in a burst
+#: what the churn does to an active node now and then; each happens at least once (the first active cycles)
+CHURN_EVENTS = ("driver_restart", "goal_burst", "killed_client")
 #: what a node log must never contain: an exception that escaped (the spin loop's last line of defence
 #: logs "a callback raised"), or any Python traceback
 CRASH_MARKERS = ("Traceback (most recent call last)", "a callback raised")
 
 T = Transition
-NEXT_STATE = {T.TRANSITION_CONFIGURE: "inactive", T.TRANSITION_ACTIVATE: "active", T.TRANSITION_DEACTIVATE: "inactive",
-              T.TRANSITION_CLEANUP: "unconfigured", T.TRANSITION_UNCONFIGURED_SHUTDOWN: "finalized",
-              T.TRANSITION_INACTIVE_SHUTDOWN: "finalized", T.TRANSITION_ACTIVE_SHUTDOWN: "finalized"}
 NAMES = {T.TRANSITION_CONFIGURE: "configure", T.TRANSITION_ACTIVATE: "activate", T.TRANSITION_DEACTIVATE: "deactivate",
          T.TRANSITION_CLEANUP: "cleanup", T.TRANSITION_UNCONFIGURED_SHUTDOWN: "shutdown",
          T.TRANSITION_INACTIVE_SHUTDOWN: "shutdown", T.TRANSITION_ACTIVE_SHUTDOWN: "shutdown"}
@@ -339,6 +338,8 @@ class Ledger:
         self.answered = 0
         self.failed: list[str] = []
         self.by_name: dict[str, int] = {}
+        #: transitions whose response DDS lost, confirmed by ~/get_state (e2e.Rig.transition): where, what
+        self.lost: list[str] = []
 
 
 def crash_lines(proc: e2e.Proc, since: int = 0) -> str:
@@ -400,8 +401,12 @@ def do(rig: Rig, tid: int, ledger: Ledger, where: str) -> bool:
     must come with a reason in the node's log."""
     proc = rig.ik
     n0 = len(proc.log())
+    lost0 = len(proc.lost_responses)
     ok = rig.transition(tid, proc, timeout=WAIT)
-    ledger.answered += 1
+    if len(proc.lost_responses) > lost0:  # no response; ~/get_state showed the goal state
+        ledger.lost.append(f"{where}: {proc.lost_responses[-1]}")
+    else:
+        ledger.answered += 1
     ledger.by_name[NAMES[tid]] = ledger.by_name.get(NAMES[tid], 0) + 1
     if not ok:
         def reason():
@@ -454,9 +459,12 @@ def restart_driver(rig: Rig, streams: Streams) -> dict:
     rig.mock.kill9()
     rig.wait_mode("stale", WAIT, since=t_kill)
     t_restart = time.perf_counter()
+    reseeds0 = rig.last_status().reseeds
     rig.start_mock(initial_positions=q_dead)
     st = rig.wait_status(lambda s: s.mode != "stale", WAIT, "the node out of stale after the driver restart",
                          since=t_restart)
+    rig.require(st.reseeds > reseeds0, f"the node left stale ({st.mode}) without re-seeding: ~/status reseeds "
+                                       f"{reseeds0} -> {st.reseeds}")
     rig.wait(lambda: (rig.drive_status() or {}).get("last_command_age_s") is not None, WAIT,
              "the restarted driver receiving commands")
     streams.gate.set()
@@ -562,7 +570,7 @@ def test_lifecycle_churn_under_streams(rig):
     events: dict[str, int] = {}
     extras: dict = {}
     state = "unconfigured"
-    cycle = 0
+    cycle = active_cycles = 0
     try:
         for cycle in range(1, CYCLES + 1):
             where = f"cycle {cycle}/{CYCLES}"
@@ -572,7 +580,8 @@ def test_lifecycle_churn_under_streams(rig):
             state = "inactive"
             wait_publisher_matched(rig)
             pause(rng)
-            if rng.random() < 0.1:  # now and then a lifecycle manager gives up before activating
+            # now and then a lifecycle manager gives up before activating (once every churn event happened)
+            if set(events) == set(CHURN_EVENTS) and rng.random() < 0.1:
                 do(rig, T.TRANSITION_CLEANUP, ledger, where)
                 state = "unconfigured"
                 wait_publisher_gone(rig)
@@ -583,7 +592,9 @@ def test_lifecycle_churn_under_streams(rig):
                 for _ in range(rng.randrange(1, 4)):  # a few goals of the main thread's own
                     streams.pose_pub.publish(rig.pose_msg(near(rng, T0)))
                     pause(rng)
-                event = ("driver_restart", "goal_burst", "killed_client", None, None)[cycle % 5]
+                pending = [e for e in CHURN_EVENTS if e not in events]  # each event in the first active cycles
+                event = pending[0] if pending else (*CHURN_EVENTS, None, None)[active_cycles % 5]
+                active_cycles += 1
                 if event == "driver_restart":
                     extras.update(restart_driver(rig, streams))
                 elif event == "goal_burst":
@@ -611,11 +622,17 @@ def test_lifecycle_churn_under_streams(rig):
         sent = streams.stop()
         report("chaos_churn", cycles_done=cycle, cycles_asked=CYCLES, final_state_before_check=state,
                transitions_answered=ledger.answered, transitions_failed=len(ledger.failed),
+               responses_lost_confirmed_by_get_state=len(ledger.lost),
                node_alive=ik.alive, escaped_exceptions=ik.watch.count,
                cycles_with_escapes=sorted({w.split(" after")[0] for w, _, _ in ik.watch.crashes}), events=events, **extras,
                **{f"streams_{k}": v for k, v in sorted(sent.items())})
         for line in ledger.failed:
             print(f"[e2e]   failed transition: {line}")
+        for line in ledger.lost:
+            print(f"[e2e]   response lost, ~/get_state confirmed the transition: {line}")
+    missing = [e for e in CHURN_EVENTS if not events.get(e)]
+    rig.require(not missing, f"churn events that never happened: {missing} ({active_cycles} of {cycle} cycles reached "
+                             f"active; events {events})")
     # the node still works: configure, activate, reach a pose goal
     rig.require(rig.state() == state == "unconfigured", f"state after the churn: {rig.state()} (expected {state})")
     from geometry_msgs.msg import PoseStamped
@@ -741,7 +758,7 @@ def test_signals_at_random_moments(rig):
         print(f"[e2e]   {what}: {outcomes[-1]}; last log line: {last[0][:160]}")
     fig = rig.check()
     report("chaos_signals", rounds=SIGNAL_ROUNDS, clean_exits=sum(1 for o in outcomes if "FAILED" not in o),
-           outcomes=outcomes, **fig)
+           outcomes=outcomes, responses_lost_confirmed_by_get_state=ledger.lost, **fig)
     assert not failures, f"{len(failures)} of {SIGNAL_ROUNDS} rounds failed:\n" + "\n".join(failures)
 
 
@@ -793,10 +810,10 @@ def test_shutdown_from_each_primary_state(rig, how):
 
 # ===================================================================================== joint_states outage
 def test_short_joint_states_outage_while_a_lagging_robot_moves(rig):
-    """The driver stops publishing /joint_states for a little over state_timeout (0.5 s) while joint 3
-    moves fast and the robot lags its commands (lag_time_constant 0.1 s, as in test_e2e_safety a):
-    the node goes stale, stops commanding, and re-seeds at the measured position when the
-    measurements return. What the strict drive received must stay within Franka's bounds whatever
+    """The driver stops publishing /joint_states until the node has gone stale (state_timeout 0.5 s),
+    and a random 0-150 ms longer, while joint 3 moves fast and the robot lags its commands
+    (lag_time_constant 0.1 s, as in test_e2e_safety a): the node goes stale, stops commanding (its log
+    says so), and re-seeds (~/status reseeds) when the measurements return. What the strict drive received must stay within Franka's bounds whatever
     the outage's length: a re-seed that reaches the drive before its stream ended (< 0.1 s after the
     last command) is an acceleration step of the following error (~v*tau), one after it a new stream
     away from where the lagging robot went meanwhile. (The same happens without a pause when the
@@ -823,16 +840,23 @@ def test_short_joint_states_outage_while_a_lagging_robot_moves(rig):
             return abs(rig.measured()[2] - q0[2]) > 0.4
 
         rig.wait(moving, WAIT, "joint 3 moving fast")
+        reseeds0, stops0 = rig.last_status().reseeds, rig.ik.log().count("stopped commanding")
         t0 = time.perf_counter()
         rig.set_param("paused", True, rig.mock)
-        length = rng.uniform(0.5, 0.65)
-        time.sleep(max(0.0, length - (time.perf_counter() - t0)))  # the stimulus, not a synchronization
+        # the outage lasts until the node went stale (state_timeout), then a random 0-150 ms more: the
+        # measurements return at every phase of the stop and of the robot's lag (tau 0.1 s)
+        rig.wait_mode("stale", WAIT, since=t0)
+        time.sleep(rng.uniform(0.0, 0.15))  # the stimulus, not a synchronization
         rig.set_param("paused", False, rig.mock)
+        length = time.perf_counter() - t0
         st = rig.wait_status(lambda s: s.mode != "stale", WAIT, "the node out of stale", since=time.perf_counter())
+        rig.require(st.reseeds > reseeds0, f"outage {len(outages) + 1} ({length:.3f} s): the node left stale "
+                                           f"({st.mode}) without re-seeding: reseeds {reseeds0} -> {st.reseeds}")
+        rig.wait(lambda: rig.ik.log().count("stopped commanding") > stops0, WAIT,
+                 f"the node's log saying it stopped commanding (outage {len(outages) + 1})")
         outages.append(round(length, 3))
         modes.append(st.mode)
         rig.wait_commands(100, what="100 commands after the outage")  # fails at once on a drive fault
     fig = rig.check()
-    text = rig.ik.log()
-    report("chaos_js_outage", outages_s=outages, stale_stops=text.count("stopped commanding"),
+    report("chaos_js_outage", outages_s=outages, stale_stops=rig.ik.log().count("stopped commanding"),
            modes_after=modes, **fig)
