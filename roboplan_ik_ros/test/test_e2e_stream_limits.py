@@ -63,8 +63,9 @@ def test_jogging_joint7_into_its_limit_brakes_at_the_limit_and_says_joint_bound(
     peak = float(cmds[:, 6].max())
     print(f"\njog into panda_joint7's upper limit {upper:.4f} rad: highest command {peak:.6f} rad "
           f"({(upper - peak) * 1e3:.3f} mrad short); status {status.motion_limit}: {status.motion_limit_reason}")
-    assert peak <= upper + 1e-9 and upper - peak < 1e-2
-    assert "panda_joint7" in status.motion_limit_reason
+    # (that it got to within 1 cm of the limit is what the jog waited for: not asserted again)
+    rig.require(peak <= upper + 1e-9, f"joint 7 commanded {(peak - upper) * 1e3:.3g} mrad past its upper limit")
+    rig.require("panda_joint7" in status.motion_limit_reason, f"joint_bound without the joint: {status.motion_limit_reason}")
     rig.check()  # limits, v_max*dt, guard_cuts 0, and the strict drive ok (acceleration and jerk)
     rig.node.destroy_publisher(pub)
 
