@@ -8,8 +8,9 @@ for a box inside it; the node uses hulls too, ``robot.convex_hulls``, but builds
 obstacles as coal boxes placed by this test's forward kinematics. Nothing of ``core`` is used.
 
 - ``~/solve_ik`` and ``~/solve_path`` respect a box added at run time: a goal whose answer (asked before
-  the box) puts the forearm inside the box is answered afterwards with a configuration clear of it, or a
-  clear failure; a path whose straight line runs the hand through a box stops before it (NO_SOLUTION,
+  the box) puts the forearm inside the box is solved afterwards, clear of it, when seeded at another answer
+  clear of it (found before the box, from seeds spread over the joint ranges), and refused (NO_SOLUTION)
+  once a second box fills the hand's place at the goal; a path whose straight line runs the hand through a box stops before it (NO_SOLUTION,
   ``fraction`` < 1), every returned point clear of it;
 - an object attached to a link moves with the link: the distance ``~/status`` reports between an
   attached rod and a wall is the oracle's at the measured pose, before and after the hand moves; and
@@ -142,6 +143,7 @@ def _status_after(rig: Rig, t: float, what: str):
 def test_solve_ik_and_solve_path_answers_respect_a_box_added_at_run_time(rig):
     import time
 
+    from roboplan_ik_interfaces.msg import CollisionObject
     from roboplan_ik_interfaces.srv import SolveIK, SolvePath
 
     objects = _start(rig)
@@ -157,30 +159,49 @@ def test_solve_ik_and_solve_path_answers_respect_a_box_added_at_run_time(rig):
     res = _solve_ik(rig, ik, goal, q0, "~/solve_ik before the box")
     assert res.success, res.message
     q_free = _q(rig, res.solution.name, res.solution.position)
-    # a 10 cm box around the forearm (panda_link5's geometry) of that answer
+    # a 6 cm box around the forearm (panda_link5's geometry) of that answer
     c = G.aabb_center(q_free, "panda_link5")
-    block_shape, T_block = coal.Box(0.1, 0.1, 0.1), pin.SE3(np.eye(3), c)
+    block_shape, T_block = coal.Box(0.06, 0.06, 0.06), pin.SE3(np.eye(3), c)
     assert G.clearance(q_free, block_shape, T_block) < -0.05, "the answer before does not go through the box"
     assert G.clearance(q0, block_shape, T_block) > 0.05, "the box touches the robot where it stands"
     assert G.clearance(q_free, block_shape, T_block, skip=("panda_link5", "panda_link4", "panda_link6")) > 0.0, \
         "the goal pose itself (hand) is inside the box: no answer could avoid it"
-    objects.send(box("block", (0.1, 0.1, 0.1), c))
-    objects.wait_listed(lambda o: "block" in o, "block listed")
-    answers = []
-    for k in range(3):  # restarts are random: three answers, each clear or a clear failure
-        res = _solve_ik(rig, ik, goal, q0, f"~/solve_ik with the box ({k})")
+    # another answer to the same goal, clear of the box by 1 cm (the oracle's): the node's, from seeds spread
+    # over the joint ranges (before the box: each also free of the table and of self-collision by the node)
+    rng = np.random.default_rng(5)
+    q_clear, tried = None, 0
+    while q_clear is None and tried < 40:
+        tried += 1
+        q_try = P.lower + (P.upper - P.lower) * rng.uniform(0.1, 0.9, 7)
+        res = _solve_ik(rig, ik, goal, q_try, f"~/solve_ik before the box, seed {tried}")
         if res.success:
             q = _q(rig, res.solution.name, res.solution.position)
-            clearance = G.clearance(q, block_shape, T_block)
-            assert clearance > -GJK_TOL, f"answer {k} is {-clearance * 1e3:.1f} mm inside the box"
-            assert max(pose_errors(goal, P.fk(q))) <= 1e-3
-            answers.append(clearance)
-        else:
-            assert res.error_code == SolveIK.Response.NO_SOLUTION and res.message, res
-            assert len(res.solution.name) == 0
-            answers.append(None)
+            if G.clearance(q, block_shape, T_block) > 0.01:
+                q_clear = q
+    rig.require(q_clear is not None, f"no answer of {tried} clears the box by 1 cm: the scenario needs one")
+    objects.send(box("block", (0.06, 0.06, 0.06), c))
+    objects.wait_listed(lambda o: "block" in o, "block listed")
+    # seeded at the clear answer, the goal is solved, clear of the box
+    res = _solve_ik(rig, ik, goal, q_clear, "~/solve_ik with the box, seeded at an answer clear of it")
+    assert res.success, f"seeded at an answer 1 cm clear of the box: {res.message}"
+    q = _q(rig, res.solution.name, res.solution.position)
+    clearance = G.clearance(q, block_shape, T_block)
+    assert clearance > -GJK_TOL, f"the answer is {-clearance * 1e3:.1f} mm inside the box"
+    assert max(pose_errors(goal, P.fk(q))) <= 1e-3
+    # a second box where the hand must be at the goal: every answer goes through it
+    hand_shape, T_hand_block = coal.Box(0.06, 0.06, 0.06), pin.SE3(np.eye(3), goal.translation.copy())
+    assert G.clearance(q_clear, hand_shape, T_hand_block) < -0.01, "the hand at the goal is not inside the hand box"
+    objects.send(box("hand_block", (0.06, 0.06, 0.06), goal.translation))
+    objects.wait_listed(lambda o: "hand_block" in o, "hand_block listed")
+    res_blocked = _solve_ik(rig, ik, goal, q_clear, "~/solve_ik with the hand's place blocked")
+    assert not res_blocked.success and res_blocked.error_code == SolveIK.Response.NO_SOLUTION and res_blocked.message, \
+        res_blocked
+    assert len(res_blocked.solution.name) == 0
+    objects.send(box("hand_block", (0.06, 0.06, 0.06), goal.translation, operation=CollisionObject.REMOVE))
+    objects.wait_listed(lambda o: "hand_block" not in o, "hand_block removed")
     report("solve_ik with a box at run time", forearm_in_box_before_m=G.clearance(q_free, block_shape, T_block),
-           clearance_after_m=str(answers))
+           clear_answer_found_after_seeds=tried, clearance_after_m=clearance,
+           hand_blocked=SolveIK.Response.NO_SOLUTION)
 
     # --- solve_path: a straight line 40 cm along y whose middle runs the hand through a 4 cm cube
     start = rig.measured()
