@@ -8,7 +8,7 @@ process on ``~/ee/target_twist``, ``~/pause`` as a user calls it.
   wall-clock speed from receipt times is printed only;
 - the stream stops: the arm brakes to rest within Franka's bounds (the strict drive and the
   recorder's ratios) and ~/status says ``command_timeout`` with the command's age;
-- twisting into the workspace box: the face is not crossed, ~/status names the cause, and the arm
+- twisting into the workspace box: the face is not crossed, ~/status says barrier, naming the workspace, and the arm
   moves away when the twist reverses;
 - pause during a stream: braked stop, inputs refused while paused, resume: no jump (every step
   within v_max dt, the strict drive ok), nothing moves until a new input.
@@ -28,7 +28,10 @@ import e2e
 from e2e import Rig, panda, write_config
 from test_e2e_motion import DT, print_table, ratios, record, segment, wait_moving_fast, wait_settled
 
-NODE = {"activation_timeout": 20.0}
+#: command_timeout 1 s (shipped 0.1 s): this process's 100 Hz publisher thread, starved on a loaded machine,
+#: must not end a stream (nor send twists that arrive too old) in the middle of a measurement: a generous
+#: timeout for the next twist to arrive, instead of measuring only the windows a fast machine gives
+NODE = {"activation_timeout": 20.0, "streaming": {"command_timeout": 1.0}}
 WAIT = 60.0
 STREAM_HZ = 100.0
 MAX_LINEAR_SPEED = 0.25  # [m/s] panda.yaml node.streaming.max_linear_speed (unitless 1.0)
@@ -116,24 +119,18 @@ def test_a_100hz_twist_stream_moves_the_tool_at_the_commanded_velocity_then_time
     # received (held commands published before the first twist, or a burst after a stall, count for
     # nothing): 250 for the ramp-up, then a window of 150 more
     rig.wait(lambda: moving_commands(rig, stream.t_start) >= 250, WAIT, "250 moving commands (the ramp-up is over)")
-    # A window measures tracking only if the stream reached the node throughout: this process's
-    # publisher thread, starved on a loaded machine, can leave gaps past command_timeout (the node then
-    # brakes, as it must) or send twists that arrive too old (refused). Such a window is skipped
-    # (~/status says command_timeout, or goals_rejected grew, up to the second status after it) and
-    # the next one measured, 3 at most (the arm travels ~6 cm per window).
-    skipped = []
-    for _ in range(3):
-        rejected = rig.last_status().goals_rejected
-        t_a = rig.rec.joint_states[-1][0]
-        rig.wait(lambda: moving_commands(rig, t_a) >= 150, WAIT, "150 more moving commands")
-        t_b = rig.rec.joint_states[-1][0]
-        rig.wait(lambda: len(rig.status_since(t_b)) >= 2, WAIT, "two statuses after the window")
-        window = [s for t, _, s in list(rig.rec.status) if t > t_a]
-        if not any(s.motion_limit == "command_timeout" or s.goals_rejected > rejected for s in window):
-            break
-        skipped.append(sorted({s.motion_limit for s in window}))
-    else:
-        pytest.fail(f"the twist stream never reached the node without a gap for a whole window: {skipped}")
+    # the window: 150 more moving commands; the stream reached the node throughout it (no command_timeout,
+    # no twist refused, up to the second status after it)
+    rejected = rig.last_status().goals_rejected
+    t_a = rig.rec.joint_states[-1][0]
+    rig.wait(lambda: moving_commands(rig, t_a) >= 150, WAIT, "150 more moving commands")
+    t_b = rig.rec.joint_states[-1][0]
+    rig.wait(lambda: len(rig.status_since(t_b)) >= 2, WAIT, "two statuses after the window")
+    window = [s for t, _, s in list(rig.rec.status) if t > t_a]
+    gaps = sorted({s.motion_limit for s in window if s.motion_limit == "command_timeout"})
+    refused = window[-1].goals_rejected - rejected
+    rig.require(not gaps and refused == 0, f"the twist stream had a gap in the window (command_timeout "
+                                           f"{NODE['streaming']['command_timeout']} s): {gaps}, {refused} twists refused")
     t_stop = stream.stop()
     # FK on /joint_states: the first and last samples of the window, each matched to its command
     _, cmds = np.array([t for t, _ in rig.rec.commands]), np.array([c for _, c in rig.rec.commands])
@@ -149,8 +146,7 @@ def test_a_100hz_twist_stream_moves_the_tool_at_the_commanded_velocity_then_time
     rot = float(np.linalg.norm(e2e.pin.log3(P.fk(qa).rotation.T @ P.fk(qb).rotation)))
     print(f"\ntwist tracking: commanded {np.round(v_cmd, 4).tolist()} m/s; measured (FK on joint_states, per control "
           f"period) {np.round(v_path, 4).tolist()} m/s: error {err * 100:.3f} %; wall clock "
-          f"{np.round(v_wall, 4).tolist()} m/s ({kb - ka} commands in {tb - ta:.3f} s); rotation {rot * 1e3:.3f} mrad; "
-          f"windows skipped (the stream had a gap): {len(skipped)}")
+          f"{np.round(v_wall, 4).tolist()} m/s ({kb - ka} commands in {tb - ta:.3f} s); rotation {rot * 1e3:.3f} mrad")
     assert err <= 0.02, err
     status = rig.wait_status(lambda s: s.motion_limit == "command_timeout", WAIT,
                              "~/status motion_limit command_timeout", since=t_stop)
@@ -169,8 +165,9 @@ def test_twisting_into_the_workspace_box_stops_at_the_face_and_reverses(rig):
     t0 = time.perf_counter()
     stream = TwistStream(rig, [-0.4, 0.0, 0.0])  # 0.1 m/s toward the box's lower x face
     rig.wait(lambda: rig.tcp().translation[0] < p_min[0] + 0.01, WAIT, "the TCP at the box face")
-    status = rig.wait_status(lambda s: s.motion_limit in ("barrier", "leash"), WAIT,
-                             "~/status naming why the twist is not followed")
+    # pushing into the face: the workspace barrier's row binds the step
+    status = rig.wait_status(lambda s: s.motion_limit == "barrier" and "workspace" in s.motion_limit_reason, WAIT,
+                             "~/status: the workspace barrier holds the twist")
     t_held = time.perf_counter()
     rig.wait_commands(250, since=t_held, timeout=WAIT, what="250 commands pushing into the face")
     stream.stop()
