@@ -1,4 +1,4 @@
-# Commands: `make demo`, `make test` (and `make chaos`, `make bench`). They bootstrap .venv on first use (scripts/bootstrap.sh).
+# Commands: `make demo`, `make test` (and `make chaos`, `make fuzz`, `make bench`). They bootstrap .venv on first use (scripts/bootstrap.sh).
 SHELL := /bin/bash
 .SHELLFLAGS := -eu -o pipefail -c
 .DEFAULT_GOAL := help
@@ -23,13 +23,18 @@ SOAK_ARGS ?=
 SOAK_DOMAIN_ID ?= $(or $(ROBOPLAN_ROS_DOMAIN_ID),101)
 
 CHAOS_CYCLES ?= 200
+# fuzz: FUZZ_N seeded closed-loop scenarios from seed FUZZ_SEED (roboplan_ik_ros/fuzz; JSON in build/fuzz/)
+FUZZ_N ?= 1000
+FUZZ_SEED ?= 0
+FUZZ_ARGS ?=
 
-.PHONY: help bootstrap demo test chaos bench soak clean distclean
+.PHONY: help bootstrap demo test chaos fuzz bench soak clean distclean
 
 help:
 	@echo "make demo       bootstrap .venv if needed, then run the IK demo (ARGS=... passed on)"
 	@echo "make test       bootstrap .venv if needed, then run the test suite (PYTEST_ARGS=...)"
 	@echo "make chaos      the chaos tests long: CHAOS_CYCLES=$(CHAOS_CYCLES) lifecycle cycles under load (PYTEST_ARGS=...)"
+	@echo "make fuzz       FUZZ_N=$(FUZZ_N) random closed-loop scenarios, invariants checked; failures with replay commands (FUZZ_ARGS=...)"
 	@echo "make bench      also install requirements-bench.txt, run bench/*.py (JSON in $(BENCH_OUT)/; ~14 min)"
 	@echo "make soak       the node for SOAK_DURATION=$(SOAK_DURATION) s under every input; RSS, ticks, lost commands (JSON, PNG in $(SOAK_OUT)/)"
 	@echo "make bootstrap  only create/refresh .venv"
@@ -52,6 +57,9 @@ test: bootstrap
 chaos: bootstrap
 	@$(WITH_ENV) echo "[chaos] CHAOS_CYCLES=$(CHAOS_CYCLES) ROS_DOMAIN_ID=$$ROS_DOMAIN_ID ROS_LOG_DIR=$$ROS_LOG_DIR"; \
 	CHAOS_CYCLES=$(CHAOS_CYCLES) $(PY) -m pytest roboplan_ik_ros/test/test_e2e_chaos.py -s $(PYTEST_ARGS)
+
+fuzz: bootstrap
+	@$(WITH_ENV) $(PY) -m roboplan_ik_ros.fuzz --n $(FUZZ_N) --seed $(FUZZ_SEED) $(FUZZ_ARGS)
 
 bench:
 	@BENCH=1 scripts/bootstrap.sh
