@@ -30,6 +30,8 @@ RANGES: dict[str, Range] = {
     "node.goal_smoothing.max_angular_speed": Range(0.0, 100.0, lo_open=True, unit="rad/s"),
     "node.goal_smoothing.max_linear_acceleration": Range(lo_open=True, unit="m/s^2"),
     "node.goal_smoothing.max_angular_acceleration": Range(lo_open=True, unit="rad/s^2"),
+    "node.goal_smoothing.max_linear_jerk": Range(lo_open=True, unit="m/s^3"),
+    "node.goal_smoothing.max_angular_jerk": Range(lo_open=True, unit="rad/s^3"),
     "node.goal_smoothing.leash_distance": Range(lo_open=True, unit="m", inf_ok=True),
     "node.goal_smoothing.leash_angle": Range(lo_open=True, unit="rad", inf_ok=True),
     # node.streaming (core.control.twist_follower.StreamingConfig)

@@ -94,7 +94,7 @@ SINGULARITY = "singularity"
 BARRIER = "barrier"  # the step is bounded by barrier rows (the node reads them from the step's outcome)
 STATE_FEEDBACK = ("commanded", "measured")
 STALE_BEHAVIORS = ("stop", "hold")
-SMOOTHING = ("none", "low_pass", "max_speed", "max_acceleration")
+SMOOTHING = ("none", "low_pass", "max_speed", "max_acceleration", "jerk_limited")
 # With an acceleration limit, a shaped joint target (configuration and joint tasks) accelerates, brakes and jerks
 # at this share of each joint's a_max and j_max (the arm follows it with the rest to spare for the other tasks).
 RAMP_ACCELERATION_SHARE = 0.5
@@ -136,7 +136,8 @@ def check_loop_config(cfg: LoopConfig, path: str = "node") -> None:
     if cfg.max_goal_distance is not None:
         check_key(cfg.max_goal_distance, "node.max_goal_distance", f"{path}.max_goal_distance")
     for key in ("time_constant", "max_linear_speed", "max_angular_speed", "max_linear_acceleration",
-                "max_angular_acceleration", "leash_distance", "leash_angle"):  # leashes: .inf = no leash
+                "max_angular_acceleration", "max_linear_jerk", "max_angular_jerk", "leash_distance",
+                "leash_angle"):  # leashes: .inf = no leash
         check_key(getattr(cfg.goal_smoothing, key), f"node.goal_smoothing.{key}", f"{path}.goal_smoothing.{key}")
     check_streaming_config(cfg.streaming, f"{path}.streaming")
 
@@ -266,11 +267,11 @@ class ControlLoop:
         self._direct_goals = {n: t.goal for n, t in self.ctrl.tasks.items()
                               if getattr(t, "goal", "") and n not in self._smoothers and n not in self._jogs}
         self._velocity_stamps: dict[str, float] = {}
-        if accel is not None and settings.goal_smoothing.type != "max_acceleration":
+        if accel is not None and settings.goal_smoothing.type not in ("max_acceleration", "jerk_limited"):
             self.notes.append(
                 f"node.goal_smoothing.type {settings.goal_smoothing.type!r} with an acceleration limit: a pose goal "
                 "that jumps is reached at the acceleration bounds and overshot by the braking distance; "
-                "'max_acceleration' brakes the target into the goal instead")
+                "'jerk_limited' or 'max_acceleration' brakes the target into the goal instead")
         self._reach = {n: self._arm_reach(t.frame) for n, t in self.ctrl.tasks.items() if isinstance(t, FrameTask)}
         self._judges = {n: GoalJudge() for n in self._smoothers}  # goal feedback (status reports)
         self._feedback_data = scene.model.createData()
@@ -596,7 +597,7 @@ class ControlLoop:
             v, w = R_world_command @ v, R_world_command @ w
         twist, smoother = self._twists[task_name], self._smoothers[task_name]
         if not twist.streaming:  # continue from where the target is and how it moves (a pose goal, a stop)
-            moving = smoother.moving and smoother.cfg.type == "max_acceleration"
+            moving = smoother.moving and smoother.cfg.type in ("max_acceleration", "jerk_limited")
             twist.start(smoother.target if smoother.target is not None else self.ctrl.tasks[task_name].target,
                         smoother.linear_velocity if moving else None, smoother.angular_velocity if moving else None)
             smoother.moving = False

@@ -1,6 +1,6 @@
 """How a frame task's target follows its goal, once per control tick: :class:`GoalSmoother` (pin.SE3
-targets, the ``node.goal_smoothing`` keys). Joint and point goals are shaped by Ruckig (target_shaper.py,
-line_of_sight_shaper.py).
+targets, the ``node.goal_smoothing`` keys; ``jerk_limited`` through Ruckig, pose_shaper.py). Joint and point
+goals are shaped by Ruckig too (target_shaper.py, line_of_sight_shaper.py).
 """
 
 from __future__ import annotations
@@ -11,20 +11,23 @@ from dataclasses import dataclass
 import numpy as np
 import pinocchio as pin
 
-
+from .pose_shaper import PoseShaper
 
 @dataclass
 class GoalSmoothingConfig:
     """How the task target follows a new goal: at once, by a first-order low-pass, at a bounded speed,
-    or at a bounded speed and acceleration, braking to arrive at rest."""
+    at a bounded speed and acceleration, braking to arrive at rest, or at a bounded speed, acceleration and
+    jerk (Ruckig's time-optimal trajectory: a straight line and a fixed axis, arriving together at rest)."""
 
-    type: str = "none"  # none | low_pass | max_speed | max_acceleration
+    type: str = "none"  # none | low_pass | max_speed | max_acceleration | jerk_limited
     time_constant: float = 0.1  # [s] low_pass
-    max_linear_speed: float = 0.5  # [m/s] max_speed, max_acceleration
-    max_angular_speed: float = 1.5  # [rad/s] max_speed, max_acceleration
-    max_linear_acceleration: float = 1.0  # [m/s^2] max_acceleration
-    max_angular_acceleration: float = 6.0  # [rad/s^2] max_acceleration
-    # the target stays within this of the frame's actual pose (low_pass, max_speed, max_acceleration):
+    max_linear_speed: float = 0.5  # [m/s] max_speed, max_acceleration, jerk_limited
+    max_angular_speed: float = 1.5  # [rad/s] max_speed, max_acceleration, jerk_limited
+    max_linear_acceleration: float = 1.0  # [m/s^2] max_acceleration, jerk_limited
+    max_angular_acceleration: float = 6.0  # [rad/s^2] max_acceleration, jerk_limited
+    max_linear_jerk: float = 50.0  # [m/s^3] jerk_limited
+    max_angular_jerk: float = 300.0  # [rad/s^3] jerk_limited
+    # the target stays within this of the frame's actual pose (every type but none):
     # a goal the arm cannot reach (a barrier, a limit, out of reach) does not wind the target up
     leash_distance: float = 0.05  # [m]
     leash_angle: float = 0.35  # [rad]
@@ -118,6 +121,9 @@ class GoalSmoother:
     it speeds up smoothly, brakes to arrive at the goal at rest (:func:`braking_speed`) and turns
     smoothly when a goal stream changes direction. An acceleration-bounded arm follows such a
     target without overshoot; a target that jumps, it overshoots by its braking distance.
+    ``jerk_limited``: as max_acceleration, and the target's jerk bounded by ``max_linear_jerk`` /
+    ``max_angular_jerk`` (:class:`~.pose_shaper.PoseShaper`, Ruckig: the time-optimal trajectory, position
+    and rotation phase-synchronized); its limits are read at each goal and whenever they change.
     """
 
     _DONE = 1e-9  # [m] and [rad]: closer than this is "reached"
@@ -132,12 +138,18 @@ class GoalSmoother:
         # scratch of the tick (max_acceleration): the step allocates only what pinocchio returns
         self._dp, self._r, self._v_des, self._w_des, self._dv = (np.zeros(3) for _ in range(5))
         self._R = np.eye(3)
+        # jerk_limited: the shaper (made at the first step, which knows dt), whether it holds the target's motion
+        # now (False after a reset, a take-over or a step of another type), and whether a goal is new to it
+        self._shaper: PoseShaper | None = None
+        self._shaped = False
+        self._new_goal = False
 
     def reset(self, T: pin.SE3) -> None:
         """Target and goal := T (nothing to do until the next goal)."""
         self.target = T.copy()
         self.goal = T.copy()
         self.moving = False
+        self._shaped = False
         self.linear_velocity.fill(0.0)
         self.angular_velocity.fill(0.0)
 
@@ -147,14 +159,18 @@ class GoalSmoother:
         self.target = T.copy()
         self.goal = T.copy()
         self.moving = False
+        self._shaped = False
         self.linear_velocity[:] = linear_velocity
         self.angular_velocity[:] = angular_velocity
 
     def set_goal(self, T: pin.SE3) -> None:
+        if not self.moving:  # jerk_limited: the shaper starts from the target's pose and velocity (e.g. a twist's)
+            self._shaped = False
         self.goal = T.copy()
         if self.cfg.type == "none" or self.target is None:
             self.target = T.copy()
         self.moving = True
+        self._new_goal = True
 
     def step(self, dt: float, T_world_frame: pin.SE3 | None = None) -> pin.SE3 | None:
         """Advance by ``dt`` [s]; returns the new target, or None when nothing changed.
@@ -164,6 +180,9 @@ class GoalSmoother:
         if self.cfg.type == "none":
             self.moving = False
             return self.target
+        if self.cfg.type == "jerk_limited":
+            return self._step_shaped(dt, T_world_frame)
+        self._shaped = False
         if self.cfg.type == "max_acceleration":
             self._step_accelerated(dt)
         else:
@@ -171,6 +190,34 @@ class GoalSmoother:
         if T_world_frame is not None and self.moving:
             self._leash(T_world_frame)
         return self.target
+
+    def _step_shaped(self, dt: float, T_world_frame: pin.SE3 | None) -> pin.SE3 | None:
+        """jerk_limited: the shaper takes over the target's pose and velocity when it does not hold them yet, is
+        given the latest goal (one per tick however many came), the limits when they changed, and is stepped."""
+        cfg, shaper = self.cfg, self._shaper
+        linear = (cfg.max_linear_speed, cfg.max_linear_acceleration, cfg.max_linear_jerk)
+        angular = (cfg.max_angular_speed, cfg.max_angular_acceleration, cfg.max_angular_jerk)
+        if shaper is None:
+            shaper = self._shaper = PoseShaper(dt, linear, angular)
+        elif shaper.dt != dt:
+            shaper.set_dt(dt)
+        if not self._shaped:
+            shaper.continue_from(self.target, self.linear_velocity, self.angular_velocity)
+            self._shaped, self._new_goal = True, True
+        if shaper.linear != linear or shaper.angular != angular:  # runtime parameters: replan from here
+            shaper.set_limits(linear, angular)
+        if self._new_goal:
+            shaper.set_goal(self.goal)
+            self._new_goal = False
+        target = shaper.step(T_world_frame, cfg.leash_distance, cfg.leash_angle)
+        self.linear_velocity[:] = shaper.linear_velocity
+        self.angular_velocity[:] = shaper.angular_velocity
+        if target is None or not shaper.moving:  # at rest at the goal
+            self.reset(self.goal)
+            self._shaped = True  # the shaper is at rest there too
+            return self.target if target is not None else None
+        self.target = target
+        return target
 
     def _leash(self, T_world_frame: pin.SE3) -> None:
         leashed = leash_target(self.target, T_world_frame, self.cfg.leash_distance, self.cfg.leash_angle,
