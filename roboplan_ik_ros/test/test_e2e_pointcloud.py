@@ -4,8 +4,9 @@ clouds on ``~/pointcloud``.
 
 - a cloud of a 8 cm box on the hand's straight path to a pose goal: the arm comes to rest against it (in
   front of it, or past it: the tasks are soft, and the hand may slide around so small a box, as it did once
-  the cloud's rows held the whole hand face); every measured configuration keeps d_min from the box (the test's own coal distance of the URDF's hulls to
-  the box the points were drawn on), every command within v_max * dt and the strict drive's bounds;
+  the cloud's rows held the whole hand face); every measured configuration keeps d_min from the box (the
+  test's own coal distance of the URDF's hulls to the box the points were drawn on), every command within
+  v_max * dt and the strict drive's bounds;
 - a malformed cloud (no z field) is refused with the reason and counted; the previous cloud stays (the arm
   still stops for the box);
 - head on (issue 30): a new noisy cloud (2 mm) of a 0.15 m cube 14 cm ahead of the TCP at 15 Hz and a goal

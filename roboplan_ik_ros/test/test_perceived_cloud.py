@@ -144,6 +144,25 @@ def test_self_filter_removes_every_point_within_the_padding_and_keeps_those_well
     np.testing.assert_array_equal(kept, box)
 
 
+def test_self_filter_of_raw_meshes_is_their_convex_hulls_not_their_bounding_spheres():
+    """robot.convex_hulls: false: a mesh's points are those inside its vertices' hull grown by the padding, as
+    with convex_hulls: true (the same mask on points 0.6 and 2.5 x the padding from the hulls); its bounding
+    sphere (before) took the points 2.5 x the padding away too (a perceived box the hand came near lost its
+    near face)."""
+    r = robot("panda")
+    hulls, meshes = cached_scene("panda"), Scene(r.urdf_xml, r.srdf_xml, r.package_paths, convex_hulls=False)
+    assert any(isinstance(g.geometry, coal.BVHModelBase) for g in meshes.collision_model.geometryObjects)
+    q = hulls.named_configuration("default")
+    padding = 0.02
+    rng = np.random.default_rng(7)
+    placed = placed_robot(hulls, q)
+    pts = np.vstack([points_at_distance(placed, f * padding, 400, rng) for f in (0.6, 2.5)])
+    config = PerceptionConfig(voxel_size=0.0, self_filter_padding=padding)
+    expected = CloudIngest(hulls, config).self_filter.robot_mask(pts, q)
+    assert 50 <= expected.sum() < len(pts) - 50, "the construction failed: too few points on either side"
+    np.testing.assert_array_equal(CloudIngest(meshes, config).self_filter.robot_mask(pts, q), expected)
+
+
 def _robot_mask_per_geometry(self_filter, points: np.ndarray, q: np.ndarray) -> np.ndarray:
     """The reference self-filter: each geometry's bounding sphere over every point, then its exact test."""
     data = self_filter.scene.model.createData()
@@ -260,7 +279,8 @@ def test_min_points_per_voxel_drops_a_lone_noisy_point_beyond_a_surface():
                  rng.uniform(-0.06, 0.06, 400), rng.uniform(0.42, 0.54, 400)]
     outlier = [[0.438, 0.0, 0.49]]  # 4.5 sigma in front of the face
     layout, data = packed_cloud(np.vstack([face, outlier]))
-    clouds = {n: CloudIngest(s, PerceptionConfig(min_points_per_voxel=n)).ingest(layout, data, np.eye(3), np.zeros(3), q)
+    clouds = {n: CloudIngest(s, PerceptionConfig(min_points_per_voxel=n)).ingest(layout, data, np.eye(3),
+                                                                                 np.zeros(3), q)
               for n in (1, 2)}
     near = {n: int((c.cells[:, 0] < 0.44).sum()) for n, c in clouds.items()}
     assert near == {1: 1, 2: 0}, near

@@ -140,12 +140,14 @@ def box_vertices(half_side: np.ndarray) -> np.ndarray:
 
 def row_vertices(geometry) -> np.ndarray:
     """Local points that may each get a barrier row (the kernel's ``vertices``): a convex hull's points,
-    a box's corners; none for smooth shapes and meshes. An octree's cubes get rows too, from their corners
-    (collision_rows.py), not from this."""
+    a box's corners, a mesh's vertices; none for smooth shapes. An octree's cubes get rows too, from their
+    corners (collision_rows.py), not from this."""
     if isinstance(geometry, coal.Box):
         return box_vertices(geometry.halfSide)
     if isinstance(geometry, coal.ConvexBase):
         return np.array(geometry.points(), dtype=float).reshape(-1, 3)
+    if isinstance(geometry, coal.BVHModelBase):
+        return np.array(geometry.vertices(), dtype=float).reshape(-1, 3)
     return np.zeros((0, 3))
 
 

@@ -4,10 +4,10 @@
 into the world frame (``T_world_sensor``), crop to ``perception.crop_min``/``crop_max``, voxel filter
 (``voxel_size``; voxels of fewer than ``min_points_per_voxel`` points dropped), remove the robot's own
 points (:class:`SelfFilter`, ``self_filter_padding``, at the configuration given) and build a coal
-``OcTree`` (``coal.makeOctree``, leaves of ``octree_resolution``). This is the expensive part (measured in the README); it runs outside the
-control loop and touches neither the scene's collision model nor its obstacles. The caller then
-swaps the cloud into the scene (:meth:`Scene.set_perceived_cloud`, one geometry and its pairs)
-between two ticks. ROS-free.
+``OcTree`` (``coal.makeOctree``, leaves of ``octree_resolution``). This is the expensive part (measured
+in the README); it runs outside the control loop and touches neither the scene's collision model nor
+its obstacles. The caller then swaps the cloud into the scene (:meth:`Scene.set_perceived_cloud`, one
+geometry and its pairs) between two ticks. ROS-free.
 """
 
 from __future__ import annotations

@@ -9,8 +9,12 @@ with points in its sphere, the exact test in the geometry's own frame for those 
 * convex hulls (``robot.convex_hulls``): the hull's half-spaces ``n . p + o <= padding`` (coal's
   outward unit normals and offsets), an inflated polytope that contains the hull grown by ``padding``
   (at most sqrt(3) x ``padding`` more at sharp corners: conservative);
+* a mesh kept as a mesh (``robot.convex_hulls: false``): the same test on the convex hull of its
+  vertices (conservative: the hull contains the mesh). Its bounding sphere, as before, took a hand's
+  whole 0.12 m sphere for the robot's: a perceived box the hand came near lost the points facing it, and
+  the arm went 4 cm into the true box (issue 30);
 * box, sphere, capsule, cylinder: their own inflated shape;
-* anything else (a mesh kept as a mesh): its bounding sphere plus ``padding`` (conservative).
+* anything else (a degenerate mesh whose hull qhull refuses): its bounding sphere plus ``padding``.
 
 Geometry tables are read from the scene's collision model at construction and again after an
 attached object changed (:meth:`refresh`, with the scene's changes serialized by the caller). The
@@ -138,6 +142,8 @@ def _shape(obj: pin.GeometryObject) -> _Shape:
     center, radius = (lo + hi) / 2, float(np.linalg.norm(hi - lo) / 2)
     shape = _Shape(obj.parentJoint, obj.placement.copy(), center, radius, "sphere_bound")
     swept = float(geometry.getSweptSphereRadius()) if hasattr(geometry, "getSweptSphereRadius") else 0.0
+    if isinstance(geometry, coal.BVHModelBase):
+        geometry = _vertex_hull(geometry)  # a ConvexBase, or the mesh if qhull refused its vertices
     if isinstance(geometry, coal.ConvexBase) and geometry.num_normals_and_offsets > 0:
         shape.kind = "convex"
         shape.normals = np.array(geometry.normals(), dtype=float).reshape(-1, 3)
@@ -151,3 +157,20 @@ def _shape(obj: pin.GeometryObject) -> _Shape:
     elif isinstance(geometry, coal.Cylinder):
         shape.kind, shape.dims = "cylinder", (float(geometry.radius) + swept, float(geometry.halfLength))
     return shape
+
+
+def _vertex_hull(mesh):
+    """The convex hull of a mesh's vertices (qhull, as the scene's ``convex_hulls``), built on a copy of its
+    vertices (the scene's mesh is left as it is); the mesh itself if qhull refuses them (flat, degenerate)."""
+    vertices = np.ascontiguousarray(mesh.vertices(), dtype=float).reshape(-1, 3)
+    if len(vertices) < 4:
+        return mesh
+    points = coal.BVHModelOBBRSS()
+    points.beginModel(0, len(vertices))
+    points.addVertices(vertices)
+    points.endModel()
+    try:
+        points.buildConvexHull(False, "Qt")
+    except Exception:  # noqa: BLE001 - qhull's error for a flat or degenerate point set: the bounding sphere
+        return mesh
+    return points.convex

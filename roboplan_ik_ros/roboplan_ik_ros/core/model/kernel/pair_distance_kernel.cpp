@@ -70,7 +70,7 @@ struct Geometry {
   Vec3s center;               // bounding sphere centre, geometry frame [m]
   double radius = 0.0;        // bounding sphere radius [m]
   Vec3s aabb_lo, aabb_hi;     // local AABB, geometry frame [m]
-  std::vector<Vec3s> vertices;  // geometry frame [m]: candidates for extra rows (convex hulls, boxes)
+  std::vector<Vec3s> vertices;  // geometry frame [m]: candidates for extra rows (convex hulls, boxes, meshes)
   Transform3s T_world_geom;   // this call's placement
   std::vector<Vec3s> world_vertices;
   double round_radius = 0.0, half_length = 0.0;  // SPHERE, CAPSULE, CYLINDER: for support()
@@ -438,6 +438,7 @@ int64_t pdk_add_geometry(void* handle, int64_t kind, const double* params, const
         }
         bvh->endModel();
         g.shape = bvh;
+        for (int64_t i = 0; i < n_points; ++i) g.vertices.emplace_back(points[3 * i], points[3 * i + 1], points[3 * i + 2]);
         break;
       }
       case OCTREE: {  // our point cloud (cloud_distance), not coal's octree: params (resolution, grid cell size)
@@ -620,10 +621,14 @@ int64_t pdk_rows(void* handle, int64_t count, const int64_t* pair, const double*
           cloud_candidates(k, g, other, m, q, distance[f] - kCloudRowSlack, limit, side);
         continue;
       }
+      // a mesh's vertex (not convex: it may lie before the plane through its own witness point) only at or
+      // beyond the pair's distance: never a row more violated than the witness row
+      const double floor = g.convex() ? -std::numeric_limits<double>::infinity() : distance[f] - kCloudRowSlack;
       for (size_t i = 0; i < g.vertices.size(); ++i) {
         const Vec3s v = g.T_world_geom.transform(g.vertices[i]);
         const double value = side == 0 ? n.dot(w2 - v) : n.dot(v - w1);
-        if (value <= limit) k.candidates.push_back({std::floor(value * kRowOrderSteps), side, static_cast<int64_t>(i)});
+        if (value <= limit && value >= floor)
+          k.candidates.push_back({std::floor(value * kRowOrderSteps), side, static_cast<int64_t>(i)});
       }
     }
     std::sort(k.candidates.begin(), k.candidates.end());

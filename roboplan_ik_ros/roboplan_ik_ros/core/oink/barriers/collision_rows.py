@@ -9,8 +9,8 @@ Here each of the closest pairs gets up to ``rows_per_pair`` rows, all with the p
 (from geometry 1 to geometry 2) and the witness points p1, p2:
 
 - row 0: the witness row, h = d - d_min, a = p1, b = p2;
-- then the vertices of either geometry (a convex hull's points, a box's corners, a point cloud's cubes'
-  corners) whose lower bound of distance is within ``margin`` of d: a vertex v of geometry 1 is at least
+- then the vertices of either geometry (a convex hull's points, a box's corners, a mesh's vertices, a point
+  cloud's cubes' corners) whose lower bound of distance is within ``margin`` of d: a vertex v of geometry 1 is at least
   ``n.(p2 - v)`` from geometry 2 (geometry 2 lies beyond the plane through p2 normal to n), a vertex w of
   geometry 2 at least ``n.(w - p1)`` from geometry 1. Its row: that bound minus d_min, with a = v, b = p2
   (or a = p1, b = w). Each bound is >= d, so an extra row is never more violated than the witness row.
@@ -22,7 +22,10 @@ Here each of the closest pairs gets up to ``rows_per_pair`` rows, all with the p
   A cube beside the link may lie before that plane: such a row overstates its vertex's distance, and the
   witness row and the barrier check, which measure the cloud itself, still hold d_min. A cloud fixed in
   the world (the perceived cloud) gets no rows of its own: a cube's row would hold the link's witness
-  point again, with a looser bound. A cloud carried by a link does, against a convex geometry: per cube, its
+  point again, with a looser bound. A mesh kept as a mesh (``robot.convex_hulls: false``) is not convex: its
+  vertex may lie before the plane through its own witness point, so it gets a row only where its bound is
+  at least the pair's distance (less ``CLOUD_ROW_SLACK``). A cloud carried by a link does get rows, against
+  a convex geometry: per cube, its
   corner least along the direction away from the other geometry (the middle of a face or an edge where
   that direction is along the cube's axes, up to ``FLAT_AXIS``), and only cubes whose lower bound of
   distance to the other geometry (its local AABB, the kernel's ``box_aabb_bound``) is within ``margin``
@@ -180,8 +183,10 @@ def python_rows(
             v = vertices.world(geom_data, g)
             points[side].append(v)
             bound = (p2 - v) @ n if side == 0 else (v - p1) @ n
+            # a mesh's vertex (not convex) only at or beyond the pair's distance (never more violated than it)
+            floor = -math.inf if vertices.convex[g] else d - CLOUD_ROW_SLACK
             candidates += [(math.floor(float(bound[i]) * ROW_ORDER_STEPS), side, int(i), float(bound[i]))
-                           for i in np.flatnonzero(bound <= limit)]
+                           for i in np.flatnonzero((bound <= limit) & (bound >= floor))]
         candidates.sort()
         chosen = ([p1], [p2])
         extra = 0
