@@ -212,7 +212,7 @@ def test_bad_shaping_keys_are_refused_by_name(panda, key, value, kind):  # noqa:
 
 
 def test_a_relative_pose_step_is_smoothed_like_a_frame_goal_without_overshoot(panda):  # noqa: F811
-    """relative_frame pose goals go through node.goal_smoothing (panda.yaml: max_acceleration), leashed to the
+    """relative_frame pose goals go through node.goal_smoothing (panda.yaml: jerk_limited), leashed to the
     measured relative pose: a 10 cm step of the hand in panda_link1 arrives without overshoot (<= 1 %)."""
     loop = make_loop(panda, [dict(name="rel", type="relative_frame", frame=FRAME, reference="panda_link1",
                                   priority=1), dict(POSTURE, priority=2)])

@@ -10,11 +10,14 @@ import math
 import numpy as np
 import pinocchio as pin
 import pytest
+import yaml
 from ruckig import InputParameter, OutputParameter, Ruckig
 
 from roboplan_ik_ros.core.control.goal_followers import GoalSmoother, GoalSmoothingConfig
 from roboplan_ik_ros.core.errors import InvalidInputError
 from roboplan_ik_ros.node.node_config import load_node_config
+from conftest import CONFIG_DIR
+from test_closed_loop_bounds import Run, assert_within_bounds, overshoot, panda, time_to_goal  # noqa: F401 - the fixture
 
 DT = 0.002  # [s]
 TOL = 1e-3  # [m] and [rad]: overshoot and "at the goal" (issue 12's target)
@@ -170,3 +173,59 @@ def test_bad_jerk_keys_are_refused_naming_the_key(key, value):
 
 def test_the_type_is_a_valid_choice():
     assert load_node_config({"goal_smoothing": {"type": "jerk_limited"}}).goal_smoothing.type == "jerk_limited"
+
+
+def test_the_shipped_panda_yaml_shapes_frame_goals_jerk_limited():
+    """What the closed-loop tests below run: panda.yaml's own choice."""
+    node = load_node_config(yaml.safe_load((CONFIG_DIR / "panda.yaml").read_text())["node"])
+    assert node.goal_smoothing.type == "jerk_limited"
+
+
+def test_in_closed_loop_a_20_cm_step_settles_near_the_time_optimum_on_the_line_without_overshoot(panda):  # noqa: F811
+    """panda.yaml in closed loop (a Panda that follows every command): the TCP within 1 mm of a 20 cm step goal
+    within 1.5x Ruckig's time-optimal duration under the goal smoothing's own limits, within 1 mm/1 mrad past the
+    goal, within 2.5 mm of the straight line (the one-step QP's tracking lag only), the commands within Franka's
+    acceleration and jerk bounds."""
+    run = Run(panda)
+    gs = run.loop.settings.goal_smoothing
+    assert gs.type == "jerk_limited"
+    start = run.pose()
+    step = np.array([0.0, 0.2, 0.0])
+    goal = pin.SE3(start.rotation, start.translation + step)
+    run.loop.set_pose_goal("ee", goal)
+    run.tick(int(2.0 / run.dt))
+    t_opt = time_optimal(0.2, gs.max_linear_speed, gs.max_linear_acceleration, gs.max_linear_jerk)
+    settle = time_to_goal(run, goal)
+    past, rot = overshoot(run.tcp, start.translation, goal)
+    p = np.array([T.translation for T in run.tcp]) - start.translation
+    u = step / np.linalg.norm(step)
+    off = float(np.linalg.norm(p - np.outer(p @ u, u), axis=1).max())
+    acc, jerk = run.ratios()
+    print(f"\n20 cm step, jerk_limited: to 1 mm in {settle:.3f} s (time-optimal target {t_opt:.3f} s), "
+          f"off the line {off * 1e3:.2f} mm, overshoot {past * 1e3:.3f} mm / {rot * 1e3:.3f} mrad, "
+          f"peak accel {acc.max():.3f}, jerk {jerk.max():.3f} of the bounds")
+    assert 0.0 < settle <= 1.5 * t_opt
+    assert past <= TOL and rot <= TOL
+    assert off <= 2.5e-3
+    assert_within_bounds(run)
+
+
+def test_in_closed_loop_a_goal_stream_keeps_the_commands_within_the_bounds(panda):  # noqa: F811
+    """A 50 Hz stream along a circle of 8 cm (0.25 m/s), then its end: every command within Franka's acceleration
+    and jerk bounds (no jump), the TCP settles at the last goal without passing it."""
+    run = Run(panda)
+    start = run.pose()
+    goal = start
+    for k in range(200):
+        phase = 2 * math.pi * k / 50.0 / 2.0
+        goal = pin.SE3(start.rotation, start.translation + 0.08 * np.array([math.sin(phase), 1 - math.cos(phase), 0.0]))
+        run.loop.set_pose_goal("ee", goal)
+        while run.t + run.dt <= (k + 1) / 50.0 + 1e-12:
+            run.tick(1)
+    before = run.pose().translation
+    first = len(run.tcp)
+    run.tick(1000)
+    past, rot = overshoot(run.tcp[first:], before, goal)
+    assert_within_bounds(run)
+    assert np.linalg.norm(run.pose().translation - goal.translation) < TOL
+    assert past <= TOL and rot <= TOL

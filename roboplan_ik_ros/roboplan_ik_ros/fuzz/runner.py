@@ -235,14 +235,15 @@ def _check_step(loop: ControlLoop, scene, config, s: _Step, t: np.ndarray, qs: n
 def pose_optimal_duration(loop: ControlLoop, gs, steps, q0: np.ndarray, q_end: np.ndarray) -> float:
     """[s] A pose step's time-optimal duration: the longer of (a) Ruckig over the step's distance and angle
     with the goal smoothing's limits (``max_acceleration``: max_linear/angular_speed and _acceleration, jerk
-    unbounded; ``max_speed``: the speeds alone; ``none``/``low_pass``: no bound, 0) and (b) Ruckig over the
-    joints from q0 to where the arm ended (q_end) with the joint bounds (v_max; a_max, j_max of the
+    unbounded; ``jerk_limited``: and max_linear/angular_jerk; ``max_speed``: the speeds alone;
+    ``none``/``low_pass``: no bound, 0) and (b) Ruckig over the joints from q0 to where the arm ended (q_end) with the joint bounds (v_max; a_max, j_max of the
     acceleration limit, none without one)."""
     target = 0.0
-    if gs.type in ("max_speed", "max_acceleration"):
+    if gs.type in ("max_speed", "max_acceleration", "jerk_limited"):
         target = inv.optimal_duration(steps, [gs.max_linear_speed, gs.max_angular_speed],
                                       [gs.max_linear_acceleration, gs.max_angular_acceleration]
-                                      if gs.type == "max_acceleration" else None)
+                                      if gs.type != "max_speed" else None,
+                                      [gs.max_linear_jerk, gs.max_angular_jerk] if gs.type == "jerk_limited" else None)
     g = loop.group.q_indices
     accel = loop.acceleration_limit
     joints = inv.optimal_duration(q_end[g] - q0[g], loop.guard.v_max, None if accel is None else accel.a_max,
