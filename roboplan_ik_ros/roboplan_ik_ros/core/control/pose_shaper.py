@@ -42,8 +42,9 @@ class PoseShaper:
 
     Args:
         dt: the control period [s] (one :meth:`step` per period).
-        linear: (v_max, a_max, j_max) of the position [m/s, m/s^2, m/s^3] (Euclidean).
-        angular: (v_max, a_max, j_max) of the rotation [rad/s, rad/s^2, rad/s^3] (about any axis).
+        linear: (v_max, a_max, j_max) of the position [m/s, m/s^2, m/s^3] along the line to the goal (a stream
+            that turns: up to sqrt(3) of them in norm, see :meth:`_plan`).
+        angular: (v_max, a_max, j_max) of the rotation [rad/s, rad/s^2, rad/s^3] about the axis to the goal.
     """
 
     def __init__(self, dt: float, linear, angular) -> None:
@@ -123,9 +124,7 @@ class PoseShaper:
         x[:3] = self.target.translation
         x[3:] = 0.0
         velocity = np.concatenate((self.linear_velocity, self.angular_velocity))
-        goal = s.goal.copy()
-        s.continue_from(x, velocity, acceleration)  # goal := x, at rest in Ruckig's target
-        s.goal[:] = goal  # set_goal re-expresses it in the new anchor
+        s.continue_from(x, velocity, acceleration)  # its goal := x until _plan gives it the goal in this anchor
 
     def set_goal(self, T_goal: pin.SE3) -> None:
         """A new goal (world): the target goes on from where it is and how it moves."""
