@@ -61,6 +61,7 @@ class TargetShaper:
         self.moving = False
         self.leashed = False  # the last step pulled the target back to its leash
         self._inp = InputParameter(n)
+        self._zeros = [0.0] * n  # a target velocity and acceleration of zero (a list: see _set_limits)
         self._out = OutputParameter(n)
         self._inp.synchronization = Synchronization.Phase  # falls back to Time where a line is impossible
         self._set_limits(np.ones(n))
@@ -83,9 +84,9 @@ class TargetShaper:
 
     def _set_limits(self, scale: np.ndarray) -> None:
         inp = self._inp
-        inp.max_velocity = self.v_max * scale
-        inp.max_acceleration = self.a_max * scale
-        inp.max_jerk = self.j_max * scale
+        inp.max_velocity = (self.v_max * scale).tolist()  # lists: Ruckig converts a numpy array 4x slower
+        inp.max_acceleration = (self.a_max * scale).tolist()
+        inp.max_jerk = (self.j_max * scale).tolist()
 
     def reset(self, x) -> None:
         """Target and goal := x, at rest (nothing to do until the next goal)."""
@@ -98,10 +99,10 @@ class TargetShaper:
         self.goal[:] = x
         self.velocity[:] = 0.0 if velocity is None else velocity
         inp = self._inp
-        inp.current_position = self.position
-        inp.current_velocity = self.velocity
-        inp.current_acceleration = np.zeros(self.n) if acceleration is None else np.asarray(acceleration, dtype=float)
-        inp.target_position = self.goal
+        inp.current_position = self.position.tolist()
+        inp.current_velocity = self.velocity.tolist()
+        inp.current_acceleration = self._zeros if acceleration is None else np.asarray(acceleration, dtype=float).tolist()
+        inp.target_position = self.goal.tolist()
         self.moving = False
         self.leashed = False
 
@@ -109,15 +110,15 @@ class TargetShaper:
         """The target's coordinates := x (its velocity, acceleration and goal kept): a caller that measures them
         from a new origin (JointTargetShaper's anchor) says where the target is in it."""
         self.position[:] = x
-        self._inp.current_position = self.position
+        self._inp.current_position = self.position.tolist()
 
     def set_goal(self, x) -> None:
         """A new goal: the target goes on from where it is and how it moves (a stream's next sample too)."""
         self.goal[:] = x
         inp = self._inp
-        inp.target_position = self.goal
-        inp.target_velocity = np.zeros(self.n)
-        inp.target_acceleration = np.zeros(self.n)
+        inp.target_position = self.goal.tolist()
+        inp.target_velocity = self._zeros
+        inp.target_acceleration = self._zeros
         if self.euclidean:
             # per axis the limit times |direction to the goal|: a straight line from rest moves at the limit along
             # it, never faster; an axis moving now keeps the share its velocity and acceleration use (a goal that
@@ -183,9 +184,9 @@ class TargetShaper:
             acceleration = np.asarray(self._inp.current_acceleration)
             acceleration[over & (acceleration * d > 0.0)] = 0.0
         inp = self._inp
-        inp.current_position = self.position
-        inp.current_velocity = self.velocity
-        inp.current_acceleration = acceleration
+        inp.current_position = self.position.tolist()
+        inp.current_velocity = self.velocity.tolist()
+        inp.current_acceleration = acceleration.tolist()
         self.leashed = True
 
     @property
