@@ -27,14 +27,18 @@ CHAOS_CYCLES ?= 200
 FUZZ_N ?= 1000
 FUZZ_SEED ?= 0
 FUZZ_ARGS ?=
+# mutation: mutmut on these packages under core/ (1 worker), reports in build/mutation/ (docs/mutation.md)
+MUTATION_PATHS ?= oink/limits oink/barriers control
+MUTATION_ARGS ?=
 
-.PHONY: help bootstrap demo test chaos fuzz bench soak clean distclean
+.PHONY: help bootstrap demo test chaos fuzz mutation bench soak clean distclean
 
 help:
 	@echo "make demo       bootstrap .venv if needed, then run the IK demo (ARGS=... passed on)"
 	@echo "make test       bootstrap .venv if needed, then run the test suite (PYTEST_ARGS=...)"
 	@echo "make chaos      the chaos tests long: CHAOS_CYCLES=$(CHAOS_CYCLES) lifecycle cycles under load (PYTEST_ARGS=...)"
 	@echo "make fuzz       FUZZ_N=$(FUZZ_N) random closed-loop scenarios, invariants checked; failures with replay commands (FUZZ_ARGS=...)"
+	@echo "make mutation   also install requirements-mutation.txt, mutmut on MUTATION_PATHS=\"$(MUTATION_PATHS)\" (long; MUTATION_ARGS=...)"
 	@echo "make bench      also install requirements-bench.txt, run bench/*.py (JSON in $(BENCH_OUT)/; ~14 min)"
 	@echo "make soak       the node for SOAK_DURATION=$(SOAK_DURATION) s under every input; RSS, ticks, lost commands (JSON, PNG in $(SOAK_OUT)/)"
 	@echo "make bootstrap  only create/refresh .venv"
@@ -60,6 +64,11 @@ chaos: bootstrap
 
 fuzz: bootstrap
 	@$(WITH_ENV) $(PY) -m roboplan_ik_ros.fuzz --n $(FUZZ_N) --seed $(FUZZ_SEED) $(FUZZ_ARGS)
+
+# in-process core tests only, per package (scripts/mutation.py); not part of `make test`
+mutation: bootstrap
+	@$(PY) -m pip install -q -r requirements-mutation.txt -c requirements.txt
+	@$(WITH_ENV) $(PY) scripts/mutation.py $(MUTATION_PATHS) $(MUTATION_ARGS)
 
 bench:
 	@BENCH=1 scripts/bootstrap.sh

@@ -1,0 +1,195 @@
+"""The limits' behaviour that mutation testing found unchecked (docs/mutation.md, core/oink/limits).
+
+- AccelerationLimit's numpy path (no compiled kernel) was only compared with the kernel on random
+  states: no joint exactly at rest, none just stopped or cruising, no per-joint mix of jerk bounds, and
+  no command stream run through it (where pi's step meets last step's bound to round-off).
+- The braking policy's travel B(w) at its two edges: P = 0 and (w + alpha) / delta an integer.
+- hardest_braking_step, reset and bound_cause had no test that pins their result.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from roboplan_ik_ros.core.oink import AccelerationLimit, Oink
+from roboplan_ik_ros.core.oink.limits.acceleration_limit import _travel
+
+from models import scene
+
+DT = 0.002  # [s]
+A_MAX = np.array([15.0, 7.5, 10.0, 12.5, 15.0, 20.0, 20.0])  # [rad/s^2] the Panda's
+J_MAX = np.array([7500.0, 3750.0, 5000.0, 6250.0, 7500.0, 10000.0, 10000.0])  # [rad/s^3]
+# per joint: some joints with a jerk bound, some without (inf): both branches of every np.where(finite)
+J_MIXED = np.where(np.arange(7) % 2 == 0, J_MAX, np.inf)
+JERKS = {"accel": None, "accel+jerk": J_MAX, "mixed": J_MIXED}
+
+
+@pytest.fixture(scope="module")
+def oink():
+    return Oink(scene("panda"), "arm")
+
+
+def _pair(oink, j_max):
+    """(kernel, numpy) limits with the same bounds; skips when the kernel is not built."""
+    fast = AccelerationLimit(oink, DT, A_MAX, j_max)
+    slow = AccelerationLimit(oink, DT, A_MAX, j_max, compiled=False)
+    if fast._box is None:
+        pytest.skip("the OInK kernel is not built: nothing to compare the numpy path with")
+    return fast, slow
+
+
+def _same_box(fast, slow, q, what):
+    a, b = fast.bounds(q), slow.bounds(q)
+    assert np.array_equal(a.lower, b.lower) and np.array_equal(a.upper, b.upper), (
+        f"{what}: kernel box [{a.lower}, {a.upper}] != numpy box [{b.lower}, {b.upper}]")
+    assert fast.nonviable == slow.nonviable, f"{what}: non-viable steps {fast.nonviable} != {slow.nonviable}"
+    return a
+
+
+@pytest.mark.parametrize("jerk", list(JERKS))
+@pytest.mark.parametrize("push", ["up", "down", "bang"])
+def test_the_numpy_path_drives_a_stream_like_the_kernel(oink, jerk, push):
+    """Full-speed approaches to the limits and reversals, every step's box from both paths: equal, never
+    empty, and no step counted as non-viable (braking up to a limit puts pi's step exactly on the bound
+    it met the step before: round-off, not a conflict)."""
+    fast, slow = _pair(oink, JERKS[jerk])
+    sc, g = oink.scene, oink.group
+    q = sc.named_configuration("default")
+    lo_q, hi_q = sc.q_min_v[g.v_indices], sc.q_max_v[g.v_indices]
+    V = fast.V
+    u1, u2 = np.zeros(7), np.zeros(7)
+    for k in range(1000):  # 2 s: every joint reaches its limit from the default pose
+        for lim in (fast, slow):
+            lim.set_history(u1, u2)
+        _, lower, upper = _same_box(fast, slow, q, f"{jerk} {push} step {k}")
+        x = q[g.q_indices]
+        lower = np.maximum(lower, np.maximum(-V, lo_q - x))  # with the velocity and position limits
+        upper = np.minimum(upper, np.minimum(V, hi_q - x))
+        assert (lower <= upper).all(), f"empty box at step {k}"
+        up = push == "up" or (push == "bang" and (k // 200) % 2 == 0)
+        u = upper if up else lower
+        q[g.q_indices] += u
+        u2, u1 = u1, u.copy()
+    assert fast.nonviable == 0 and slow.nonviable == 0
+
+
+@pytest.mark.parametrize("jerk", list(JERKS))
+def test_the_numpy_box_equals_the_kernel_box_on_edge_states(oink, jerk):
+    """States the random comparison never draws: joints exactly at rest beside moving ones, joints that
+    have just stopped (u1 = 0, u2 != 0) or cruise (u1 = u2), states beyond saving on either side, and
+    following corridors narrower than the braking travel."""
+    fast, slow = _pair(oink, JERKS[jerk])
+    sc, g = oink.scene, oink.group
+    rng = np.random.default_rng(31)
+    alpha, V = fast.alpha, fast.V
+    kinds = ("rest", "stopped", "cruise", "moving")
+    for k in range(600):
+        q = sc.named_configuration("default")
+        kind = rng.choice(kinds, 7)
+        u1 = rng.uniform(-1.0, 1.0, 7) * V
+        u2 = u1 - rng.uniform(-1.0, 1.0, 7) * alpha
+        u1[kind == "rest"] = u2[kind == "rest"] = 0.0
+        u1[kind == "stopped"] = 0.0
+        u2[kind == "cruise"] = u1[kind == "cruise"]
+        # one joint close to a limit, heading for it (beyond saving when close and fast)
+        j = rng.integers(7)
+        upper = bool(k % 2)
+        limit_q = (sc.q_max_v if upper else sc.q_min_v)[g.v_indices[j]]
+        q[g.q_indices[j]] = limit_q - (1 if upper else -1) * rng.uniform(0.0, 0.02)
+        if kind[j] != "rest":
+            u1[j] = (1 if upper else -1) * abs(u1[j])
+        room_up = rng.uniform(-0.01, 0.05, 7) if k % 3 == 0 else None
+        room_lo = None if room_up is None else rng.permutation(room_up)
+        for lim in (fast, slow):
+            lim.set_following_room(room_up, room_lo)
+            lim.set_history(u1, u2)
+        _same_box(fast, slow, q, f"{jerk} state {k} ({list(kind)})")
+    assert slow.nonviable > 0, "no state beyond saving was drawn: the collapse branch went unchecked"
+
+
+def test_braking_travel_at_its_edges():
+    """B(w) = n_A P + (P + alpha/2)^2 / (2 alpha) + E for P = u1 + w + g(w) > 0, E for P <= 0, with
+    n_A = ceil((w + alpha) / delta) - 1: at (w + alpha) / delta = 6 exactly the policy needs 5 steps before
+    it brakes at -alpha (values exact in binary)."""
+    alpha, delta, E = np.array([1.0]), np.array([0.25]), np.array([0.125])
+    w = np.array([0.5])  # (w + alpha) / delta = 6
+    g = w[0] ** 2 / (2 * delta[0])
+    P = 0.0 + w[0] + g
+    expected = 5 * P + (P + alpha[0] / 2) ** 2 / (2 * alpha[0]) + E[0]
+    assert _travel(np.array([0.0]), w, alpha, delta, E)[0] == pytest.approx(expected, rel=1e-15)
+    # P = 0 exactly (u1 = -(w + g)): nothing left to travel beyond the easing E
+    u1 = np.array([-(w[0] + g)])
+    assert _travel(u1, w, alpha, delta, E)[0] == E[0]
+    # no jerk bound: g = 0 and n_A = 0: the exact braking law's travel (P + alpha/2)^2 / (2 alpha)
+    inf = np.array([np.inf])
+    assert _travel(np.array([0.25]), w, alpha, inf, np.zeros(1))[0] == (0.75 + 0.5) ** 2 / 2.0
+
+
+def test_hardest_braking_step_brakes_each_joint_by_a_max(oink):
+    """Without a jerk bound, far from the limits, the hardest stop changes each joint's increment by
+    a_max dt^2 towards zero, or stops it where that is less, and adds the linearization offset."""
+    limit = AccelerationLimit(oink, DT, A_MAX)
+    q = oink.scene.named_configuration("default")
+    alpha = limit.alpha
+    u1 = np.array([3.0, -3.0, 0.5, -0.5, 0.0, 1.0, -2.0]) * alpha  # fast, slow (< alpha), still
+    offset = np.linspace(-1e-4, 1e-4, 7)
+    limit.set_history(u1, u1, offset)
+    step = limit.hardest_braking_step(q)
+    expected_u = np.sign(u1) * np.maximum(np.abs(u1) - alpha, 0.0)
+    np.testing.assert_allclose(step - offset, expected_u, rtol=0, atol=1e-18)
+
+
+def test_reset_forgets_the_motion_and_the_offset(oink):
+    """After reset() the limit is at rest and its box is the one of a new stream: +-a_max dt^2 around 0."""
+    limit = AccelerationLimit(oink, DT, A_MAX)
+    q = oink.scene.named_configuration("default")
+    limit.set_history(np.full(7, 1e-3), np.full(7, 5e-4), np.full(7, 1e-4))
+    assert not limit.at_rest
+    limit.reset()
+    assert limit.at_rest
+    _, lo, up = limit.bounds(q)
+    np.testing.assert_array_equal(up, limit.alpha)
+    np.testing.assert_array_equal(lo, -limit.alpha)
+
+
+def test_bound_cause_names_the_term_that_binds(oink):
+    """bound_cause on states built so that one term sets the bound: the reachable window (acceleration,
+    or jerk when delta < alpha), the velocity's levelling off, the braking distance to a position limit,
+    the following window."""
+    sc, g = oink.scene, oink.group
+    q0 = sc.named_configuration("default")
+    # a_max 10, j_max 1000 at 2 ms: alpha = 4e-5, delta = 8e-6 = alpha / 5
+    jerky = AccelerationLimit(oink, DT, 10.0, 1000.0)
+    alpha, delta = jerky.alpha[0], jerky.delta[0]
+    jerky.set_history(np.full(7, 10 * delta), np.full(7, 9 * delta))  # w_p = delta: the window's top w_p + delta
+    jerky.bounds(q0)
+    assert 2 * delta < alpha
+    assert jerky.bound_cause(0, upper=True) == "jerk"
+    assert jerky.bound_cause(0, upper=False) == "jerk"
+    # cruising just below v_max: levelling off under the jerk bound allows less than the window
+    V = jerky.V[0]
+    slack = delta / 10
+    jerky.set_history(np.full(7, V - slack), np.full(7, V - slack))
+    _, _, up = jerky.bounds(q0)
+    assert up[0] - (V - slack) < delta
+    assert jerky.bound_cause(0, upper=True) == "velocity"
+
+    plain = AccelerationLimit(oink, DT, 10.0)  # no jerk bound: the window is +-alpha
+    plain.bounds(q0)
+    assert plain.bound_cause(0, upper=True) == "acceleration"
+    assert plain.bound_cause(0, upper=False) == "acceleration"
+    # at rest at d = 0.78125 alpha below the upper limit: the braking law allows u = sqrt(2 alpha d) - alpha/2
+    # = 0.75 alpha, inside the window: the position term binds (not the acceleration, half as far again)
+    q = q0.copy()
+    d = 0.78125 * alpha
+    q[g.q_indices[0]] = sc.q_max_v[g.v_indices[0]] - d
+    _, _, up = plain.bounds(q)
+    assert up[0] == pytest.approx(0.75 * alpha, rel=1e-9)
+    assert plain.bound_cause(0, upper=True) == "position"
+    # the same travel left before a following window's edge, the limit far: the window binds
+    plain.set_following_room(np.full(7, d), np.full(7, d))
+    _, lo, up = plain.bounds(q0)
+    assert up[0] == pytest.approx(0.75 * alpha, rel=1e-9) and lo[0] == pytest.approx(-0.75 * alpha, rel=1e-9)
+    assert plain.bound_cause(0, upper=True) == "following"
+    assert plain.bound_cause(0, upper=False) == "following"
