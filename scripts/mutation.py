@@ -24,6 +24,7 @@ import argparse
 import fnmatch
 import json
 import os
+import random
 import shutil
 import subprocess
 import sys
@@ -164,13 +165,24 @@ def diffs(work: Path, names: list[str]) -> dict[str, str]:
         os.chdir(cwd)
 
 
-def report(name: str, work: Path, out: Path, only: list[str], tests: list[str], seconds: float | None) -> dict:
+def sampled(work: Path, source: str, args: argparse.Namespace) -> set[str]:
+    """The mutants this run covers: every one of the package (restricted by --only), or a seeded random
+    sample of --sample of them (the mutants must exist: a first run, even stopped, generates them)."""
+    names = sorted(k for k, (module, _) in load_results(work, source).items()
+                   if not args.only or any(fnmatch.fnmatch(Path(module).name, p) for p in args.only))
+    if not args.sample or args.sample >= len(names):
+        return set(names)
+    return set(random.Random(args.seed).sample(names, args.sample))
+
+
+def report(name: str, work: Path, out: Path, only: list[str], tests: list[str], seconds: float | None,
+           args: argparse.Namespace) -> dict:
     pkg = PACKAGES[name]
     source = f"{PYTHON_PACKAGE}/core/{pkg.path}"
     results = load_results(work, source)
-    if only:
-        results = {k: v for k, v in results.items()
-                   if any(fnmatch.fnmatch(Path(v[0]).name, pattern) for pattern in only)}
+    population = len(results)
+    keep = sampled(work, source, args)
+    results = {k: v for k, v in results.items() if k in keep}
     per_module: dict[str, Counter] = {}
     for module, code in results.values():
         per_module.setdefault(module, Counter())[outcome(code)] += 1
@@ -185,6 +197,7 @@ def report(name: str, work: Path, out: Path, only: list[str], tests: list[str], 
     data = {
         "package": f"core/{pkg.path}",
         "only": only,
+        "sample": None if not args.sample else {"size": len(results), "of": population, "seed": args.seed},
         "tests": tests,
         "seconds": seconds,
         "total": dict(total),
@@ -200,7 +213,9 @@ def report(name: str, work: Path, out: Path, only: list[str], tests: list[str], 
         return "-" if s is None else f"{100 * s:.1f} %"
 
     cols = (KILLED, TIMEOUT, SURVIVED, NO_TESTS, UNCHECKED, OTHER)
-    lines = [f"# Mutation report: core/{pkg.path}" + (f" (only {', '.join(only)})" if only else ""), "",
+    sample = (f" (a random sample of {len(results)} of the {population} mutants, seed {args.seed})"
+              if args.sample else "")
+    lines = [f"# Mutation report: core/{pkg.path}" + (f" (only {', '.join(only)})" if only else "") + sample, "",
              f"Score (killed + timeout) / (killed + timeout + survived + no tests): **{pct(data['score'])}**", "",
              "| module | " + " | ".join(cols) + " | score |", "|---" * (len(cols) + 2) + "|"]
     for m, c in sorted(per_module.items()):
@@ -228,14 +243,21 @@ def run(name: str, args: argparse.Namespace) -> dict:
     seconds = None
     if not args.report_only:
         cmd = [sys.executable, "-m", "mutmut", "run", "--max-children", str(args.max_children)]
+        source = f"{PYTHON_PACKAGE}/core/{pkg.path}"
         if args.retest:
-            source = f"{PYTHON_PACKAGE}/core/{pkg.path}"
             again = [k for k, (_, code) in load_results(work, source).items() if outcome(code) != KILLED
-                     and outcome(code) != TIMEOUT]
+                     and outcome(code) != TIMEOUT and k in sampled(work, source, args)]
             if not again:
                 print(f"[mutation] core/{pkg.path}: nothing to re-test")
-                return report(name, work, args.out, args.only, tests, None)
+                return report(name, work, args.out, args.only, tests, None, args)
             cmd += again
+        elif args.sample:
+            results = load_results(work, source)
+            todo = sorted(k for k in sampled(work, source, args) if results[k][1] is None)
+            if not todo:
+                print(f"[mutation] core/{pkg.path}: every sampled mutant has a result")
+                return report(name, work, args.out, args.only, tests, None, args)
+            cmd += todo
         print(f"[mutation] core/{pkg.path}: {' '.join(cmd[:6])} ... (in {work}; log {args.out / slug(name)}.log)",
               flush=True)
         start = time.monotonic()
@@ -244,7 +266,7 @@ def run(name: str, args: argparse.Namespace) -> dict:
         seconds = time.monotonic() - start
         if proc.returncode != 0:
             print(f"[mutation] core/{pkg.path}: mutmut exited {proc.returncode}; see the log", file=sys.stderr)
-    return report(name, work, args.out, args.only, tests, seconds)
+    return report(name, work, args.out, args.only, tests, seconds, args)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -255,6 +277,10 @@ def main(argv: list[str] | None = None) -> int:
                         help="mutate only these modules of the package (file name glob, repeatable)")
     parser.add_argument("--tests", action="append", default=[],
                         help="test files under test/ to run instead of the package's selection (repeatable)")
+    parser.add_argument("--sample", type=int, default=0,
+                        help="run a seeded random sample of this many mutants (after a first, possibly stopped, "
+                             "run generated them); the report's score is the sample's")
+    parser.add_argument("--seed", type=int, default=0, help="the sample's seed")
     parser.add_argument("--max-children", type=int, default=1, help="mutmut's parallel workers (default 1)")
     parser.add_argument("--out", type=Path, default=REPO / "build" / "mutation")
     parser.add_argument("--fresh", action="store_true", help="drop the previous run's mutants and results")

@@ -4,7 +4,8 @@
   states: no joint exactly at rest, none just stopped or cruising, no per-joint mix of jerk bounds, and
   no command stream run through it (where pi's step meets last step's bound to round-off).
 - The braking policy's travel B(w) at its two edges: P = 0 and (w + alpha) / delta an integer.
-- hardest_braking_step, reset and bound_cause had no test that pins their result.
+- hardest_braking_step, reset, bound_cause, VelocityLimit.set_reference and FollowingErrorLimit's bounds
+  had no test that pins their result; the latter's name (reports, errors) none at all.
 """
 
 from __future__ import annotations
@@ -12,7 +13,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from roboplan_ik_ros.core.oink import AccelerationLimit, Oink
+from roboplan_ik_ros.core import InvalidInputError
+from roboplan_ik_ros.core.oink import AccelerationLimit, FollowingErrorLimit, Oink, VelocityLimit
 from roboplan_ik_ros.core.oink.limits.acceleration_limit import _travel
 
 from models import scene
@@ -47,6 +49,9 @@ def _same_box(fast, slow, q, what):
     return a
 
 
+# numpy's RuntimeWarnings as errors: a joint without a jerk bound (delta = inf) must not make the path warn
+# (inf - inf in the velocity room is masked), which the node's log would repeat
+@pytest.mark.filterwarnings("error")
 @pytest.mark.parametrize("jerk", list(JERKS))
 @pytest.mark.parametrize("push", ["up", "down", "bang"])
 def test_the_numpy_path_drives_a_stream_like_the_kernel(oink, jerk, push):
@@ -74,6 +79,7 @@ def test_the_numpy_path_drives_a_stream_like_the_kernel(oink, jerk, push):
     assert fast.nonviable == 0 and slow.nonviable == 0
 
 
+@pytest.mark.filterwarnings("error")
 @pytest.mark.parametrize("jerk", list(JERKS))
 def test_the_numpy_box_equals_the_kernel_box_on_edge_states(oink, jerk):
     """States the random comparison never draws: joints exactly at rest beside moving ones, joints that
@@ -126,6 +132,26 @@ def test_braking_travel_at_its_edges():
     assert _travel(np.array([0.25]), w, alpha, inf, np.zeros(1))[0] == (0.75 + 0.5) ** 2 / 2.0
 
 
+@pytest.mark.parametrize("compiled", [True, False], ids=["kernel", "numpy"])
+def test_the_exact_braking_law_close_to_a_limit(oink, compiled):
+    """No jerk bound: u <= sqrt(2 alpha d) - alpha/2 where that is >= 0, else u <= 0. At d = alpha/2 the
+    joint may still step alpha/2 towards the limit; at d = alpha/8.5 (< alpha/8) a joint cruising away
+    from it may slow down to a stop but not turn towards it, and is not pushed away faster either."""
+    limit = AccelerationLimit(oink, DT, 10.0, compiled=compiled)
+    sc, g = oink.scene, oink.group
+    alpha = limit.alpha[0]
+    q = sc.named_configuration("default")
+    q[g.q_indices[0]] = sc.q_max_v[g.v_indices[0]] - alpha / 2
+    _, _, up = limit.bounds(q)  # at rest
+    assert up[0] == pytest.approx(alpha / 2, rel=1e-9)
+    q[g.q_indices[0]] = sc.q_max_v[g.v_indices[0]] - alpha / 8.5
+    away = np.zeros(7)
+    away[0] = -alpha / 4  # cruising away from the upper limit
+    limit.set_history(away, away)
+    _, lo, up = limit.bounds(q)
+    assert up[0] == 0.0 and lo[0] == pytest.approx(away[0] - alpha, rel=1e-12)
+
+
 def test_hardest_braking_step_brakes_each_joint_by_a_max(oink):
     """Without a jerk bound, far from the limits, the hardest stop changes each joint's increment by
     a_max dt^2 towards zero, or stops it where that is less, and adds the linearization offset."""
@@ -162,7 +188,8 @@ def test_bound_cause_names_the_term_that_binds(oink):
     # a_max 10, j_max 1000 at 2 ms: alpha = 4e-5, delta = 8e-6 = alpha / 5
     jerky = AccelerationLimit(oink, DT, 10.0, 1000.0)
     alpha, delta = jerky.alpha[0], jerky.delta[0]
-    jerky.set_history(np.full(7, 10 * delta), np.full(7, 9 * delta))  # w_p = delta: the window's top w_p + delta
+    # w_p = delta: the window's top w_p + delta; a linearization offset shifts the box, not the cause
+    jerky.set_history(np.full(7, 10 * delta), np.full(7, 9 * delta), np.full(7, -delta))
     jerky.bounds(q0)
     assert 2 * delta < alpha
     assert jerky.bound_cause(0, upper=True) == "jerk"
@@ -187,9 +214,56 @@ def test_bound_cause_names_the_term_that_binds(oink):
     _, _, up = plain.bounds(q)
     assert up[0] == pytest.approx(0.75 * alpha, rel=1e-9)
     assert plain.bound_cause(0, upper=True) == "position"
-    # the same travel left before a following window's edge, the limit far: the window binds
-    plain.set_following_room(np.full(7, d), np.full(7, d))
+    # the same travel left before a following window's lower edge (none above), the limits far: the window
+    # binds below, the window of reachable steps above
+    plain.set_following_room(np.full(7, np.inf), np.full(7, d))
     _, lo, up = plain.bounds(q0)
-    assert up[0] == pytest.approx(0.75 * alpha, rel=1e-9) and lo[0] == pytest.approx(-0.75 * alpha, rel=1e-9)
-    assert plain.bound_cause(0, upper=True) == "following"
+    assert lo[0] == pytest.approx(-0.75 * alpha, rel=1e-9) and up[0] == alpha
     assert plain.bound_cause(0, upper=False) == "following"
+    assert plain.bound_cause(0, upper=True) == "acceleration"
+    plain.set_following_room(np.full(7, d), np.full(7, np.inf))
+    _, lo, up = plain.bounds(q0)
+    assert up[0] == pytest.approx(0.75 * alpha, rel=1e-9) and lo[0] == -alpha
+    assert plain.bound_cause(0, upper=True) == "following"
+    assert plain.bound_cause(0, upper=False) == "acceleration"
+
+
+def test_velocity_limit_centres_on_the_reference_and_back(oink):
+    """set_reference(r): r - dt v_max <= dq <= r + dt v_max; set_reference(None): back to +-dt v_max."""
+    v_max = np.linspace(1.0, 2.2, 7)
+    limit = VelocityLimit(oink, DT, v_max)
+    q = oink.scene.named_configuration("default")
+    step = DT * v_max
+    r = np.linspace(-1e-3, 1e-3, 7)
+    limit.set_reference(r)
+    _, lo, up = limit.bounds(q)
+    np.testing.assert_array_equal(up, r + step)
+    np.testing.assert_array_equal(lo, r - step)
+    limit.set_reference(None)
+    _, lo, up = limit.bounds(q)
+    np.testing.assert_array_equal(up, step)
+    np.testing.assert_array_equal(lo, -step)
+
+
+def test_following_error_limit_keeps_the_error_or_lets_it_shrink(oink):
+    """|e + dq| <= max_error where that is possible, else dq may not grow the error: with e in units of
+    max_error m, e = 0.5 m allows [-1.5 m, 0.5 m]; e = 2 m (beyond) [-3 m, 0]; e = -2 m [0, 3 m]."""
+    m = 0.01
+    limit = FollowingErrorLimit(oink, m)
+    assert limit.name == "following_error_limit"  # the name reports give the bound
+    q = oink.scene.named_configuration("default")
+    e = np.array([0.5, -0.5, 2.0, -2.0, 0.0, 1.0, -1.0]) * m
+    limit.set_following_error(e)
+    _, lo, up = limit.bounds(q)
+    np.testing.assert_allclose(lo, np.array([-1.5, -0.5, -3.0, 0.0, -1.0, -2.0, 0.0]) * m, rtol=1e-12)
+    np.testing.assert_allclose(up, np.array([0.5, 1.5, 0.0, 3.0, 1.0, 0.0, 2.0]) * m, rtol=1e-12)
+    # include(dq): a braking step outside the window widens it on both sides, one inside changes nothing
+    lo, up = lo.copy(), up.copy()  # bounds() hands out the limit's own buffers
+    dq = np.array([-2.0, 2.0, 1.0, -1.0, 0.0, 0.5, -0.5]) * m
+    limit.include(dq)
+    _, lo2, up2 = limit.last_bounds()
+    np.testing.assert_allclose(lo2, np.minimum(lo, dq), rtol=0)
+    np.testing.assert_allclose(up2, np.maximum(up, dq), rtol=0)
+    assert (lo2 < lo).any() and (up2 > up).any()
+    with pytest.raises(InvalidInputError, match="following_error_limit.max_error"):
+        FollowingErrorLimit(oink, 0.0)
