@@ -11,6 +11,8 @@
   the table, and the goal marker follows a new goal;
 - ``streaming.*`` runtime parameters: ``speed_override`` 0 stops a twist stream from moving the tool, 1 lets it
   move it again, 1.5 is refused naming the parameter;
+- ``mock_camera`` (a process) publishing on ``~/pointcloud``: its clouds are in use (``fresh``), none refused, and
+  the box it shows when ``box_visible`` is set adds points to the perceived cloud;
 - ``~/<task>/joint_jog``: where control_msgs is not installed (a PyPI install: this machine), the node says so at
   configure and subscribes no such topic; where it is, a JointJog jogs the posture's joint.
 
@@ -36,6 +38,8 @@ WORKSPACE = next(b for b in SHIPPED["barriers"] if b["name"] == "workspace")
 BAD_MESSAGES = 5  # of each kind
 CLOUD_CENTER = np.array([0.5, -0.35, 0.3])  # [m] panda_link0: a 6 cm cube of points away from the arm
 CLOUD_SIZE = 0.06
+CAMERA_HZ, CAMERA_POINTS = 5.0, 3000  # mock_camera: few, small clouds (its ray casting takes a core at 20000, 15 Hz)
+BOX_POINTS = 20  # the camera's box adds at least this many points to the perceived cloud
 
 
 def _start(rig) -> None:
@@ -216,4 +220,29 @@ def test_joint_jog_is_there_where_control_msgs_is_and_said_to_be_absent_where_no
 
         rig.wait(moved, WAIT, "panda_joint1 jogged 0.01 rad")
         report("joint_jog", control_msgs="installed: jogged")
+    rig.check()
+
+
+def test_mock_camera_clouds_reach_the_node_and_its_box_shows_up(module_rig):
+    rig = module_rig
+    _start(rig)
+    name = e2e.unique("e2e_camera")
+    e2e.KNOWN_NODES.add(name)
+    camera = e2e.Proc(name, "roboplan_ik_ros.node.mock_camera",
+                      {"topic": f"/{rig.ik.name}/pointcloud", "frame_id": ROOT_FRAME, "rate_hz": CAMERA_HZ,
+                       "points": CAMERA_POINTS, "box_visible": False}, rig.log_dir)
+    rig.procs.append(camera)
+    try:
+        t0 = rig.rec.status[-1][0]
+        rig.wait(lambda: camera.alive and rig.wait_status(lambda s: True, WAIT, "a status").perception_state == "fresh"
+                 and rig.last_status().perceived_age < 1.0 / CAMERA_HZ * 3, WAIT, "the camera's clouds in use")
+        without = rig.last_status().perceived_points
+        assert rig.set_param("box_visible", True, proc=camera).successful
+        st = rig.wait_status(lambda s: s.perceived_points >= without + BOX_POINTS, WAIT,
+                             f"the box in the perceived cloud ({BOX_POINTS}+ more points)", since=t0)
+        report("mock_camera", points_without_box=without, points_with_box=st.perceived_points,
+               closest_link=st.closest_perceived_link, closest_m=st.closest_perceived_distance)
+        assert st.pointclouds_refused == 0, st.pointclouds_refused
+    finally:
+        camera.stop()
     rig.check()
