@@ -9,7 +9,6 @@ Nothing of ``core`` is used for an oracle (file lookups of example-robot-data on
 from __future__ import annotations
 
 import functools
-import math
 import threading
 import time
 import xml.etree.ElementTree as ET
@@ -232,15 +231,7 @@ class BaxterRig(Rig):
         return pubs
 
 
-def relative_pose(T_ref: pin.SE3, T: pin.SE3) -> pin.SE3:
-    return T_ref.actInv(T)
-
-
 def se3_distance(A: pin.SE3, B: pin.SE3) -> tuple[float, float]:
     """(position [m], angle [rad]) between two poses."""
     return (float(np.linalg.norm(A.translation - B.translation)),
             float(np.linalg.norm(pin.log3(A.rotation.T @ B.rotation))))
-
-
-def finite_or(x: float, default: float = math.inf) -> float:
-    return x if math.isfinite(x) else default
