@@ -14,7 +14,8 @@ import numpy as np
 import pytest
 
 from roboplan_ik_ros.core import InvalidInputError
-from roboplan_ik_ros.core.oink import AccelerationLimit, FollowingErrorLimit, Oink, VelocityLimit
+from roboplan_ik_ros.core.oink import AccelerationLimit, FollowingErrorLimit, Oink, PositionLimit, VelocityLimit
+from roboplan_ik_ros.core.oink.compiled_assembly import load_acceleration_box
 from roboplan_ik_ros.core.oink.limits.acceleration_limit import _travel
 
 from models import scene
@@ -33,11 +34,13 @@ def oink():
 
 
 def _pair(oink, j_max):
-    """(kernel, numpy) limits with the same bounds; skips when the kernel is not built."""
+    """(kernel, numpy) limits with the same bounds; skips when the kernel is not built. The default takes
+    the kernel, compiled=False the numpy path (what the flag says, not ignored)."""
+    if load_acceleration_box() is None:
+        pytest.skip("the OInK kernel is not built: nothing to compare the numpy path with")
     fast = AccelerationLimit(oink, DT, A_MAX, j_max)
     slow = AccelerationLimit(oink, DT, A_MAX, j_max, compiled=False)
-    if fast._box is None:
-        pytest.skip("the OInK kernel is not built: nothing to compare the numpy path with")
+    assert fast._box is not None and slow._box is None
     return fast, slow
 
 
@@ -267,3 +270,104 @@ def test_following_error_limit_keeps_the_error_or_lets_it_shrink(oink):
     assert (lo2 < lo).any() and (up2 > up).any()
     with pytest.raises(InvalidInputError, match="following_error_limit.max_error"):
         FollowingErrorLimit(oink, 0.0)
+
+
+def test_a_joint_without_jerk_bound_follows_the_exact_braking_law(oink):
+    """In a limit where some joints have a jerk bound and others none (inf), the latter brake like a limit
+    without any: no easing travel E, the same bound near a position limit (to the bisection's resolution)."""
+    j_max = np.where(np.isfinite(J_MIXED), 0.1 * J_MIXED, np.inf)  # a slow ramp: alpha = 10 delta, E > 0
+    mixed = AccelerationLimit(oink, DT, A_MAX, j_max)
+    plain = AccelerationLimit(oink, DT, A_MAX)
+    free = ~np.isfinite(j_max)
+    assert (mixed.E[free] == 0.0).all() and (mixed.E[~free] > 0.0).all()
+    sc, g = oink.scene, oink.group
+    q = sc.named_configuration("default")
+    d = 0.5 * plain.alpha  # [rad] every joint this close below its upper limit, at rest: u <= alpha/2
+    q[g.q_indices] = sc.q_max_v[g.v_indices] - d
+    up_mixed = mixed.bounds(q).upper.copy()
+    up_plain = plain.bounds(q).upper.copy()
+    assert (up_plain < plain.alpha).all(), "the braking law, not the window, should bind"
+    np.testing.assert_allclose(up_mixed[free], up_plain[free], rtol=0, atol=1e-9 * plain.alpha.max())
+
+
+def test_names_defaults_and_the_keys_errors_name(oink):
+    """Each limit's default name (reports name the bound by it) and errors that name the key."""
+    assert AccelerationLimit(oink, DT, 1.0).name == "acceleration_limit"
+    assert VelocityLimit(oink, DT, 1.0).name == "velocity_limit"
+    assert PositionLimit(oink).name == "position_limit"
+    with pytest.raises(InvalidInputError, match="acceleration_limit.v_max"):
+        AccelerationLimit(oink, DT, 1.0, v_max=[1.0, 2.0])
+    with pytest.raises(InvalidInputError, match="velocity_limit.v_max"):
+        VelocityLimit(oink, DT, 0.0)  # > 0 required: a zero speed limit would freeze the joint
+    with pytest.raises(InvalidInputError, match="position_limit.gain"):
+        PositionLimit(oink, gain=0.0)
+    # v_max = inf: no velocity bound for viability (allowed, here and at run time)
+    limit = AccelerationLimit(oink, DT, 1.0, v_max=np.inf)
+    assert np.isinf(limit.V).all()
+    limit.set_velocity_bound(np.inf)
+    assert np.isinf(limit.V).all()
+
+
+def test_last_bounds_only_after_bounds(oink):
+    """last_bounds(): None before any bounds() and after a braking_step (which reuses the buffer)."""
+    limit = AccelerationLimit(oink, DT, A_MAX)
+    q = oink.scene.named_configuration("default")
+    assert limit.last_bounds() is None
+    _, lo, up = limit.bounds(q)
+    assert limit.last_bounds() is not None
+    limit.braking_step(q)
+    assert limit.last_bounds() is None
+
+
+def test_braking_lookahead_is_half_the_stopping_time(oink):
+    """No jerk bound: half the slowest joint's stopping time from v_max at a_max, in steps."""
+    v_max = np.full(7, 2.0)
+    limit = AccelerationLimit(oink, DT, A_MAX, v_max=v_max)
+    t_stop = v_max / A_MAX / DT  # [steps]
+    assert limit.braking_lookahead() == pytest.approx(0.5 * t_stop.max(), rel=1e-12)
+
+
+def test_nearest_to_rest_is_the_reachable_step_closest_to_stopping(oink):
+    """reach = u1 + [max(-alpha, w_p - delta), min(alpha, w_p + delta)] (+ offset); the step nearest to
+    u = 0 in it: a fast joint slows by what the window allows, a slow one stops."""
+    limit = AccelerationLimit(oink, DT, 10.0, 1000.0)  # alpha = 5 delta
+    alpha, delta = limit.alpha[0], limit.delta[0]
+    u1 = np.array([20, -20, 20, -20, 0.5, -0.5, 0.0]) * delta
+    u2 = u1 - np.array([0, 0, 2, -2, 0, 0, 0]) * delta  # joints 2, 3 still accelerating away from rest
+    offset = np.linspace(-1e-6, 1e-6, 7)
+    limit.set_history(u1, u2, offset)
+    expected_u = np.array([19, -19, 21, -21, 0, 0, 0]) * delta
+    np.testing.assert_allclose(limit.nearest_to_rest() - offset, expected_u, rtol=0, atol=1e-18)
+    assert delta < alpha
+
+
+def test_braking_step_keeps_the_path_or_clips_each_joint(oink):
+    """braking_step: the increment scaled uniformly as far as the bounds allow (plus the offset); a still
+    joint whose box reaches exactly 0 (at its limit) does not break the uniform scale; a joint that has just
+    stopped but cannot stay still (its jerk window excludes 0) leaves no uniform scale: each joint is
+    clipped to its box's value nearest 0."""
+    sc, g = oink.scene, oink.group
+    q = sc.named_configuration("default")
+    plain = AccelerationLimit(oink, DT, 10.0)
+    alpha = plain.alpha[0]
+    u1 = np.array([3.0, 0.0, 1.5, 0.0, 0.0, 0.0, 0.0]) * alpha
+    offset = np.linspace(-1e-6, 1e-6, 7)
+    plain.set_history(u1, u1, offset)
+    # the box allows u1 - alpha per joint: the uniform scale is that of the faster-shrinking joint, 2/3
+    np.testing.assert_allclose(plain.braking_step(q) - offset, u1 * (2.0 / 3.0), rtol=1e-12, atol=1e-20)
+    q_at_limit = q.copy()
+    q_at_limit[g.q_indices[1]] = sc.q_min_v[g.v_indices[1]]  # joint 1, still, exactly at its lower limit
+    plain.set_history(u1, u1)
+    lower = plain.bounds(q_at_limit).lower.copy()
+    assert lower[1] == 0.0
+    np.testing.assert_allclose(plain.braking_step(q_at_limit), u1 * (2.0 / 3.0), rtol=1e-12, atol=1e-20)
+
+    jerky = AccelerationLimit(oink, DT, 10.0, 1000.0)  # alpha = 5 delta
+    delta = jerky.delta[0]
+    u1 = np.array([10.0, 0.0, 0, 0, 0, 0, 0]) * delta
+    u2 = np.array([10.0, 3.0, 0, 0, 0, 0, 0]) * delta  # joint 1 just stopped from 3 delta: next u in [-4, -2] delta
+    jerky.set_history(u1, u2, offset)
+    _, lo, up = jerky.bounds(q)
+    lo, up = lo - offset, up - offset
+    assert up[1] < 0.0, "joint 1 cannot stay still: no uniform scale of the path fits"
+    np.testing.assert_allclose(jerky.braking_step(q) - offset, np.clip(0.0, lo, up), rtol=0, atol=1e-18)
