@@ -171,3 +171,33 @@ def test_switching_jog_to_joint_goal_has_no_jump(panda):
     assert (np.abs(np.diff(c, n=2, axis=0)) <= acc.alpha[:7] * (1 + 1e-9) + 1e-15).all()
     assert loop.guard.cuts == 0
     assert np.abs(sim.q[loop.group.q_indices] - goal).max() < 1e-3
+
+
+def test_a_jog_under_a_held_pose_moves_the_arm_along_its_self_motion_as_long_as_it_lasts():
+    """The joints not jogged follow the arm (their targets where they are): jogging panda_joint1 while the pose task
+    holds the tool turns the elbow for as long as the jog lasts, the tool staying put. (Their targets held where the
+    jog started pulled back and stopped it after ~0.06 rad.)"""
+    from conftest import CONFIG_DIR
+    from models import robot
+
+    r = robot("panda")
+    data = yaml.safe_load((CONFIG_DIR / "panda.yaml").read_text())
+    data["barriers"] = [b for b in data["barriers"] if b["name"] != "self_collision"]
+    loop = ControlLoop.from_config(data, r.urdf_xml, r.srdf_xml, r.package_paths)
+    scene = loop.scene
+    sim = SimRobot(loop, scene.named_configuration("default"))
+    assert loop.activate(sim.t) == ""
+    T_tool = scene.frame_pose(sim.q, "panda_hand_tcp")
+    loop.set_pose_goal("ee", T_tool)  # hold the tool where it is
+    sim.tick(50)
+    q_start = sim.q.copy()
+    dq = np.zeros(7)
+    dq[0] = 0.5  # unitless: half of streaming.max_joint_speed
+    for k in range(1500):  # 3 s
+        if k % 5 == 0:
+            loop.set_joint_velocities("posture", dq, sim.t)
+        sim.tick()
+    turned = sim.q[loop.group.q_indices][0] - q_start[loop.group.q_indices][0]
+    assert turned > 0.2, f"panda_joint1 turned {turned:.3f} rad in 3 s of jogging at 0.25 rad/s"
+    T_end = scene.frame_pose(sim.q, "panda_hand_tcp")
+    assert np.linalg.norm(T_end.translation - T_tool.translation) < 1e-3
