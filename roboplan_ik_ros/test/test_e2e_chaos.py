@@ -825,6 +825,7 @@ def test_short_joint_states_outage_while_a_lagging_robot_moves(rig):
     rig.activate()
     rng = random.Random(SEED + 3)
     outages, modes, sign = [], [], 1.0
+    stops_before = rig.ik.log().count("stopped commanding")
     for _ in range(3 if not LONG else max(3, CYCLES // 20)):
         q0 = rig.measured()
         q_goal = q0.copy()
@@ -840,7 +841,7 @@ def test_short_joint_states_outage_while_a_lagging_robot_moves(rig):
             return abs(rig.measured()[2] - q0[2]) > 0.4
 
         rig.wait(moving, WAIT, "joint 3 moving fast")
-        reseeds0, stops0 = rig.last_status().reseeds, rig.ik.log().count("stopped commanding")
+        reseeds0 = rig.last_status().reseeds
         t0 = time.perf_counter()
         rig.set_param("paused", True, rig.mock)
         # the outage lasts until the node went stale (state_timeout), then a random 0-150 ms more: the
@@ -852,11 +853,13 @@ def test_short_joint_states_outage_while_a_lagging_robot_moves(rig):
         st = rig.wait_status(lambda s: s.mode != "stale", WAIT, "the node out of stale", since=time.perf_counter())
         rig.require(st.reseeds > reseeds0, f"outage {len(outages) + 1} ({length:.3f} s): the node left stale "
                                            f"({st.mode}) without re-seeding: reseeds {reseeds0} -> {st.reseeds}")
-        rig.wait(lambda: rig.ik.log().count("stopped commanding") > stops0, WAIT,
-                 f"the node's log saying it stopped commanding (outage {len(outages) + 1})")
         outages.append(round(length, 3))
         modes.append(st.mode)
         rig.wait_commands(100, what="100 commands after the outage")  # fails at once on a drive fault
+    # the node logs a stale stop once per LogThrottle period (2 s) whatever the outages in between: the per-outage
+    # proof is the mode 'stale' seen above (~/status), the log says it at least once
+    rig.wait(lambda: rig.ik.log().count("stopped commanding") > stops_before, WAIT,
+             "the node's log saying it stopped commanding")
     fig = rig.check()
     report("chaos_js_outage", outages_s=outages, stale_stops=rig.ik.log().count("stopped commanding"),
            modes_after=modes, **fig)
