@@ -108,20 +108,6 @@ def frame_tasks(config) -> list:
     return [t for t in config.tasks if t.type == "frame"]
 
 
-def arm_reach(scene, group, frame: str) -> float:
-    """[m] an upper bound of the distance from the group's first joint to ``frame``: the joint-to-joint
-    offsets along the chain."""
-    model = scene.model
-    fid = scene.frame_id(frame)
-    root = int(group.joint_ids[0])
-    reach = float(np.linalg.norm(model.frames[fid].placement.translation))
-    j = model.frames[fid].parentJoint
-    while j > root:
-        reach += float(np.linalg.norm(model.jointPlacements[j].translation))
-        j = model.parents[j]
-    return reach
-
-
 class _Builder:
     """The state of one scenario's generation (scene, oracle, rng)."""
 
@@ -400,7 +386,7 @@ def make_scenario(seed: int) -> Scenario:
             base = _first_joint_position(b.scene, b.group, q0)
             d = rng.normal(size=3)
             d[2] = abs(d[2])
-            reach = arm_reach(b.scene, b.group, tc.frame)
+            reach = b.scene.arm_reach(b.group, tc.frame)
             goal = pin.SE3(T.rotation @ pin.exp3(rng.normal(scale=0.3, size=3)),
                            base + d / np.linalg.norm(d) * reach * rng.uniform(1.05, 1.6))
             events.append(Event(t, "pose", "", {tc.name: goal}, label="unreachable pose goal"))

@@ -272,7 +272,8 @@ class ControlLoop:
                 f"node.goal_smoothing.type {settings.goal_smoothing.type!r} with an acceleration limit: a pose goal "
                 "that jumps is reached at the acceleration bounds and overshot by the braking distance; "
                 "'jerk_limited' or 'max_acceleration' brakes the target into the goal instead")
-        self._reach = {n: self._arm_reach(t.frame) for n, t in self.ctrl.tasks.items() if isinstance(t, FrameTask)}
+        self._reach = {n: scene.arm_reach(self.group, t.frame)
+                       for n, t in self.ctrl.tasks.items() if isinstance(t, FrameTask)}
         self._judges = {n: GoalJudge() for n in self._smoothers}  # goal feedback (status reports)
         self._feedback_data = scene.model.createData()
 
@@ -416,19 +417,6 @@ class ControlLoop:
             shaper.set_goal(point, self._eye(name))
         else:
             shaper.set_goal(point)
-
-    def _arm_reach(self, frame: str) -> float:
-        """Upper bound of the distance from the group's first joint to ``frame`` [m]: the sum of
-        the joint-to-joint offsets along the chain."""
-        model = self.scene.model
-        fid = self.scene.frame_id(frame)
-        root = int(self.group.joint_ids[0])
-        reach = float(np.linalg.norm(model.frames[fid].placement.translation))
-        j = model.frames[fid].parentJoint
-        while j > root:
-            reach += float(np.linalg.norm(model.jointPlacements[j].translation))
-            j = model.parents[j]
-        return reach
 
     # ------------------------------------------------------------------ lifecycle
     def activate(self, now: float) -> str:

@@ -558,6 +558,19 @@ class Scene:
         return q
 
     # ----------------------------------------------------------------- queries
+    def arm_reach(self, group, frame: str) -> float:
+        """[m] An upper bound of the distance from ``group``'s first joint to ``frame``: the sum of the
+        joint-to-joint offsets along the chain (and the frame's own offset from its joint)."""
+        model = self.model
+        fid = self.frame_id(frame)
+        root = int(group.joint_ids[0])
+        reach = float(np.linalg.norm(model.frames[fid].placement.translation))
+        j = model.frames[fid].parentJoint
+        while j > root:
+            reach += float(np.linalg.norm(model.jointPlacements[j].translation))
+            j = model.parents[j]
+        return reach
+
     def frame_pose(self, q: np.ndarray, frame: str) -> pin.SE3:
         """T_world_frame at q."""
         fid = self.frame_id(frame)
