@@ -173,12 +173,19 @@ def diffs(work: Path, names: list[str]) -> dict[str, str]:
 
 def sampled(work: Path, source: str, args: argparse.Namespace) -> set[str]:
     """The mutants this run covers: every one of the package (restricted by --only), or a seeded random
-    sample of --sample of them (the mutants must exist: a first run, even stopped, generates them)."""
+    sample of --sample of them (the mutants must exist: a first run, even stopped, generates them). The
+    sample is kept in the work directory: modules that others edit meanwhile regenerate their mutants, and
+    later runs (--retest, the report) must cover the same ones."""
     names = sorted(k for k, (module, _) in load_results(work, source).items()
                    if not args.only or any(fnmatch.fnmatch(Path(module).name, p) for p in args.only))
     if not args.sample or args.sample >= len(names):
         return set(names)
-    return set(random.Random(args.seed).sample(names, args.sample))
+    kept = work / f"sample-{args.sample}-seed{args.seed}-{'+'.join(sorted(args.only)) or 'all'}.json"
+    if kept.is_file():
+        return set(json.loads(kept.read_text()))
+    chosen = random.Random(args.seed).sample(names, args.sample)
+    kept.write_text(json.dumps(sorted(chosen), indent=0) + "\n")
+    return set(chosen)
 
 
 def report(name: str, work: Path, out: Path, only: list[str], tests: list[str], seconds: float | None,
@@ -186,7 +193,8 @@ def report(name: str, work: Path, out: Path, only: list[str], tests: list[str], 
     pkg = PACKAGES[name]
     source = f"{PYTHON_PACKAGE}/core/{pkg.path}"
     results = load_results(work, source)
-    population = len(results)
+    population = sum(1 for module, _ in results.values()
+                     if not only or any(fnmatch.fnmatch(Path(module).name, p) for p in only))
     keep = sampled(work, source, args)
     results = {k: v for k, v in results.items() if k in keep}
     per_module: dict[str, Counter] = {}
