@@ -196,7 +196,7 @@ def report(name: str, work: Path, out: Path, only: list[str], tests: list[str], 
     population = sum(1 for module, _ in results.values()
                      if not only or any(fnmatch.fnmatch(Path(module).name, p) for p in only))
     keep = sampled(work, source, args)
-    results = {k: v for k, v in results.items() if k in keep}
+    results = {k: v for k, v in results.items() if k in keep}  # a kept name whose module changed is gone
     per_module: dict[str, Counter] = {}
     for module, code in results.values():
         per_module.setdefault(module, Counter())[outcome(code)] += 1
@@ -269,7 +269,7 @@ def run(name: str, args: argparse.Namespace) -> dict:
             if not load_results(work, source):  # no mutants yet: generate them (what `mutmut run` does first)
                 subprocess.run([sys.executable, "-c", GENERATE], cwd=work, check=True, stdout=subprocess.DEVNULL)
             results = load_results(work, source)
-            todo = sorted(k for k in sampled(work, source, args) if results[k][1] is None)
+            todo = sorted(k for k in sampled(work, source, args) if k in results and results[k][1] is None)
             if not todo:
                 print(f"[mutation] core/{pkg.path}: every sampled mutant has a result")
                 return report(name, work, args.out, args.only, tests, None, args)
