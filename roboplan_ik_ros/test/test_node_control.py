@@ -334,10 +334,19 @@ def test_nan_joint_states_are_ignored_and_the_node_keeps_running(rig):
     rig.client.wait_status(lambda s: s.mode == "tracking", what="tracking the goal at the hand's pose")
     n0 = rig.node.loop.state.rejected
     wait_until(lambda: rig.js_pub.get_subscription_count() > 0, what="joint_states subscription")
-    rig.js_pub.publish(JointState(name=ARM, position=[0.0, math.nan, 0.0, -2.0, 0.0, 1.5, 0.8]))
-    rig.js_pub.publish(JointState(name=ARM[:5], position=[0.0] * 5))
-    rig.js_pub.publish(JointState(name=ARM, position=[0.0, 0.0, 0.0, -2.0, 0.0, 1.5, 7.8]))  # joint 7 beyond its limit
-    wait_until(lambda: rig.node.loop.state.rejected >= n0 + 3, what="3 rejected joint states")
+    bad = (JointState(name=ARM, position=[0.0, math.nan, 0.0, -2.0, 0.0, 1.5, 0.8]),
+           JointState(name=ARM[:5], position=[0.0] * 5),
+           JointState(name=ARM, position=[0.0, 0.0, 0.0, -2.0, 0.0, 1.5, 7.8]))  # joint 7 beyond its limit
+    for k, msg in enumerate(bad):  # one at a time, sent again every 50 ms until counted: the subscription keeps
+        sent = [0.0]  # the newest message only, and the mock robot's valid joint states come at 100 Hz
+
+        def rejected(msg=msg, k=k, sent=sent):
+            if time.monotonic() - sent[0] > 0.05:
+                rig.js_pub.publish(msg)
+                sent[0] = time.monotonic()
+            return rig.node.loop.state.rejected >= n0 + k + 1
+
+        wait_until(rejected, what=f"rejected joint state {k + 1} of 3")
     n = len(rig.client.commands)
     wait_until(lambda: len(rig.client.commands) > n + 100, what="the loop keeps commanding")
     after = rig.client.wait_status(lambda s: True)
