@@ -301,8 +301,9 @@ def test_bad_twists_jogs_and_inputs_while_paused_are_rejected_and_the_robot_hold
     n0 = rig.node.loop.counts.goals_rejected
     for k, (pub, msg, words) in enumerate(cases):
         pub.publish(msg)
-        wait_until(lambda: rig.node.loop.counts.goals_rejected >= n0 + k + 1, what=f"rejected input {k}")
-        assert words in rig.node._last_rejection, (words, rig.node._last_rejection)
+        # the count and the reason are set one after the other by the node's thread: wait for both
+        wait_until(lambda: rig.node.loop.counts.goals_rejected >= n0 + k + 1 and words in rig.node._last_rejection,
+                   what=f"input {k} rejected for {words!r}")
     pause = rig.client.node.create_client(SetBool, f"/{rig.name}/pause")
     assert pause.wait_for_service(timeout_sec=10.0)
     assert wait_future(pause.call_async(SetBool.Request(data=True)), timeout=10.0).success
