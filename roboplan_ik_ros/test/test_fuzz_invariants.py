@@ -187,3 +187,18 @@ def test_the_fuzzer_runs_without_ros():
     code = ("import sys, roboplan_ik_ros.fuzz.cli, roboplan_ik_ros.fuzz.runner; "
             "sys.exit('rclpy' in sys.modules)")
     assert subprocess.run([sys.executable, "-c", code], timeout=120).returncode == 0, "the fuzzer imported rclpy"
+
+
+def _square(seed: int) -> int:  # module level: the worker processes import it by name
+    return seed * seed
+
+
+@pytest.mark.parametrize("jobs", [1, 2, 3])
+def test_a_campaign_runs_every_seed_once_in_any_number_of_workers(jobs):
+    """Every seed given reaches ``done`` exactly once (a zip over the seeds once dropped the fifth with 2 workers)."""
+    from roboplan_ik_ros.fuzz.cli import run_seeds
+
+    seeds = list(range(10, 21))
+    got = []
+    run_seeds(seeds, jobs, _square, got.append)
+    assert sorted(got) == [s * s for s in seeds]

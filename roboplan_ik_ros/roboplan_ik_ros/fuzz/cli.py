@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import itertools
 import json
 import math
 import sys
@@ -82,6 +83,36 @@ def _replay(seed: int, console) -> int:
     return 0 if r.ok else 1
 
 
+def run_seeds(seeds, jobs: int, run, done, time_budget: float = 0.0, start: float | None = None) -> None:
+    """``done(run(seed))`` for every seed, in ``jobs`` worker processes (1: in this one), in completion order;
+    with ``time_budget`` [s] no seed starts after that much wall time since ``start``."""
+    start = time.perf_counter() if start is None else start
+
+    def in_budget() -> bool:
+        return not (time_budget and time.perf_counter() - start > time_budget)
+
+    if jobs <= 1:
+        for s in seeds:
+            if not in_budget():
+                break
+            done(run(s))
+        return
+    with ProcessPoolExecutor(jobs) as pool:
+        pending = iter(seeds)
+        # islice, not zip(pending, range(n)): zip takes one more seed from pending before range ends, and drops it
+        futures = {pool.submit(run, s) for s in itertools.islice(pending, jobs * 2)}
+        while futures:
+            finished = next(iter(f for f in futures if f.done()), None)
+            if finished is None:
+                time.sleep(0.05)
+                continue
+            futures.remove(finished)
+            done(finished.result())
+            s = next(pending, None)
+            if s is not None and in_budget():
+                futures.add(pool.submit(run, s))
+
+
 def _campaign(args, console) -> int:
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
     from rich.table import Table
@@ -97,27 +128,12 @@ def _campaign(args, console) -> int:
             results.append(r)
             progress.update(task, advance=1, failed=sum(not x.ok for x in results))
 
-        if args.jobs <= 1:
-            for s in seeds:
-                if args.time_budget and time.perf_counter() - start > args.time_budget:
-                    break
-                done(_run(s))
-        else:
-            with ProcessPoolExecutor(args.jobs) as pool:
-                pending = iter(seeds)
-                futures = {pool.submit(_run, s) for s, _ in zip(pending, range(args.jobs * 2))}
-                while futures:
-                    finished = next(iter(f for f in futures if f.done()), None)
-                    if finished is None:
-                        time.sleep(0.05)
-                        continue
-                    futures.remove(finished)
-                    done(finished.result())
-                    s = next(pending, None)
-                    if s is not None and not (args.time_budget and time.perf_counter() - start > args.time_budget):
-                        futures.add(pool.submit(_run, s))
+        run_seeds(seeds, args.jobs, _run, done, args.time_budget, start)
     results.sort(key=lambda r: r.seed)
     wall = time.perf_counter() - start
+    missing = sorted(set(seeds) - {r.seed for r in results})
+    if missing and not args.time_budget:
+        raise RuntimeError(f"seeds {missing[:10]} did not run: a campaign reports every seed it was given")
     failed = [r for r in results if not r.ok]
     table = Table(title=f"{len(failed)} of {len(results)} scenarios failed ({wall:.0f} s)", title_justify="left")
     for col in ("seed", "robot / kind", "invariant", "cause", "detail", "replay"):
