@@ -37,6 +37,12 @@ def look_loop(cap: bool) -> ControlLoop:
                              "max_turn_speed": 1e3, "max_turn_acceleration": 1e6, "max_turn_jerk": float("inf")})
     obstacles = next(b for b in data["barriers"] if b["name"] == "obstacles")
     assert obstacles["safe_displacement_max_weight"] == 1.0  # what panda.yaml ships
+    # RoboPlan's constant weight, which the cap is for: panda.yaml fades it out 5 cm above d_min (the table's
+    # pairs stay farther here), which would take the weight out of this scenario altogether
+    del obstacles["safe_displacement_fade"]
+    # and the workspace's weight at RoboPlan's default gain (panda.yaml ships 0.3): the path the freeze was
+    # measured on (with 0.3 the uncapped arm takes another, along which it gets there)
+    next(b for b in data["barriers"] if b["name"] == "workspace")["safe_displacement_gain"] = 1.0
     if not cap:
         del obstacles["safe_displacement_max_weight"]  # RoboPlan's form
     config = load_config(data)

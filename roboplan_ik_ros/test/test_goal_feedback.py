@@ -38,10 +38,14 @@ def test_a_goal_beyond_the_workspace_box_is_limited_by_the_workspace_barrier(pan
     seen, v, sim = drive(loop, [0.4, 0.0, 0.9])
     assert v.verdict == LIMITED and v.limited_by == "barrier" and v.limited_at == ("workspace",)
     assert "'workspace' z upper" in v.reason
-    assert v.distance == pytest.approx(0.15, abs=1e-3)  # it stops on the box's top face, 0.15 m below the goal
+    # it stops under the box's top face (z_max 0.75: 0.15 m below the goal), the barrier's approach slowing
+    # exponentially (gain 5/s): the judge says limited once progress stalls, within a few mm of the face
+    tcp = sim.tcp().translation
+    assert v.distance == pytest.approx(np.linalg.norm(tcp - [0.4, 0.0, 0.9]), abs=1e-9)
+    assert 0.75 - 5e-3 < tcp[2] <= 0.75 + 1e-4
     assert v.angle < 1e-2
     assert set(seen[:-1]) == {REACHABLE}  # on its way first
-    assert "limited by barrier" in v.text() and "150." in v.text()
+    assert "limited by barrier" in v.text() and f"{v.distance * 1e3:.1f}" in v.text(), v.text()
 
 
 def test_a_goal_out_of_reach_is_limited(panda):

@@ -10,6 +10,7 @@ import yaml
 
 from roboplan_ik_ros.core.config import load_config
 from roboplan_ik_ros.core.control.control_loop import ControlLoop, LoopConfig, UnappliedConfigWarning
+from roboplan_ik_ros.core.control.goal_followers import GoalSmoothingConfig
 from roboplan_ik_ros.core.control.loop_from_config import (LOOP_KEYS, load_loop_config, split_node_section,
                                                            unapplied_loop_keys)
 from roboplan_ik_ros.core.errors import InvalidInputError
@@ -87,7 +88,7 @@ def test_from_config_builds_the_loop_the_yaml_describes(panda_loop):
 
 def test_settings_that_drop_a_yaml_key_are_said(panda_loop):
     config = load_config(PANDA_YAML)
-    default = LoopConfig()
+    default = LoopConfig(goal_smoothing=GoalSmoothingConfig(type="none"))  # settings made without the YAML's
     assert default.goal_smoothing.type != config.node["goal_smoothing"]["type"], "the key this test drops"
     assert "node.goal_smoothing.type" in unapplied_loop_keys(config.node, default)
     with pytest.warns(UnappliedConfigWarning, match=r"node\.goal_smoothing\.type: set in the config's node"):

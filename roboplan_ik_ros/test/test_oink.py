@@ -201,15 +201,47 @@ def test_binding_velocity_limit_goes_through_osqp(panda, q_home):
     assert np.isclose(np.max(np.abs(res.dq) / (DT * vel.v_max)), 1.0, atol=1e-4)  # saturated
 
 
-def test_enforce_barriers_zeroes_a_violating_step(panda, q_home):
+def _leaving_through_the_top(panda, q_home, limits):
+    """A box whose top face is 0.1 mm above the tip, solved at q_home, and a step (the base turning 0.02 rad,
+    shoulder back and elbow out 0.01 rad) whose tip leaves it through that face while moving along it (y)."""
     oink = Oink(panda, "arm")
     p0 = panda.frame_pose(q_home, TIP).translation
-    box = PositionBarrier(oink, TIP, p0 - 0.1, p0 + [0.1, 0.1, 0.001], DT)
-    oink.solve(q_home, [FrameTask(oink, TIP)], [], [box])
+    box = PositionBarrier(oink, TIP, p0 - 0.1, p0 + [0.1, 0.1, 0.0001], DT)
+    assert oink.solve(q_home, [FrameTask(oink, TIP)], limits(oink), [box]).ok
     dq = np.zeros(panda.model.nv)
-    dq[1] = -0.05  # shoulder forward: the tip leaves the box through its top face
-    assert not oink.enforce_barriers(q_home, dq, [box])
-    assert np.all(dq == 0.0)
+    dq[0], dq[1], dq[3] = 0.02, -0.01, 0.01
+    p1 = panda.frame_pose(panda.integrate(q_home, dq), TIP).translation
+    assert p1[2] > p0[2] + 0.002 and abs(p1[1] - p0[1]) > 0.003, "the step leaves through the top, sideways"
+    return oink, box, dq, p0, p1
+
+
+def test_a_step_leaving_a_barrier_is_corrected_back_onto_it_keeping_its_motion_along_it(panda, q_home):
+    """enforce_barriers' second-order correction: no shorter step stays inside (1/8 of it still rises 1 mm),
+    the row's gradient lifts the step back to the face, its motion along the face kept."""
+    oink, box, dq, p0, p1 = _leaving_through_the_top(panda, q_home, lambda oink: [])
+    assert oink.enforce_barriers(q_home, dq, [box], 1e-4)
+    assert oink.corrected_steps == 1 and oink.shortened_steps == 0
+    p = panda.frame_pose(panda.integrate(q_home, dq), TIP).translation
+    assert p[2] <= p0[2] + 0.0001 + 1e-4  # on the face, within the tolerance
+    assert (p[1] - p0[1]) / (p1[1] - p0[1]) > 0.5  # and still moving along it
+
+
+def test_a_violating_step_the_limits_do_not_let_the_correction_fix_is_zeroed(panda, q_home):
+    """The box limits pin the step (moving at dq with no jerk left): neither a correction nor a shorter step
+    stays inside them and the box: the step is refused, zeroed."""
+    from roboplan_ik_ros.core.oink.limits.acceleration_limit import AccelerationLimit
+
+    dq_box = np.zeros(7)
+    dq_box[0], dq_box[1], dq_box[3] = 0.02, -0.01, 0.01
+
+    def pinned(oink):
+        accel = AccelerationLimit(oink, DT, a_max=1e3, j_max=1e-9)
+        accel.set_history(dq_box, dq_box)
+        return [accel]
+
+    oink, box, dq, _, _ = _leaving_through_the_top(panda, q_home, pinned)
+    assert not oink.enforce_barriers(q_home, dq, [box], 1e-4)
+    assert np.all(dq == 0.0) and oink.corrected_steps == 0
 
 
 def test_unsatisfiable_barrier_row_is_named_in_the_status():

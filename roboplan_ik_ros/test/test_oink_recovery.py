@@ -309,11 +309,11 @@ def test_unrecoverable_position_barrier_row_names_the_box(panda):
     assert "d_min" not in res.status and "SRDF" not in res.status
 
 
-def test_enforce_barriers_lets_violated_rows_slip_by_at_most_the_recovery_slip(panda):
+def test_enforce_barriers_lets_violated_rows_slip_by_at_most_the_recovery_slip(panda, monkeypatch):
     """At q the TCP is 5 cm above the box. A step that lifts it further by less than the recovery slip
-    (1e-5 m) passes; one that lifts it by more is zeroed, however much it is shortened (a violation
-    never creeps deeper, step after step); one that pushes a satisfied row outside is zeroed; one that
-    lowers it passes unchanged."""
+    (1e-5 m) passes; one that lifts it by more is corrected back to where the row is (never deeper: a
+    violation does not creep, step after step), or zeroed when no correction is tried; one that pushes a
+    satisfied row outside is corrected back onto its floor; one that lowers it passes unchanged."""
     [q] = _samples(panda, 5, 1, lambda q: 0.03 <= -_workspace_h(panda, q)[5] <= 0.07
                    and _workspace_h(panda, q)[:5].min() > 0.05)
     c = _panda_yaml(panda, barriers=("workspace",))
@@ -326,20 +326,28 @@ def test_enforce_barriers_lets_violated_rows_slip_by_at_most_the_recovery_slip(p
         return c.oink.enforce_barriers(q, dq_full, c.barriers, TOLERANCE), dq_full
 
     assert passes(0.5e-5 * up)[0]
+    h_z = _workspace_h(panda, q)[5]
     ok, dq = passes(3.0 * TOLERANCE * up)
-    assert not ok and not dq.any()
+    assert ok and c.oink.corrected_steps == 1
+    assert h_z - 1e-9 <= _workspace_h(panda, panda.integrate(q, dq))[5] <= h_z + 1e-6  # where it was, not deeper
+    from roboplan_ik_ros.core.oink import solver
+    monkeypatch.setattr(solver, "_CORRECTIONS", 0)
+    ok, dq = passes(3.0 * TOLERANCE * up)
+    assert not ok and not dq.any()  # however much it is shortened
+    monkeypatch.undo()
     down = -3.0 * TOLERANCE * up
     ok, dq = passes(down)
     assert ok and np.array_equal(dq, down)
     h_x_lower = _workspace_h(panda, q)[0]
     J_x = pin.computeFrameJacobian(panda.model, panda.model.createData(), q, panda.frame_id(TIP),
                                    pin.LOCAL_WORLD_ALIGNED)[0, panda.group("arm").v_indices]
-    assert not passes(c.oink.scatter(-(h_x_lower + 0.01) * J_x / (J_x @ J_x)))[0]  # x lower: inside -> 1 cm out
+    ok, dq = passes(c.oink.scatter(-(h_x_lower + 0.01) * J_x / (J_x @ J_x)))  # x lower: inside -> 1 cm out
+    assert ok and _workspace_h(panda, panda.integrate(q, dq))[0] >= -TOLERANCE - 1e-8  # corrected onto the floor
 
 
 def test_enforce_barriers_shortens_a_step_that_ends_outside(panda):
-    """A step that ends 0.5 mm outside a satisfied row is shortened (not zeroed) when a shorter one stays
-    inside: the tick still moves (what the linearization misses shrinks with the square of the step)."""
+    """A step that ends 0.5 mm outside a satisfied row is shortened (not zeroed, nor corrected) when a shorter
+    one stays inside: the tick still moves (what the linearization misses shrinks with the square of the step)."""
     [q] = _samples(panda, 5, 1, lambda q: _workspace_h(panda, q).min() > 0.05)
     c = _panda_yaml(panda, barriers=("workspace",))
     c.solve(q)
@@ -348,10 +356,10 @@ def test_enforce_barriers_shortens_a_step_that_ends_outside(panda):
     J_x = pin.computeFrameJacobian(panda.model, panda.model.createData(), q, panda.frame_id(TIP),
                                    pin.LOCAL_WORLD_ALIGNED)[0, panda.group("arm").v_indices]
     dq = c.oink.scatter(-(h_x_lower + 5.0 * TOLERANCE) * J_x / (J_x @ J_x))  # to first order 0.5 mm out
-    before = c.oink.shortened_steps
+    shortened, corrected = c.oink.shortened_steps, c.oink.corrected_steps
     out = dq.copy()
     ok = c.oink.enforce_barriers(q, out, c.barriers, TOLERANCE)
-    assert ok and c.oink.shortened_steps == before + 1
+    assert ok and (c.oink.corrected_steps, c.oink.shortened_steps) == (corrected, shortened + 1)
     assert 0.0 < np.linalg.norm(out) < np.linalg.norm(dq)
     assert workspace.evaluate(c.oink.data, c.oink.geom_data).min() >= -TOLERANCE
 

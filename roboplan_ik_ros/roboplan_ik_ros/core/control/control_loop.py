@@ -154,6 +154,7 @@ class LoopCounters:
     qp_failures: int = 0  # ticks
     barrier_refusals: int = 0  # ticks
     hardest_stops: int = 0  # held ticks that braked joint by joint: the check refused the braking along the path
+    corrected_stops: int = 0  # held ticks whose braking the check refused until turned back along the barrier rows
     tick_errors: int = 0  # ticks whose step raised (held; logged with the traceback)
     undelivered: int = 0  # commands the caller could not send (command_not_sent): the next step starts before them
     collision_objects_refused: int = 0  # obstacles from the node's topic refused as malformed (reason logged)
@@ -1113,9 +1114,11 @@ class ControlLoop:
     def _safest_stop_from(self, q: np.ndarray) -> np.ndarray:
         """Where a hold goes from q when the step failed. A stop is a motion too (with an acceleration limit the
         arm brakes over many ticks), and it must be no less safe than what it replaces: the braking along the
-        path (:meth:`_stop_from`) when the barrier check accepts it, else the hardest braking joint by joint
-        when that ends farther above the check's floors (:meth:`Oink.step_margin`; it brakes every joint at its
-        bound, where the path's braking brakes all at the pace of the slowest)."""
+        path (:meth:`_stop_from`) when the barrier check accepts it, else that braking corrected back along the
+        failing rows' gradients within the box limits (:meth:`Oink.correct_step`), else the hardest braking joint by
+        joint (corrected the same way if it fails the check) when that ends farther above the check's floors
+        (:meth:`Oink.step_margin`; it brakes every joint at its bound, where the path's braking brakes all at the
+        pace of the slowest)."""
         q_brake = self._stop_from(q)
         barriers, accel = self.ctrl.barriers, self._accel
         if accel is None or not barriers:  # the previous command again: no motion of the stream
@@ -1124,8 +1127,19 @@ class ControlLoop:
         margin = oink.step_margin(q, self._dq_brake, barriers, tolerance)
         if margin >= 0.0:
             return q_brake
+        # the path's braking crosses a floor (an arm sliding along a curved surface brakes straight on, into it):
+        # turned back along the rows' gradients within the box limits, it brakes along the surface
+        dq = self._dq_stop
+        dq[:] = self._dq_brake
+        if oink.correct_step(q, dq, barriers, tolerance):
+            self.counts.corrected_stops += 1
+            return self.scene.integrate(q, dq)
         dq = oink.scatter(accel.hardest_braking_step(q), out=self._dq_stop)
-        if oink.step_margin(q, dq, barriers, tolerance) <= margin:
+        hardest = oink.step_margin(q, dq, barriers, tolerance)
+        if hardest < 0.0 and oink.correct_step(q, dq, barriers, tolerance):
+            self.counts.corrected_stops += 1
+            return self.scene.integrate(q, dq)
+        if hardest <= margin:
             return q_brake
         self.counts.hardest_stops += 1
         return self.scene.integrate(q, dq)

@@ -19,7 +19,7 @@ class GoalSmoothingConfig:
     at a bounded speed and acceleration, braking to arrive at rest, or at a bounded speed, acceleration and
     jerk (Ruckig's time-optimal trajectory: a straight line and a fixed axis, arriving together at rest)."""
 
-    type: str = "none"  # none | low_pass | max_speed | max_acceleration | jerk_limited
+    type: str = "jerk_limited"  # none | low_pass | max_speed | max_acceleration | jerk_limited
     time_constant: float = 0.1  # [s] low_pass
     max_linear_speed: float = 0.5  # [m/s] max_speed, max_acceleration, jerk_limited
     max_angular_speed: float = 1.5  # [rad/s] max_speed, max_acceleration, jerk_limited

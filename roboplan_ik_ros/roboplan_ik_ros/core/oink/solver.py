@@ -134,6 +134,9 @@ _DAQP_STATUS = {
 # (5 um/s at 500 Hz; above the noise of distance Jacobians whose witness points slide on flat faces).
 _MIN_RECOVERY_DISPLACEMENT = 1e-8
 _STEP_SCALES = (0.5, 0.25, 0.125)  # enforce_barriers: the shorter steps tried when a step fails its check
+_CORRECTIONS = 2  # enforce_barriers: second-order corrections tried before shorter steps
+_CORRECTION_MARGIN = 1e-7  # [m] a corrected row aims this far above its floor (what the linearization misses)
+_MIN_JACOBIAN_NORM2 = 1e-12  # a failing row whose gradient is smaller than this is not corrected (no joint moves it)
 # [m] a row at its tolerance boundary may cross it by this much: what the linearization misses of a step that
 # holds it to first order (1e-10 to 4.5e-9 m measured on a workspace box's face); without it every step of an arm
 # resting on the face at h = -tolerance was refused, and the hold braked along the path, unchecked
@@ -250,6 +253,7 @@ class Oink:
         self._dq = np.zeros(n)
         self._dq_scaled = np.zeros(n)
         self.shortened_steps = 0  # steps that enforce_barriers accepted only shortened
+        self.corrected_steps = 0  # steps that enforce_barriers accepted after a second-order correction
         # [m] a barrier row with -boundary_tolerance <= h < 0 is on its boundary, not violated: its hard row
         # (move back by gain * dt * |h|) stays in the QP instead of the recovery's slack problem
         self.boundary_tolerance = 0.0
@@ -721,8 +725,10 @@ class Oink:
         step. When the step fails the check, shorter steps are tried (each clipped into the box limits:
         the step stays within the velocity and acceleration bounds): the check fails on what the
         linearization misses (a normal turning over an edge, a witness point jumping between corners),
-        which shrinks with the square of the step. ``dq_full`` holds the accepted step (in place); if none
-        passes it is zeroed and False is returned. Call after :meth:`solve` at the same q.
+        which shrinks with the square of the step. When no shorter step passes either, the step is corrected
+        (:meth:`_correct_step`): a row that the linearization let through at first order (a cloud's nearest cell
+        changing under a link that slides along it) refuses every shorter step too. ``dq_full`` holds the accepted
+        step (in place); if none passes it is zeroed and False is returned. Call after :meth:`solve` at the same q.
         """
         if not barriers:
             return True
@@ -739,7 +745,59 @@ class Oink:
             if self._check_step(q, dq_full, barriers, tolerance):
                 self.shortened_steps += 1
                 return True
+        dq_full[full] = step
+        if self._check_step(q, dq_full, barriers, tolerance) or self._correct_step(q, dq_full, step, barriers,
+                                                                                     tolerance):
+            self.corrected_steps += 1
+            return True
         dq_full.fill(0.0)
+        return False
+
+    def correct_step(self, q: np.ndarray, dq_full: np.ndarray, barriers: Sequence[Barrier],
+                     tolerance: float = 1e-4) -> bool:
+        """True if q ⊕ dq_full passes the barrier check as it is or after :meth:`_correct_step` (dq_full then holds
+        the corrected step); False with dq_full unchanged. For a stop's step (a braking step in the box limits of
+        the last :meth:`solve` at the same q): a stop must be no less safe than the step it replaces."""
+        if not barriers or self._check_step(q, dq_full, barriers, tolerance):
+            return True
+        return self._correct_step(q, dq_full, dq_full[self._v_columns].copy(), barriers, tolerance)
+
+    def _correct_step(self, q: np.ndarray, dq_full: np.ndarray, step: np.ndarray, barriers: Sequence[Barrier],
+                      tolerance: float) -> bool:
+        """A second-order correction of a step the check refused (as in SQP): each tracked row that ends below its
+        target at q ⊕ dq (:func:`_correction_target`: its check floor, a violated row where it is) is lifted back
+        along its gradient at q, the least-norm change of the step that brings the linearized rows to
+        ``target + _CORRECTION_MARGIN``, clipped into the box limits, checked again (up to _CORRECTIONS times). True with ``dq_full`` holding the corrected step; False with it holding ``step``
+        (a pair the rows did not track, a NaN or a row whose gradient is 0 are not corrected)."""
+        lay = self._layout
+        full = self._v_columns
+        trial = step.copy()
+        for _ in range(_CORRECTIONS):
+            rows, deficits = [], []
+            for b in barriers:  # _check_step left the kinematics at the last trial step
+                h_next = b.evaluate(self.data, self.geom_data)
+                if not b.untracked_floor(self.boundary_tolerance) >= 0.0:
+                    dq_full[full] = step
+                    return False
+                deficit = _correction_target(b.measured_value, tolerance) - h_next
+                if np.isnan(deficit).any():
+                    dq_full[full] = step
+                    return False
+                for i in np.flatnonzero(deficit > -_CORRECTION_MARGIN):
+                    rows.append(b.jacobian[i])
+                    deficits.append(deficit[i] + _CORRECTION_MARGIN)
+            if not rows:
+                break
+            J = np.array(rows)
+            if np.min(np.einsum("ij,ij->i", J, J)) <= _MIN_JACOBIAN_NORM2:
+                break
+            trial += np.linalg.lstsq(J, np.array(deficits), rcond=1e-8)[0]  # least norm (rows may be dependent)
+            if lay is not None:
+                np.clip(trial, lay.lower, lay.upper, out=trial)
+            dq_full[full] = trial
+            if self._check_step(q, dq_full, barriers, tolerance):
+                return True
+        dq_full[full] = step
         return False
 
     def step_margin(self, q: np.ndarray, dq_full: np.ndarray, barriers: Sequence[Barrier],
@@ -779,6 +837,13 @@ class Oink:
             if np.count_nonzero(~(h_next >= _check_floor(b.measured_value, tolerance))):  # NaN: violated
                 return False
         return True
+
+
+def _correction_target(h: np.ndarray, tolerance: float) -> np.ndarray:
+    """Per row, what a corrected step aims at (+ _CORRECTION_MARGIN): a row that holds the tolerance boundary, a
+    violated one where it is (a correction uses neither the boundary's nor the recovery's slip: a violation does
+    not creep deeper)."""
+    return np.where(h >= -tolerance, -tolerance, h)
 
 
 def _check_floor(h: np.ndarray, tolerance: float) -> np.ndarray:
