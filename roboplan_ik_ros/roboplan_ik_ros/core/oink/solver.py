@@ -837,9 +837,8 @@ class Oink:
             h = b.measured_value
             if np.count_nonzero(~(h_next >= _check_floor(h, tolerance))):  # NaN: violated
                 return False
-            violated = h < -tolerance
-            if violated.any() and not self._recovers(b, violated, h, h_next, dq_full):
-                return False
+            if h.min(initial=np.inf) < -tolerance and not self._recovers(b, h < -tolerance, h, h_next, dq_full):
+                return False  # (the common tick, no row violated, allocates nothing here)
         return True
 
     def _recovers(self, b: Barrier, violated: np.ndarray, h: np.ndarray, h_next: np.ndarray,
