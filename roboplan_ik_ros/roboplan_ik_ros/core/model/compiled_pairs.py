@@ -53,7 +53,6 @@ def _bind(lib: ctypes.CDLL) -> ctypes.CDLL:
     lib.pdk_closest.restype = _i64
     lib.pdk_closest.argtypes = [_p, _i64, _f64, _p, _p, _p, _p, _p]
     lib.pdk_narrow_calls.restype, lib.pdk_narrow_calls.argtypes = _i64, [_p]
-    lib.pdk_cube_calls.restype, lib.pdk_cube_calls.argtypes = _i64, [_p]
     lib.pdk_rows.restype = _i64
     lib.pdk_rows.argtypes = [_p, _i64, _p, _p, _p, _p, _p, _i64, _f64, _f64, _f64, _i64, _p, _i64, _p, _i64, _p,
                              _p, _p, _p, _p, _p, _p]
@@ -250,11 +249,6 @@ class CompiledPairs:
     @property
     def narrow_calls(self) -> int:
         return int(self._step.pdk_narrow_calls(self._handle))
-
-    @property
-    def cube_calls(self) -> int:
-        """coal calls against a point cloud's cubes in the last :meth:`closest`."""
-        return int(self._step.pdk_cube_calls(self._handle))
 
     def rows(self, out, rows_per_pair: int, margin: float, spacing: float, d_min: float, J: np.ndarray,
              columns: np.ndarray, support: np.ndarray, rows) -> int:

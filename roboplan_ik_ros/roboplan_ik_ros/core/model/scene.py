@@ -8,7 +8,6 @@ The scene's own ``data`` serves its convenience queries; each solver creates its
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from pathlib import Path
 
 import coal
 import numpy as np
@@ -105,14 +104,6 @@ class Scene:
         self.collision_data = collision_check_data(self.collision_model)
         self._collision_data_version = self.world.structure_version
         self._groups: dict[str, JointGroup] = {}
-
-    @classmethod
-    def from_files(
-        cls, urdf_path: str | Path, srdf_path: str | Path | None = None, package_paths: Sequence[str] = (), **kwargs
-    ) -> Scene:
-        """Build a scene from URDF/SRDF files."""
-        srdf = Path(srdf_path).read_text() if srdf_path else ""
-        return cls(Path(urdf_path).read_text(), srdf, package_paths, **kwargs)
 
     # ------------------------------------------------------------------ limits
     def _init_limits(self, position_limits: Mapping, velocity_limits: Mapping) -> None:

@@ -112,7 +112,6 @@ struct Kernel {
   std::vector<Vec3s> chosen[2];
   std::vector<std::pair<double, int64_t>> cell_order;  // cloud queries: (bound, cell)
   int64_t narrow_calls = 0;
-  int64_t cube_calls = 0;  // coal calls against a cloud's cubes in the last pdk_closest
 
   explicit Kernel(double tolerance) : request(true) {
     request.gjk_tolerance = tolerance;
@@ -286,7 +285,6 @@ bool cloud_distance(Kernel& k, const Geometry& s, const Geometry& c, double limi
       T_cube.setTranslation(c.T_world_geom.transform(x));
       res.clear();
       coal::distance(s.shape.get(), s.T_world_geom, cl.cube.get(), T_cube, k.request, res);
-      ++k.cube_calls;
       if (res.min_distance < best) {
         best = distance = res.min_distance;
         p_shape = res.nearest_points[0];
@@ -530,7 +528,6 @@ int64_t pdk_closest(void* handle, int64_t n, double cutoff, int64_t* pair_out, d
   k.found.clear();
   k.narrow_calls = 0;
   double worst = std::numeric_limits<double>::infinity();
-  k.cube_calls = 0;
   for (int64_t p : k.order) {
     if (k.bound[p] >= worst) break;  // neither this pair nor any later one can be closer than the n found
     Found entry{0.0, p, Vec3s::Zero(), Vec3s::Zero(), Vec3s::Zero()};
@@ -564,9 +561,6 @@ int64_t pdk_closest(void* handle, int64_t n, double cutoff, int64_t* pair_out, d
 }
 
 int64_t pdk_narrow_calls(void* handle) { return static_cast<Kernel*>(handle)->narrow_calls; }
-
-// coal calls against point clouds' cubes in the last pdk_closest.
-int64_t pdk_cube_calls(void* handle) { return static_cast<Kernel*>(handle)->cube_calls; }
 
 // The rows of the pairs found by the last pdk_closest (count of them, arrays as it wrote them):
 // up to rows_per_pair rows per pair (row 0: the witness points; then vertices within `margin` of
