@@ -41,6 +41,8 @@ from pathlib import Path
 
 import numpy as np
 
+from .figures import pyplot
+
 
 # ------------------------------------------------------------------------- processes
 def ros_environment() -> None:
@@ -455,16 +457,6 @@ def _call_service(srv, scene, arm, tip, rng, rec, PoseGoal, SolveIK, pose_from_s
     return future
 
 
-def _pyplot():
-    """matplotlib's pyplot on the Agg backend (files only: the demo may run without a display)."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    return plt
-
-
 def _raw_mesh_checker(*obstacles):
     """The demo's own distance oracle: the Panda with its raw collision meshes (not the node's convex
     hulls) and ``obstacles``."""
@@ -496,7 +488,7 @@ def _obstacle_distances(checker, js_q, arm, tip):
 
 
 def report(rec: Recording, scene, arm, tip, box, args, console) -> int:
-    plt = _pyplot()
+    plt = pyplot()
     from rich.table import Table
 
     js_t = np.array(rec.js_t)
@@ -638,7 +630,7 @@ def reach_over_block(node, ns, goal_pub, T0, rec, progress, t_origin, duration: 
 def obstacle_report(rec: Recording, config, arm, tip, args, console) -> int:
     """The reach's smallest obstacle distance: from /joint_states with the demo's own scene (table +
     block; every pair, raw meshes) and from ~/status; a plot of the TCP path over the block."""
-    plt = _pyplot()
+    plt = pyplot()
     from matplotlib.patches import Rectangle
     from rich.table import Table
 
@@ -784,7 +776,7 @@ def perceived_report(rec: Recording, config, arm, tip, a_max, j_max, dt, args, c
     """The sweep toward the perceived box: the smallest distance to the true box (the demo's own coal
     distance, raw meshes, from /joint_states) against the barrier's d_min, ~/status's closest perceived
     point, QP failures and holds in the segment, peak acceleration and jerk ratios; a plot."""
-    plt = _pyplot()
+    plt = pyplot()
     from matplotlib.patches import Rectangle
     from rich.table import Table
 

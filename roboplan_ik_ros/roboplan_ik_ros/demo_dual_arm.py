@@ -27,6 +27,8 @@ from pathlib import Path
 import numpy as np
 import pinocchio as pin
 
+from .figures import pyplot
+
 BOX_LENGTH = 0.40  # [m] between the hands (the SRDF's default pose)
 GRASP_LIMITS = (5e-3, np.deg2rad(2.0))  # [m], [rad]: the grasp held
 ARM_ROOTS = {"left": "left_s0", "right": "right_s0"}
@@ -219,9 +221,7 @@ def run(args) -> int:
 
 def plot(rec: Carry, g_pos: np.ndarray, out: str) -> Path:
     """Top (x-y) and side (x-z) views of each hand's and the box's goals vs achieved; the grasp error."""
-    from .demo import _pyplot
-
-    plt = _pyplot()
+    plt = pyplot()
     fig, (top, side, err) = plt.subplots(1, 3, figsize=(16, 5))
     left, right = (np.array([T.translation for T in x]) for x in (rec.left, rec.right))
     left_goal, right_goal = (np.array([T.translation for T in x]) for x in (rec.left_goal, rec.right_goal))

@@ -3,7 +3,7 @@
 Parsed into dataclasses with explicit checks: an unknown key, a wrong type or a bad value raises
 :class:`InvalidInputError` naming the key's path (``tasks[0].position_cost``) and what is valid.
 The ``node`` section is kept as a mapping: its control-loop keys are parsed by
-:func:`.control.loop_from_config.load_loop_config` (``ControlLoop.from_config``; the node uses it too), the
+:func:`.control.loop_config.load_loop_config` (``ControlLoop.from_config``; the node uses it too), the
 ROS-only keys by the ROS layer (``node/node_config.py``), with the same checks.
 """
 
@@ -169,7 +169,7 @@ class IKConfig:
     obstacles: list[Any] = field(default_factory=list)
     simple_ik: Any = None  # SimpleIKOptions after parsing; group_name defaults to robot.group
     perception: PerceptionConfig = field(default_factory=PerceptionConfig)
-    node: dict[str, Any] = field(default_factory=dict)  # loop keys: control/loop_from_config.py; the rest: the node
+    node: dict[str, Any] = field(default_factory=dict)  # loop keys: control/loop_config.py; the rest: the node
 
     def __post_init__(self) -> None:
         raw = self.simple_ik or {}

@@ -1,7 +1,7 @@
 """The ``node:`` section of the YAML config: control loop, outputs, goals, status.
 
 The control-loop keys are the core's :class:`~roboplan_ik_ros.core.control.control_loop.LoopConfig`,
-parsed and checked by the core's :func:`~roboplan_ik_ros.core.control.loop_from_config.load_loop_config`
+parsed and checked by the core's :func:`~roboplan_ik_ros.core.control.loop_config.load_loop_config`
 (what a core user's ``ControlLoop.from_config`` reads too); this adds the ROS-only keys, parsed with
 :func:`roboplan_ik_ros.core.config.from_mapping` (unknown keys and wrong types are rejected naming
 the key path) plus range and choice checks. Every error is an :class:`InvalidInputError` whose
@@ -15,7 +15,7 @@ from typing import Any, Mapping, Union
 
 from ..core.config import from_mapping
 from ..core.control.control_loop import LoopConfig, check_choice, check_loop_config
-from ..core.control.loop_from_config import LOOP_KEYS, load_loop_config, split_node_section
+from ..core.control.loop_config import LOOP_KEYS, load_loop_config, split_node_section
 from ..core.errors import InvalidInputError, Range
 
 OUTPUT_TYPES = ("forward_command", "joint_trajectory", "joint_state")

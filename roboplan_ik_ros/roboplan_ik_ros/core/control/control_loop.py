@@ -42,6 +42,7 @@ import traceback
 import warnings
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 from types import MappingProxyType
 from typing import Union
 
@@ -52,11 +53,14 @@ from .binding_bounds import (ACCELERATION_BOUND, BOUND_CODES, FOLLOWING_ERROR, J
                              VELOCITY_BOUND, binding_bounds)
 from .command_guard import CommandGuard
 from .goal_feedback import LIMITED, OUT_OF_REACH, TRADEOFF, GoalJudge, GoalVerdict
-from ..config import IKConfig
+from ..config import IKConfig, load_config
 from ..oink.controller import OinkController, StepOutcome
 from ..errors import InvalidInputError, as_vector
 from ..ranges import check_key
-from .goal_followers import GoalSmoother, GoalSmoothingConfig
+from .goal_followers import GoalSmoother, GoalSmoothingConfig  # noqa: F401 - re-exported
+from .loop_config import (SMOOTHING, STALE_BEHAVIORS, STATE_FEEDBACK, LoopConfig,  # noqa: F401 - re-exported
+                          UnappliedConfigWarning, check_choice, check_loop_config, split_node_section,
+                          load_loop_config, unapplied_loop_keys)
 from .line_of_sight_shaper import LineOfSightShaper
 from .target_shaper import JointTargetShaper, TargetShaper
 from .joint_jog_follower import JointJogFollower
@@ -92,58 +96,11 @@ LEASH = "leash"  # a stream's target is held at its leash and no joint bound hol
 # limit, or what holds a step whose target is at the leash)
 SINGULARITY = "singularity"
 BARRIER = "barrier"  # the step is bounded by barrier rows (the node reads them from the step's outcome)
-STATE_FEEDBACK = ("commanded", "measured")
-STALE_BEHAVIORS = ("stop", "hold")
-SMOOTHING = ("none", "low_pass", "max_speed", "max_acceleration", "jerk_limited")
 # With an acceleration limit, a shaped joint target (configuration and joint tasks) accelerates, brakes and jerks
 # at this share of each joint's a_max and j_max (the arm follows it with the rest to spare for the other tasks).
 RAMP_ACCELERATION_SHARE = 0.5
 GOAL_REACH_FACTOR = 2.0  # default max_goal_distance: this times the arm's reach from its first joint
 BINDING_SLACK = 1e-5  # [rad] a barrier row binds when the step could move at most this further along it
-
-
-@dataclass
-class LoopConfig:
-    """The control-loop keys of the YAML ``node:`` section (see the README for each)."""
-
-    control_rate_hz: float = 500.0
-    state_feedback: str = "commanded"  # commanded | measured
-    max_state_divergence: float = 0.1  # [rad or m] commanded feedback: the command leads by at most this
-    state_timeout: float = 0.5  # [s] no accepted /joint_states for this long -> stale
-    stale_behavior: str = "stop"  # stop (publish nothing) | hold (repeat the last command)
-    joint_limit_tolerance: float = 0.01  # [rad or m] measurements further outside their limits are rejected
-    # after a stale episode: re-seed once every joint stayed within reseed_tolerance for reseed_settle_time
-    reseed_settle_time: float = 0.15  # [s] (also the least time without a command before a new stream: stop)
-    reseed_tolerance: float = 0.0005  # [rad or m]
-    max_goal_distance: Union[None, float] = None  # [m] from the arm's first joint; null = 2x its reach
-    goal_smoothing: GoalSmoothingConfig = field(default_factory=GoalSmoothingConfig)
-    streaming: StreamingConfig = field(default_factory=StreamingConfig)  # twist and joint-jog streams
-
-
-def check_choice(value: str, valid: tuple[str, ...], path: str) -> None:
-    if value not in valid:
-        raise InvalidInputError(f"{path}: unknown value {value!r}; valid: {', '.join(valid)}")
-
-
-def check_loop_config(cfg: LoopConfig, path: str = "node") -> None:
-    """Choices and ranges (:data:`~..ranges.RANGES`) of the control-loop keys."""
-    check_choice(cfg.state_feedback, STATE_FEEDBACK, f"{path}.state_feedback")
-    check_choice(cfg.stale_behavior, STALE_BEHAVIORS, f"{path}.stale_behavior")
-    check_choice(cfg.goal_smoothing.type, SMOOTHING, f"{path}.goal_smoothing.type")
-    for key in ("control_rate_hz", "max_state_divergence", "state_timeout", "joint_limit_tolerance",
-                "reseed_settle_time", "reseed_tolerance"):
-        check_key(getattr(cfg, key), f"node.{key}", f"{path}.{key}")
-    if cfg.max_goal_distance is not None:
-        check_key(cfg.max_goal_distance, "node.max_goal_distance", f"{path}.max_goal_distance")
-    for key in ("time_constant", "max_linear_speed", "max_angular_speed", "max_linear_acceleration",
-                "max_angular_acceleration", "max_linear_jerk", "max_angular_jerk", "leash_distance",
-                "leash_angle"):  # leashes: .inf = no leash
-        check_key(getattr(cfg.goal_smoothing, key), f"node.goal_smoothing.{key}", f"{path}.goal_smoothing.{key}")
-    check_streaming_config(cfg.streaming, f"{path}.streaming")
-
-
-class UnappliedConfigWarning(UserWarning):
-    """A ControlLoop built with settings that leave loop keys of its config's ``node:`` section unapplied."""
 
 
 @dataclass
@@ -281,17 +238,29 @@ class ControlLoop:
     @classmethod
     def from_config(cls, config, urdf_xml: str, srdf_xml: str, package_paths=(), log: LogFn | None = None,
                     overrides: Mapping | None = None) -> ControlLoop:
-        """The loop a YAML config describes (a path, a mapping or an IKConfig), its ``node:`` loop keys and
-        the robot section's limits files included: :func:`.loop_from_config.control_loop_from_config`."""
-        from .loop_from_config import control_loop_from_config
+        """The loop a YAML config describes (a path, a mapping or an IKConfig), as the node builds it: the scene of
+        its ``robot:`` section (joint limits file: acceleration and jerk bounds; explicit limits; ``obstacles:``)
+        and the loop keys of its ``node:`` section (:func:`.loop_config.load_loop_config`, with ``overrides`` over
+        them). The node section's other keys (the ROS node's) are named in the loop's notes, not used."""
+        from ..model.scene_config import scene_from_config
 
-        return control_loop_from_config(config, urdf_xml, srdf_xml, package_paths, log, overrides)
+        if isinstance(config, Mapping):
+            config = load_config(config)
+        elif not isinstance(config, IKConfig):
+            config = load_config(Path(config))
+        settings = load_loop_config(config, overrides=overrides)
+        scene = scene_from_config(urdf_xml, srdf_xml, config.robot, package_paths, config.obstacles)
+        loop = cls(scene, config, settings, log)
+        _, ros_keys = split_node_section(config.node)
+        if ros_keys:
+            loop.notes.append(f"node: {', '.join(ros_keys)}: keys of the ROS node (node/node_config.py checks "
+                              "them), not used by the core ControlLoop")
+        loop.notes[:0] = list(getattr(scene, "notes", []))
+        return loop
 
     def _note_unapplied_node_keys(self, config: IKConfig, settings: LoopConfig) -> None:
         """A config whose ``node:`` section sets loop keys that ``settings`` does not hold: said (a note and
         a warning), never silently dropped."""
-        from .loop_from_config import unapplied_loop_keys
-
         keys = unapplied_loop_keys(config.node, settings)
         if keys:
             text = (f"{', '.join(keys)}: set in the config's node: section, not applied (the LoopConfig given "

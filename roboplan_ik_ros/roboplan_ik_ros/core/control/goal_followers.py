@@ -11,6 +11,7 @@ from dataclasses import dataclass
 import numpy as np
 import pinocchio as pin
 
+from .leash import leash_target
 from .pose_shaper import PoseShaper
 
 @dataclass
@@ -48,43 +49,6 @@ def _braking_speed_scalar(distance: float, speed_max: float, accel: float, dt: f
     alpha = accel * dt * dt
     brake = (math.sqrt(2.0 * alpha * distance) - 0.5 * alpha if distance > alpha else distance) / dt
     return min(brake, speed_max)
-
-
-def _drop_outward(v: np.ndarray, u: np.ndarray, keep: float = 0.0) -> None:
-    """In place: v's component along the unit vector u down to ``keep`` (>= 0) when it is larger."""
-    along = float(v @ u)
-    keep = max(keep, 0.0)
-    if along > keep:
-        v -= (along - keep) * u
-
-
-def leash_target(T_world_target: pin.SE3, T_world_frame: pin.SE3, distance: float, angle: float,
-                 linear_velocity: np.ndarray, angular_velocity: np.ndarray,
-                 previous_frame: tuple[np.ndarray, np.ndarray] | None = None, dt: float = 0.0) -> pin.SE3 | None:
-    """The target pulled back to within ``distance`` [m] / ``angle`` [rad] of the frame (None: it is
-    within), dropping in place the target velocity [m/s, rad/s, world] that points further away than
-    the frame itself moves (it would wind the target up again next tick). ``previous_frame``: the
-    frame's (position, rotation matrix) ``dt`` [s] before, whose difference is the frame's own velocity
-    (a target held at the leash then moves on with the frame, at the leash, instead of stopping and
-    catching up again); None: the frame is taken as still (the whole outward velocity is dropped)."""
-    p, R = T_world_frame.translation, T_world_frame.rotation
-    d = T_world_target.translation - p  # [m] world frame, frame -> target
-    dist = math.sqrt(float(d @ d))
-    r_frame = pin.log3(R.T @ T_world_target.rotation)  # [rad] rotation vector frame -> target, frame axes
-    rot = math.sqrt(float(r_frame @ r_frame))  # the same length in world axes
-    if dist <= distance and rot <= angle:
-        return None
-    translation, rotation = T_world_target.translation, T_world_target.rotation
-    moving = previous_frame is not None and dt > 0.0
-    if dist > distance:
-        u = d / dist
-        translation = p + distance * u
-        _drop_outward(linear_velocity, u, float((p - previous_frame[0]) @ u) / dt if moving else 0.0)
-    if rot > angle:
-        u = (R @ r_frame) / rot  # world axes
-        rotation = pin.exp3(angle * u) @ R
-        _drop_outward(angular_velocity, u, float(pin.log3(R @ previous_frame[1].T) @ u) / dt if moving else 0.0)
-    return pin.SE3(rotation, translation)
 
 
 def _limit_change(v: np.ndarray, v_des: np.ndarray, max_change: float, dv: np.ndarray | None = None) -> None:

@@ -16,7 +16,7 @@ exactly dr/dt along a fixed axis (a step), within |r| |dr/dt| of it otherwise (a
 so r stays one goal's turn).
 
 The leash keeps the target within ``leash_distance`` / ``leash_angle`` of the frame's actual pose (as
-:func:`~.goal_followers.leash_target` does for the other smoothing types): the target's velocity and acceleration
+:func:`~.leash.leash_target` does for the other smoothing types): the target's velocity and acceleration
 are dropped there (the block the leash holds comes to rest) and the trajectory is replanned from the leash, so
 a goal the arm cannot reach does not wind the target up. A tick costs one ``Ruckig.update`` (a sample, ~1-2 us, or a replan when a goal
 came or the leash acted, ~10-20 us for six coordinates) and one exp3 and Jexp3.
@@ -29,6 +29,7 @@ import math
 import numpy as np
 import pinocchio as pin
 
+from .leash import leash_target
 from .target_shaper import TargetShaper
 
 
@@ -178,12 +179,10 @@ class PoseShaper:
 
     def _leash(self, T_world_frame: pin.SE3, distance: float, angle: float) -> None:
         """The target pulled back to within ``distance`` [m] / ``angle`` [rad] of the frame
-        (:func:`~.goal_followers.leash_target`) and, in the block (position, rotation) the leash holds, brought
+        (:func:`~.leash.leash_target`) and, in the block (position, rotation) the leash holds, brought
         to rest there and replanned from it. (Dropping only the velocity away from the frame, as the other types
         do, is not enough here: the replanned coordinates do not head straight for the goal, and a blocked
         target drifted along the leash at 0.1 m/s.)"""
-        from .goal_followers import leash_target  # goal_followers imports this module
-
         T = self.target
         leashed = leash_target(T, T_world_frame, distance, angle, self.linear_velocity, self.angular_velocity)
         if leashed is None:

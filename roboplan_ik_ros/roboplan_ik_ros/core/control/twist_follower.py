@@ -24,7 +24,8 @@ import pinocchio as pin
 
 from ..errors import InvalidInputError
 from ..ranges import check_key
-from .goal_followers import _limit_change, integrate_in_place, leash_target
+from .goal_followers import _limit_change, integrate_in_place
+from .leash import leash_target
 
 COMMAND_IN_TYPES = ("unitless", "speed_units")
 
@@ -195,7 +196,7 @@ class TwistFollower:
         return self.target
 
     def _leash(self, T_world_frame: pin.SE3, dt: float) -> None:
-        """As GoalSmoother's leash (:func:`~.goal_followers.leash_target`), keeping the frame's own
+        """As GoalSmoother's leash (:func:`~.leash.leash_target`), keeping the frame's own
         velocity: a twist the arm follows slower than asked (a velocity or acceleration bound) holds
         its target at the leash, moving with the frame, at every step."""
         previous = (self._p_previous, self._R_previous) if self._anchored else None
