@@ -14,7 +14,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Mapping, Union
 
 from ..core.config import from_mapping
-from ..core.control.control_loop import LoopConfig, check_choice, check_loop_config
+from ..core.control.loop_config import LoopConfig, check_choice, check_loop_config
 from ..core.control.loop_config import LOOP_KEYS, load_loop_config, split_node_section
 from ..core.errors import InvalidInputError, Range
 

@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 from rcl_interfaces.msg import ParameterDescriptor, ParameterType
 
-from ..core.control.control_loop import SMOOTHING, STALE_BEHAVIORS, STATE_FEEDBACK
+from ..core.control.loop_config import SMOOTHING, STALE_BEHAVIORS, STATE_FEEDBACK
 from ..core.control.twist_follower import COMMAND_IN_TYPES
 from ..core.errors import Range
 from ..core.oink.kind import runtime_keys

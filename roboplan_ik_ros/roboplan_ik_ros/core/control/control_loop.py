@@ -44,7 +44,6 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
-from typing import Union
 
 import numpy as np
 import pinocchio as pin
@@ -56,17 +55,14 @@ from .goal_feedback import LIMITED, OUT_OF_REACH, TRADEOFF, GoalJudge, GoalVerdi
 from ..config import IKConfig, load_config
 from ..oink.controller import OinkController, StepOutcome
 from ..errors import InvalidInputError, as_vector
-from ..ranges import check_key
-from .goal_followers import GoalSmoother, GoalSmoothingConfig  # noqa: F401 - re-exported
-from .loop_config import (SMOOTHING, STALE_BEHAVIORS, STATE_FEEDBACK, LoopConfig,  # noqa: F401 - re-exported
-                          UnappliedConfigWarning, check_choice, check_loop_config, split_node_section,
-                          load_loop_config, unapplied_loop_keys)
+from .goal_followers import GoalSmoother
+from .loop_config import (LoopConfig, UnappliedConfigWarning, check_loop_config, load_loop_config, split_node_section,
+                          unapplied_loop_keys)
 from .line_of_sight_shaper import LineOfSightShaper
 from .target_shaper import JointTargetShaper, TargetShaper
 from .joint_jog_follower import JointJogFollower
 from .singularity_scale import SingularityScale
-from .twist_follower import (StreamingConfig, TwistFollower, check_streaming_config, scale_joint_velocities,
-                             scale_twist)
+from .twist_follower import TwistFollower, scale_joint_velocities, scale_twist
 from ..oink import AccelerationLimit, ConfigurationTask, FollowingErrorLimit, FrameTask, VelocityLimit
 from ..oink.tasks.com_task import ComTask
 from ..oink.tasks.joint_target_task import JointTargetTask

@@ -111,7 +111,7 @@ from . import compiled_assembly
 from .compiled_assembly import CompiledAssembly, load_kernel
 from .osqp_workspace import OsqpResult, OsqpWorkspace
 from .robot import Robot
-from .barriers.barrier import Barrier
+from .barriers.barrier import _MIN_JACOBIAN_NORM2, Barrier  # a smaller ||J_h||^2: no joint moves the row
 from .limits.limit import Limit
 from .tasks.task import Task
 
@@ -134,9 +134,8 @@ _DAQP_STATUS = {
 # (5 um/s at 500 Hz; above the noise of distance Jacobians whose witness points slide on flat faces).
 _MIN_RECOVERY_DISPLACEMENT = 1e-8
 _STEP_SCALES = (0.5, 0.25, 0.125)  # enforce_barriers: the shorter steps tried when a step fails its check
-_CORRECTIONS = 2  # enforce_barriers: second-order corrections tried before shorter steps
+_CORRECTIONS = 2  # enforce_barriers: second-order corrections tried once no shorter step passes
 _CORRECTION_MARGIN = 1e-7  # [m] a corrected row aims this far above its floor (what the linearization misses)
-_MIN_JACOBIAN_NORM2 = 1e-12  # a failing row whose gradient is smaller than this is not corrected (no joint moves it)
 # [m] a row at its tolerance boundary may cross it by this much: what the linearization misses of a step that
 # holds it to first order (1e-10 to 4.5e-9 m measured on a workspace box's face); without it every step of an arm
 # resting on the face at h = -tolerance was refused, and the hold braked along the path, unchecked
@@ -746,8 +745,7 @@ class Oink:
                 self.shortened_steps += 1
                 return True
         dq_full[full] = step
-        if self._check_step(q, dq_full, barriers, tolerance) or self._correct_step(q, dq_full, step, barriers,
-                                                                                     tolerance):
+        if self.correct_step(q, dq_full, barriers, tolerance):
             self.corrected_steps += 1
             return True
         dq_full.fill(0.0)
@@ -767,8 +765,10 @@ class Oink:
         """A second-order correction of a step the check refused (as in SQP): each tracked row that ends below its
         target at q ⊕ dq (:func:`_correction_target`: its check floor, a violated row where it is) is lifted back
         along its gradient at q, the least-norm change of the step that brings the linearized rows to
-        ``target + _CORRECTION_MARGIN``, clipped into the box limits, checked again (up to _CORRECTIONS times). True with ``dq_full`` holding the corrected step; False with it holding ``step``
-        (a pair the rows did not track, a NaN or a row whose gradient is 0 are not corrected)."""
+        ``target + _CORRECTION_MARGIN``, clipped into the box limits, checked again (up to _CORRECTIONS times).
+        True with ``dq_full`` holding the corrected step; False with it holding ``step`` (a pair the rows did not
+        track, a NaN or a row whose gradient is 0 are not corrected). Call after a failed :meth:`_check_step` of
+        ``step`` (its kinematics are where the rows are evaluated)."""
         lay = self._layout
         full = self._v_columns
         trial = step.copy()
