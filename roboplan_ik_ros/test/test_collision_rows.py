@@ -116,12 +116,20 @@ def test_compiled_and_python_paths_give_the_same_pairs_and_rows(cell, pairs, row
 # ------------------------------------------------------------------- vertex rows' Jacobians
 #: the hand held down over a box whose top corner is beside the hand: vertex rows on both geometries
 CORNER_BOX = Obstacle("block", "box", (0.2, 0.3, 0.3), position=(0.55, 0.0, 0.15))
+#: held below the hand, across its fingers: a rod (cylinder) along the hand's x, a pin (capsule) along its y
+FINGERS = ("panda_leftfinger", "panda_rightfinger")
+HELD_ROUND = (
+    Obstacle("rod", "cylinder", (0.015, 0.16), position=(0.0, 0.0, 0.13), quaternion_xyzw=(0.0, 0.70710678, 0.0, 0.70710678),
+             frame="panda_hand", touch_links=FINGERS),
+    Obstacle("pin", "capsule", (0.01, 0.12), position=(0.0, 0.0, 0.15), quaternion_xyzw=(0.70710678, 0.0, 0.0, 0.70710678),
+             frame="panda_hand", touch_links=FINGERS),
+)
 
 
-def rows_at_corner_box(use_compiled: bool, rows_per_pair: int = 5):
-    scene = make_scene([CORNER_BOX])
+def rows_at_corner_box(use_compiled: bool, rows_per_pair: int = 5, pairs: str = "obstacles"):
+    scene = make_scene([CORNER_BOX, *HELD_ROUND])
     oink = Oink(scene, "arm")
-    barrier = CollisionBarrier(oink, 4, 0.01, pairs="obstacles", rows_per_pair=rows_per_pair, row_margin=0.05,
+    barrier = CollisionBarrier(oink, 4, 0.01, pairs=pairs, rows_per_pair=rows_per_pair, row_margin=0.05,
                                use_compiled=use_compiled)
     return scene, oink, barrier
 
@@ -141,10 +149,11 @@ def configurations_near_the_box(scene: Scene, oink: Oink, count: int, seed: int 
 @pytest.mark.parametrize("use_compiled", [True, False])
 def test_vertex_rows_jacobians_match_finite_differences_of_their_points(use_compiled):
     """A vertex row claims dh/dq = n^T (db/dq - da/dq) with n held fixed and a, b fixed to their
-    geometries: the derivative of n0 . (b(q) - a(q)) with a, b moved with their geometries."""
+    geometries: the derivative of n0 . (b(q) - a(q)) with a, b moved with their geometries. Both sides
+    have rows: the arm's links against each other and the block ("all" pairs)."""
     if use_compiled and compiled_pairs.LOAD_ERROR:
         pytest.skip(f"the pair distance kernel is not built ({compiled_pairs.LOAD_ERROR})")
-    scene, oink, barrier = rows_at_corner_box(use_compiled)
+    scene, oink, barrier = rows_at_corner_box(use_compiled, pairs="all")
     model, gm = scene.model, scene.collision_model
     data, geom_data = scene.create_data()
     eps = 1e-6
@@ -180,6 +189,79 @@ def test_vertex_rows_jacobians_match_finite_differences_of_their_points(use_comp
         if min(checked.values()) >= 5:
             break
     assert min(checked.values()) >= 5, f"vertex rows checked per side (geometry 1, geometry 2): {checked}"
+
+
+@needs_kernel
+def test_compiled_and_python_paths_give_the_same_rows_for_held_cylinders_and_capsules():
+    """The end rows of a held cylinder and capsule (and the hand's hull rows) near the block: the kernel's and
+    the Python path's, equal."""
+    scene, oink, compiled = rows_at_corner_box(True, pairs="all")
+    python = CollisionBarrier(oink, 4, 0.01, pairs="all", rows_per_pair=5, row_margin=0.05, use_compiled=False)
+    ends = 0
+    for q in configurations_near_the_box(scene, oink, 100):
+        kinematics(oink, q)
+        compiled.update(q, oink.data, oink.geom_data)
+        python.update(q, oink.data, oink.geom_data)
+        c, p = snapshot(compiled), snapshot(python)
+        np.testing.assert_array_equal(c["row_pair"], p["row_pair"])
+        for key in ("distance", "a", "b", "normal", "h", "jacobian"):
+            np.testing.assert_allclose(c[key], p[key], rtol=0.0, atol=TOL, err_msg=key)
+        ends += sum(1 for name in compiled.row_names if "vertex" in name and ("rod" in name or "pin" in name))
+    assert ends >= 20  # end rows were compared
+
+
+@pytest.mark.parametrize("use_compiled", [True, False])
+def test_a_geometry_fixed_in_the_world_gets_no_vertex_rows(use_compiled):
+    """A vertex of the block (fixed in the world) does not move: its row would have the witness row's
+    Jacobian with a looser bound, and take a row the link's own vertices need."""
+    if use_compiled and compiled_pairs.LOAD_ERROR:
+        pytest.skip(f"the pair distance kernel is not built ({compiled_pairs.LOAD_ERROR})")
+    scene, oink, barrier = rows_at_corner_box(use_compiled)
+    objects = scene.collision_model.geometryObjects
+    against_block = 0
+    for q in configurations_near_the_box(scene, oink, 100):
+        kinematics(oink, q)
+        barrier.update(q, oink.data, oink.geom_data)
+        for _, f, side in vertex_rows(barrier):
+            k = int(barrier.pairs.result.pair_index[f])
+            g = (int(barrier.pairs.first[k]), int(barrier.pairs.second[k]))
+            assert objects[g[side]].parentJoint != 0, f"a row on {objects[g[side]].name}, fixed in the world"
+            against_block += objects[g[1 - side]].name == "obstacle:block"
+    assert against_block >= 20  # rows of the links against the block were there to check
+
+
+@pytest.mark.parametrize("use_compiled", [True, False])
+def test_a_held_cylinder_or_capsule_gets_rows_at_either_end_of_its_axis(use_compiled):
+    """A cylinder or capsule lying along the block's top face touches it along a segment: besides its witness
+    point it gets rows at the points of either end farthest toward the block (its support point restricted to
+    that end: in the geometry frame z = +-half length, and the radius across the axis, toward the block)."""
+    if use_compiled and compiled_pairs.LOAD_ERROR:
+        pytest.skip(f"the pair distance kernel is not built ({compiled_pairs.LOAD_ERROR})")
+    scene, oink, barrier = rows_at_corner_box(use_compiled)
+    gm = scene.collision_model
+    held = {gm.getGeometryId(f"obstacle:{o.name}"): o for o in HELD_ROUND}
+    ends = {(g, e): 0 for g in held for e in (1, -1)}
+    for q in configurations_near_the_box(scene, oink, 150):
+        kinematics(oink, q)
+        barrier.update(q, oink.data, oink.geom_data)
+        found, rows = barrier.pairs.result, barrier.rows
+        for r, f, side in vertex_rows(barrier):
+            k = int(found.pair_index[f])
+            g = (int(barrier.pairs.first[k]), int(barrier.pairs.second[k]))[side]
+            if g not in held:
+                continue
+            radius, length = held[g].dims
+            M = oink.geom_data.oMg[g]
+            local = M.actInv(rows.b[r] if side else rows.a[r])
+            u = M.rotation.T @ (-rows.normal[r] if side else rows.normal[r])  # toward the other, geometry frame
+            if held[g].shape == "cylinder":
+                radial = radius * np.array([u[0], u[1], 0.0]) / np.hypot(u[0], u[1])
+            else:
+                radial = radius * u / np.linalg.norm(u)
+            end = int(np.sign(local[2]))
+            np.testing.assert_allclose(local, radial + (0.0, 0.0, end * length / 2), atol=1e-9)
+            ends[(g, end)] += 1
+    assert min(ends.values()) >= 3, {(gm.geometryObjects[g].name, e): c for (g, e), c in ends.items()}
 
 
 # ------------------------------------------------------------------- the bounds a row keeps

@@ -88,6 +88,8 @@ struct Found {
 // parallel to the other geometry tie, and their bounds differ only by rounding (which differs between
 // this kernel and the Python path's numpy); exact doubles would order them by that noise.
 constexpr double kRowOrderSteps = 1e9;  // [1/m]; collision_rows.py: ROW_ORDER_STEPS
+// A cylinder whose axis is within this (sine) of u has its cap facing u: the cap's centre is its end point
+constexpr double kFlatEnd = 1e-9;  // collision_rows.py: FLAT_END
 
 struct Candidate {
   double key;    // floor(lower bound of the vertex's distance [m] * kRowOrderSteps)
@@ -110,6 +112,7 @@ struct Kernel {
   std::vector<Found> found;
   std::vector<Candidate> candidates;
   std::vector<Vec3s> chosen[2];
+  Vec3s ends[2][2];  // per side: a cylinder's or capsule's end points (end_points) of the current pair
   std::vector<std::pair<double, int64_t>> cell_order;  // cloud queries: (bound, cell)
   int64_t narrow_calls = 0;
 
@@ -238,6 +241,25 @@ double support(const Geometry& g, const Vec3s& u) {
     default: return std::numeric_limits<double>::quiet_NaN();
   }
   return h + u.dot(g.T_world_geom.getTranslation());
+}
+
+// A cylinder's or capsule's points farthest along u (world) at either end of its axis, world frame: its
+// support point in u restricted to each end (the axis is the geometry's z). A cylinder or capsule lying
+// along a face touches it along a segment: its witness point may be at either end, and these two points
+// are what a convex hull's end vertices are to extra rows (a cylinder's cap disk facing u: its centre).
+// false for another kind.
+bool end_points(const Geometry& g, const Vec3s& u, Vec3s& end0, Vec3s& end1) {
+  if (g.kind != CYLINDER && g.kind != CAPSULE) return false;
+  const Vec3s v = g.T_world_geom.getRotation().transpose() * u;  // u in the geometry's frame
+  Vec3s radial = Vec3s::Zero();
+  const double lateral = g.kind == CAPSULE ? v.norm() : std::hypot(v[0], v[1]);
+  if (lateral > kFlatEnd * v.norm()) {
+    radial = (g.round_radius / lateral) * v;
+    if (g.kind == CYLINDER) radial[2] = 0.0;
+  }
+  end0 = g.T_world_geom.transform(radial + Vec3s(0.0, 0.0, g.half_length));
+  end1 = g.T_world_geom.transform(radial - Vec3s(0.0, 0.0, g.half_length));
+  return true;
 }
 
 // Bounds closer than this to the least distance found do not make a cube evaluated: with ties (a flat face
@@ -602,17 +624,26 @@ int64_t pdk_rows(void* handle, int64_t count, const int64_t* pair, const double*
     // n.(w - p1) from geometry 1, if that other geometry is convex (it lies beyond the plane through its
     // witness point): value = m.(v - q) with m = -n, q = p2 (side 0) or m = n, q = p1 (side 1). Against a
     // point cloud the same value takes the cloud locally as that plane (exact for a flat wall of cells; one
-    // witness row alone lets a flat face turn its far corners into the wall). A cloud fixed in the world gets
-    // no rows of its own: a cube's row holds the same moving point as the witness row, with a looser bound.
+    // witness row alone lets a flat face turn its far corners into the wall). A geometry fixed in the world
+    // (a table, a wall, the perceived cloud) gets no rows of its own: its vertex does not move, so the row's
+    // Jacobian is the witness row's (the other geometry's witness point) with a looser bound; rows that only
+    // repeat it took the pair's row budget from the moving link's own vertices (a forearm flat on a table:
+    // the table's four top corners tied with it, and its far end, unconstrained, dipped 3.8 mm inside d_min).
     for (int side = 0; side < 2; ++side) {
       const Geometry& g = side == 0 ? g1 : g2;
       const Geometry& other = side == 0 ? g2 : g1;
-      if (!other.convex() && !other.cloud) continue;
+      if ((!other.convex() && !other.cloud) || g.joint == 0) continue;
       const Vec3s m = side == 0 ? Vec3s(-n) : n;
       const Vec3s& q = side == 0 ? w2 : w1;
       if (g.cloud) {
-        if (g.joint != 0 && other.convex())
-          cloud_candidates(k, g, other, m, q, distance[f] - kCloudRowSlack, limit, side);
+        if (other.convex()) cloud_candidates(k, g, other, m, q, distance[f] - kCloudRowSlack, limit, side);
+        continue;
+      }
+      if (end_points(g, side == 0 ? n : Vec3s(-n), k.ends[side][0], k.ends[side][1])) {
+        for (int64_t i = 0; i < 2; ++i) {
+          const double value = m.dot(k.ends[side][i] - q);
+          if (value <= limit) k.candidates.push_back({std::floor(value * kRowOrderSteps), side, i});
+        }
         continue;
       }
       // a mesh's vertex (not convex: it may lie before the plane through its own witness point) only at or
@@ -633,7 +664,8 @@ int64_t pdk_rows(void* handle, int64_t count, const int64_t* pair, const double*
       if (extra + 1 >= rows_per_pair || rows >= max_rows) break;
       const Geometry& g = c.side == 0 ? g1 : g2;
       const Vec3s v = g.cloud ? cloud_vertex_at(g, g.cloud->points[g.cloud->position[c.index]], c.side == 0 ? Vec3s(-n) : n)
-                              : g.T_world_geom.transform(g.vertices[c.index]);
+                      : (g.kind == CYLINDER || g.kind == CAPSULE) ? k.ends[c.side][c.index]
+                                                                  : g.T_world_geom.transform(g.vertices[c.index]);
       if (!far_from(k.chosen[c.side], v, spacing)) continue;
       k.chosen[c.side].push_back(v);
       if (c.side == 0) emit(v, w2, false); else emit(w1, v, false);

@@ -20,9 +20,12 @@ Here each of the closest pairs gets up to ``rows_per_pair`` rows, all with the p
   what keeps a flat link face from turning its far corners into the wall (with the witness row alone it
   did: the witness jumped to another corner already inside d_min, and the arm stalled in holds; issue 30).
   A cube beside the link may lie before that plane: such a row overstates its vertex's distance, and the
-  witness row and the barrier check, which measure the cloud itself, still hold d_min. A cloud fixed in
-  the world (the perceived cloud) gets no rows of its own: a cube's row would hold the link's witness
-  point again, with a looser bound. A mesh kept as a mesh (``robot.convex_hulls: false``) is not convex: its
+  witness row and the barrier check, which measure the cloud itself, still hold d_min. A geometry fixed
+  in the world (a table, a wall, the perceived cloud) gets no rows of its own: its vertex does not move, so
+  its row's Jacobian is the witness row's (the link's witness point) with a looser bound. Such rows only
+  took the pair's row budget from the link's own vertices: a forearm lying flat over a table tied with
+  the table's four top corners, which got the rows; its far end, unconstrained, dipped 3.8 mm inside d_min
+  when the arm braked (fuzz seed 872). A mesh kept as a mesh (``robot.convex_hulls: false``) is not convex: its
   vertex may lie before the plane through its own witness point, so it gets a row only where its bound is
   at least the pair's distance (less ``CLOUD_ROW_SLACK``). A cloud carried by a link does get rows, against
   a convex geometry: per cube, its
@@ -57,6 +60,7 @@ from ...model.compiled_pairs import is_convex, row_vertices
 ROW_ORDER_STEPS = 1e9  # [1/m] vertex bounds are ordered by floor(bound * this); kernel: kRowOrderSteps
 CLOUD_ROW_SLACK = 1e-6  # [m] a cube's row bound is at least the pair's distance minus this; kernel: kCloudRowSlack
 FLAT_AXIS = 1e-9  # a cube's point least along u: no offset along an axis where |u| <= this; kernel: kFlatAxis
+FLAT_END = 1e-9  # a cylinder whose axis is within this (sine) of u has its cap facing u; kernel: kFlatEnd
 
 
 @dataclass
@@ -80,9 +84,13 @@ class RowVertices:
 
     def __init__(self, pairs: ClosestPairs) -> None:
         self.local, self.convex, self.aabb, self.cloud, self.fixed = {}, {}, {}, {}, {}
+        self.round = {}  # a cylinder's or capsule's (radius, half length, capsule?)
         for g in pairs.geometries:
             obj = pairs.object(int(g))
             geometry = obj.geometry
+            if isinstance(geometry, (coal.Cylinder, coal.Capsule)):
+                self.round[int(g)] = (float(geometry.radius), float(geometry.halfLength),
+                                      isinstance(geometry, coal.Capsule))
             self.local[int(g)] = row_vertices(geometry)
             self.convex[int(g)] = is_convex(geometry)
             self.fixed[int(g)] = obj.parentJoint == 0  # fixed in the world
@@ -97,6 +105,22 @@ class RowVertices:
             return local
         M = geom_data.oMg[geometry]
         return local @ M.rotation.T + M.translation
+
+    def end_points(self, geom_data: pin.GeometryData, geometry: int, u: np.ndarray) -> np.ndarray:
+        """(2, 3) world: a cylinder's or capsule's points farthest along ``u`` (world) at either end of its axis
+        (its z; the kernel's end_points): where a cylinder lying along a face may touch it, as a convex hull's
+        end vertices (a cap facing u: its centre)."""
+        radius, half_length, capsule = self.round[geometry]
+        M = geom_data.oMg[geometry]
+        v = M.rotation.T @ u
+        lateral = float(np.linalg.norm(v)) if capsule else math.hypot(v[0], v[1])
+        radial = np.zeros(3)
+        if lateral > FLAT_END * float(np.linalg.norm(v)):
+            radial = (radius / lateral) * v
+            if not capsule:
+                radial[2] = 0.0
+        ends = np.array([radial + (0.0, 0.0, half_length), radial - (0.0, 0.0, half_length)])
+        return ends @ M.rotation.T + M.translation
 
     def cloud_candidates(self, geom_data: pin.GeometryData, cloud: int, other: int, m: np.ndarray, q: np.ndarray,
                          floor: float, limit: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -167,10 +191,10 @@ def python_rows(
         limit = d + margin
         points, candidates = ([], []), []
         for side, (g, other, u, q) in enumerate(((g1, g2, -n, p2), (g2, g1, n, p1))):
-            # the plane bound: against a convex geometry, or a cloud taken locally as that plane; a cloud fixed
-            # in the world gets no rows (each would repeat the witness row's moving point)
+            # the plane bound: against a convex geometry, or a cloud taken locally as that plane; a geometry fixed
+            # in the world gets no rows (each would repeat the witness row's moving point, module docstring)
             plane = vertices.convex[other] or other in vertices.cloud
-            if not plane or (g in vertices.cloud and (vertices.fixed[g] or not vertices.convex[other])):
+            if not plane or vertices.fixed[g] or (g in vertices.cloud and not vertices.convex[other]):
                 points[side].append(np.zeros((0, 3)))
                 continue
             if g in vertices.cloud:
@@ -180,7 +204,7 @@ def python_rows(
                 candidates += [(math.floor(float(b) * ROW_ORDER_STEPS), side, int(i), float(b))
                                for i, b in zip(index, bound)]
                 continue
-            v = vertices.world(geom_data, g)
+            v = vertices.end_points(geom_data, g, -u) if g in vertices.round else vertices.world(geom_data, g)
             points[side].append(v)
             bound = (p2 - v) @ n if side == 0 else (v - p1) @ n
             # a mesh's vertex (not convex) only at or beyond the pair's distance (never more violated than it)
