@@ -20,7 +20,7 @@ from roboplan_ik_ros.core.control.control_loop import ControlLoop
 from roboplan_ik_ros.core.model.obstacles import Obstacle
 from roboplan_ik_ros.core.model.scene_config import scene_from_config
 from roboplan_ik_ros.core.oink.barriers.collision_barrier import CollisionBarrier
-from roboplan_ik_ros.core.oink.solver import _check_floor
+from roboplan_ik_ros.core.oink.barrier_check import _check_floor
 from test_closed_loop_bounds import panda_yaml
 
 LAG = 5  # [ticks] the robot's measurement is the command from this many ticks before

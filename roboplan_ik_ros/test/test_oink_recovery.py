@@ -331,8 +331,8 @@ def test_enforce_barriers_lets_violated_rows_slip_by_at_most_the_recovery_slip(p
         ok, dq = passes(lift * up)  # deeper to first order: corrected
         assert ok and c.oink.corrected_steps == k
         assert h_z - 1e-9 <= _workspace_h(panda, panda.integrate(q, dq))[5] <= h_z + 1e-6  # where it was, not deeper
-    from roboplan_ik_ros.core.oink import solver
-    monkeypatch.setattr(solver, "_CORRECTIONS", 0)
+    from roboplan_ik_ros.core.oink import barrier_check
+    monkeypatch.setattr(barrier_check, "_CORRECTIONS", 0)
     ok, dq = passes(3.0 * TOLERANCE * up)
     assert not ok and not dq.any()  # however much it is shortened
     monkeypatch.undo()

@@ -53,7 +53,7 @@ safety) and lets a violated row relax at most to ``G_b,i dq <= 0``: its h never 
 order). The linear term makes the penalty exact: while rho_1 = ``barrier_slack_penalty`` exceeds the
 multiplier the tasks put on a row, that row gets no slack if the QP above is feasible (the step is
 that QP's) and otherwise only what the limits force, so the robot moves back as fast as the
-limits allow and the tasks use whatever freedom remains. rho_2 = rho_1 / _SLACK_QUADRATIC_LENGTH
+limits allow and the tasks use whatever freedom remains. rho_2 = rho_1 / SLACK_QUADRATIC_LENGTH (slack_problems.py)
 makes the problem strictly convex in s and spreads an unavoidable violation over the rows. (A large
 quadratic-only penalty, rho_2 ~ 1e6, is inexact by s = multiplier / rho_2 - the robot settles ~10 um
 outside - and OSQP mostly hits max_iter on it once the limits bind: its multipliers dwarf H.)
@@ -73,7 +73,7 @@ its iterates). The box holds exactly: the solution is clipped into it. Any failu
 a status; only a recovery step whose OSQP run hit max_iter is still used if its last iterate keeps
 every row of the slack problem (within eps_abs).
 
-Buffers (speed; the math above is unchanged): a :class:`_Layout` is made once per list of tasks,
+Buffers (speed; the math above is unchanged): a :class:`QpLayout` is made once per list of tasks,
 limits and barriers. It holds
 
     M = [W_k J_k N_k | alpha_k W_k e_k], one row block per task, so that M^T M = [[H_tasks, c], ...]
@@ -93,7 +93,6 @@ other and against the seed's formulas (test_oink_compiled.py, test_oink_oracle.p
 
 from __future__ import annotations
 
-import itertools
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -109,9 +108,12 @@ from ..errors import InvalidInputError, check_positive
 from ..model.scene import Scene
 from . import compiled_assembly
 from .compiled_assembly import CompiledAssembly, load_kernel
+from .barrier_check import BarrierCheck
+from .barriers.barrier import Barrier
 from .osqp_workspace import OsqpResult, OsqpWorkspace
+from .qp_layout import INF, QpLayout
 from .robot import Robot
-from .barriers.barrier import _MIN_JACOBIAN_NORM2, Barrier  # a smaller ||J_h||^2: no joint moves the row
+from .slack_problems import DaqpSlackProblem, OsqpSlackProblem
 from .limits.limit import Limit
 from .tasks.task import Task
 
@@ -121,9 +123,7 @@ except ImportError:  # a colcon install without `pip install daqp`: only qp_solv
     daqp = None
 
 QP_SOLVERS = ("daqp", "osqp")
-_INF = 1e30  # the QP solvers' infinity
 # [m]: rho_2 = rho_1 / this, so the quadratic part of the slack penalty adds 1 % to its slope at s = 1 mm.
-_SLACK_QUADRATIC_LENGTH = 0.1
 _OSQP_SOLVED = (osqp.SolverStatus.OSQP_SOLVED, osqp.SolverStatus.OSQP_SOLVED_INACCURATE)
 _OSQP_MAX_ITER = osqp.SolverStatus.OSQP_MAX_ITER_REACHED
 _DAQP_STATUS = {
@@ -133,14 +133,6 @@ _DAQP_STATUS = {
 # [m] per step: a violated barrier row that no dq inside the box moves back by more than this is stuck
 # (5 um/s at 500 Hz; above the noise of distance Jacobians whose witness points slide on flat faces).
 _MIN_RECOVERY_DISPLACEMENT = 1e-8
-_STEP_SCALES = (0.5, 0.25, 0.125)  # enforce_barriers: the shorter steps tried when a step fails its check
-_CORRECTIONS = 2  # enforce_barriers: second-order corrections tried once no shorter step passes
-_CORRECTION_MARGIN = 1e-7  # [m] a corrected row aims this far above its floor (what the linearization misses)
-# [m] a row at its tolerance boundary may cross it by this much: what the linearization misses of a step that
-# holds it to first order (1e-10 to 4.5e-9 m measured on a workspace box's face); without it every step of an arm
-# resting on the face at h = -tolerance was refused, and the hold braked along the path, unchecked
-_BOUNDARY_SLIP = 1e-8
-_RECOVERY_SLIP = 1e-5  # [m] a row violated at q may get worse by this much per step: the distance between convex hulls is only piecewise smooth (a recovery step that holds a row to first order was measured to lose 7.5e-6 m)
 _SHORTCUT = "solved (unconstrained optimum is feasible)"
 # [rad or m] DAQP adds a row to its active set when violated by more than this (its default, 1e-6, lets
 # warm and cold starts end on different active sets, dq up to ~5e-6 apart); the rows then hold to 1e-9.
@@ -180,7 +172,7 @@ class QpData(NamedTuple):
     G_upper: np.ndarray
 
 
-class Oink:
+class Oink(BarrierCheck):
     """Optimal IK for one joint group of ``scene``.
 
     Args:
@@ -262,7 +254,7 @@ class Oink:
         # Barrier reference (set_barrier_reference): the rows bound the step from q ⊕ offset (None: from q)
         self.barrier_reference: np.ndarray | None = None
         self._barrier_reference = np.zeros(n)
-        self._layout: _Layout | None = None
+        self._layout: QpLayout | None = None
         # OSQP: P is the dense upper triangle, A is stored dense (all m x n entries).
         rows, cols = np.tril_indices(n)  # (r, c) with r >= c, row-major == CSC order of the upper triangle
         self._P_rows, self._P_cols = cols, rows
@@ -272,9 +264,9 @@ class Oink:
         self._qp = None  # the hard problem's workspace (OsqpWorkspace or daqp.Model), kept between steps
         self._qp_rows = -1
         if qp_solver == "daqp":
-            self._slack: _SlackProblem | _DaqpSlackProblem = _DaqpSlackProblem(n, self.daqp_settings)
+            self._slack: OsqpSlackProblem | DaqpSlackProblem = DaqpSlackProblem(n, self.daqp_settings)
         else:
-            self._slack = _SlackProblem(n, self.osqp_settings)
+            self._slack = OsqpSlackProblem(n, self.osqp_settings)
 
     @property
     def weighted_nullspace(self) -> bool:
@@ -351,7 +343,7 @@ class Oink:
             key = (len(tasks), len(limits), *tasks, *limits, *barriers, *[t.priority for t in tasks])
             lay = self._layout
             if lay is None or lay.key != key:
-                lay = self._layout = _Layout(self, q, key, tasks, limits, barriers)
+                lay = self._layout = QpLayout(self, q, key, tasks, limits, barriers)
             model, data = self.scene.model, self.data
             pin.computeJointJacobians(model, data, q)  # also forward kinematics
             pin.updateFramePlacements(model, data)
@@ -366,7 +358,7 @@ class Oink:
             diagonal += self._barrier_terms(q, barriers, self.c)
             self._H_diagonal += diagonal
             if not self._build_limits(q, lay):  # a limit changed the kind or size of its bounds
-                lay = self._layout = _Layout(self, q, key, tasks, limits, barriers)
+                lay = self._layout = QpLayout(self, q, key, tasks, limits, barriers)
                 if not self._build_limits(q, lay):
                     raise ValueError("a limit's bounds change shape from one call to the next")
             if lay.barrier_upper.size and lay.barrier_upper.min() < 0.0:
@@ -377,7 +369,7 @@ class Oink:
         except (ValueError, np.linalg.LinAlgError, RuntimeError) as exc:
             return self._fail(f"error: {exc}")
 
-    def _solve_compiled(self, q: np.ndarray, lay: _Layout, key: tuple, tasks, limits, barriers) -> OinkResult:
+    def _solve_compiled(self, q: np.ndarray, lay: QpLayout, key: tuple, tasks, limits, barriers) -> OinkResult:
         """The step with the compiled assembly (:mod:`compiled_assembly`): the objects update their
         arrays here, the kernel assembles H, c, the rows and the box and tries the shortcut."""
         data, geom_data = self.data, self.geom_data
@@ -392,7 +384,7 @@ class Oink:
             b.update(q, data, geom_data)
         if not (_set_compiled_box(q, ca) and self._build_row_limits(q, lay) and ca.refresh()):
             # a limit changed the kind or size of its bounds, or an object swapped an array: new layout
-            lay = self._layout = _Layout(self, q, key, tasks, limits, barriers)
+            lay = self._layout = QpLayout(self, q, key, tasks, limits, barriers)
             ca = lay.compiled
             if ca is None or not (_set_compiled_box(q, ca) and self._build_row_limits(q, lay) and ca.refresh()):
                 raise ValueError("a task, limit or barrier changes its arrays or their shapes from one call to "
@@ -441,7 +433,7 @@ class Oink:
                     c -= w * dq_safe
         return diagonal
 
-    def _build_objective(self, q: np.ndarray, lay: _Layout) -> float:
+    def _build_objective(self, q: np.ndarray, lay: QpLayout) -> float:
         """Update the tasks; fill A = [W_k J_k N_k], b = [alpha_k W_k e_k] and H = A^T A, c = A^T b.
         Returns what H's diagonal still needs: lambda + sum_k mu_k."""
         data = self.data
@@ -482,12 +474,12 @@ class Oink:
         np.dot(lay.A_tasks.T, lay.b_tasks, out=self.c)
         return diagonal
 
-    def _build_limits(self, q: np.ndarray, lay: _Layout) -> bool:
+    def _build_limits(self, q: np.ndarray, lay: QpLayout) -> bool:
         """Fill the box and the other limits' rows of K, d and the QP's lower bounds. False if a limit's
         bounds no longer fit the layout (a box became rows or the number of rows changed)."""
         return self._build_box(q, lay) and self._build_row_limits(q, lay)
 
-    def _build_box(self, q: np.ndarray, lay: _Layout) -> bool:
+    def _build_box(self, q: np.ndarray, lay: QpLayout) -> bool:
         box = lay.box_limits
         if box:
             lower, upper = lay.lower, lay.upper
@@ -506,7 +498,7 @@ class Oink:
             np.negative(lower, out=lay.negative_lower)
         return True
 
-    def _build_row_limits(self, q: np.ndarray, lay: _Layout) -> bool:
+    def _build_row_limits(self, q: np.ndarray, lay: QpLayout) -> bool:
         for lim, G_rows, up_rows, lo_rows, negative_G_rows, negative_lo_rows in lay.row_limits:
             G, lo, up = lim.bounds(q)
             if G is None or G.shape != G_rows.shape:
@@ -516,7 +508,7 @@ class Oink:
             np.negative(lo, out=negative_lo_rows)
         return True
 
-    def _limits_conflict(self, lay: _Layout) -> str:
+    def _limits_conflict(self, lay: QpLayout) -> str:
         """A non-empty status if the box limits conflict (lower > upper for some joint)."""
         conflict = np.greater(lay.lower, lay.upper, out=lay.satisfied[: self.nv])
         if not np.count_nonzero(conflict):
@@ -527,14 +519,14 @@ class Oink:
             f"dq <= {lay.upper[k]:.6g} (is it outside its position limits?)"
         )
 
-    def _unconstrained_optimum_is_feasible(self, lay: _Layout) -> bool:
+    def _unconstrained_optimum_is_feasible(self, lay: QpLayout) -> bool:
         """Put -H^{-1} c into the dq buffer; True if it satisfies every constraint, exactly (then it is the optimum)."""
         dq = self._dq
         np.negative(solve_spd(self.H, self.c), out=dq)
         np.dot(lay.K, dq, out=lay.Kdq)
         return np.count_nonzero(np.less_equal(lay.Kdq, lay.d, out=lay.satisfied)) == len(lay.d)  # NaN: not
 
-    def _solve_qp(self, lay: _Layout, shortcut: bool | None = None, box_conflict: bool = True) -> OinkResult:
+    def _solve_qp(self, lay: QpLayout, shortcut: bool | None = None, box_conflict: bool = True) -> OinkResult:
         """The QP with hard barrier rows (no row is violated at q); ``shortcut`` (default:
         unconstrained_shortcut) tries -H^{-1} c first; ``box_conflict=False``: the box is known to
         have lower <= upper (or NaN) on every joint."""
@@ -549,7 +541,7 @@ class Oink:
             return self._solve_qp_daqp(lay)
         return self._solve_qp_osqp(lay)
 
-    def _solve_qp_daqp(self, lay: _Layout) -> OinkResult:
+    def _solve_qp_daqp(self, lay: QpLayout) -> OinkResult:
         m = len(lay.lower_qp)
         qp = self._qp
         if qp is None or self._qp_rows != m:
@@ -572,7 +564,7 @@ class Oink:
             return braked
         return self._fail(f"QP failed: DAQP {_daqp_status(flag)}{self._explain_infeasibility(lay)}")
 
-    def _solve_qp_osqp(self, lay: _Layout) -> OinkResult:
+    def _solve_qp_osqp(self, lay: QpLayout) -> OinkResult:
         l, u = lay.osqp_bounds()
         self._P.data[:] = self.H[self._P_rows, self._P_cols]
         c = self.c  # contiguous: osqp 1.1's update reads a strided array as if it were contiguous
@@ -594,14 +586,14 @@ class Oink:
         dq = self._clip_into_box(res.x, lay)
         return OinkResult(dq, True, res.status, used_qp=True, qp_iterations=res.iterations)
 
-    def _clip_into_box(self, x: np.ndarray, lay: _Layout) -> np.ndarray:
+    def _clip_into_box(self, x: np.ndarray, lay: QpLayout) -> np.ndarray:
         """The dq buffer holding x[:n] clipped into the box (which then holds exactly, despite solver tolerances)."""
         dq = self._dq
         np.maximum(x[: self.nv], lay.lower, out=dq)
         np.minimum(dq, lay.upper, out=dq)
         return dq
 
-    def _solve_recovery(self, lay: _Layout, barrier: Barrier, row: int) -> OinkResult:
+    def _solve_recovery(self, lay: QpLayout, barrier: Barrier, row: int) -> OinkResult:
         """The slack problem (``barrier``'s ``row`` is the most violated row at q)."""
         status = self._limits_conflict(lay)
         if status:
@@ -634,7 +626,7 @@ class Oink:
         self._slack.reset()  # do not warm-start from a failed solve
         return self._fail(f"{label}; QP failed: OSQP status {res.status!r}")
 
-    def _solve_braking(self, lay: _Layout, recovering: bool = False) -> OinkResult | None:
+    def _solve_braking(self, lay: QpLayout, recovering: bool = False) -> OinkResult | None:
         """The hard QP is infeasible although no barrier row is violated at q: some row's braking bound
         asks for more deceleration than the box (velocity, acceleration, jerk, position limits) allows,
         typically a pair that has just become one of the closest while the arm moves toward it. Each
@@ -647,7 +639,7 @@ class Oink:
         k = lay.barrier_upper.size
         if not k or self._limits_conflict(lay):
             return None
-        lo, up = np.maximum(lay.lower, -_INF), np.minimum(lay.upper, _INF)
+        lo, up = np.maximum(lay.lower, -INF), np.minimum(lay.upper, INF)
         deficit, r, worst = np.zeros(k), 0, (0.0, None, -1)
         for b in lay.barriers:
             least = np.minimum(b.G * lo, b.G * up).sum(axis=1)
@@ -665,7 +657,7 @@ class Oink:
         label = (f"braking: barrier {b.name!r} row {b.row_names[j]!r} (h = {b.value[j]:.4g} m) cannot keep its "
                  f"braking bound within the joint limits; relaxed by {gap:.3g} m" if b is not None else
                  "braking: the barrier rows conflict with each other within the joint limits; penalized")
-        for bound in (s_max, np.full(k, _INF)):
+        for bound in (s_max, np.full(k, INF)):
             if self.qp_solver == "daqp":
                 x, flag, iterations = self._slack.solve(self.H, self.c, lay, k, self.barrier_slack_penalty, bound)
                 if x is not None:
@@ -684,14 +676,14 @@ class Oink:
             label = "braking: the barrier rows conflict with each other within the joint limits; penalized"
         return None
 
-    def _keeps_slack_rows(self, dq: np.ndarray, lay: _Layout) -> bool:
+    def _keeps_slack_rows(self, dq: np.ndarray, lay: QpLayout) -> bool:
         """Does dq (inside the box) satisfy the slack problem's rows within OSQP's eps_abs: the other
         limits, each barrier row that dq = 0 satisfies, and ``G dq <= 0`` for each violated one?"""
         bound = lay.d.copy()
         np.maximum(lay.barrier_upper, 0.0, out=bound[lay.barrier_rows])
         return bool(np.all(lay.K @ dq <= bound + self.osqp_settings["eps_abs"]))
 
-    def _explain_infeasibility(self, lay: _Layout) -> str:
+    def _explain_infeasibility(self, lay: QpLayout) -> str:
         """Name a barrier row that no dq inside the box limits can satisfy, if any.
 
         The least ``G dq`` over the box is ``sum_j min(G_j lower_j, G_j upper_j)``; above the row's
@@ -699,8 +691,8 @@ class Oink:
         problem relaxes it to ``G dq <= 0``) counts as unsatisfiable when the least value is also
         above -_MIN_RECOVERY_DISPLACEMENT: no step can move it back, so the robot cannot recover.
         """
-        lo = np.maximum(lay.lower, -_INF)
-        up = np.minimum(lay.upper, _INF)
+        lo = np.maximum(lay.lower, -INF)
+        up = np.minimum(lay.upper, INF)
         for b in lay.barriers:
             least = np.minimum(b.G * lo, b.G * up).sum(axis=1)
             stuck = least > np.maximum(b.upper, -_MIN_RECOVERY_DISPLACEMENT)
@@ -712,265 +704,6 @@ class Oink:
                 )
         return ""
 
-    # --------------------------------------------------------- barrier check
-    def enforce_barriers(
-        self, q: np.ndarray, dq_full: np.ndarray, barriers: Sequence[Barrier], tolerance: float = 1e-4
-    ) -> bool:
-        """Forward-kinematics check of q ⊕ dq_full against every barrier's rows of the last solve.
-
-        A row that holds at q (h >= -tolerance) may end at most ``tolerance`` outside its safe set; a row
-        violated by more than that at q may get worse by at most _RECOVERY_SLIP (1e-5 m) per step: a
-        recovery step moves it back to first order, so the violation never creeps deeper, step after
-        step. When the step fails the check, shorter steps are tried (each clipped into the box limits:
-        the step stays within the velocity and acceleration bounds): the check fails on what the
-        linearization misses (a normal turning over an edge, a witness point jumping between corners),
-        which shrinks with the square of the step. When no shorter step passes either, the step is corrected
-        (:meth:`_correct_step`): a row that the linearization let through at first order (a cloud's nearest cell
-        changing under a link that slides along it) refuses every shorter step too. ``dq_full`` holds the accepted
-        step (in place); if none passes it is zeroed and False is returned. Call after :meth:`solve` at the same q.
-        """
-        if not barriers:
-            return True
-        if self._check_step(q, dq_full, barriers, tolerance):
-            return True
-        lay = self._layout
-        full = self._v_columns
-        step = dq_full[full].copy()
-        for scale in _STEP_SCALES:
-            np.multiply(step, scale, out=self._dq_scaled)
-            if lay is not None:
-                np.clip(self._dq_scaled, lay.lower, lay.upper, out=self._dq_scaled)
-            dq_full[full] = self._dq_scaled
-            if self._check_step(q, dq_full, barriers, tolerance):
-                self.shortened_steps += 1
-                return True
-        dq_full[full] = step
-        if self.correct_step(q, dq_full, barriers, tolerance):
-            self.corrected_steps += 1
-            return True
-        dq_full.fill(0.0)
-        return False
-
-    def correct_step(self, q: np.ndarray, dq_full: np.ndarray, barriers: Sequence[Barrier],
-                     tolerance: float = 1e-4) -> bool:
-        """True if q ⊕ dq_full passes the barrier check as it is or after :meth:`_correct_step` (dq_full then holds
-        the corrected step); False with dq_full unchanged. For a stop's step (a braking step in the box limits of
-        the last :meth:`solve` at the same q): a stop must be no less safe than the step it replaces."""
-        if not barriers or self._check_step(q, dq_full, barriers, tolerance):
-            return True
-        return self._correct_step(q, dq_full, dq_full[self._v_columns].copy(), barriers, tolerance)
-
-    def _correct_step(self, q: np.ndarray, dq_full: np.ndarray, step: np.ndarray, barriers: Sequence[Barrier],
-                      tolerance: float) -> bool:
-        """A second-order correction of a step the check refused (as in SQP): each tracked row that ends below its
-        target at q ⊕ dq (:func:`_correction_target`: its check floor, a violated row where it is) is lifted back
-        along its gradient at q, the least-norm change of the step that brings the linearized rows to
-        ``target + _CORRECTION_MARGIN``, clipped into the box limits, checked again (up to _CORRECTIONS times).
-        True with ``dq_full`` holding the corrected step; False with it holding ``step`` (a pair the rows did not
-        track, a NaN or a row whose gradient is 0 are not corrected). Call after a failed :meth:`_check_step` of
-        ``step`` (its kinematics are where the rows are evaluated)."""
-        lay = self._layout
-        full = self._v_columns
-        trial = step.copy()
-        for _ in range(_CORRECTIONS):
-            rows, deficits = [], []
-            for b in barriers:  # _check_step left the kinematics at the last trial step
-                h_next = b.evaluate(self.data, self.geom_data)
-                if not b.untracked_floor(self.boundary_tolerance) >= 0.0:
-                    dq_full[full] = step
-                    return False
-                deficit = _correction_target(b.measured_value, tolerance) - h_next
-                if np.isnan(deficit).any():
-                    dq_full[full] = step
-                    return False
-                for i in np.flatnonzero(deficit > -_CORRECTION_MARGIN):
-                    rows.append(b.jacobian[i])
-                    deficits.append(deficit[i] + _CORRECTION_MARGIN)
-            if not rows:
-                break
-            J = np.array(rows)
-            if np.min(np.einsum("ij,ij->i", J, J)) <= _MIN_JACOBIAN_NORM2:
-                break
-            trial += np.linalg.lstsq(J, np.array(deficits), rcond=1e-8)[0]  # least norm (rows may be dependent)
-            if lay is not None:
-                np.clip(trial, lay.lower, lay.upper, out=trial)
-            dq_full[full] = trial
-            if self._check_step(q, dq_full, barriers, tolerance):
-                return True
-        dq_full[full] = step
-        return False
-
-    def step_margin(self, q: np.ndarray, dq_full: np.ndarray, barriers: Sequence[Barrier],
-                    tolerance: float = 1e-4) -> float:
-        """[m] How far q ⊕ dq_full stays above the floors of :meth:`enforce_barriers`' check, the least over every
-        row and every untracked pair (>= 0: the check accepts it; NaN counts as -inf). Call after :meth:`solve`
-        at the same q; for choosing among stops (not the tick's step: the check exits early)."""
-        model, data = self.scene.model, self.data
-        pin.framesForwardKinematics(model, data, pin.integrate(model, q, dq_full))
-        if any(b.needs_geometry for b in barriers):
-            pin.updateGeometryPlacements(model, data, self.scene.collision_model, self.geom_data)
-        margin = math.inf
-        for b in barriers:
-            h_next = b.evaluate(data, self.geom_data)
-            margin = min(margin, b.untracked_floor(self.boundary_tolerance))
-            h = b.measured_value
-            if len(h_next):
-                slack = h_next - _check_floor(h, tolerance)
-                worst = float(np.min(np.where(np.isnan(slack), -np.inf, slack)))
-                margin = min(margin, worst)
-        return -math.inf if math.isnan(margin) else margin
-
-    def _check_step(self, q: np.ndarray, dq_full: np.ndarray, barriers: Sequence[Barrier], tolerance: float) -> bool:
-        model, data = self.scene.model, self.data
-        q_next = pin.integrate(model, q, dq_full)
-        pin.framesForwardKinematics(model, data, q_next)
-        for b in barriers:
-            if b.needs_geometry:
-                pin.updateGeometryPlacements(model, data, self.scene.collision_model, self.geom_data)
-                break
-        for b in barriers:  # b.measured_value still holds h at q (evaluate returns another array)
-            h_next = b.evaluate(data, self.geom_data)
-            if not b.untracked_floor(self.boundary_tolerance) >= 0.0:  # a pair the rows did not track ended inside d_min
-                return False
-            if np.count_nonzero(np.greater_equal(h_next, -tolerance)) == len(h_next):
-                continue  # every row inside its safe set (up to tolerance): nothing can be violated
-            h = b.measured_value
-            if np.count_nonzero(~(h_next >= _check_floor(h, tolerance))):  # NaN: violated
-                return False
-            if h.min(initial=np.inf) < -tolerance and not self._recovers(b, h < -tolerance, h, h_next, dq_full):
-                return False  # (the common tick, no row violated, allocates nothing here)
-        return True
-
-    def _recovers(self, b: Barrier, violated: np.ndarray, h: np.ndarray, h_next: np.ndarray,
-                  dq_full: np.ndarray) -> bool:
-        """A violated row may lose _RECOVERY_SLIP only on a step that moves it back to first order (J_h dq > 0):
-        one that holds it there (sliding along the boundary of the recovery's ``G dq <= 0``) may not end deeper,
-        or the violation creeps (1 um a step measured: 0.3 mm while a twist pushed an arm along a cloud)."""
-        back = b.jacobian[violated] @ dq_full[self._v_columns]
-        return not np.any((back <= 0.0) & (h_next[violated] < h[violated]))
-
-
-def _correction_target(h: np.ndarray, tolerance: float) -> np.ndarray:
-    """Per row, what a corrected step aims at (+ _CORRECTION_MARGIN): a row that holds the tolerance boundary, a
-    violated one where it is (a correction uses neither the boundary's nor the recovery's slip: a violation does
-    not creep deeper)."""
-    return np.where(h >= -tolerance, -tolerance, h)
-
-
-def _check_floor(h: np.ndarray, tolerance: float) -> np.ndarray:
-    """Per row, the least h the barrier check accepts at the next step from h at this one: a row that holds
-    (h >= -tolerance) may end ``tolerance`` (+ _BOUNDARY_SLIP) outside its safe set, a violated one may lose
-    _RECOVERY_SLIP."""
-    return np.where(h >= -tolerance, -tolerance - _BOUNDARY_SLIP, h - _RECOVERY_SLIP)
-
-
-class _Layout:
-    """Buffers for one list of tasks, limits and barriers (see "Buffers" in the module docstring).
-
-    ``levels``: per priority level (highest first), per task: (task, its rows of A_tasks (W J N) and of
-    b_tasks (alpha W e), sqrt_weight[:, None], its rows of the stacked Jacobians J_s or None, and with
-    ``weighted_nullspace`` a (rows, 1) bool buffer for its mask W != 0, else None).
-    ``nullspace``: per level, the buffers (stacked Jacobians J_s or None for a single task's own
-    unmasked Jacobian, J_s J_s^T, its diagonal, N) of the next level's projector, or None after the
-    last level.
-    """
-
-    def __init__(self, oink: Oink, q: np.ndarray, key: tuple, tasks, limits, barriers) -> None:
-        for kind, objects in (("task", tasks), ("limit", limits), ("barrier", barriers)):
-            if len({id(o) for o in objects}) != len(objects):
-                raise ValueError(f"the same {kind} is passed twice")
-        n = oink.nv
-        self.key = key
-        # ---- objective
-        ordered = sorted(tasks, key=lambda t: t.priority)
-        grouped = [list(g) for _, g in itertools.groupby(ordered, key=lambda t: t.priority)]
-        rows = sum(len(t.error) for t in tasks)
-        self.A_tasks, self.b_tasks = np.zeros((rows, n)), np.zeros(rows)
-        n_above = sum(len(t.error) for level in grouped[:-1] for t in level)  # rows above the last level
-        weighted = oink.weighted_nullspace  # J_s masked: copied even for a single task above
-        stack = weighted or sum(len(level) for level in grouped[:-1]) > 1  # else the one task above is its own J_s
-        J_above = np.zeros((n_above if stack else 0, n))  # J_s: the (masked) Jacobians of the rows above the last level
-        N = np.zeros((n, n))
-        self.levels, self.nullspace = [], []
-        r = 0
-        for k, level in enumerate(grouped):
-            last = k + 1 == len(grouped)
-            blocks = []
-            for t in level:
-                rows = slice(r, r + len(t.error))
-                w_column = t.sqrt_weight[:, None]  # a view: weights changed in place are seen
-                J_rows = J_above[rows] if stack and not last else None
-                mask = np.zeros((len(t.error), 1), dtype=bool) if weighted and not last else None
-                blocks.append((t, self.A_tasks[rows], self.b_tasks[rows], w_column, J_rows, mask))
-                r += len(t.error)
-            self.levels.append(blocks)
-            if last:
-                self.nullspace.append(None)
-            else:  # N of the next level, from the (masked) Jacobians of rows [:r]
-                JJt = np.zeros((r, r))
-                self.nullspace.append((J_above[:r] if stack else None, JJt, JJt.reshape(-1)[:: r + 1], N))
-        # ---- constraints
-        self.box_limits: list[Limit] = []
-        row_limits = []
-        for lim in limits:
-            G = lim.bounds(q).G
-            if G is None:
-                self.box_limits.append(lim)
-            else:
-                row_limits.append((lim, len(G)))
-        m_c = sum(k for _, k in row_limits)
-        m_b = sum(b.size for b in barriers)
-        m = m_c + m_b
-        self.K = np.zeros((2 * n + m + m_c, n))
-        self.d = np.full(len(self.K), np.inf)
-        self.lower_qp = np.full(n + m, -np.inf)  # [lower; l_c; -inf for the barrier rows]
-        self.K[:n] = np.eye(n)
-        self.K[n + m : 2 * n + m] = -np.eye(n)
-        self.lower, self.upper = self.lower_qp[:n], self.d[:n]
-        self.negative_lower = self.d[n + m : 2 * n + m]
-        self.row_limits = []
-        i, j = n, 2 * n + m  # next row of G_c, of -G_c
-        for lim, k in row_limits:
-            rows, negative_rows = slice(i, i + k), slice(j, j + k)
-            self.row_limits.append(
-                (lim, self.K[rows], self.d[rows], self.lower_qp[rows], self.K[negative_rows], self.d[negative_rows])
-            )
-            i, j = i + k, j + k
-        self.barriers = list(barriers)
-        for b in barriers:
-            b.write_rows_into(self.K[i : i + b.size], self.d[i : i + b.size])
-            i += b.size
-        self.barrier_rows = slice(n + m_c, n + m)
-        self.barrier_upper = self.d[self.barrier_rows]
-        self.A = self.K[n : n + m]  # DAQP's rows (the box goes in as simple bounds)
-        self.A_daqp = self.A if m else None  # daqp 0.11's update fails on a 0-row A (there is nothing to update)
-        self.A_box = self.K[: n + m]  # OSQP's rows
-        self.upper_qp = self.d[: n + m]
-        self.Kdq = np.zeros(len(self.K))
-        self.satisfied = np.zeros(len(self.K), dtype=bool)
-        self.needs_geometry = any(b.needs_geometry for b in barriers)
-        self._osqp_l = np.zeros(n + m)
-        self._osqp_u = np.zeros(n + m)
-        # ---- the compiled assembly (None: the numpy path serves this layout)
-        self.python_barriers = [b for b in barriers if not _assembled_by_kernel(b)]
-        self.kernel_barriers = [b for b in barriers if _assembled_by_kernel(b)]
-        self.compiled = None
-        if oink.kernel is not None:
-            box_arrays = [lim.bounds(q)[1:] for lim in self.box_limits]
-            outputs = dict(H=oink.H, c=oink.c, A=self.A_tasks, b=self.b_tasks, lower=self.lower, upper=self.upper,
-                           negative_lower=self.negative_lower, Kdq=self.Kdq, dq=oink._dq)
-            self.compiled = CompiledAssembly.build(
-                oink.kernel, n, grouped, n_above, self.K, self.d, self.box_limits, box_arrays,
-                [b for b in barriers if _assembled_by_kernel(b)], outputs, oink, barriers, oink.barrier_braking,
-                weighted_nullspace=weighted)
-
-    def osqp_bounds(self) -> tuple[np.ndarray, np.ndarray]:
-        """The QP's bounds clipped to OSQP's +-1e30."""
-        np.maximum(self.lower_qp, -_INF, out=self._osqp_l)
-        np.minimum(self.upper_qp, _INF, out=self._osqp_u)
-        return self._osqp_l, self._osqp_u
-
-
 def _set_compiled_box(q: np.ndarray, ca: CompiledAssembly) -> bool:
     """Hand the box limits' bounds at q to the kernel; False if one of them no longer is a box."""
     for k, lim in enumerate(ca.box):
@@ -979,162 +712,6 @@ def _set_compiled_box(q: np.ndarray, ca: CompiledAssembly) -> bool:
             return False
         ca.set_box_bounds(k, lower, upper)
     return True
-
-
-def _assembled_by_kernel(b: Barrier) -> bool:
-    """Does ``b`` use the base class's rows and regularization (which the kernel computes)?"""
-    t = type(b)
-    return (t.constraint is Barrier.constraint and t.regularization_weight is Barrier.regularization_weight
-            and t.safe_displacement is Barrier.safe_displacement)
-
-
-class _SlackProblem:
-    """The OSQP problem of a recovery step over x = (dq [rad], s [m]), s one slack per barrier row.
-
-    P = diag(H, rho_2 I), q = (c, rho_1 1). A = [[A_hard, S], [0, I]] with A_hard the dense rows of the
-    hard problem (box, other limits, then the k barrier rows last) and S = -I on the barrier rows;
-    the last k rows bound the slacks: 0 <= s <= max(0, -u_barrier). Arrays are allocated and OSQP
-    is set up only when the row counts change; otherwise values are updated and OSQP warm-starts.
-    """
-
-    def __init__(self, n: int, settings: dict) -> None:
-        self.n = n
-        self.settings = settings
-        self._qp: OsqpWorkspace | None = None
-        self._shape = (-1, -1)  # (rows of A_hard, barrier rows k)
-
-    def reset(self) -> None:
-        """Set OSQP up again at the next solve (no warm start from a failed solve)."""
-        self._qp = None
-
-    def _allocate(self, P_hard: sp.csc_matrix, m: int, k: int) -> None:
-        """Sparsity patterns and value buffers for m hard rows of which the last k are barrier rows."""
-        n = self.n
-        n_tri = len(P_hard.data)
-        self._P = sp.csc_matrix(
-            (
-                np.zeros(n_tri + k),
-                np.concatenate([P_hard.indices, np.arange(n, n + k)]),
-                np.concatenate([P_hard.indptr, n_tri + np.arange(1, k + 1)]),
-            ),
-            shape=(n + k, n + k),
-        )
-        self._P_dq = self._P.data[:n_tri]  # views: the upper triangle of H, then rho_2 on the slack diagonal
-        self._P_slack = self._P.data[n_tri:]
-        slack_rows = np.stack([np.arange(m - k, m), np.arange(m, m + k)], axis=1).ravel()  # (barrier row, bound row)
-        self._A = sp.csc_matrix(
-            (
-                np.concatenate([np.zeros(m * n), np.tile([-1.0, 1.0], k)]),
-                np.concatenate([np.tile(np.arange(m), n), slack_rows]),  # dq columns: every row of A_hard
-                np.concatenate([np.arange(0, m * n + 1, m), m * n + 2 * np.arange(1, k + 1)]),
-            ),
-            shape=(m + k, n + k),
-        )
-        self._A_dq = self._A.data[: m * n].reshape(n, m)  # view: A_hard^T
-        self._q = np.zeros(n + k)
-        self._l = np.zeros(m + k)
-        self._u = np.zeros(m + k)
-        self._shape = (m, k)
-        self._qp = None
-
-    def solve(
-        self,
-        P_hard: sp.csc_matrix,
-        c: np.ndarray,
-        A_hard: np.ndarray,
-        l_hard: np.ndarray,
-        u_hard: np.ndarray,
-        k: int,
-        penalty: float,
-        s_max: np.ndarray | None = None,
-    ):
-        """OSQP's result for this step: P_hard, c, A_hard, l_hard, u_hard of the hard problem, whose
-        last k rows are the barrier rows; penalty rho_1 [cost]/[m]; ``s_max``: the slacks' upper bounds
-        [m] (default max(0, -u) per barrier row)."""
-        n, m = self.n, len(l_hard)
-        if self._shape != (m, k):
-            self._allocate(P_hard, m, k)
-        self._P_dq[:] = P_hard.data
-        self._P_slack[:] = penalty / _SLACK_QUADRATIC_LENGTH
-        np.copyto(self._A_dq, A_hard.T)
-        self._q[:n] = c
-        self._q[n:] = penalty
-        np.clip(l_hard, -_INF, _INF, out=self._l[:m])
-        np.clip(u_hard, -_INF, _INF, out=self._u[:m])
-        bound = self._u[m:]  # [m]: max(0, -u) per barrier row, 0 for the rows dq = 0 satisfies
-        if s_max is None:
-            np.negative(u_hard[m - k :], out=bound)
-            np.maximum(bound, 0.0, out=bound)
-        else:
-            np.minimum(s_max, _INF, out=bound)
-        if self._qp is None:
-            self._qp = OsqpWorkspace(self._P, self._q, self._A, self._l, self._u, self.settings)
-        else:
-            self._qp.update(self._q, self._l, self._u, self._P.data, self._A.data)
-        return self._qp.solve()
-
-
-class _DaqpSlackProblem:
-    """The DAQP problem of a recovery step over x = (dq [rad], s [m]), s one slack per barrier row.
-
-    H_x = diag(H, rho_2 I), f = (c, rho_1 1). Simple bounds: the box on dq, 0 <= s <= max(0, -h_b).
-    Rows: [G_c, 0] between l_c and u_c, then [G_b, -I] <= h_b. Arrays are allocated and DAQP set up
-    only when the row counts change; otherwise values are updated and DAQP warm-starts from its last
-    active set.
-    """
-
-    def __init__(self, n: int, settings: dict) -> None:
-        self.n = n
-        self.settings = settings
-        self._qp = None  # daqp.Model
-        self._shape = (-1, -1)  # (general rows m, barrier rows k)
-
-    def reset(self) -> None:
-        """Set DAQP up again at the next solve (no warm start from a failed solve)."""
-        self._qp = None
-
-    def _allocate(self, m: int, k: int) -> None:
-        n = self.n
-        self._H = np.zeros((n + k, n + k))
-        self._f = np.zeros(n + k)
-        self._A = np.zeros((m, n + k))
-        self._A[m - k :, n:] = -np.eye(k)
-        self._upper = np.zeros(n + k + m)  # [box upper; s_max; u_c; h_b]
-        self._lower = np.zeros(n + k + m)  # [box lower; 0; l_c; -inf]
-        self._shape = (m, k)
-        self._qp = None
-
-    def solve(self, H: np.ndarray, c: np.ndarray, lay: _Layout, k: int, penalty: float,
-              s_max: np.ndarray | None = None):
-        """(x or None on failure, DAQP exit flag, iterations) for this step; penalty rho_1 [cost]/[m];
-        ``s_max``: the slacks' upper bounds [m] (default max(0, -h_b))."""
-        n, m = self.n, len(lay.A)
-        if self._shape != (m, k):
-            self._allocate(m, k)
-        self._H[:n, :n] = H
-        self._H.reshape(-1)[(n + k + 1) * n :: n + k + 1] = penalty / _SLACK_QUADRATIC_LENGTH
-        self._f[:n] = c
-        self._f[n:] = penalty
-        self._A[:, :n] = lay.A
-        upper, lower = self._upper, self._lower
-        upper[:n], lower[:n] = lay.upper, lay.lower
-        if s_max is None:
-            np.maximum(np.negative(lay.barrier_upper), 0.0, out=upper[n : n + k])
-        else:
-            upper[n : n + k] = s_max
-        lower[n : n + k] = 0.0
-        upper[n + k :], lower[n + k :] = lay.upper_qp[n:], lay.lower_qp[n:]
-        if self._qp is None:
-            self._qp = daqp.Model()
-            self._qp.settings = self.settings
-            flag, _ = self._qp.setup(self._H, self._f, self._A, upper, lower)
-            if flag < 0:
-                return None, flag, 0
-        else:
-            self._qp.update(H=self._H, f=self._f, A=self._A, bupper=upper, blower=lower)
-        x, _, flag, info = self._qp.solve()
-        ok = flag >= 1 and np.isfinite(x).all()
-        return (x if ok else None), flag, int(info["iterations"])
 
 
 def _daqp_status(flag: int) -> str:
