@@ -201,7 +201,7 @@ def test_closest_pairs_and_rows_match_the_python_path(kind):
                 broad_phase_cutoff=0.3)
     compiled, python = CollisionBarrier(oink, **make), CollisionBarrier(oink, **make, use_compiled=False)
     assert compiled.compiled, compiled.compiled_reason
-    compared = cloud_rows = 0
+    compared = cloud_rows = cube_rows = 0
     for q in near_configurations(scene, 60, seed=3):
         kinematics(oink, q)
         compiled.update(q, oink.data, oink.geom_data)
@@ -225,18 +225,23 @@ def test_closest_pairs_and_rows_match_the_python_path(kind):
                         np.allclose(compiled.rows.b[r], python.rows.b[r], atol=1e-6):
                     np.testing.assert_allclose(compiled.jacobian[r], python.jacobian[r], atol=1e-6)
                     np.testing.assert_allclose(compiled.value[r], python.value[r], atol=1e-6)
+                    np.testing.assert_allclose(compiled.rows.normal[r], python.rows.normal[r], atol=1e-6)
+                    cube_rows += not np.allclose(compiled.rows.b[r], c.point2[f], atol=1e-6)  # another cube's row
         cloud_rows += m - c.count
         compared += 1
-    assert compared >= 10 and cloud_rows > 0, (compared, cloud_rows)
+    assert compared >= 10 and cloud_rows > 0 and cube_rows > 0, (compared, cloud_rows, cube_rows)
 
 
 @pytest.mark.parametrize("use_compiled", [True, False])
-def test_cloud_rows_are_link_vertices_on_the_witness_plane_and_their_jacobians_match_finite_differences(use_compiled):
-    """Extra rows with a cloud fixed in the world: a vertex of the link (a) against the cloud's witness
-    point (b = p2), the cloud taken locally as the plane through it (issue 30: the witness row alone let a
-    flat hand face turn its far corners into a wall of cells); never a cube of the cloud (its row would hold
-    the link's witness point again). h = n.(b - a) - d_min lies between the witness row's and that plus
-    row_margin; the Jacobian is the derivative of n0.(b - a(q)) with a fixed to its link (FD)."""
+def test_cloud_rows_are_link_vertices_on_the_witness_plane_or_other_cubes_and_their_jacobians_match_fd(use_compiled):
+    """Extra rows with a cloud fixed in the world, of two kinds. A vertex of the link (a) against the cloud's
+    witness point (b = p2), the cloud taken locally as the plane through it (issue 30: the witness row alone let
+    a flat hand face turn its far corners into a wall of cells): h = n.(b - a) - d_min between the witness row's
+    and that plus row_margin. Or another cube of the cloud, exactly (a noisy cloud is not that plane: a cube
+    standing out beside the witness was reached in one step): b on that cube, a on the link, h = their distance
+    - d_min (coal's, to the cube alone), n the unit vector from a to b, never below the witness row. Never a
+    cube's corner against the link's witness point (it would hold that point again). Either Jacobian is the
+    derivative of n0.(b - a(q)) with a fixed to its link and b to the world (FD)."""
     scene = cloud_scene("table", 0.01)
     oink = Oink(scene, "arm")
     margin = 0.03
@@ -244,26 +249,44 @@ def test_cloud_rows_are_link_vertices_on_the_witness_plane_and_their_jacobians_m
                                broad_phase_cutoff=0.3, use_compiled=use_compiled)
     model, gm = scene.model, scene.collision_model
     data, geom_data = scene.create_data()
-    eps, checked = 1e-6, 0
+    octree = next(g for g in barrier.pairs.geometries if isinstance(gm.geometryObjects[int(g)].geometry, coal.OcTree))
+    centers = barrier.pairs.octree_cells(int(octree))
+    resolution = float(gm.geometryObjects[int(octree)].geometry.getResolution())
+    cube = coal.Box(resolution, resolution, resolution)
+    eps, checked = 1e-6, {"vertex": 0, "cube": 0}
     for q in near_configurations(scene, 80, seed=5):
         kinematics(oink, q)
         barrier.update(q, oink.data, oink.geom_data)
         found, rows, pairs = barrier.pairs.result, barrier.rows, barrier.pairs
         for r in range(1, rows.count):
             f = int(rows.pair[r])
-            if f != int(rows.pair[r - 1]) or found.distance[f] <= 0:
+            if found.distance[f] <= 0:
                 continue
             k = int(found.pair_index[f])
             g1 = int(pairs.first[k])
             assert g1 < scene.world.n_robot_geometries, "the link is the pair's first geometry"
-            np.testing.assert_array_equal(rows.b[r], found.point2[f])  # never a cube of the cloud
-            local = compiled_pairs.row_vertices(gm.geometryObjects[g1].geometry)  # a hull's points, a box's corners
-            M = oink.geom_data.oMg[g1]
-            vertices = local @ M.rotation.T + M.translation
-            assert np.linalg.norm(vertices - rows.a[r], axis=1).min() <= 1e-9, "a is a vertex of the link"
             witness_h = found.distance[f] - barrier.d_min
-            assert witness_h - 1e-9 <= barrier.value[r] <= witness_h + margin + 1e-9
-            a_local, n0 = oink.geom_data.oMg[g1].actInv(rows.a[r]), rows.normal[r].copy()
+            M = oink.geom_data.oMg[g1]
+            local = compiled_pairs.row_vertices(gm.geometryObjects[g1].geometry)  # a hull's points, a box's corners
+            vertices = local @ M.rotation.T + M.translation
+            if np.array_equal(rows.b[r], found.point2[f]) and np.linalg.norm(vertices - rows.a[r], axis=1).min() <= 1e-9:
+                assert witness_h - 1e-9 <= barrier.value[r] <= witness_h + margin + 1e-9  # a vertex on the plane
+                kind = "vertex"
+            else:  # another cube, exactly (b on it: a cube whose box holds b; at a shared face, either)
+                holding = np.flatnonzero(np.abs(centers - rows.b[r]).max(axis=1) <= resolution / 2 + 1e-9)
+                assert len(holding), "b lies on a cube of the cloud"
+                distances = []
+                for i in holding:
+                    res = coal.DistanceResult()
+                    coal.distance(gm.geometryObjects[g1].geometry, coal.Transform3s(M.rotation, M.translation), cube,
+                                  coal.Transform3s(np.eye(3), centers[i]), coal.DistanceRequest(), res)
+                    distances.append(res.min_distance - barrier.d_min)
+                assert np.min(np.abs(np.array(distances) - barrier.value[r])) <= 1e-5, (distances, barrier.value[r])
+                assert witness_h - 1e-5 <= barrier.value[r] <= witness_h + margin + 1e-9
+                d = np.linalg.norm(rows.b[r] - rows.a[r])
+                np.testing.assert_allclose(rows.normal[r], (rows.b[r] - rows.a[r]) / d, atol=1e-9)
+                kind = "cube"
+            a_local, n0 = M.actInv(rows.a[r]), rows.normal[r].copy()
 
             def h(qq):
                 pin.forwardKinematics(model, data, qq)
@@ -276,7 +299,7 @@ def test_cloud_rows_are_link_vertices_on_the_witness_plane_and_their_jacobians_m
                 dv[v] = eps
                 expected.append((h(scene.integrate(q, dv)) - h(scene.integrate(q, -dv))) / (2 * eps))
             np.testing.assert_allclose(barrier.jacobian[r], expected, rtol=0.0, atol=1e-6)
-            checked += 1
-        if checked >= 10:
+            checked[kind] += 1
+        if min(checked.values()) >= 10:
             break
-    assert checked >= 10
+    assert min(checked.values()) >= 10, checked

@@ -24,9 +24,12 @@ FIXED_SEEDS = (
     0,   # baxter_dual twist_stream, the robot 2 ticks behind, three obstacles
     5,   # xarm7 joint_step (a cylinder, a mesh)
     13,  # baxter_dual joint_jog into four obstacles
+    872,  # baxter_dual joint_jog: a forearm (a cylinder) flat over the table, rocking as the jog stops
+    589,  # ur5 twist_stream (lag 3) sliding a wrist along a noisy perceived cloud (1.4 mm noise)
+    123,  # panda twist_stream (lag 5) pushing the fingers into a noisy perceived cylinder (1.6 mm noise)
     8, 10, 3, 2, 15,
 )
-SHORT_SET = 7
+SHORT_SET = 10
 
 # seed -> the product defect it fails on (xfail strict); none of the short set fails at this commit. Seeds 5
 # and 13 failed at 412d335 (joint goals ramped at max_target_speed then converged first-order: settled in 2.7 s
@@ -34,7 +37,10 @@ SHORT_SET = 7
 # 20 mm) and pass at 72dcd33 (14ac8aa: joint goals shaped by Ruckig; 6424737 and 603ee0d: the hold's braking
 # and the urgent pairs): they stay as regression checks. Seed 872 failed at ea08126 (a cylinder had no extra
 # rows, and the table's top corners took the pair's row budget: the forearm's far end dipped 3.8 mm inside
-# d_min as the jog stopped, the hold coasted 10.7 mm into the self floor) and passes since the end rows.
+# d_min as the jog stopped, the hold coasted 10.7 mm into the self floor) and passes since the end rows. Seeds 589
+# and 123 failed at ea08126 (a cube standing out of a noisy cloud beside the witness was reached in one step, up to
+# 1.5 mm past the check's floor, while the link's rows held the plane through the witness point: holds on refused
+# steps, 0.56 mm past the floor) and pass since other cubes get exact rows.
 KNOWN_DEFECTS: dict[int, str] = {}
 
 

@@ -9,7 +9,7 @@ import pinocchio as pin
 import pytest
 
 from models import finite_difference, scene
-from roboplan_ik_ros.core.model.closest_pairs import _unit_normal
+from roboplan_ik_ros.core.model.closest_pairs import unit_normal
 from roboplan_ik_ros.core import (ConfigurationTask, FrameTask, Oink, PositionBarrier, SelfCollisionBarrier,
                                   SingularityBarrier)
 
@@ -131,9 +131,9 @@ def test_normal_undefined_when_witness_points_coincide():
     """Coincident witness points give a zero normal, hence a zero Jacobian row (no NaN)."""
     p = np.array([0.1, 0.2, 0.3])
     garbage = np.array([1e-300, 0.0, 0.0])  # coal leaves the normal unset for some pairs
-    assert np.all(_unit_normal(0.0, p, p, garbage) == 0.0)
-    np.testing.assert_allclose(_unit_normal(0.5, p, p + [0, 0, 0.5], garbage), [0, 0, 1])
-    np.testing.assert_allclose(_unit_normal(-0.01, p, p, np.array([0.0, 1.0, 0.0])), [0, 1, 0])
+    assert np.all(unit_normal(0.0, p, p, garbage) == 0.0)
+    np.testing.assert_allclose(unit_normal(0.5, p, p + [0, 0, 0.5], garbage), [0, 0, 1])
+    np.testing.assert_allclose(unit_normal(-0.01, p, p, np.array([0.0, 1.0, 0.0])), [0, 1, 0])
 
 
 @pytest.mark.parametrize("robot, group, frame", [("panda", "arm", "panda_hand_tcp"), ("ur5", "", "tool0")])

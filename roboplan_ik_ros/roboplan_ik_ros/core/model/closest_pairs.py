@@ -254,6 +254,18 @@ class ClosestPairs:
         coal.distance(a.geometry, t1, b.geometry, t2, self._request, res)
         return res
 
+    def box_distance(self, geom_data: pin.GeometryData, geometry: int, box: coal.Box,
+                     T_world_box: coal.Transform3s) -> coal.DistanceResult:
+        """coal's distance result from geometry ``geometry`` (one of :attr:`geometries`) at ``geom_data``'s placement
+        to ``box`` at ``T_world_box`` (a cloud's cube, :func:`collision_rows.nearest_cubes`); reused by the next call."""
+        M = geom_data.oMg[int(geometry)]
+        t1 = self._transform1
+        t1.setRotation(M.rotation), t1.setTranslation(M.translation)
+        res = self._result
+        res.clear()
+        coal.distance(self.object(geometry).geometry, t1, box, T_world_box, self._request, res)
+        return res
+
     def query(self, data: pin.Data, geom_data: pin.GeometryData, out: PairDistances | None = None,
               cutoff: float | None = None, n: int | None = None) -> PairDistances:
         """Fill and return ``out`` (default :attr:`result`); call after ``pin.updateGeometryPlacements``
@@ -297,7 +309,7 @@ class ClosestPairs:
         for row, (d, k, p1, p2, coal_normal) in enumerate(found):
             out.pair_index[row], out.distance[row] = k, d
             out.point1[row], out.point2[row] = p1, p2
-            out.normal[row] = _unit_normal(d, p1, p2, coal_normal)
+            out.normal[row] = unit_normal(d, p1, p2, coal_normal)
         return out
 
     def distances(self, data: pin.Data, geom_data: pin.GeometryData, pairs: np.ndarray, count: int,
@@ -328,7 +340,7 @@ def _order(entry: tuple) -> tuple[float, int]:
     return entry[0], entry[1]
 
 
-def _unit_normal(d: float, p1: np.ndarray, p2: np.ndarray, coal_normal: np.ndarray) -> np.ndarray:
+def unit_normal(d: float, p1: np.ndarray, p2: np.ndarray, coal_normal: np.ndarray) -> np.ndarray:
     """Unit vector along which the distance grows when geometry 2 moves (0 if undefined).
 
     Separated: (p2 - p1) / |p2 - p1|. Penetrating: coal's normal (from geometry 1 to 2) when it is

@@ -100,6 +100,13 @@ struct Candidate {
   }
 };
 
+// A row of a cloud's cube against a shape (nearest_cubes): witness points, unit normal from the shape, distance.
+struct CubeRow {
+  Vec3s p_shape, p_cube, normal;
+  double distance;
+  int64_t index;  // the cube's point's input index (ties)
+};
+
 struct Kernel {
   std::vector<Geometry> geoms;
   std::vector<int64_t> first, second;   // geometry indices of each pair
@@ -113,6 +120,8 @@ struct Kernel {
   std::vector<Candidate> candidates;
   std::vector<Vec3s> chosen[2];
   Vec3s ends[2][2];  // per side: a cylinder's or capsule's end points (end_points) of the current pair
+  std::vector<std::pair<double, int64_t>> cube_order;  // nearest_cubes: (key, point) of the cubes near a shape
+  std::vector<CubeRow> cube_rows;                      // nearest_cubes' rows
   std::vector<std::pair<double, int64_t>> cell_order;  // cloud queries: (bound, cell)
   int64_t narrow_calls = 0;
 
@@ -147,7 +156,7 @@ double lower_bound(const Geometry& a, const Geometry& b) {
 }
 
 // Unit vector along which the distance grows when geometry 2 moves (0 if undefined), as
-// closest_pairs._unit_normal.
+// closest_pairs.unit_normal.
 Vec3s unit_normal(double d, const Vec3s& p1, const Vec3s& p2, const Vec3s& coal_normal) {
   const Vec3s delta = p2 - p1;
   const double norm = delta.norm();
@@ -351,6 +360,8 @@ bool pair_distance(Kernel& k, const Geometry& a, const Geometry& b, double limit
 // times the signs of m in the cloud's frame, where |m| > kFlatAxis (else the centre's coordinate: a face's or
 // an edge's middle; the sign of a rounding error must not choose the corner). collision_rows.FLAT_AXIS
 constexpr double kFlatAxis = 1e-9;
+constexpr int64_t kCubeQueries = 4;     // nearest_cubes: cubes asked per row wanted; collision_rows.py: CUBE_QUERIES
+constexpr double kSameCube = 1e-5;      // [m] a cube whose distance and point are the witness's within this is its (10 x GJK's tolerance)
 constexpr double kCloudRowSlack = 1e-6;  // [m] a cube's row bound may be this below the pair's distance (GJK's
                                          // tolerance); collision_rows.CLOUD_ROW_SLACK
 
@@ -360,6 +371,60 @@ Vec3s cloud_vertex_at(const Geometry& g, const Vec3s& center, const Vec3s& m) {
   for (int a = 0; a < 3; ++a)
     if (std::abs(m_local[a]) > kFlatAxis) corner[a] -= (m_local[a] > 0.0 ? 0.5 : -0.5) * g.cloud->resolution;
   return g.T_world_geom.transform(corner);
+}
+
+// The rows of up to `count` cubes of cloud `c` (fixed in the world) within `limit` of shape `s`, besides the
+// witness's (the cube at `distance` whose point is `witness`), into k.cube_rows: exact distances (coal's, as
+// cloud_distance's), least first. A noisy cloud is not the plane through its witness point: a cube beside the
+// witness that stands out toward the link (1.4 mm noise) was reached in one step, 0.9 mm past the check's floor,
+// while the link's vertex rows held that plane. The cubes asked: those within `limit` of the shape's local AABB,
+// the kCubeQueries * count least far beyond the shape's support plane along `n` (the pair's normal, from the
+// shape): n.x - |n|.e - support(s, n), as cloud_distance's bound (a cube standing out toward the link first).
+void nearest_cubes(Kernel& k, const Geometry& s, const Geometry& c, const Vec3s& n, const Vec3s& witness,
+                   double distance, double limit, int64_t count) {
+  k.cube_rows.clear();
+  if (count <= 0) return;
+  const Cloud& cl = *c.cloud;
+  const CloudView view(s, c);
+  const Vec3s e_cube = view.A * Vec3s::Constant(cl.resolution / 2);
+  const double h_plane = support(s, n);
+  const Vec3s n_cloud = c.T_world_geom.getRotation().transpose() * n;  // n in the cloud's frame
+  const double reach = n_cloud.cwiseAbs().sum() * (cl.resolution / 2);
+  const double n_t = n.dot(c.T_world_geom.getTranslation());
+  k.cube_order.clear();
+  for (const Cloud::Cell& cell : cl.cells) {
+    if (box_aabb_bound(s, view.local(cell.center), view.A * cell.half) > limit) continue;
+    for (int64_t p = cell.begin; p < cell.end; ++p) {
+      if (box_aabb_bound(s, view.local(cl.points[p]), e_cube) > limit) continue;
+      const double bound = n_cloud.dot(cl.points[p]) + n_t - reach - h_plane;
+      k.cube_order.emplace_back(std::floor(bound * kRowOrderSteps), p);
+    }
+  }
+  const auto by_key = [&cl](const std::pair<double, int64_t>& a, const std::pair<double, int64_t>& b) {
+    return a.first < b.first || (a.first == b.first && cl.index[a.second] < cl.index[b.second]);
+  };
+  const size_t asked = std::min(k.cube_order.size(), static_cast<size_t>(kCubeQueries * count));
+  std::partial_sort(k.cube_order.begin(), k.cube_order.begin() + asked, k.cube_order.end(), by_key);
+  Transform3s T_cube;
+  T_cube.setRotation(c.T_world_geom.getRotation());
+  coal::DistanceResult res;
+  for (size_t i = 0; i < asked; ++i) {
+    const int64_t p = k.cube_order[i].second;
+    T_cube.setTranslation(c.T_world_geom.transform(cl.points[p]));
+    res.clear();
+    coal::distance(s.shape.get(), s.T_world_geom, cl.cube.get(), T_cube, k.request, res);
+    const double d = res.min_distance;
+    const Vec3s p_shape = res.nearest_points[0], p_cube = res.nearest_points[1];
+    if (d > limit || (std::abs(d - distance) <= kSameCube && (p_cube - witness).norm() <= kSameCube)) continue;
+    const Vec3s nr = unit_normal(d, p_shape, p_cube, res.normal);
+    if (nr.squaredNorm() == 0.0) continue;
+    k.cube_rows.push_back({p_shape, p_cube, nr, d, cl.index[p]});
+  }
+  std::sort(k.cube_rows.begin(), k.cube_rows.end(), [](const CubeRow& a, const CubeRow& b) {
+    const double ka = std::floor(a.distance * kRowOrderSteps), kb = std::floor(b.distance * kRowOrderSteps);
+    return ka < kb || (ka == kb && a.index < b.index);
+  });
+  if (k.cube_rows.size() > static_cast<size_t>(count)) k.cube_rows.resize(count);
 }
 
 // Extra-row candidates of a cloud (geometry g, side `side`) against convex geometry `other`: each cube's
@@ -603,23 +668,38 @@ int64_t pdk_rows(void* handle, int64_t count, const int64_t* pair, const double*
     const Geometry& g1 = k.geoms[k.first[pair[f]]];
     const Geometry& g2 = k.geoms[k.second[pair[f]]];
     const Vec3s w1(p1 + 3 * f), w2(p2 + 3 * f), n(normal + 3 * f);
-    auto emit = [&](const Vec3s& a, const Vec3s& b, bool witness) {
+    // a row: points a (geometry 1) and b (geometry 2), its normal and value (the distance it bounds)
+    auto emit = [&](const Vec3s& a, const Vec3s& b, const Vec3s& nr, double value) {
       row_pair[rows] = f;
       for (int i = 0; i < 3; ++i) {
         a_out[3 * rows + i] = a[i];
         b_out[3 * rows + i] = b[i];
-        n_out[3 * rows + i] = n[i];
+        n_out[3 * rows + i] = nr[i];
       }
-      h_out[rows] = (witness ? distance[f] : n.dot(b - a)) - d_min;
+      h_out[rows] = value - d_min;
       double* row = jac + rows * n_columns;
-      add_point_jacobian(J, nv, columns, n_columns, support + g2.joint * n_columns, b, n, 1.0, row);
-      add_point_jacobian(J, nv, columns, n_columns, support + g1.joint * n_columns, a, n, -1.0, row);
+      add_point_jacobian(J, nv, columns, n_columns, support + g2.joint * n_columns, b, nr, 1.0, row);
+      add_point_jacobian(J, nv, columns, n_columns, support + g1.joint * n_columns, a, nr, -1.0, row);
       ++rows;
     };
-    emit(w1, w2, true);
+    emit(w1, w2, n, distance[f]);
     if (rows_per_pair <= 1 || n.squaredNorm() == 0.0) continue;
     k.candidates.clear();
     const double limit = distance[f] + margin;
+    int64_t extra = 0;
+    // a cloud fixed in the world against a convex geometry: the cubes nearest to the witness's (nearest_cubes),
+    // exact rows of their own, up to half the extra rows; the link's vertices below get the rest
+    const bool cloud1 = g1.cloud && g1.joint == 0 && g2.convex(), cloud2 = g2.cloud && g2.joint == 0 && g1.convex();
+    if (cloud1 || cloud2) {
+      nearest_cubes(k, cloud2 ? g1 : g2, cloud2 ? g2 : g1, cloud2 ? n : Vec3s(-n), cloud2 ? w2 : w1, distance[f], limit,
+                    rows_per_pair / 2);
+      for (const CubeRow& c : k.cube_rows) {
+        if (rows >= max_rows) break;
+        if (cloud2) emit(c.p_shape, c.p_cube, c.normal, c.distance);
+        else emit(c.p_cube, c.p_shape, Vec3s(-c.normal), c.distance);
+        ++extra;
+      }
+    }
     // a vertex v of geometry 1 is at least n.(p2 - v) from geometry 2, a vertex w of geometry 2 at least
     // n.(w - p1) from geometry 1, if that other geometry is convex (it lies beyond the plane through its
     // witness point): value = m.(v - q) with m = -n, q = p2 (side 0) or m = n, q = p1 (side 1). Against a
@@ -659,7 +739,6 @@ int64_t pdk_rows(void* handle, int64_t count, const int64_t* pair, const double*
     std::sort(k.candidates.begin(), k.candidates.end());
     k.chosen[0].assign(1, w1);
     k.chosen[1].assign(1, w2);
-    int64_t extra = 0;
     for (const Candidate& c : k.candidates) {
       if (extra + 1 >= rows_per_pair || rows >= max_rows) break;
       const Geometry& g = c.side == 0 ? g1 : g2;
@@ -668,7 +747,7 @@ int64_t pdk_rows(void* handle, int64_t count, const int64_t* pair, const double*
                                                                   : g.T_world_geom.transform(g.vertices[c.index]);
       if (!far_from(k.chosen[c.side], v, spacing)) continue;
       k.chosen[c.side].push_back(v);
-      if (c.side == 0) emit(v, w2, false); else emit(w1, v, false);
+      if (c.side == 0) emit(v, w2, n, n.dot(w2 - v)); else emit(w1, v, n, n.dot(v - w1));
       ++extra;
     }
   }

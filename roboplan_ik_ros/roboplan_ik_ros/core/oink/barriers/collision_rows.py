@@ -20,7 +20,11 @@ Here each of the closest pairs gets up to ``rows_per_pair`` rows, all with the p
   what keeps a flat link face from turning its far corners into the wall (with the witness row alone it
   did: the witness jumped to another corner already inside d_min, and the arm stalled in holds; issue 30).
   A cube beside the link may lie before that plane: such a row overstates its vertex's distance, and the
-  witness row and the barrier check, which measure the cloud itself, still hold d_min. A geometry fixed
+  witness row and the barrier check, which measure the cloud itself, still hold d_min. So a cloud fixed in the
+  world against a convex geometry also gives up to half the extra rows (``rows_per_pair // 2``, first) to its
+  other cubes nearest the link, exactly (:func:`nearest_cubes`: coal's distance from the link to that cube alone,
+  its own witness points and normal): with the plane alone a cube standing 1-2 mm out of a noisy cloud beside
+  the witness was reached in one step of a fast twist, 0.9-1.5 mm past the check's floor (fuzz seeds 589, 980). A geometry fixed
   in the world (a table, a wall, the perceived cloud) gets no rows of its own: its vertex does not move, so
   its row's Jacobian is the witness row's (the link's witness point) with a looser bound. Such rows only
   took the pair's row budget from the link's own vertices: a forearm lying flat over a table tied with
@@ -54,13 +58,15 @@ import coal
 import numpy as np
 import pinocchio as pin
 
-from ...model.closest_pairs import ClosestPairs, PairDistances
+from ...model.closest_pairs import ClosestPairs, PairDistances, unit_normal
 from ...model.compiled_pairs import is_convex, row_vertices
 
 ROW_ORDER_STEPS = 1e9  # [1/m] vertex bounds are ordered by floor(bound * this); kernel: kRowOrderSteps
 CLOUD_ROW_SLACK = 1e-6  # [m] a cube's row bound is at least the pair's distance minus this; kernel: kCloudRowSlack
 FLAT_AXIS = 1e-9  # a cube's point least along u: no offset along an axis where |u| <= this; kernel: kFlatAxis
 FLAT_END = 1e-9  # a cylinder whose axis is within this (sine) of u has its cap facing u; kernel: kFlatEnd
+CUBE_QUERIES = 4  # nearest_cubes: cubes asked per row wanted; kernel: kCubeQueries
+SAME_CUBE = 1e-5  # [m] a cube whose distance and point are the witness's within this is its (ten times GJK's tolerance: coal's octree distance, the Python path's witness, differs by that); kernel: kSameCube
 
 
 @dataclass
@@ -85,9 +91,12 @@ class RowVertices:
     def __init__(self, pairs: ClosestPairs) -> None:
         self.local, self.convex, self.aabb, self.cloud, self.fixed = {}, {}, {}, {}, {}
         self.round = {}  # a cylinder's or capsule's (radius, half length, capsule?)
+        self.sphere = {}  # a sphere's radius
         for g in pairs.geometries:
             obj = pairs.object(int(g))
             geometry = obj.geometry
+            if isinstance(geometry, coal.Sphere):
+                self.sphere[int(g)] = float(geometry.radius)
             if isinstance(geometry, (coal.Cylinder, coal.Capsule)):
                 self.round[int(g)] = (float(geometry.radius), float(geometry.halfLength),
                                       isinstance(geometry, coal.Capsule))
@@ -106,6 +115,20 @@ class RowVertices:
         M = geom_data.oMg[geometry]
         return local @ M.rotation.T + M.translation
 
+    def support(self, geom_data: pin.GeometryData, geometry: int, u: np.ndarray) -> float:
+        """max over the points y of convex geometry ``geometry`` of u.y (u world, unit): its support function (the
+        kernel's support)."""
+        M = geom_data.oMg[geometry]
+        v = M.rotation.T @ u
+        if geometry in self.sphere:
+            h = self.sphere[geometry] * float(np.linalg.norm(v))
+        elif geometry in self.round:
+            radius, half_length, capsule = self.round[geometry]
+            h = half_length * abs(float(v[2])) + radius * (float(np.linalg.norm(v)) if capsule else math.hypot(v[0], v[1]))
+        else:
+            h = float(np.max(self.local[geometry] @ v))
+        return h + float(u @ M.translation)
+
     def end_points(self, geom_data: pin.GeometryData, geometry: int, u: np.ndarray) -> np.ndarray:
         """(2, 3) world: a cylinder's or capsule's points farthest along ``u`` (world) at either end of its axis
         (its z; the kernel's end_points): where a cylinder lying along a face may touch it, as a convex hull's
@@ -122,21 +145,26 @@ class RowVertices:
         ends = np.array([radial + (0.0, 0.0, half_length), radial - (0.0, 0.0, half_length)])
         return ends @ M.rotation.T + M.translation
 
+    def cube_bounds(self, geom_data: pin.GeometryData, cloud: int, other: int) -> np.ndarray:
+        """Per cube of point cloud ``cloud``: a lower bound of its distance to geometry ``other`` (its local AABB;
+        -inf where they overlap), the kernel's box_aabb_bound."""
+        centers, resolution = self.cloud[cloud]
+        T = geom_data.oMg[cloud].actInv(geom_data.oMg[other])  # the other geometry in the cloud's frame
+        Rt, t = T.rotation.T, T.translation
+        local = (centers - t) @ Rt.T
+        e = np.abs(Rt) @ np.full(3, resolution / 2)
+        lo, hi = self.aabb[other]
+        out = np.maximum(lo - e - local, local - hi - e)
+        return np.where(out.max(axis=1) <= 0.0, -np.inf, np.linalg.norm(np.maximum(out, 0.0), axis=1))
+
     def cloud_candidates(self, geom_data: pin.GeometryData, cloud: int, other: int, m: np.ndarray, q: np.ndarray,
                          floor: float, limit: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """(indices, corners (world), values) of the cubes of point cloud ``cloud`` whose corner v least along
         ``m`` has floor <= m.(v - q) <= limit and whose lower bound of distance to ``other`` (its local AABB)
         is <= limit (the kernel's cloud_candidates)."""
         centers, resolution = self.cloud[cloud]
-        Mc, Mo = geom_data.oMg[cloud], geom_data.oMg[other]
-        T = Mc.actInv(Mo)  # the other geometry in the cloud's frame
-        Rt, t = T.rotation.T, T.translation
-        local = (centers - t) @ Rt.T
-        e = np.abs(Rt) @ np.full(3, resolution / 2)
-        lo, hi = self.aabb[other]
-        out = np.maximum(lo - e - local, local - hi - e)
-        bound = np.where(out.max(axis=1) <= 0.0, -np.inf, np.linalg.norm(np.maximum(out, 0.0), axis=1))
-        near = np.flatnonzero(bound <= limit)
+        Mc = geom_data.oMg[cloud]
+        near = np.flatnonzero(self.cube_bounds(geom_data, cloud, other) <= limit)
         m_local = Mc.rotation.T @ m
         offset = np.where(np.abs(m_local) > FLAT_AXIS, np.where(m_local > 0.0, 0.5, -0.5), 0.0)
         corners = centers[near] - offset * resolution
@@ -144,6 +172,42 @@ class RowVertices:
         values = (corners - q) @ m
         keep = (values <= limit) & (values >= floor)
         return near[keep], corners[keep], values[keep]
+
+
+def nearest_cubes(pairs: ClosestPairs, vertices: RowVertices, geom_data: pin.GeometryData, shape: int, cloud: int,
+                  n: np.ndarray, witness: np.ndarray, distance: float, limit: float, count: int) -> list[tuple]:
+    """(p_shape, p_cube, unit normal from the shape, distance) of up to ``count`` cubes of cloud ``cloud`` (fixed in
+    the world) within ``limit`` of geometry ``shape``, besides the witness's (the cube at ``distance`` whose point is
+    ``witness``), least distance first: exact rows of their own (module docstring). The cubes asked: those within
+    ``limit`` of the shape's local AABB, the CUBE_QUERIES * count least far beyond the shape's support plane along
+    ``n`` (the pair's normal, from the shape; a cube standing out toward the link first; the kernel's
+    nearest_cubes)."""
+    if count <= 0:
+        return []
+    centers, resolution = vertices.cloud[cloud]
+    near = np.flatnonzero(vertices.cube_bounds(geom_data, cloud, shape) <= limit)
+    Mc = geom_data.oMg[cloud]
+    n_cloud = Mc.rotation.T @ n
+    bound = centers[near] @ n_cloud + float(n @ Mc.translation) - float(np.abs(n_cloud).sum()) * (resolution / 2)
+    bound -= vertices.support(geom_data, shape, n)
+    key = np.floor(bound * ROW_ORDER_STEPS)
+    asked = near[np.lexsort((near, key))][: CUBE_QUERIES * count]
+    cube = coal.Box(resolution, resolution, resolution)
+    T_cube = coal.Transform3s()
+    T_cube.setRotation(Mc.rotation)
+    found = []
+    for i in asked.tolist():
+        T_cube.setTranslation(Mc.act(centers[i]))
+        res = pairs.box_distance(geom_data, shape, cube, T_cube)
+        d = res.min_distance
+        p_shape, p_cube = np.array(res.getNearestPoint1()), np.array(res.getNearestPoint2())
+        if d > limit or (abs(d - distance) <= SAME_CUBE and np.linalg.norm(p_cube - witness) <= SAME_CUBE):
+            continue
+        n = unit_normal(d, p_shape, p_cube, np.array(res.normal))
+        if n.any():
+            found.append((math.floor(d * ROW_ORDER_STEPS), i, p_shape, p_cube, n, d))
+    found.sort(key=lambda r: (r[0], r[1]))
+    return [r[2:] for r in found[:count]]
 
 
 def python_rows(
@@ -189,6 +253,19 @@ def python_rows(
             continue
         g1, g2 = int(pairs.first[k]), int(pairs.second[k])
         limit = d + margin
+        extra = 0
+        # a cloud fixed in the world against a convex geometry: the cubes nearest to the witness's, exact rows of
+        # their own, up to half the extra rows; the link's vertices below get the rest (the kernel's order)
+        for cloud, shape, witness, first in ((g2, g1, p2, False), (g1, g2, p1, True)):
+            if cloud in vertices.cloud and vertices.fixed[cloud] and vertices.convex[shape]:
+                for p_shape, p_cube, n_cube, d_cube in nearest_cubes(pairs, vertices, geom_data, shape, cloud,
+                                                                     -n if first else n, witness, d, limit,
+                                                                     rows_per_pair // 2):
+                    if rows >= m:
+                        break
+                    emit(f, p_cube, p_shape, -n_cube, d_cube) if first else emit(f, p_shape, p_cube, n_cube, d_cube)
+                    extra += 1
+                break
         points, candidates = ([], []), []
         for side, (g, other, u, q) in enumerate(((g1, g2, -n, p2), (g2, g1, n, p1))):
             # the plane bound: against a convex geometry, or a cloud taken locally as that plane; a geometry fixed
@@ -213,7 +290,6 @@ def python_rows(
                            for i in np.flatnonzero((bound <= limit) & (bound >= floor))]
         candidates.sort()
         chosen = ([p1], [p2])
-        extra = 0
         for _, side, i, bound in candidates:
             if extra + 1 >= rows_per_pair or rows >= m:
                 break
