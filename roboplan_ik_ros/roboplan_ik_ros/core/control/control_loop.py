@@ -32,7 +32,10 @@ decodes messages into it and publishes what it returns.
   (deactivate) brake along the path at the bounds (:meth:`AccelerationLimit.braking_step`) instead of
   repeating the last command; only stale joint states (a lost robot) stop the stream at once.
 
-Times are seconds of a monotonic clock passed in by the caller.
+Times are seconds of a monotonic clock passed in by the caller. The class is split by concern: this file holds
+the tick, the safety rules above and the lifecycle; :class:`~.loop_goals.LoopGoals` the goal inputs and their
+shaping; :class:`~.loop_view.LoopView` what callers read (motion limits, goal feedback, barrier rows, a
+read-only view); :mod:`.loop_modes` the modes and codes.
 """
 
 from __future__ import annotations
@@ -43,61 +46,36 @@ import warnings
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from types import MappingProxyType
 
 import numpy as np
 import pinocchio as pin
 
-from .binding_bounds import (ACCELERATION_BOUND, BOUND_CODES, FOLLOWING_ERROR, JOINT_BOUND,  # noqa: F401 - codes
-                             VELOCITY_BOUND, binding_bounds)
-from .command_guard import CommandGuard
-from .goal_feedback import LIMITED, OUT_OF_REACH, TRADEOFF, GoalJudge, GoalVerdict
 from ..config import IKConfig, load_config
-from ..oink.controller import OinkController, StepOutcome
-from ..errors import InvalidInputError, as_vector
-from .goal_followers import GoalSmoother
-from .loop_config import (LoopConfig, UnappliedConfigWarning, check_loop_config, load_loop_config, split_node_section,
-                          unapplied_loop_keys)
-from .line_of_sight_shaper import LineOfSightShaper
-from .target_shaper import JointTargetShaper, TargetShaper
-from .joint_jog_follower import JointJogFollower
-from .singularity_scale import SingularityScale
-from .twist_follower import TwistFollower, scale_joint_velocities, scale_twist
-from ..oink import AccelerationLimit, ConfigurationTask, FollowingErrorLimit, FrameTask, VelocityLimit
-from ..oink.tasks.com_task import ComTask
-from ..oink.tasks.joint_target_task import JointTargetTask
-from ..oink.tasks.joint_task import JointTask, configured_joint_target
-from ..oink.tasks.look_at_task import LookAtTask
-from ..oink.tasks.pose_task import as_se3
-from ..oink.tasks.relative_frame_task import RelativeFrameTask
+from ..errors import InvalidInputError
 from ..model.closest_pairs import ClosestObstacle
 from ..model.scene import Scene
+from ..oink import AccelerationLimit, ConfigurationTask, FollowingErrorLimit, FrameTask, VelocityLimit
+from ..oink.controller import OinkController, StepOutcome
+from ..oink.tasks.com_task import ComTask
+from ..oink.tasks.joint_target_task import JointTargetTask
+from ..oink.tasks.look_at_task import LookAtTask
+from ..oink.tasks.relative_frame_task import RelativeFrameTask
+from .binding_bounds import JOINT_BOUND  # noqa: F401 - re-exported: a motion-limit code callers read
+from .command_guard import CommandGuard
+from .following_speed import following_speed, min_jerk  # noqa: F401 - following_speed re-exported
+from .goal_feedback import GoalJudge
+from .goal_followers import GoalSmoother
+from .joint_jog_follower import JointJogFollower
+from .loop_config import (LoopConfig, UnappliedConfigWarning, check_loop_config, load_loop_config,  # noqa: F401
+                          split_node_section, unapplied_loop_keys)
+from .loop_goals import LoopGoals
+from .loop_modes import (COMMAND_TIMEOUT, HOLDING, INACTIVE, LEASH, LIMIT_PAUSED, MOVING_MODES,  # noqa: F401 - and
+                         PAUSED, RAMP_ACCELERATION_SHARE, RECOVERING, SINGULARITY, STALE,  # re-exported: the modes
+                         TRACKING, WAITING_FOR_GOAL)  # and codes callers read
+from .loop_view import LoopView
+from .singularity_scale import SingularityScale
 from .state_tracker import StateTracker
-
-# Modes (the strings of roboplan_ik_interfaces/msg/ControllerStatus MODE_*).
-INACTIVE = "inactive"
-WAITING_FOR_GOAL = "waiting_for_goal"
-TRACKING = "tracking"
-RECOVERING = "recovering"
-HOLDING = "holding"
-PAUSED = "paused"
-STALE = "stale"
-MOVING_MODES = (TRACKING, RECOVERING)
-
-# Why the arm moves slower than a stream asks (ControllerStatus MOTION_LIMIT_*; "" = nothing limits it).
-COMMAND_TIMEOUT = "command_timeout"
-LIMIT_PAUSED = "paused"
-LEASH = "leash"  # a stream's target is held at its leash and no joint bound holds the step (task weights, damping)
-# JOINT_BOUND, VELOCITY_BOUND, ACCELERATION_BOUND, FOLLOWING_ERROR: binding_bounds.py (a jogged joint at its
-# limit, or what holds a step whose target is at the leash)
-SINGULARITY = "singularity"
-BARRIER = "barrier"  # the step is bounded by barrier rows (the node reads them from the step's outcome)
-# With an acceleration limit, a shaped joint target (configuration and joint tasks) accelerates, brakes and jerks
-# at this share of each joint's a_max and j_max (the arm follows it with the rest to spare for the other tasks).
-RAMP_ACCELERATION_SHARE = 0.5
-GOAL_REACH_FACTOR = 2.0  # default max_goal_distance: this times the arm's reach from its first joint
-BINDING_SLACK = 1e-5  # [rad] a barrier row binds when the step could move at most this further along it
-
+from .twist_follower import TwistFollower
 
 @dataclass
 class LoopCounters:
@@ -132,7 +110,7 @@ class TickResult:
 LogFn = Callable[[str, str], None]  # (level: "info" | "warning" | "error", message)
 
 
-class ControlLoop:
+class ControlLoop(LoopGoals, LoopView):
     """The tasks, limits and barriers of ``config`` stepped by the rules of the module docstring.
 
     Call :meth:`activate` once a measurement is in, then :meth:`tick` every control period.
@@ -308,7 +286,7 @@ class ControlLoop:
                 f"limits (acceleration): joint {joint!r}: a_max {a_max:g} and j_max {j_max:g} at {1 / self.dt:g} Hz "
                 f"take {a_max / j_max:.3g} s to reach a_max, and braking reserves {accel.E[k]:.3g} rad or m, more than "
                 f"node.max_state_divergence {leash:g}: the joint could not start moving within its following leash. "
-                f"Expected j_max >= {_min_jerk(a_max, self.dt, leash):.4g} (or a larger max_state_divergence)")
+                f"Expected j_max >= {min_jerk(a_max, self.dt, leash):.4g} (or a larger max_state_divergence)")
 
     def _guard_v_max(self) -> np.ndarray:
         return np.min([lim.v_max for lim in self._velocity_limits], axis=0)
@@ -320,69 +298,6 @@ class ControlLoop:
                 lim.set_reference(None)
         else:
             self.ctrl.limits = list(self._base_limits)
-
-    def _task_config(self, name: str):
-        return next(tc for tc in self.config.tasks if tc.name == name)
-
-    def _joint_shaper(self, name: str, task) -> JointTargetShaper:
-        """The shaper of a joint-target task's goals: per joint at most the velocity limit and the task's
-        ``max_target_speed`` (a joint task's null: the velocity limit); with an acceleration limit, its a_max and
-        j_max times RAMP_ACCELERATION_SHARE (without one none: the target's velocity steps, a max-speed ramp).
-        A joint task's target stays within ``target_leash`` of the joint; a configuration task's is not leashed
-        (a posture below other tasks is by design reached only as far as they leave room)."""
-        tc, accel = self._task_config(name), self._accel
-        share = RAMP_ACCELERATION_SHARE
-        a_max, j_max = (math.inf, math.inf) if accel is None else (share * accel.a_max, share * accel.j_max)
-        leash = getattr(tc, "target_leash", math.inf) if isinstance(task, JointTask) else math.inf
-        return JointTargetShaper(self.scene, self.group, self.dt, self._joint_target_speed(name), a_max, j_max,
-                                 None if math.isinf(leash) else leash)
-
-    def _joint_target_speed(self, name: str) -> np.ndarray:
-        """[rad/s or m/s] per group joint: what a shaped joint target of task ``name`` moves at most: its
-        max_target_speed, the velocity limit, and with an acceleration limit under commanded feedback the speed
-        from which the joint still brakes within the following window (max_state_divergence: the QP brakes for
-        its edge like a position limit, so a faster target would run ahead of the command and be caught up at
-        the acceleration bounds, overshooting)."""
-        speed = self._guard_v_max()
-        tc = self._task_config(name)
-        if tc.max_target_speed is not None:
-            speed = np.minimum(speed, tc.max_target_speed)
-        accel = self._accel
-        if accel is not None and self.settings.state_feedback == "commanded":
-            speed = np.minimum(speed, following_speed(accel.a_max, accel.j_max, self.dt,
-                                                      self.settings.max_state_divergence))
-        return np.maximum(speed, MIN_TARGET_SPEED)  # a window too narrow to move in: the target crawls
-
-    def _refresh_joint_target_speeds(self) -> None:
-        """After a change of state_feedback or max_state_divergence: the shaped joint targets' speeds."""
-        for name, ramp in self._ramps.items():
-            ramp.set_speed(self._joint_target_speed(name))
-
-    def _point_shaper(self, name: str) -> TargetShaper | LineOfSightShaper:
-        """The shaper of a point goal: a look_at's turns its line of sight at max_turn_speed, _acceleration and
-        _jerk, its target's direction within ``target_leash`` [rad] of the axis; a com's moves along a straight
-        line at max_target_speed, _acceleration and _jerk, within ``target_leash`` [m] of the centre of mass."""
-        tc = self._task_config(name)
-        leash = None if math.isinf(tc.target_leash) else tc.target_leash
-        if isinstance(self.ctrl.tasks[name], LookAtTask):
-            return LineOfSightShaper(self.dt, tc.max_turn_speed, tc.max_turn_acceleration, tc.max_turn_jerk, leash)
-        return TargetShaper(3, self.dt, tc.max_target_speed, tc.max_target_acceleration, tc.max_target_jerk,
-                            euclidean=True, leash=leash)
-
-    def _eye(self, name: str) -> np.ndarray | None:
-        """A look_at task's frame origin [m] at the last command (None for another task)."""
-        task = self.ctrl.tasks[name]
-        if not isinstance(task, LookAtTask):
-            return None
-        pin.forwardKinematics(self.scene.model, self._fk_data, self.guard.last)
-        return pin.updateFramePlacement(self.scene.model, self._fk_data, task.frame_id).translation.copy()
-
-    def _set_point_goal(self, name: str, point: np.ndarray) -> None:
-        shaper = self._points[name]
-        if isinstance(shaper, LineOfSightShaper):
-            shaper.set_goal(point, self._eye(name))
-        else:
-            shaper.set_goal(point)
 
     # ------------------------------------------------------------------ lifecycle
     def activate(self, now: float) -> str:
@@ -423,26 +338,6 @@ class ControlLoop:
         """The measured group joints are within max_state_divergence of the last command."""
         gq = self.group.q_indices
         return bool(np.abs(self.state.measured[gq] - self.guard.last[gq]).max() <= self.settings.max_state_divergence)
-
-    def _retarget_all(self) -> None:
-        """Every follower at its task's current target (set by hold_at); no stream; wait for an input."""
-        for name, smoother in self._smoothers.items():
-            smoother.reset(self.ctrl.tasks[name].target)
-            self._twists[name].stop()
-        for name, ramp in self._ramps.items():
-            ramp.reset(self.ctrl.tasks[name].target)
-        for jog in self._jogs.values():
-            jog.stop()
-        for name, smoother in self._relative.items():
-            smoother.reset(self.ctrl.tasks[name].target)
-        for name, shaper in self._points.items():
-            if isinstance(shaper, LineOfSightShaper):
-                shaper.reset(self.ctrl.tasks[name].target, self._eye(name))
-            else:
-                shaper.reset(self.ctrl.tasks[name].target)
-        self._velocity_stamps.clear()  # hold_at zeroed their references
-        self._stream_end.clear()
-        self._awaiting_goal = True
 
     # ------------------------------------------------------------------ pause
     def pause(self) -> None:
@@ -501,345 +396,6 @@ class ControlLoop:
         self._following.max_error = float(value)
         self._refresh_joint_target_speeds()
 
-    # ------------------------------------------------------------------ goals
-    def _check_goal_allowed(self) -> None:
-        if self.mode == INACTIVE:
-            raise InvalidInputError("the controller is not active (goals start from the current pose on activate)")
-        if self.mode == STALE:
-            raise InvalidInputError("joint states are stale: the robot's pose is unknown; send the goal when it "
-                                    "reports again")
-        if self.paused or self._resume_pending:
-            raise InvalidInputError("the controller is paused (~/pause): inputs are ignored until it is resumed"
-                                    if self.paused else "the controller is resuming from a pause: inputs are "
-                                    "accepted once the arm is at rest")
-
-    def set_pose_goal(self, task_name: str, T_world_target: pin.SE3) -> None:
-        """Goal of a frame task (``T_world_target`` in the model's world frame), or raise."""
-        self._check_goal_allowed()
-        limit = self.settings.max_goal_distance or GOAL_REACH_FACTOR * self._reach[task_name]
-        pin.forwardKinematics(self.scene.model, self._fk_data, self.guard.last)
-        base = self._fk_data.oMi[int(self.group.joint_ids[0])].translation
-        distance = float(np.linalg.norm(T_world_target.translation - base))
-        if distance > limit:
-            raise InvalidInputError(
-                f"goal position {np.round(T_world_target.translation, 4).tolist()} is {distance:.4g} m from the arm's "
-                f"first joint {self.group.joint_names[0]!r}; the arm reaches {self._reach[task_name]:.3g} m and goals "
-                f"farther than {limit:.3g} m are refused (node.max_goal_distance)")
-        smoother, twist = self._smoothers[task_name], self._twists[task_name]
-        if twist.streaming:  # a pose goal takes over a twist stream: continue from its target and velocity
-            smoother.continue_from(twist.target, twist.linear_velocity, twist.angular_velocity)
-            twist.stop()
-        self._stream_end.pop(task_name, None)
-        smoother.set_goal(T_world_target)
-        self._start_tracking()
-
-    def set_twist(self, task_name: str, linear, angular, now: float, age: float = 0.0,
-                  R_world_command: np.ndarray | None = None) -> None:
-        """A twist of a frame task's frame (``linear`` of its origin, ``angular`` about it, in the
-        frame whose orientation in the world is ``R_world_command``; None = the world), received at
-        ``now`` [s] and ``age`` [s] old then; scaled by ``streaming`` (command_in_type, max speeds,
-        speed_override). Raise InvalidInputError on a refused command."""
-        self._check_goal_allowed()
-        if task_name not in self._twists:
-            raise InvalidInputError(f"task {task_name!r} is not a frame task; frame tasks: {list(self._twists)}")
-        timeout = self.settings.streaming.command_timeout
-        if age > timeout:
-            raise InvalidInputError(f"the twist is {age:.3f} s old on arrival (header.stamp), more than "
-                                    f"command_timeout {timeout:g} s: ignored")
-        v, w = scale_twist(self.settings.streaming, linear, angular)
-        if R_world_command is not None:
-            v, w = R_world_command @ v, R_world_command @ w
-        twist, smoother = self._twists[task_name], self._smoothers[task_name]
-        if not twist.streaming:  # continue from where the target is and how it moves (a pose goal, a stop)
-            moving = smoother.moving and smoother.cfg.type in ("max_acceleration", "jerk_limited")
-            twist.start(smoother.target if smoother.target is not None else self.ctrl.tasks[task_name].target,
-                        smoother.linear_velocity if moving else None, smoother.angular_velocity if moving else None)
-            smoother.moving = False
-        twist.command(v, w, now, age)
-        self._stream_end.pop(task_name, None)
-        self._start_tracking()
-
-    def motion_limit(self, now: float) -> tuple[str, str]:
-        """(code, text) of why a stream is not followed as asked: paused, a timed-out stream (the
-        command's age), a jogged joint at its limit, a singularity, a target held at the leash (the joint
-        bounds the step sits on, :meth:`binding_bounds`, else LEASH); ("", "") otherwise. Barriers binding
-        the step are the caller's to add (they are in the step's outcome)."""
-        self._leash_cause = ""
-        if self.paused or self._resume_pending:
-            return LIMIT_PAUSED, self.hold_reason
-        for name, follower in (*self._twists.items(), *self._jogs.items()):
-            if follower.streaming and follower.command_age(now) > self.settings.streaming.command_timeout:
-                return COMMAND_TIMEOUT, self._timeout_text(name, follower.command_age(now), "braking to a stop")
-        for name, text in self._stream_end.items():
-            return COMMAND_TIMEOUT, text
-        for name, jog in self._jogs.items():
-            if jog.streaming and jog.at_bound.any():
-                limits = ", ".join(f"{self.group.joint_names[k]} at its {side} limit {value:.4f}"
-                                   for k, side, value in jog.bounds_reached())
-                return JOINT_BOUND, (f"task {name!r}: joint bound: {limits}; "
-                                     "the jog toward it stops there")
-        for name, twist in self._twists.items():
-            sing = self._singularity[name]
-            if twist.streaming and sing.value < 1.0:
-                return SINGULARITY, (f"task {name!r}: near a singularity: the Jacobian's condition number is "
-                                     f"{sing.kappa:.1f} (lower_singularity_threshold {sing.lower:g}, hard stop "
-                                     f"{sing.hard:g}): the twist toward it is scaled by {sing.value:.2f} (away: "
-                                     "not scaled)")
-        st = self.settings.streaming
-        for name, twist in self._twists.items():
-            if twist.streaming and twist.leashed:
-                return self._held_at_leash(name, f"the frame cannot follow the twist (its target is held "
-                                                 f"{st.leash_distance:g} m / {st.leash_angle:g} rad from it)")
-        for name, jog in self._jogs.items():
-            if jog.streaming and jog.leashed:
-                return self._held_at_leash(name, f"the joints cannot follow the jog (its target is held "
-                                                 f"{st.joint_leash:g} rad from them)")
-        return "", ""
-
-    def _held_at_leash(self, name: str, what: str) -> tuple[str, str]:
-        """(code, text) of a stream whose target is held at the leash: the joint bounds the last step
-        sits on (binding_bounds: which joint, its value and bound), else LEASH."""
-        hits = self.binding_bounds()
-        code = hits[0].code if hits else LEASH
-        self._leash_cause = code
-        if not hits:
-            return LEASH, (f"task {name!r}: {what}; no joint limit, velocity or acceleration bound holds this step "
-                           "(the task is traded against the others: task weights and priorities, regularization, "
-                           "the barriers' soft terms)")
-        return code, f"task {name!r}: {what}: " + "; ".join(f"{h.code} {h.text}" for h in hits)
-
-    @property
-    def leash_cause(self) -> str:
-        """The code the last :meth:`motion_limit` gave a stream held at its leash ("" if it gave another)."""
-        return self._leash_cause
-
-    def binding_bounds(self):
-        """The joint bounds the last step sits on (:func:`binding_bounds`); [] unless it moved the arm."""
-        out = self.last_outcome
-        if self.mode not in MOVING_MODES or out is None or not (out.result.ok and out.barriers_ok):
-            return []
-        return binding_bounds(self.scene, self.group, self.ctrl.limits, self._q_start, out.result.dq, self.dt,
-                              self.ctrl.oink.constraint_tolerance)
-
-    def barrier_rows(self) -> list[tuple[str, list[str], np.ndarray, np.ndarray]]:
-        """Each barrier's (name, row names, h [m], binding at the last step); [] before a step ran from the
-        current pose. Binding: the step could move at most BINDING_SLACK [rad] further along the row's
-        direction (slack / ||G_row||; an absolute slack would call a row binding whose G and bound are both
-        tiny: a base link's distance, whose braking bound shrinks with |J_h|). For reports, not the tick."""
-        out = self.last_outcome
-        if out is None:
-            return []
-        dq = out.result.dq if out.result.ok else None
-        rows = []
-        for b in self.ctrl.barriers:
-            binding = np.zeros(b.size, dtype=bool)
-            if dq is not None:
-                with np.errstate(invalid="ignore"):
-                    norm = np.linalg.norm(b.G, axis=1)
-                    binding = (b.upper - b.G @ dq <= BINDING_SLACK * norm) & (norm > 0.0)
-            rows.append((b.name, list(b.row_names), b.value.copy(), binding))
-        return rows
-
-    def goal_feedback(self, now: float, barriers=None) -> list[GoalVerdict]:
-        """Per frame task, whether its goal is reachable or what stops the arm short of it and how far
-        (:mod:`.goal_feedback`), judged from the last command increment at ``now`` [s] (the caller's status
-        rate: call it regularly, its stall clock needs samples). ``barriers``: :meth:`barrier_rows`, if the
-        caller has them. No verdict for a task under a twist stream (:meth:`motion_limit` reports it), or while
-        the loop holds (``hold_reason``) or waits for a first goal."""
-        judging = self.mode in MOVING_MODES and not self._awaiting_goal and self.last_outcome is not None
-        model, data, q = self.scene.model, self._feedback_data, self.guard.last
-        verdicts, kinematics = [], False
-        for name, smoother in self._smoothers.items():
-            judge = self._judges[name]
-            if not judging or self._twists[name].streaming or smoother.goal is None:
-                judge.reset()
-                verdicts.append(GoalVerdict(name))
-                continue
-            if not kinematics:
-                pin.computeJointJacobians(model, data, q)  # forward kinematics included
-                kinematics = True
-            task = self.ctrl.tasks[name]
-            T_world_frame = pin.updateFramePlacement(model, data, task.frame_id)
-            J = pin.getFrameJacobian(model, data, task.frame_id, pin.LOCAL_WORLD_ALIGNED)
-            judge.weights = task.sqrt_weight
-            verdict, distance, angle = judge.judge(now, T_world_frame, smoother.goal,
-                                                   J[:, self._gv] @ self.guard.u1 / self.dt)
-            if verdict != LIMITED:
-                verdicts.append(GoalVerdict(name, verdict, distance=distance, angle=angle))
-                continue
-            code, at, reason = self._goal_limit(name, smoother.goal,
-                                                self.barrier_rows() if barriers is None else barriers)
-            verdicts.append(GoalVerdict(name, LIMITED, code, at, reason, distance, angle))
-        return verdicts
-
-    def _goal_limit(self, name: str, T_world_goal: pin.SE3, barriers) -> tuple[str, tuple[str, ...], str]:
-        """(cause, the barriers' or joints' names, sentence) of a goal the arm stalled short of; forward
-        kinematics at the last command in ``self._feedback_data``."""
-        rows = [(b, row_names[k], float(h[k])) for b, row_names, h, binding in barriers
-                for k in np.flatnonzero(binding)]
-        if rows:
-            return BARRIER, tuple(dict.fromkeys(b for b, _, _ in rows)), (
-                "barrier rows bind the step: " + ", ".join(f"{b!r} {row} (h = {h:.4f} m)" for b, row, h in rows))
-        hits = self.binding_bounds()
-        stops = [h for h in hits if h.code == JOINT_BOUND]  # the other bounds delay a motion, never end it
-        first = int(self.group.joint_ids[0])
-        distance = float(np.linalg.norm(T_world_goal.translation - self._feedback_data.oMi[first].translation))
-        if distance > self._reach[name]:
-            return OUT_OF_REACH, (), (f"the goal is {distance:.3f} m from the arm's first joint "
-                                      f"{self.group.joint_names[0]!r}, which reaches {self._reach[name]:.3f} m at most")
-        if stops:
-            return JOINT_BOUND, tuple(h.joint for h in stops), "; ".join(h.text for h in stops)
-        task = self.ctrl.tasks[name]
-        J = pin.getFrameJacobian(self.scene.model, self._feedback_data, task.frame_id, pin.LOCAL_WORLD_ALIGNED)
-        sv = np.linalg.svd(task.sqrt_weight[:, None] * J[:, self._gv], compute_uv=False)
-        sv = sv[sv > 0.0]  # the directions the task weighs
-        kappa = float(sv[0] / sv[-1]) if sv.size else math.inf
-        threshold = self.settings.streaming.lower_singularity_threshold
-        if kappa >= threshold:
-            return SINGULARITY, (), (f"the arm is near a singularity (the frame Jacobian's condition number "
-                                     f"{kappa:.1f} >= lower_singularity_threshold {threshold:g}): at full stretch the "
-                                     "goal is likely out of reach")
-        return TRADEOFF, (), ("no barrier row or joint position limit binds the step: the goal is traded against the "
-                              "other tasks, the regularization or the barriers' soft terms (condition number "
-                              f"{kappa:.1f})")
-
-    @property
-    def streaming(self) -> bool:
-        """A twist, jog or velocity-reference stream drives some task's target."""
-        return bool(self._velocity_stamps) or any(t.streaming for t in (*self._twists.values(), *self._jogs.values()))
-
-    def _count_limit(self, code: str) -> None:
-        self.counts.motion_limits[code] = self.counts.motion_limits.get(code, 0) + 1
-
-    def note_motion_limit(self, code: str) -> None:
-        """Count an episode of a motion limit known only from the step's solution, sampled by the caller
-        (the node's status and diagnostics rates): ``code`` is what it reports now, :meth:`motion_limit`'s
-        or BARRIER (barrier rows bound a stream's step: the caller reads them from the step's outcome).
-        Counted: BARRIER, and what held a target at the leash (the code :meth:`motion_limit` just gave it);
-        the other codes are counted by the tick."""
-        sampled = code if code == BARRIER or (code and code == self._leash_cause) else ""
-        if sampled and sampled != self._sampled_limit:
-            self._count_limit(sampled)
-        self._sampled_limit = sampled
-
-    def _note_stream_limit(self, name: str, code: str) -> None:
-        """Count an episode when task ``name``'s stream enters motion limit ``code`` ("" = none; LEASH is
-        counted by its cause, when sampled: :meth:`note_motion_limit`)."""
-        if code and code != LEASH and self._stream_limit.get(name) != code:
-            self._count_limit(code)
-        self._stream_limit[name] = code
-
-    def _timeout_text(self, name: str, age: float, what: str) -> str:
-        return (f"task {name!r}: command timeout: the latest command is {age:.3f} s old (command_timeout "
-                f"{self.settings.streaming.command_timeout:g} s): {what}")
-
-    def set_joint_goal(self, task_name: str, q_group: np.ndarray) -> None:
-        """Goal of a configuration task (the group's q, inside the limits), or raise."""
-        self._check_goal_allowed()
-        ramp, jog = self._ramps[task_name], self._jogs[task_name]
-        if jog.streaming:  # a joint goal takes over a jog: continue from its target and velocity
-            ramp.continue_from(jog.target, jog.velocity)
-            jog.stop()
-        self._stream_end.pop(task_name, None)
-        ramp.set_goal(q_group)
-        self._start_tracking()
-
-    def set_joint_velocities(self, task_name: str, dq_group: np.ndarray, now: float, age: float = 0.0) -> None:
-        """A joint jog of a configuration task: velocities of the group's joints (group v order; 0 for
-        joints not jogged), received at ``now`` [s] and ``age`` [s] old then; scaled by ``streaming``
-        (command_in_type, max_joint_speed, speed_override). Raise InvalidInputError on a refused command."""
-        self._check_goal_allowed()
-        if task_name not in self._jogs:
-            raise InvalidInputError(f"task {task_name!r} is not a configuration task; configuration tasks: "
-                                    f"{list(self._jogs)}")
-        timeout = self.settings.streaming.command_timeout
-        if age > timeout:
-            raise InvalidInputError(f"the jog is {age:.3f} s old on arrival (header.stamp), more than "
-                                    f"command_timeout {timeout:g} s: ignored")
-        dq = scale_joint_velocities(self.settings.streaming, dq_group)
-        jog, ramp = self._jogs[task_name], self._ramps[task_name]
-        if not jog.streaming:
-            jog.start(ramp.target, ramp.velocity.copy() if ramp.moving and self._accel is not None else None)
-            ramp.reset(ramp.target)  # the jog drives the target now
-        jog.command(dq, now, age)
-        self._stream_end.pop(task_name, None)
-        self._start_tracking()
-
-    def set_task_target(self, task_name: str, value, now: float = 0.0) -> None:
-        """Goal of a task whose kind takes its target as is (:attr:`direct_goals`: "pose" a pin.SE3 in the task's
-        reference frame, "point" a world point, "joints" the group's q, "velocities" the group's v [rad/s], a
-        stream received at ``now`` [s]), or raise InvalidInputError. The step's limits apply as to every goal."""
-        self._check_goal_allowed()
-        kind = self._direct_goals.get(task_name)
-        if kind is None:
-            raise InvalidInputError(f"task {task_name!r} takes no such goal; tasks with direct goals: "
-                                    f"{list(self._direct_goals)}")
-        if task_name in self._ramps:  # joint goals: shaped (the group's q)
-            self._ramps[task_name].set_goal(as_vector(value, self.group.nq, f"{task_name}.target"))
-        elif task_name in self._points:  # point goals: shaped
-            self._set_point_goal(task_name, as_vector(value, 3, f"{task_name}.target"))
-        elif task_name in self._relative:  # relative poses: smoothed as frame goals
-            self._relative[task_name].set_goal(as_se3(value, f"{task_name}.target"))
-        else:
-            self.ctrl.tasks[task_name].set_target(value)
-        if kind == "velocities":
-            self._velocity_stamps[task_name] = now
-            self._stream_end.pop(task_name, None)
-        self._start_tracking()
-
-    @property
-    def direct_goals(self) -> Mapping[str, str]:
-        """Task name -> the goal its kind takes ("pose", "point", "joints", "velocities"), for the tasks whose
-        goals arrive on :meth:`set_task_target` (frame and configuration tasks have their own inputs); joint and
-        point goals are shaped there as every other goal."""
-        return MappingProxyType(self._direct_goals)
-
-    def apply_configured_targets(self) -> None:
-        """Let every task with a configured target (a configuration or joint task's ``target``, a look_at's
-        ``point``) move toward it, shaped as any goal, without another goal; again after a first goal: the
-        configured targets of the tasks that are at rest."""
-        self._check_goal_allowed()
-        if not self._start_tracking():
-            self._apply_configured_targets()
-
-    def _start_tracking(self) -> bool:
-        """The first goal since activation: the configured targets take effect too. Whether it was the first."""
-        if not self._awaiting_goal:
-            return False
-        self._awaiting_goal = False
-        self._apply_configured_targets()
-        if self.mode == WAITING_FOR_GOAL:
-            self.mode, self.hold_reason = TRACKING, ""
-        return True
-
-    def _apply_configured_targets(self) -> None:
-        """Each task at rest with a configured target (not "current"; a look_at's point not null) gets it as
-        its goal, through its shaper; a task that is moving to a goal keeps it."""
-        q = self.guard.last
-        for name, ramp in self._ramps.items():
-            tc = self._task_config(name)
-            if ramp.moving or tc.target == "current" or (name in self._jogs and self._jogs[name].streaming):
-                continue
-            if isinstance(self.ctrl.tasks[name], ConfigurationTask):
-                ramp.set_goal(self.ctrl.configured_target(tc, q))
-            else:
-                ramp.set_goal(configured_joint_target(tc, self.ctrl.oink.robot, q))
-        for name, shaper in self._points.items():
-            point = getattr(self._task_config(name), "point", None)  # look_at's (com has no configured target)
-            if point is not None and not shaper.moving:
-                self._set_point_goal(name, as_vector(point, 3, f"{name}.point"))
-
-    def goal(self, task_name: str):
-        """The latest goal of a task (pin.SE3 for frame tasks, group q for joint-target tasks, a world point
-        for look_at and com tasks)."""
-        if task_name in self._smoothers:
-            return self._smoothers[task_name].goal
-        if task_name in self._points:
-            return self._points[task_name].goal.copy()
-        if task_name in self._relative:
-            return self._relative[task_name].goal
-        return self._ramps[task_name].goal
-
     # ------------------------------------------------------------------ the tick
     def tick(self, now: float) -> TickResult:
         """One control step at time ``now`` [s]. Never raises: an exception inside the step (a bug in
@@ -873,77 +429,6 @@ class ControlLoop:
         q_next = self._braked(guard.last)
         self.mode, self.hold_reason = HOLDING, "stopping (deactivate)"
         return TickResult(True, guard.apply(q_next), self._previous)
-
-    def closest_obstacle(self) -> tuple[str, str, float]:
-        """(obstacle, robot link, signed distance [m]) nearest at the last command (the measured state
-        before the first): ("", "", inf) without obstacles. For status reports, not the tick."""
-        q = self.guard.last if self.active else self.state.measured
-        return self._closest_obstacle.query(q)
-
-    # ------------------------------------------------------------------ read-only view (for the node)
-    # What a caller (the node, status reports, benchmarks) reads of the loop, without reaching into
-    # its parts (the guard, the controller, the state tracker). Same locking rule as every method.
-    @property
-    def tasks(self) -> Mapping[str, object]:
-        """Task name -> task (FrameTask, ConfigurationTask), read-only."""
-        return MappingProxyType(self.ctrl.tasks)
-
-    @property
-    def barriers(self) -> tuple:
-        """The barriers, in configuration order."""
-        return tuple(self.ctrl.barriers)
-
-    def barrier(self, name: str):
-        """The barrier called ``name`` (KeyError if none)."""
-        for b in self.ctrl.barriers:
-            if b.name == name:
-                return b
-        raise KeyError(f"no barrier {name!r}; configured: {[b.name for b in self.ctrl.barriers]}")
-
-    @property
-    def command_started(self) -> bool:
-        """A command stream exists (a command was made since activation)."""
-        return self.guard.started
-
-    def last_command(self) -> np.ndarray:
-        """A copy of the last command (full q)."""
-        return self.guard.last.copy()
-
-    def measured_position(self) -> np.ndarray | None:
-        """A copy of the last accepted measurement (full q), None before the first."""
-        return self.state.measured.copy() if self.state.has_measurement else None
-
-    def measurement_age(self, now: float) -> float:
-        """[s] since the last accepted measurement (inf before the first)."""
-        return self.state.age(now)
-
-    @property
-    def measurement_buffer(self) -> np.ndarray:
-        """Where a decoder writes the next measurement (full q) before :meth:`accept_measurement`."""
-        return self.state.incoming
-
-    def accept_measurement(self, now: float) -> str:
-        """Take the measurement in :attr:`measurement_buffer` received at ``now``; "" or why it was refused."""
-        return self.state.accept(now)
-
-    def reject_measurement(self, reason: str) -> None:
-        """A measurement that could not be decoded (counted, kept as the last rejection)."""
-        self.state.reject(reason)
-
-    def count_goal_rejected(self) -> None:
-        self.counts.goals_rejected += 1
-
-    def count_collision_object_refused(self) -> None:
-        self.counts.collision_objects_refused += 1
-
-    @property
-    def guard_cuts(self) -> int:
-        """Steps the last-line guard had to cut (stays 0: a non-zero count is a bug upstream)."""
-        return self.guard.cuts
-
-    @property
-    def joint_states_rejected(self) -> int:
-        return self.state.rejected
 
     def expect_collision_prepare(self) -> None:
         """Call with the loop's lock held, right after changing the scene's obstacles, when
@@ -1139,105 +624,6 @@ class ControlLoop:
                 accel.set_history(self.guard.u1, self.guard.u2, offset)
         return q
 
-    def _advance_targets(self, q: np.ndarray, now: float) -> None:
-        tasks, dt, model, data = self.ctrl.tasks, self.dt, self.scene.model, self._leash_data
-        kinematics = False
-        for name, smoother in self._smoothers.items():
-            twist = self._twists[name]
-            if not (smoother.moving or twist.streaming):
-                continue
-            if not kinematics:  # the leash's anchor (and, for twists, the singularity scale's Jacobian) at q
-                if any(t.streaming for t in self._twists.values()):
-                    pin.computeJointJacobians(model, data, q)  # forward kinematics included
-                else:
-                    pin.forwardKinematics(model, data, q)
-                kinematics = True
-            T_world_frame = pin.updateFramePlacement(model, data, tasks[name].frame_id)
-            if twist.streaming:
-                scale = 1.0
-                if not twist.timed_out and twist.command_age(now) <= self.settings.streaming.command_timeout:
-                    sing = self._singularity[name]
-                    sing.row_weights = self.ctrl.tasks[name].sqrt_weight  # the live task's (a rate change rebuilds it)
-                    scale = sing.scale(q, *twist.commanded, data=data)
-                target = twist.step(dt, now, T_world_frame, scale)
-                self._note_stream_limit(name, COMMAND_TIMEOUT if twist.timed_out else SINGULARITY if scale < 1.0
-                                        else LEASH if twist.leashed else "")
-                if not twist.streaming:  # timed out and braked to rest: the target stays there
-                    self._end_stream(name, twist, smoother, target, now)
-            else:
-                target = smoother.step(dt, T_world_frame)
-            if target is not None:
-                tasks[name].set_target(target)
-        for name, ramp in self._ramps.items():
-            jog = self._jogs.get(name)
-            if jog is not None and jog.streaming:
-                target = jog.step(dt, now, q)
-                self._note_stream_limit(name, COMMAND_TIMEOUT if jog.timed_out else JOINT_BOUND if jog.at_bound.any()
-                                        else LEASH if jog.leashed else "")
-                if not jog.streaming:
-                    self._end_stream(name, jog, ramp, target, now)
-            else:
-                target = ramp.step(q)  # q: the leash's centre (a joint task's)
-            if target is not None:
-                tasks[name].set_target(target)
-        for name, smoother in self._relative.items():
-            if not smoother.moving:
-                continue
-            if not kinematics:  # the leash's anchor at q
-                pin.forwardKinematics(model, data, q)
-                kinematics = True
-            task = tasks[name]
-            pin.updateFramePlacement(model, data, task.frame_id)
-            pin.updateFramePlacement(model, data, task.reference_id)
-            target = smoother.step(dt, task.relative_pose(data))
-            if target is not None:
-                task.set_target(target)
-        for name, shaper in self._points.items():
-            if not shaper.moving:
-                continue
-            if shaper.leash is None:
-                target = shaper.step()
-            else:
-                if not kinematics:  # the leash's anchor at q
-                    pin.forwardKinematics(model, data, q)
-                    kinematics = True
-                target = self._leashed_point_step(tasks[name], shaper)
-            if target is not None:
-                tasks[name].set_target(target)
-        if self._velocity_stamps:
-            self._expire_velocity_goals(now)
-
-    def _leashed_point_step(self, task, shaper):
-        """A point shaper's step with its leash's anchor from the joint placements at the tick's q (in
-        _leash_data): a com's, the centre of mass; a look_at's, a point its axis looks at (1 m ahead)."""
-        data, here = self._leash_data, self._point_here
-        if isinstance(task, ComTask):
-            return shaper.step(task.com.evaluate(data, here))
-        T = pin.updateFramePlacement(self.scene.model, data, task.frame_id)
-        np.dot(T.rotation, task.axis, out=here)
-        here += T.translation
-        return shaper.step(here)
-
-    def _expire_velocity_goals(self, now: float) -> None:
-        """A velocity reference older than command_timeout is zeroed (no newer command: no motion)."""
-        timeout = self.settings.streaming.command_timeout
-        for name, stamp in list(self._velocity_stamps.items()):
-            if now - stamp > timeout:
-                task = self.ctrl.tasks[name]
-                task.hold(self.guard.last)
-                del self._velocity_stamps[name]
-                self._stream_end[name] = self._timeout_text(name, now - stamp, "its velocity reference is zero")
-                self.counts.stream_timeouts += 1
-                self.log("warning", self._stream_end[name])
-
-    def _end_stream(self, name: str, follower, goal_follower, target, now: float) -> None:
-        """A stream that timed out and braked to rest: say so, and keep the target where it stopped."""
-        self._stream_end[name] = self._timeout_text(name, follower.command_age(now), "stopped")
-        self.counts.stream_timeouts += 1
-        self.log("warning", self._stream_end[name])
-        goal_follower.reset(target)
-        follower.stop()
-
     def _hold(self, reason: str) -> None:
         if self.mode != HOLDING:
             self.counts.holds += 1
@@ -1253,33 +639,3 @@ class ControlLoop:
                 self.log("info", f"resumed (was holding: {self.hold_reason})")
         self.mode = mode
         self.hold_reason = out.result.status if mode == RECOVERING else ""
-
-
-FOLLOWING_SPEED_MARGIN = 0.97  # following_speed keeps this share of the cruise speed the window allows
-MIN_TARGET_SPEED = 1e-6  # [rad/s or m/s] a shaped joint target's speed limit is never below this (Ruckig needs > 0)
-
-
-def following_speed(a_max: np.ndarray, j_max: np.ndarray, dt: float, room: float) -> np.ndarray:
-    """[rad/s or m/s] per joint: FOLLOWING_SPEED_MARGIN of the steady speed u/dt whose braking travel under the
-    acceleration limit's policy (acceleration_limit.py: ``B = n_A u + (u + alpha/2)^2 / (2 alpha) + E``, n_A for
-    an acceleration of RAMP_ACCELERATION_SHARE a_max still ramping off) fits in ``room`` [rad or m]."""
-    alpha = a_max * dt * dt
-    delta = j_max * dt ** 3
-    with np.errstate(divide="ignore", invalid="ignore"):
-        n_c = np.where(np.isfinite(delta), np.maximum(np.ceil(alpha / delta) - 1.0, 0.0), 0.0)
-        n_a = np.where(np.isfinite(delta),
-                       np.maximum(np.ceil((1.0 + RAMP_ACCELERATION_SHARE) * alpha / delta) - 1.0, 0.0), 0.0)
-    E = alpha * n_c ** 2
-    b = alpha * (1.0 + 2.0 * n_a)  # u^2 + b u + c = 0
-    c = alpha * alpha / 4.0 + 2.0 * alpha * (E - room)
-    u = 0.5 * (-b + np.sqrt(np.maximum(b * b - 4.0 * c, 0.0)))
-    return FOLLOWING_SPEED_MARGIN * np.maximum(u, 0.0) / dt
-
-
-def _min_jerk(a_max: float, dt: float, leash: float) -> float:
-    """The least j_max whose braking reserve a_max dt^2 (ceil(a_max / (j_max dt)) - 1)^2 is below ``leash``."""
-    alpha = a_max * dt * dt
-    n_c = max(int(math.floor(math.sqrt(leash / alpha))) if alpha > 0 else 0, 0)  # n_c^2 alpha < leash
-    while n_c > 0 and alpha * n_c * n_c >= leash:
-        n_c -= 1
-    return a_max / (dt * (n_c + 1))  # ceil(a/(j dt)) - 1 <= n_c  <=>  a/(j dt) <= n_c + 1
