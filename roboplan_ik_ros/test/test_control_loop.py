@@ -450,18 +450,38 @@ def test_starting_outside_the_box_recovers_monotonically(panda):
 
 
 # ----------------------------------------------------------------------------- runtime changes
+def _tick_until_at_rest(loop: ControlLoop, robot: SimRobot, limit: int = 5000) -> None:
+    for _ in range(limit):
+        robot.tick()
+        if loop.at_rest:
+            return
+    raise AssertionError(f"the arm did not come to rest in {limit} ticks")
+
+
 def test_rate_and_feedback_changes_keep_the_command_continuous(panda):
+    """With acceleration bounds a new rate is refused while the arm moves (a velocity step for the drive: the
+    same increment per command at another period) and taken at rest; feedback changes mid-motion."""
     loop = make_loop(panda)
+    assert loop.acceleration_limit is not None  # panda.yaml's
     robot = SimRobot(loop, panda.named_configuration("default"), lag=0.05)
     loop.activate(robot.t)
     T0 = robot.tcp()
     loop.set_pose_goal("ee", pin.SE3(T0.rotation, T0.translation + np.array([0.0, 0.15, 0.0])))
     robot.tick(100)
+    assert not loop.at_rest and loop.rate_change_refusal(250.0)
+    with pytest.raises(InvalidInputError, match="control_rate_hz 250: refused while the arm moves"):
+        loop.set_rate(250.0)
+    assert loop.dt == pytest.approx(1.0 / 500.0)  # unchanged
+    _tick_until_at_rest(loop, robot)
+    assert loop.rate_change_refusal(250.0) == ""
     loop.set_rate(250.0)
+    assert loop.dt == pytest.approx(1.0 / 250.0)
+    loop.set_pose_goal("ee", T0)
     robot.tick(100)
     loop.set_state_feedback("measured")
     robot.tick(100)
     loop.set_state_feedback("commanded")
+    _tick_until_at_rest(loop, robot)
     loop.set_rate(500.0)
     robot.tick(100)
     assert loop.guard.cuts == 0 and robot.max_step_ratio <= 1.0 + 1e-6

@@ -92,6 +92,12 @@ _OPTIONAL_SRDF_WAIT_S = 1.0  # [s] autostart waits this long after the URDF for 
 _ACK_TIMEOUT = 1.0  # [s] a controlled stop waits this long for the subscribers to acknowledge its commands
 
 
+def watchdog_period(dt: float, state_timeout: float) -> float:
+    """[s] The staleness watchdog's period under ``trigger: joint_states`` (ticks come from /joint_states, the
+    watchdog ticks when they stop): a quarter of state_timeout, at most 50 ms, at least one control period."""
+    return max(dt, min(0.05, state_timeout / 4.0))
+
+
 def default_config_file(robot: str = "panda") -> str:
     """The packaged ``config/<robot>.yaml`` (ament share directory, else the source tree)."""
     try:
@@ -585,7 +591,7 @@ class IKControllerNode(GuardedLifecycleNode):
         # whatever its priority, and a starved ingest drops stale clouds (newest wins) instead of taking a core
         session.own("~/pointcloud thread", self._perception.destroy)
         if cfg.trigger == "joint_states":  # ticks come from /joint_states; this timer only watches for staleness
-            period = max(1.0 / cfg.control_rate_hz, min(0.05, cfg.state_timeout / 4.0))
+            period = watchdog_period(1.0 / cfg.control_rate_hz, cfg.state_timeout)
             self._watchdog = self.create_timer(period, self._on_watchdog, autostart=False)
         self._diag = DiagnosticsReporter(self, "control loop", self._diagnostics_report, 1.0 / cfg.diagnostics_rate_hz,
                                          own_timer=False)
@@ -705,16 +711,9 @@ class IKControllerNode(GuardedLifecycleNode):
             self.on_fault("node", f"parameter set {[p.name for p in params]}", exc, traceback.format_exc())
 
     def _rate_change_refusal(self, hz) -> str:
-        """Why a new control rate cannot be taken now ("" when it can). A drive runs at one command
-        period: with acceleration bounds configured, a new period under a moving command stream is a
-        step in the velocity it sees (the same increment per command, at another rate), so the rate
-        changes only at rest or while inactive."""
+        """Why a new control rate cannot be taken now ("" when it can; the rule is the loop's)."""
         loop = getattr(self, "loop", None)
-        if (loop is None or float(hz) == self.node_cfg.control_rate_hz or loop.acceleration_limit is None
-                or not self._active or loop.at_rest):
-            return ""
-        return ("refused while the arm moves: with acceleration bounds the drive's command period must not change "
-                "under a moving command stream (a velocity step); set it with the arm at rest or the node inactive")
+        return "" if loop is None else loop.rate_change_refusal(float(hz))
 
     def _apply_rate(self, hz) -> None:
         """New control rate: the loop rebuilds its solver objects (dt-dependent) and keeps its targets."""
@@ -726,7 +725,7 @@ class IKControllerNode(GuardedLifecycleNode):
         if self._loop_thread is not None:
             self._loop_thread.period = self.loop.dt
         if self._watchdog is not None:
-            self._watchdog.timer_period_ns = int(max(self.loop.dt, min(0.05, self.node_cfg.state_timeout / 4)) * 1e9)
+            self._watchdog.timer_period_ns = int(watchdog_period(self.loop.dt, self.node_cfg.state_timeout) * 1e9)
         self._stats.reset(self.loop.dt)
         self.get_logger().info(f"control rate: {hz:g} Hz")
 

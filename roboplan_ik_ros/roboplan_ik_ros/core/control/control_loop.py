@@ -110,6 +110,9 @@ class TickResult:
 LogFn = Callable[[str, str], None]  # (level: "info" | "warning" | "error", message)
 
 
+REST_INCREMENT = 1e-12  # [rad or m per period] a command increment this small is still (at_rest)
+
+
 class ControlLoop(LoopGoals, LoopView):
     """The tasks, limits and barriers of ``config`` stepped by the rules of the module docstring.
 
@@ -367,8 +370,21 @@ class ControlLoop(LoopGoals, LoopView):
         self.log("info", "resumed: the targets restart at the current pose once at rest")
 
     # ------------------------------------------------------------------ runtime settings
+    def rate_change_refusal(self, hz: float) -> str:
+        """Why control rate ``hz`` cannot be taken now ("" when it can). A drive runs at one command period: with
+        acceleration bounds, a new period under a moving command stream is a step in the velocity it sees (the
+        same increment per command, at another rate), so the rate changes only at rest or while inactive."""
+        if float(hz) == self.settings.control_rate_hz or self._accel is None or not self.active or self.at_rest:
+            return ""
+        return ("refused while the arm moves: with acceleration bounds the drive's command period must not change "
+                "under a moving command stream (a velocity step); set it with the arm at rest or the node inactive")
+
     def set_rate(self, hz: float) -> None:
-        """New control rate: rebuild the solver objects (limits and barriers depend on dt), keep targets."""
+        """New control rate: rebuild the solver objects (limits and barriers depend on dt), keep targets. Raise
+        InvalidInputError when :meth:`rate_change_refusal` refuses it."""
+        refusal = self.rate_change_refusal(hz)
+        if refusal:
+            raise InvalidInputError(f"control_rate_hz {float(hz):g}: {refusal}")
         old = self.ctrl
         ratio = (1.0 / hz) / self.dt
         self.dt = 1.0 / hz
@@ -467,8 +483,11 @@ class ControlLoop(LoopGoals, LoopView):
 
     @property
     def at_rest(self) -> bool:
-        """The command stream is still (no increment in the last two commands)."""
-        return not (self.guard.u1.any() or self.guard.u2.any())
+        """The command stream is still: the last two commands' increments within REST_INCREMENT (round-off: a
+        converged goal was seen to leave increments of 3e-21 rad toggling forever, never exactly 0)."""
+        guard = self.guard
+        return bool(np.abs(guard.u1).max(initial=0.0) <= REST_INCREMENT
+                    and np.abs(guard.u2).max(initial=0.0) <= REST_INCREMENT)
 
     def _braked(self, q: np.ndarray) -> np.ndarray:
         """q ⊕ the acceleration limit's braking step at q (its history set for this tick)."""
