@@ -31,11 +31,12 @@ FUZZ_ARGS ?=
 MUTATION_PATHS ?= oink/limits oink/barriers control
 MUTATION_ARGS ?=
 
-.PHONY: help bootstrap demo test chaos fuzz mutation bench soak clean distclean
+.PHONY: help bootstrap demo test test-no-compile chaos fuzz mutation bench soak clean distclean
 
 help:
 	@echo "make demo       bootstrap .venv if needed, then run the IK demo (ARGS=... passed on)"
 	@echo "make test       bootstrap .venv if needed, then run the test suite (PYTEST_ARGS=...)"
+	@echo "make test-no-compile  the core's tests with no compiled kernel loaded (the fallback without a compiler)"
 	@echo "make chaos      the chaos tests long: CHAOS_CYCLES=$(CHAOS_CYCLES) lifecycle cycles under load (PYTEST_ARGS=...)"
 	@echo "make fuzz       FUZZ_N=$(FUZZ_N) random closed-loop scenarios, invariants checked; failures with replay commands (FUZZ_ARGS=...)"
 	@echo "make mutation   also install requirements-mutation.txt, mutmut on MUTATION_PATHS=\"$(MUTATION_PATHS)\" (long; MUTATION_ARGS=...)"
@@ -56,6 +57,12 @@ test: bootstrap
 	rc=0; $(PY) -m pytest roboplan_ik_ros/test $(PYTEST_ARGS) || rc=$$?; \
 	if [ $$rc -eq 5 ]; then echo "[test] FAILED: no tests were collected" >&2; fi; \
 	exit $$rc
+
+# the core's tests with no compiled kernel loaded (ROBOPLAN_NO_COMPILE=1: as installed without a compiler): the
+# numpy / Python paths the README promises; the test files that use no ROS (tests of a kernel skip, saying why)
+CORE_TESTS = $$(grep -L 'rclpy\|roboplan_ik_ros.node\|e2e\|launch\|Spinner\|subprocess' roboplan_ik_ros/test/test_*.py)
+test-no-compile: bootstrap
+	@$(WITH_ENV) ROBOPLAN_NO_COMPILE=1 $(PY) -m pytest $(CORE_TESTS) $(PYTEST_ARGS)
 
 # test_e2e_chaos.py with the cycle count from CHAOS_CYCLES (the normal suite runs it short); figures with -s
 chaos: bootstrap

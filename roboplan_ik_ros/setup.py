@@ -58,6 +58,10 @@ def pair_distance_kernel() -> list[Extension]:
     )]
 
 
+NO_COMPILE = os.environ.get("ROBOPLAN_NO_COMPILE", "") not in ("", "0")  # build no kernel: the numpy / Python paths
+if NO_COMPILE:
+    print("[setup] ROBOPLAN_NO_COMPILE is set: no compiled kernel is built (the numpy / Python paths run)")
+
 setup(
     name=package_name,
     version="0.1.0",
@@ -78,15 +82,17 @@ setup(
             package_name + ".core.oink._oink_kernel",
             sources=["roboplan_ik_ros/core/oink/kernel/oink_kernel.c"],
             extra_compile_args=["-O3", "-fno-math-errno"],
+            optional=True,  # a failed build (no C compiler) leaves the numpy path
         ),
         # SimpleIK's step (core/simple_ik/compiled_step.py; without it SimpleIK runs its Python step)
         Extension(
             package_name + ".core.simple_ik._simple_ik_kernel",
             sources=["roboplan_ik_ros/core/simple_ik/kernel/simple_ik_kernel.c"],
             extra_compile_args=["-O3", "-fno-math-errno"],
+            optional=True,  # a failed build leaves the Python step
         ),
         *pair_distance_kernel(),
-    ],
+    ] if not NO_COMPILE else [],
     install_requires=["setuptools"],
     zip_safe=False,
     maintainer="roboplan_ik_ros maintainers",

@@ -25,6 +25,25 @@ os.environ.setdefault("FASTDDS_DEFAULT_PROFILES_FILE",
                       os.path.join(os.path.dirname(os.path.abspath(__file__)), "fastdds_test_profile.xml"))
 
 
+def pytest_configure(config) -> None:
+    config.addinivalue_line("markers", "kernel: needs the compiled kernels (skipped under ROBOPLAN_NO_COMPILE)")
+
+
+def pytest_collection_modifyitems(config, items) -> None:
+    """Under ``ROBOPLAN_NO_COMPILE`` (``make test-no-compile``: the core as installed without a compiler) the tests
+    that compare a kernel with its Python path, or need one, skip: those marked ``kernel`` and those whose name
+    says so (``kernel`` or ``compiled`` in it)."""
+    from roboplan_ik_ros.core.compiled_library import NO_COMPILE, kernels_disabled
+
+    if not kernels_disabled():
+        return
+    skip = pytest.mark.skip(reason=f"{NO_COMPILE} is set: no compiled kernel is loaded")
+    for item in items:
+        name = item.name.lower()
+        if item.get_closest_marker("kernel") or "kernel" in name or "compiled" in name:
+            item.add_marker(skip)
+
+
 class Spinner:
     """Spins one executor (with the given nodes) in a daemon thread until :meth:`stop`."""
 

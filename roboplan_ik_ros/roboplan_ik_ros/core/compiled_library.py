@@ -6,14 +6,27 @@ from __future__ import annotations
 
 import ctypes
 import importlib.machinery
+import os
 from pathlib import Path
 from typing import Callable, TypeVar
 
 T = TypeVar("T")
 
 
+NO_COMPILE = "ROBOPLAN_NO_COMPILE"  # set (non-empty, not "0"): no kernel is loaded, as without a compiler
+
+
+def kernels_disabled() -> bool:
+    """``$ROBOPLAN_NO_COMPILE`` is set: every caller takes its numpy / Python path (``make test-no-compile``
+    runs the core tests so, proving the fallback of an install without a compiler; setup.py builds nothing)."""
+    return os.environ.get(NO_COMPILE, "") not in ("", "0")
+
+
 def library_path(directory: Path, stem: str) -> Path | None:
-    """``directory/<stem><extension suffix>`` (e.g. ``_oink_kernel.cpython-311-x86_64-linux-gnu.so``), if built."""
+    """``directory/<stem><extension suffix>`` (e.g. ``_oink_kernel.cpython-311-x86_64-linux-gnu.so``), if built
+    (None with :func:`kernels_disabled`)."""
+    if kernels_disabled():
+        return None
     for suffix in importlib.machinery.EXTENSION_SUFFIXES:
         path = directory / f"{stem}{suffix}"
         if path.is_file():
@@ -33,6 +46,8 @@ def load_library(path: Path | None, stem: str, bind: Callable[[ctypes.CDLL], T],
     obstacle change is prepared) release it, so that the tick can run: a library may be loaded twice, a
     handle of each kind (compiled_pairs.py)."""
     if path is None:
+        if kernels_disabled():
+            return None, f"{stem} is not loaded (${NO_COMPILE} is set); {fallback} (same results, slower)"
         return None, f"{stem} is not built (no C compiler when the package was installed?); {fallback} (same results, slower)"
     try:
         return bind((ctypes.PyDLL if keep_gil else ctypes.CDLL)(str(path))), ""

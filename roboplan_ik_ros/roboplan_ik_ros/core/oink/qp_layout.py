@@ -4,16 +4,12 @@ docstring): made once per list, refilled in place at every step."""
 from __future__ import annotations
 
 import itertools
-from typing import TYPE_CHECKING
 
 import numpy as np
 
 from .barriers.barrier import Barrier
 from .compiled_assembly import CompiledAssembly
 from .limits.limit import Limit
-
-if TYPE_CHECKING:
-    from .solver import Oink
 
 INF = 1e30  # the QP solvers' infinity
 
@@ -29,7 +25,7 @@ class QpLayout:
     last level.
     """
 
-    def __init__(self, oink: Oink, q: np.ndarray, key: tuple, tasks, limits, barriers) -> None:
+    def __init__(self, oink, q: np.ndarray, key: tuple, tasks, limits, barriers) -> None:  # oink: the solver.Oink
         for kind, objects in (("task", tasks), ("limit", limits), ("barrier", barriers)):
             if len({id(o) for o in objects}) != len(objects):
                 raise ValueError(f"the same {kind} is passed twice")
