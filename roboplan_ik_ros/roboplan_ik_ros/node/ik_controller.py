@@ -18,7 +18,9 @@ its own thread (``trigger: timer``) or in the /joint_states callback (``trigger:
 goals and parameters run in the executor's thread, status, markers and diagnostics in a thread of their own
 (``report_thread.py``), ``~/solve_ik`` in another (see ``service.py``), ``~/solve_path`` in another
 (``path_service.py``). One lock
-serializes every access to the loop.
+serializes every access to the loop. This file wires the node (lifecycle, configure, inputs, the tick);
+its runtime parameter sets are :class:`~.parameter_handling.ParameterHandling`, its status, markers and
+diagnostics :class:`~.node_reports.NodeReports`.
 """
 
 from __future__ import annotations
@@ -32,7 +34,7 @@ from pathlib import Path
 
 import numpy as np
 import rclpy
-from rcl_interfaces.msg import ParameterDescriptor, SetParametersResult
+from rcl_interfaces.msg import ParameterDescriptor
 from rclpy.executors import ExternalShutdownException
 from rclpy.lifecycle import LifecycleState, TransitionCallbackReturn
 from rclpy.qos import qos_profile_sensor_data
@@ -51,7 +53,6 @@ from ..core.simple_ik.worker import WorkerSpec, start_forkserver
 from ..core.oink import FrameTask
 from ..core.simple_ik.objective_config import check_objective_frames
 from ..core.simple_ik.solver import SimpleIK
-from . import diagnostics as diag
 from .descriptions import LATCHED, LatchedDescriptions
 from .diagnostics import DiagnosticsReporter, TickStats
 from .goals import HAVE_TF2, FrameResolver, tf2_ros
@@ -63,17 +64,17 @@ from .loop_thread import (BorrowedThreadPriority, LoopThread, SharedThreadPriori
 from .report_thread import ReportThread
 from .guarded_node import GuardedLifecycleNode
 from .session import Session
-from .spin import ESCAPED, call_when_ready, make_executor, spin_until_shutdown, stop_on_signals
-from .markers import HAVE_INTERACTIVE_MARKERS, InteractiveTargets, MarkerCache, perceived_cloud
-from .node_config import NodeConfig, load_node_config, other_threads_priority
+from .spin import call_when_ready, make_executor, spin_until_shutdown, stop_on_signals
+from .markers import HAVE_INTERACTIVE_MARKERS, InteractiveTargets, MarkerCache
+from .node_config import NodeConfig, load_node_config, other_threads_priority, watchdog_period
+from .node_reports import NodeReports
+from .parameter_handling import ParameterHandling
 from .command_outputs import CommandNotSent, CommandOutputs, ContextShutDown
-from .parameters import (DESCRIPTION_TIMEOUT, RuntimeParameters, barrier_specs, loop_specs, task_specs,
-                         unknown_parameter_reason)
+from .parameters import RuntimeParameters, barrier_specs, loop_specs, task_specs
 from .message_conversions import JointStateDecoder, root_frame_name
 from .path_service import SolvePathServer
 from .pointcloud_input import PointCloudInput
 from .service import SolveIKServer
-from .status import LoopSnapshot, diagnostics_report, perception_diagnostics, perception_status
 
 
 #: Parameters declared by the constructor (the launch file passes these).
@@ -90,12 +91,6 @@ _SUCCESS, _FAILURE, _ERROR = (TransitionCallbackReturn.SUCCESS, TransitionCallba
 _RETIRE_TIMEOUT = 10.0
 _OPTIONAL_SRDF_WAIT_S = 1.0  # [s] autostart waits this long after the URDF for an SRDF (configure too, if optional)
 _ACK_TIMEOUT = 1.0  # [s] a controlled stop waits this long for the subscribers to acknowledge its commands
-
-
-def watchdog_period(dt: float, state_timeout: float) -> float:
-    """[s] The staleness watchdog's period under ``trigger: joint_states`` (ticks come from /joint_states, the
-    watchdog ticks when they stop): a quarter of state_timeout, at most 50 ms, at least one control period."""
-    return max(dt, min(0.05, state_timeout / 4.0))
 
 
 def default_config_file(robot: str = "panda") -> str:
@@ -128,7 +123,7 @@ class ConfigureError(Exception):
     """A configure step failed; the message is the reason shown to the user."""
 
 
-class IKControllerNode(GuardedLifecycleNode):
+class IKControllerNode(ParameterHandling, NodeReports, GuardedLifecycleNode):
     """See the module docstring. ``last_error`` holds the reason of the last failed transition."""
 
     def __init__(self, node_name: str = "ik_controller", **kwargs) -> None:
@@ -658,80 +653,6 @@ class IKControllerNode(GuardedLifecycleNode):
         self._tf_listener = None
         self._clear()
 
-    # ================================================================== parameters
-    # Setting an undeclared name (``ros2 param set /ik_controller tasks.ee.positon_cost 1.0``): rclpy's
-    # parameter services call these two methods, which would raise ParameterNotDeclaredException with an
-    # empty name list ("Invalid access to undeclared parameter(s): []"). They answer instead with the name,
-    # the closest declared names and the valid ones. Not allow_undeclared_parameters: an on-set callback
-    # cannot tell a set from a declaration (diagnostic_updater declares its period at configure), and
-    # nothing undeclared is ever stored.
-    def set_parameters_atomically(self, parameter_list):
-        unknown = self._undeclared(parameter_list)
-        if unknown:
-            return SetParametersResult(successful=False, reason=unknown)
-        return super().set_parameters_atomically(parameter_list)
-
-    def set_parameters(self, parameter_list):
-        """Per parameter, as rclpy's: an undeclared one gets a failed result with the reason (the others
-        are set)."""
-        results = []
-        for p in parameter_list:
-            unknown = self._undeclared([p])
-            results.append(SetParametersResult(successful=False, reason=unknown) if unknown
-                           else super().set_parameters([p])[0])
-        return results
-
-    def _undeclared(self, parameter_list) -> str:
-        """The reason the first undeclared parameter of the list is refused, "" if all are declared."""
-        for p in parameter_list:
-            if not self.has_parameter(p.name):
-                return unknown_parameter_reason(p.name, self.list_parameters([], 0).names,
-                                                configured=getattr(self, "loop", None) is not None)
-        return ""
-
-    def _validate_parameters(self, params) -> SetParametersResult:
-        for p in params:
-            if p.name == "description_timeout":
-                reason = DESCRIPTION_TIMEOUT.reason(p.value)
-            elif self._params is not None:
-                reason = self._params.refusal(p.name, p.value) or (
-                    self._rate_change_refusal(p.value) if p.name == "control_rate_hz" else "")
-            else:
-                reason = ""
-            if reason:
-                return SetParametersResult(successful=False, reason=f"{p.name}: {reason}")
-        return SetParametersResult(successful=True)
-
-    def _apply_parameters(self, params) -> None:
-        try:
-            for p in params:
-                if self._params is not None and self.loop is not None:
-                    self._params.apply(p.name, p.value, self._lock)
-        except Exception as exc:  # noqa: BLE001 - half applied: a fault like any callback's (controlled stop)
-            self.on_fault("node", f"parameter set {[p.name for p in params]}", exc, traceback.format_exc())
-
-    def _rate_change_refusal(self, hz) -> str:
-        """Why a new control rate cannot be taken now ("" when it can; the rule is the loop's)."""
-        loop = getattr(self, "loop", None)
-        return "" if loop is None else loop.rate_change_refusal(float(hz))
-
-    def _apply_rate(self, hz) -> None:
-        """New control rate: the loop rebuilds its solver objects (dt-dependent) and keeps its targets."""
-        hz = float(hz)
-        if hz == self.node_cfg.control_rate_hz:
-            return
-        self.loop.set_rate(hz)
-        self._outputs.set_dt(self.loop.dt)
-        if self._loop_thread is not None:
-            self._loop_thread.period = self.loop.dt
-        if self._watchdog is not None:
-            self._watchdog.timer_period_ns = int(watchdog_period(self.loop.dt, self.node_cfg.state_timeout) * 1e9)
-        self._stats.reset(self.loop.dt)
-        self.get_logger().info(f"control rate: {hz:g} Hz")
-
-    def _apply_feedback(self, mode: str) -> None:  # one the trigger cannot take was refused (parameters.py)
-        self.loop.set_state_feedback(mode)
-
     # ================================================================== inputs
     def _log_loop_event(self, level: str, message: str) -> None:
         """Log ``message`` unless the same kind was logged recently (one call site per severity:
@@ -854,21 +775,6 @@ class IKControllerNode(GuardedLifecycleNode):
         """A command went out (the lock held): ~/solve_ik's default seed follows it."""
         self._snapshot(res.command)
 
-    def _wait_for_tick_gap(self) -> None:
-        """Block until the next tick has ended (at most three periods; at once when not ticking): work
-        started then runs in the idle part of the period instead of stretching a tick (GIL)."""
-        if not self._active or self.loop is None:
-            return
-        self._tick_gap.wait(3.0 / self.node_cfg.control_rate_hz)
-
-    def _wait_for_loop_thread_gap(self) -> None:
-        """:meth:`_wait_for_tick_gap` when the ticks run in the loop thread (``trigger: timer``): status and
-        diagnostics then take their snapshot under the lock in the idle part of the period, not while a
-        tick waits for the lock (a snapshot holds it ~0.3 ms: the closest obstacle, the binding rows). With
-        ``trigger: joint_states`` the ticks run in this (the executor's) thread: nothing to wait for."""
-        if self._loop_thread is not None:
-            self._wait_for_tick_gap()
-
     def _next_tick_in(self) -> float:
         """[s] until the next tick is due: inf when not ticking, 0 while a tick runs."""
         if not self._active or self.loop is None:
@@ -892,52 +798,6 @@ class IKControllerNode(GuardedLifecycleNode):
         else:
             self._q_snapshot[:] = q
 
-    # ================================================================== status
-    def _publish_status(self) -> None:
-        if self.loop is None:
-            return
-        self._wait_for_loop_thread_gap()
-        with self._lock:  # copy what the message needs; build it outside the lock
-            snap = LoopSnapshot.take(self.loop)
-        msg = snap.status_message(self._last_tick_us, self._last_solve_us)
-        if self._perception is not None:
-            perception_status(msg, self._perception.snapshot())
-        msg.header.stamp = self.get_clock().now().to_msg()
-        msg.header.frame_id = self._root
-        self._status_pub.publish(msg)
-        if self._markers_dirty and self._marker_pub is not None:
-            self._publish_markers()
-        if self._perceived_dirty and self._perceived_pub is not None:
-            self._perceived_dirty = False
-            cloud = perceived_cloud(self._perception.points(), self._root)
-            cloud.header.stamp = msg.header.stamp
-            self._perceived_pub.publish(cloud)
-
-    def _publish_markers(self) -> None:
-        self._markers_dirty = False
-        with self._lock:  # copies: the array is built outside the lock
-            goals = [(n, self.loop.goal(n)) for n in self._frame_tasks]
-            goals = [(n, g.copy()) for n, g in goals if g is not None]
-            obstacles = list(self.scene.obstacles.values())
-        self._marker_pub.publish(self._markers.array(goals, self.loop.barriers, obstacles))
-        if self._interactive is not None:  # the 6-DOF targets follow goals from every source
-            self._interactive.show_goals(goals)
-
-    def _diagnostics_report(self):
-        if self.loop is None:
-            return diag.WARN, "unconfigured", []
-        self._wait_for_loop_thread_gap()
-        with self._lock:
-            snap = LoopSnapshot.take(self.loop)
-        level, message, values = diagnostics_report(snap, self._stats.summary(), self.node_cfg, self._service,
-                                                    self._last_rejection, self.loop_scheduling, self._paths,
-                                                    self.other_threads_scheduling())
-        if self._perception is not None:
-            values += perception_diagnostics(self._perception.snapshot())
-        values.append(("callback_errors", str(self.faults.count + ESCAPED.count)))
-        if self.faults.last:
-            values.append(("last_callback_error", self.faults.last))
-        return level, message, values
 
 
 def main(args=None) -> None:

@@ -149,3 +149,9 @@ def load_node_config(mapping: Mapping[str, Any] | None, path: str = "node") -> N
     loop = load_loop_config(loop_keys, path)
     cfg = from_mapping(NodeConfig, ros_keys, path)
     return check_node_config(replace(cfg, **{key: getattr(loop, key) for key in LOOP_KEYS}), path)
+
+
+def watchdog_period(dt: float, state_timeout: float) -> float:
+    """[s] The staleness watchdog's period under ``trigger: joint_states`` (ticks come from /joint_states, the
+    watchdog ticks when they stop): a quarter of state_timeout, at most 50 ms, at least one control period."""
+    return max(dt, min(0.05, state_timeout / 4.0))

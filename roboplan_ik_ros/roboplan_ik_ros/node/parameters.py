@@ -17,7 +17,6 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
-import numpy as np
 from rcl_interfaces.msg import ParameterDescriptor, ParameterType
 
 from ..core.control.loop_config import SMOOTHING, STALE_BEHAVIORS, STATE_FEEDBACK
