@@ -687,10 +687,11 @@ int64_t pdk_rows(void* handle, int64_t count, const int64_t* pair, const double*
     k.candidates.clear();
     const double limit = distance[f] + margin;
     int64_t extra = 0;
-    // a cloud fixed in the world against a convex geometry: the cubes nearest to the witness's (nearest_cubes),
-    // exact rows of their own, up to half the extra rows; the link's vertices below get the rest
+    // a cloud fixed in the world against a convex geometry, the pair within `margin` of d_min: the cubes nearest to
+    // the witness's (nearest_cubes), exact rows of their own, up to half the extra rows; the link's vertices below
+    // get the rest (each costs a GJK call: a pair farther above d_min keeps its witness and vertex rows only)
     const bool cloud1 = g1.cloud && g1.joint == 0 && g2.convex(), cloud2 = g2.cloud && g2.joint == 0 && g1.convex();
-    if (cloud1 || cloud2) {
+    if ((cloud1 || cloud2) && distance[f] - d_min <= margin) {
       nearest_cubes(k, cloud2 ? g1 : g2, cloud2 ? g2 : g1, cloud2 ? n : Vec3s(-n), cloud2 ? w2 : w1, distance[f], limit,
                     rows_per_pair / 2);
       for (const CubeRow& c : k.cube_rows) {

@@ -254,10 +254,11 @@ def python_rows(
         g1, g2 = int(pairs.first[k]), int(pairs.second[k])
         limit = d + margin
         extra = 0
-        # a cloud fixed in the world against a convex geometry: the cubes nearest to the witness's, exact rows of
-        # their own, up to half the extra rows; the link's vertices below get the rest (the kernel's order)
+        # a cloud fixed in the world against a convex geometry, the pair within margin of d_min: the cubes nearest
+        # to the witness's, exact rows of their own, up to half the extra rows; the link's vertices below get the
+        # rest (the kernel's order; each costs a GJK call: a pair farther above d_min keeps its other rows only)
         for cloud, shape, witness, first in ((g2, g1, p2, False), (g1, g2, p1, True)):
-            if cloud in vertices.cloud and vertices.fixed[cloud] and vertices.convex[shape]:
+            if cloud in vertices.cloud and vertices.fixed[cloud] and vertices.convex[shape] and d - d_min <= margin:
                 for p_shape, p_cube, n_cube, d_cube in nearest_cubes(pairs, vertices, geom_data, shape, cloud,
                                                                      -n if first else n, witness, d, limit,
                                                                      rows_per_pair // 2):
