@@ -199,7 +199,7 @@ int64_t sik_step_run(const sik_step *s) {
 /* kinds of chain joints (pinocchio's scalar joints) */
 enum { SIK_RX = 0, SIK_RY, SIK_RZ, SIK_REVOLUTE, SIK_PX, SIK_PY, SIK_PZ, SIK_PRISMATIC };
 
-/* outcomes of an attempt; the order matches solver.py's _DESCENT_STATUS */
+/* outcomes of an attempt; the order matches compiled_step.py's DESCENT_STATUS (SIK_NOT_FINITE: NOT_FINITE) */
 enum { SIK_CONVERGED = 0, SIK_MAX_ITERS, SIK_STALLED, SIK_PLATEAU, SIK_TIME_OUT, SIK_SINGULAR, SIK_NOT_FINITE };
 
 /* A conservative collision test: oriented boxes that contain the geometries of the collision pairs (each
