@@ -53,3 +53,38 @@ def load_library(path: Path | None, stem: str, bind: Callable[[ctypes.CDLL], T],
         return bind((ctypes.PyDLL if keep_gil else ctypes.CDLL)(str(path))), ""
     except (OSError, AttributeError) as exc:
         return None, f"cannot load {path}: {exc}; {fallback}"
+
+
+def check_layout(lib: ctypes.CDLL, symbol: str, structs) -> None:
+    """Raise AttributeError (a library the caller refuses) unless ``lib``'s ``symbol`` (``symbol(int64 *out, capacity)
+    -> count``: per struct of the C file in its order, its size then each field's offset and size) and ``symbol_names()``
+    ("struct:field,field;...") describe ``structs`` (the ctypes mirrors, in the same order) exactly: the same
+    fields, by name (a mirror's trailing "_", as ``lambda_`` for C's ``lambda``, aside) and in order, at the same
+    offsets, and the same sizes. A field added, removed, retyped or moved on one side only would otherwise hand the
+    kernel wrong pointers. A build without the symbols is refused too (scripts/kernel_layout.py writes them)."""
+    names_fn = getattr(lib, f"{symbol}_names")  # AttributeError: a build older than the check
+    names_fn.argtypes, names_fn.restype = [], ctypes.c_char_p
+    built = [entry.split(":") for entry in names_fn().decode().split(";")]
+    if len(built) != len(structs):
+        raise AttributeError(f"{symbol}: the build has {len(built)} structs, the mirrors {len(structs)}")
+    expected, where = [], []
+    for (c_name, c_fields), s in zip(built, structs):
+        fields = [name for name, *_ in s._fields_]
+        if [f.rstrip("_") for f in fields] != c_fields.split(","):
+            raise AttributeError(f"{symbol}: {s.__name__}'s fields {fields} are not {c_name}'s in the build "
+                                 f"({c_fields.split(',')}): a struct changed on one side (rebuild, or update the mirror)")
+        expected.append(ctypes.sizeof(s))
+        where.append(f"sizeof {s.__name__}")
+        for name in fields:
+            expected += [getattr(s, name).offset, getattr(s, name).size]
+            where += [f"{s.__name__}.{name}'s offset", f"{s.__name__}.{name}'s size"]
+    fn = getattr(lib, symbol)
+    fn.argtypes, fn.restype = [ctypes.POINTER(ctypes.c_int64), ctypes.c_int64], ctypes.c_int64
+    out = (ctypes.c_int64 * len(expected))()
+    count = int(fn(out, len(expected)))
+    if count != len(expected):
+        raise AttributeError(f"{symbol}: the build lays out {count} sizes and offsets, its mirrors {len(expected)}")
+    for k, (e, g) in enumerate(zip(expected, out)):
+        if e != g:
+            raise AttributeError(f"{symbol}: {where[k]} is {g} bytes in the build, {e} in its ctypes mirror (a field "
+                                 "retyped on one side: rebuild, setup.py build_ext --inplace, or update the mirror)")

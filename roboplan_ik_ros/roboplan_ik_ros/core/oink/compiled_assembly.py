@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ..compiled_library import library_path, load_library
+from ..compiled_library import check_layout, library_path, load_library
 
 if TYPE_CHECKING:
     from .barriers.barrier import Barrier
@@ -168,6 +168,7 @@ def _bind(lib: ctypes.CDLL):
     if version() != LAYOUT_VERSION:
         raise AttributeError(f"layout version {version()} of a stale build, expected {LAYOUT_VERSION} "
                              "(rebuild: setup.py build_ext --inplace)")
+    check_layout(lib, "oink_layout", (_FrameRef, _FrameTask, _FramePositionBarrier, _KernelProblem, AccelerationBox))
     fn = lib.oink_assemble
     fn.argtypes = [ctypes.c_void_p]
     fn.restype = ctypes.c_int
@@ -201,6 +202,7 @@ def load_acceleration_box():
     if _acceleration_box is None:
 
         def bind(lib: ctypes.CDLL):
+            _bind(lib)  # the same checks (layout version, struct layout) as the assembly's
             fn = lib.oink_acceleration_box
             fn.argtypes = [ctypes.c_void_p]
             fn.restype = ctypes.c_int64

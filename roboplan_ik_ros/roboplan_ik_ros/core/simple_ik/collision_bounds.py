@@ -23,19 +23,11 @@ import ctypes
 import numpy as np
 import pinocchio as pin
 
-from .compiled_step import _JOINT_KINDS, _placement_row, load_step_kernel
+from .compiled_step import _JOINT_KINDS, _Bounds, _placement_row, load_step_kernel
 
 MARGIN = 1e-4  # [m] boxes closer than this count as overlapping (coal's tolerances are far below)
 USE_COLLISION_BOUNDS = True  # SimpleIK tests its answers against the bounds first (tests switch it)
 _p, _i64, _f64 = ctypes.c_void_p, ctypes.c_int64, ctypes.c_double
-
-
-class _Bounds(ctypes.Structure):
-    """Mirror of ``sik_bounds`` in simple_ik_kernel.c (same field order)."""
-
-    _fields_ = [("nt", _i64), ("parent", _p), ("placements", _p), ("axes", _p), ("kinds", _p), ("q_index", _p),
-                ("ng", _i64), ("joint", _p), ("boxes", _p), ("np", _i64), ("pairs", _p), ("margin", _f64),
-                ("scratch", _p)]
 
 
 class CollisionBounds:

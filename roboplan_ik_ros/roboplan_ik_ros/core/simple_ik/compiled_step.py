@@ -26,7 +26,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..compiled_library import library_path, load_library
+from ..compiled_library import check_layout, library_path, load_library
 
 _LIBRARY_STEM = "_simple_ik_kernel"
 USE_COMPILED_STEP = True  # the compiled methods' steps in C when the kernel is built (tests switch it)
@@ -61,7 +61,16 @@ class _Descent(ctypes.Structure):
                 ("orientation_error", _f64), ("bounds", _p), ("free", _i64)]
 
 
+class _Bounds(ctypes.Structure):
+    """Mirror of ``sik_bounds`` in simple_ik_kernel.c (same field order; collision_bounds.py fills it)."""
+
+    _fields_ = [("nt", _i64), ("parent", _p), ("placements", _p), ("axes", _p), ("kinds", _p), ("q_index", _p),
+                ("ng", _i64), ("joint", _p), ("boxes", _p), ("np", _i64), ("pairs", _p), ("margin", _f64),
+                ("scratch", _p)]
+
+
 def _bind(lib: ctypes.CDLL):
+    check_layout(lib, "sik_layout", (_Step, _Bounds, _Descent))
     run, size, descend, bounds_free = lib.sik_step_run, lib.sik_work_size, lib.sik_descend, lib.sik_bounds_free
     run.argtypes, run.restype = [ctypes.c_void_p], ctypes.c_int64
     size.argtypes, size.restype = [ctypes.c_int64, ctypes.c_int64], ctypes.c_int64

@@ -14,6 +14,7 @@
  */
 #define _GNU_SOURCE /* M_PI */
 #include <math.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <string.h>
 
@@ -541,4 +542,100 @@ int64_t oink_acceleration_box(const accel_box *b) {
         b->hi[j] = hi;
     }
     return nonviable;
+}
+
+/* The layout of every struct the Python side builds with ctypes: per struct, its size then each field's
+ * offset and size, in declaration order; oink_layout writes them (count returned), oink_layout_names says whose
+ * ("struct:field,field;..."), for the loader to compare with its ctypes.Structure mirrors, by name and
+ * offset, before any call (compiled_library.check_layout). Generated from the typedefs above
+ * (scripts/kernel_layout.py): regenerate when a struct changes. */
+const char *oink_layout_names(void) {
+    return
+        "frame_ref:J_world,J_row_stride,J_col_stride,p,p_stride,R,R_row_stride,R_col_stride,columns,support;"
+        "frame_task:frame,p_target,R_target,max_error,J,e,norms;frame_position_barrier:frame,rows,select,"
+        "offset,h,J;oink_problem:n,n_tasks,n_levels,n_barriers,n_box,n_K,shortcut,level_end,task_rows,task_J,"
+        "task_e,task_w,task_params,A,b,J_above,JJt,X,N,H,c,L,regularization,extra_diagonal,c_offset,"
+        "barrier_rows,barrier_h,barrier_J,barrier_G,barrier_upper,barrier_params,barrier_weight,box_lower,"
+        "box_upper,lower,upper,negative_lower,K,d,Kdq,dq,summary,n_frame_tasks,frame_tasks,n_frame_barriers,"
+        "frame_barriers,frame_J,barrier_braking,weighted_nullspace;accel_box:n,has_jerk,bisection_steps,"
+        "round_off,u1,u2,alpha,delta,V,E,d_up,d_lo,lo,hi";
+}
+
+int64_t oink_layout(int64_t *out, int64_t capacity) {
+    const int64_t layout[] = {
+        sizeof(frame_ref), offsetof(frame_ref, J_world), sizeof(((frame_ref *)0)->J_world),
+        offsetof(frame_ref, J_row_stride), sizeof(((frame_ref *)0)->J_row_stride),
+        offsetof(frame_ref, J_col_stride), sizeof(((frame_ref *)0)->J_col_stride), offsetof(frame_ref, p),
+        sizeof(((frame_ref *)0)->p), offsetof(frame_ref, p_stride), sizeof(((frame_ref *)0)->p_stride),
+        offsetof(frame_ref, R), sizeof(((frame_ref *)0)->R), offsetof(frame_ref, R_row_stride),
+        sizeof(((frame_ref *)0)->R_row_stride), offsetof(frame_ref, R_col_stride),
+        sizeof(((frame_ref *)0)->R_col_stride), offsetof(frame_ref, columns), sizeof(((frame_ref *)0)->columns),
+        offsetof(frame_ref, support), sizeof(((frame_ref *)0)->support),
+        sizeof(frame_task), offsetof(frame_task, frame), sizeof(((frame_task *)0)->frame),
+        offsetof(frame_task, p_target), sizeof(((frame_task *)0)->p_target), offsetof(frame_task, R_target),
+        sizeof(((frame_task *)0)->R_target), offsetof(frame_task, max_error), sizeof(((frame_task *)0)->max_error),
+        offsetof(frame_task, J), sizeof(((frame_task *)0)->J), offsetof(frame_task, e),
+        sizeof(((frame_task *)0)->e), offsetof(frame_task, norms), sizeof(((frame_task *)0)->norms),
+        sizeof(frame_position_barrier), offsetof(frame_position_barrier, frame),
+        sizeof(((frame_position_barrier *)0)->frame), offsetof(frame_position_barrier, rows),
+        sizeof(((frame_position_barrier *)0)->rows), offsetof(frame_position_barrier, select),
+        sizeof(((frame_position_barrier *)0)->select), offsetof(frame_position_barrier, offset),
+        sizeof(((frame_position_barrier *)0)->offset), offsetof(frame_position_barrier, h),
+        sizeof(((frame_position_barrier *)0)->h), offsetof(frame_position_barrier, J),
+        sizeof(((frame_position_barrier *)0)->J),
+        sizeof(oink_problem), offsetof(oink_problem, n), sizeof(((oink_problem *)0)->n),
+        offsetof(oink_problem, n_tasks), sizeof(((oink_problem *)0)->n_tasks), offsetof(oink_problem, n_levels),
+        sizeof(((oink_problem *)0)->n_levels), offsetof(oink_problem, n_barriers),
+        sizeof(((oink_problem *)0)->n_barriers), offsetof(oink_problem, n_box), sizeof(((oink_problem *)0)->n_box),
+        offsetof(oink_problem, n_K), sizeof(((oink_problem *)0)->n_K), offsetof(oink_problem, shortcut),
+        sizeof(((oink_problem *)0)->shortcut), offsetof(oink_problem, level_end),
+        sizeof(((oink_problem *)0)->level_end), offsetof(oink_problem, task_rows),
+        sizeof(((oink_problem *)0)->task_rows), offsetof(oink_problem, task_J), sizeof(((oink_problem *)0)->task_J),
+        offsetof(oink_problem, task_e), sizeof(((oink_problem *)0)->task_e), offsetof(oink_problem, task_w),
+        sizeof(((oink_problem *)0)->task_w), offsetof(oink_problem, task_params),
+        sizeof(((oink_problem *)0)->task_params), offsetof(oink_problem, A), sizeof(((oink_problem *)0)->A),
+        offsetof(oink_problem, b), sizeof(((oink_problem *)0)->b), offsetof(oink_problem, J_above),
+        sizeof(((oink_problem *)0)->J_above), offsetof(oink_problem, JJt), sizeof(((oink_problem *)0)->JJt),
+        offsetof(oink_problem, X), sizeof(((oink_problem *)0)->X), offsetof(oink_problem, N),
+        sizeof(((oink_problem *)0)->N), offsetof(oink_problem, H), sizeof(((oink_problem *)0)->H),
+        offsetof(oink_problem, c), sizeof(((oink_problem *)0)->c), offsetof(oink_problem, L),
+        sizeof(((oink_problem *)0)->L), offsetof(oink_problem, regularization),
+        sizeof(((oink_problem *)0)->regularization), offsetof(oink_problem, extra_diagonal),
+        sizeof(((oink_problem *)0)->extra_diagonal), offsetof(oink_problem, c_offset),
+        sizeof(((oink_problem *)0)->c_offset), offsetof(oink_problem, barrier_rows),
+        sizeof(((oink_problem *)0)->barrier_rows), offsetof(oink_problem, barrier_h),
+        sizeof(((oink_problem *)0)->barrier_h), offsetof(oink_problem, barrier_J),
+        sizeof(((oink_problem *)0)->barrier_J), offsetof(oink_problem, barrier_G),
+        sizeof(((oink_problem *)0)->barrier_G), offsetof(oink_problem, barrier_upper),
+        sizeof(((oink_problem *)0)->barrier_upper), offsetof(oink_problem, barrier_params),
+        sizeof(((oink_problem *)0)->barrier_params), offsetof(oink_problem, barrier_weight),
+        sizeof(((oink_problem *)0)->barrier_weight), offsetof(oink_problem, box_lower),
+        sizeof(((oink_problem *)0)->box_lower), offsetof(oink_problem, box_upper),
+        sizeof(((oink_problem *)0)->box_upper), offsetof(oink_problem, lower), sizeof(((oink_problem *)0)->lower),
+        offsetof(oink_problem, upper), sizeof(((oink_problem *)0)->upper), offsetof(oink_problem, negative_lower),
+        sizeof(((oink_problem *)0)->negative_lower), offsetof(oink_problem, K), sizeof(((oink_problem *)0)->K),
+        offsetof(oink_problem, d), sizeof(((oink_problem *)0)->d), offsetof(oink_problem, Kdq),
+        sizeof(((oink_problem *)0)->Kdq), offsetof(oink_problem, dq), sizeof(((oink_problem *)0)->dq),
+        offsetof(oink_problem, summary), sizeof(((oink_problem *)0)->summary),
+        offsetof(oink_problem, n_frame_tasks), sizeof(((oink_problem *)0)->n_frame_tasks),
+        offsetof(oink_problem, frame_tasks), sizeof(((oink_problem *)0)->frame_tasks),
+        offsetof(oink_problem, n_frame_barriers), sizeof(((oink_problem *)0)->n_frame_barriers),
+        offsetof(oink_problem, frame_barriers), sizeof(((oink_problem *)0)->frame_barriers),
+        offsetof(oink_problem, frame_J), sizeof(((oink_problem *)0)->frame_J),
+        offsetof(oink_problem, barrier_braking), sizeof(((oink_problem *)0)->barrier_braking),
+        offsetof(oink_problem, weighted_nullspace), sizeof(((oink_problem *)0)->weighted_nullspace),
+        sizeof(accel_box), offsetof(accel_box, n), sizeof(((accel_box *)0)->n), offsetof(accel_box, has_jerk),
+        sizeof(((accel_box *)0)->has_jerk), offsetof(accel_box, bisection_steps),
+        sizeof(((accel_box *)0)->bisection_steps), offsetof(accel_box, round_off),
+        sizeof(((accel_box *)0)->round_off), offsetof(accel_box, u1), sizeof(((accel_box *)0)->u1),
+        offsetof(accel_box, u2), sizeof(((accel_box *)0)->u2), offsetof(accel_box, alpha),
+        sizeof(((accel_box *)0)->alpha), offsetof(accel_box, delta), sizeof(((accel_box *)0)->delta),
+        offsetof(accel_box, V), sizeof(((accel_box *)0)->V), offsetof(accel_box, E), sizeof(((accel_box *)0)->E),
+        offsetof(accel_box, d_up), sizeof(((accel_box *)0)->d_up), offsetof(accel_box, d_lo),
+        sizeof(((accel_box *)0)->d_lo), offsetof(accel_box, lo), sizeof(((accel_box *)0)->lo),
+        offsetof(accel_box, hi), sizeof(((accel_box *)0)->hi),
+    };
+    const int64_t count = (int64_t)(sizeof(layout) / sizeof(layout[0]));
+    for (int64_t i = 0; i < count && i < capacity; ++i) out[i] = layout[i];
+    return count;
 }

@@ -11,6 +11,7 @@
  * Every matrix is row-major (numpy C order) and double precision. Loaded with ctypes: no Python API.
  */
 #include <math.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <string.h>
 #include <time.h>
@@ -550,4 +551,67 @@ int64_t sik_descend(sik_descent *d) {
     }
     d->iterations = it, d->status = status;
     return status;
+}
+
+/* The layout of every struct the Python side builds with ctypes: per struct, its size then each field's
+ * offset and size, in declaration order; sik_layout writes them (count returned), sik_layout_names says whose
+ * ("struct:field,field;..."), for the loader to compare with its ctypes.Structure mirrors, by name and
+ * offset, before any call (compiled_library.check_layout). Generated from the typedefs above
+ * (scripts/kernel_layout.py): regenerate when a struct changes. */
+const char *sik_layout_names(void) {
+    return
+        "sik_step:J,e,x,lo,hi,work,m,n,lambda,neg_step,max_step,clamp,rounds;sik_bounds:nt,parent,placements,"
+        "axes,kinds,q_index,ng,joint,boxes,np,pairs,margin,scratch;sik_descent:step,q,chain,axes,kinds,"
+        "q_index,column,frame,goal,placements,nj,nq,invert_goal,goal_inv,lin2,ang2,near,max_iters,"
+        "stall_iters,plateau_iters,stall_factor,plateau_ratio,lambda_a,lambda_b,budget,iterations,status,"
+        "position_error,orientation_error,bounds,free";
+}
+
+int64_t sik_layout(int64_t *out, int64_t capacity) {
+    const int64_t layout[] = {
+        sizeof(sik_step), offsetof(sik_step, J), sizeof(((sik_step *)0)->J), offsetof(sik_step, e),
+        sizeof(((sik_step *)0)->e), offsetof(sik_step, x), sizeof(((sik_step *)0)->x), offsetof(sik_step, lo),
+        sizeof(((sik_step *)0)->lo), offsetof(sik_step, hi), sizeof(((sik_step *)0)->hi), offsetof(sik_step, work),
+        sizeof(((sik_step *)0)->work), offsetof(sik_step, m), sizeof(((sik_step *)0)->m), offsetof(sik_step, n),
+        sizeof(((sik_step *)0)->n), offsetof(sik_step, lambda), sizeof(((sik_step *)0)->lambda),
+        offsetof(sik_step, neg_step), sizeof(((sik_step *)0)->neg_step), offsetof(sik_step, max_step),
+        sizeof(((sik_step *)0)->max_step), offsetof(sik_step, clamp), sizeof(((sik_step *)0)->clamp),
+        offsetof(sik_step, rounds), sizeof(((sik_step *)0)->rounds),
+        sizeof(sik_bounds), offsetof(sik_bounds, nt), sizeof(((sik_bounds *)0)->nt), offsetof(sik_bounds, parent),
+        sizeof(((sik_bounds *)0)->parent), offsetof(sik_bounds, placements), sizeof(((sik_bounds *)0)->placements),
+        offsetof(sik_bounds, axes), sizeof(((sik_bounds *)0)->axes), offsetof(sik_bounds, kinds),
+        sizeof(((sik_bounds *)0)->kinds), offsetof(sik_bounds, q_index), sizeof(((sik_bounds *)0)->q_index),
+        offsetof(sik_bounds, ng), sizeof(((sik_bounds *)0)->ng), offsetof(sik_bounds, joint),
+        sizeof(((sik_bounds *)0)->joint), offsetof(sik_bounds, boxes), sizeof(((sik_bounds *)0)->boxes),
+        offsetof(sik_bounds, np), sizeof(((sik_bounds *)0)->np), offsetof(sik_bounds, pairs),
+        sizeof(((sik_bounds *)0)->pairs), offsetof(sik_bounds, margin), sizeof(((sik_bounds *)0)->margin),
+        offsetof(sik_bounds, scratch), sizeof(((sik_bounds *)0)->scratch),
+        sizeof(sik_descent), offsetof(sik_descent, step), sizeof(((sik_descent *)0)->step),
+        offsetof(sik_descent, q), sizeof(((sik_descent *)0)->q), offsetof(sik_descent, chain),
+        sizeof(((sik_descent *)0)->chain), offsetof(sik_descent, axes), sizeof(((sik_descent *)0)->axes),
+        offsetof(sik_descent, kinds), sizeof(((sik_descent *)0)->kinds), offsetof(sik_descent, q_index),
+        sizeof(((sik_descent *)0)->q_index), offsetof(sik_descent, column), sizeof(((sik_descent *)0)->column),
+        offsetof(sik_descent, frame), sizeof(((sik_descent *)0)->frame), offsetof(sik_descent, goal),
+        sizeof(((sik_descent *)0)->goal), offsetof(sik_descent, placements), sizeof(((sik_descent *)0)->placements),
+        offsetof(sik_descent, nj), sizeof(((sik_descent *)0)->nj), offsetof(sik_descent, nq),
+        sizeof(((sik_descent *)0)->nq), offsetof(sik_descent, invert_goal), sizeof(((sik_descent *)0)->invert_goal),
+        offsetof(sik_descent, goal_inv), sizeof(((sik_descent *)0)->goal_inv), offsetof(sik_descent, lin2),
+        sizeof(((sik_descent *)0)->lin2), offsetof(sik_descent, ang2), sizeof(((sik_descent *)0)->ang2),
+        offsetof(sik_descent, near), sizeof(((sik_descent *)0)->near), offsetof(sik_descent, max_iters),
+        sizeof(((sik_descent *)0)->max_iters), offsetof(sik_descent, stall_iters),
+        sizeof(((sik_descent *)0)->stall_iters), offsetof(sik_descent, plateau_iters),
+        sizeof(((sik_descent *)0)->plateau_iters), offsetof(sik_descent, stall_factor),
+        sizeof(((sik_descent *)0)->stall_factor), offsetof(sik_descent, plateau_ratio),
+        sizeof(((sik_descent *)0)->plateau_ratio), offsetof(sik_descent, lambda_a),
+        sizeof(((sik_descent *)0)->lambda_a), offsetof(sik_descent, lambda_b), sizeof(((sik_descent *)0)->lambda_b),
+        offsetof(sik_descent, budget), sizeof(((sik_descent *)0)->budget), offsetof(sik_descent, iterations),
+        sizeof(((sik_descent *)0)->iterations), offsetof(sik_descent, status), sizeof(((sik_descent *)0)->status),
+        offsetof(sik_descent, position_error), sizeof(((sik_descent *)0)->position_error),
+        offsetof(sik_descent, orientation_error), sizeof(((sik_descent *)0)->orientation_error),
+        offsetof(sik_descent, bounds), sizeof(((sik_descent *)0)->bounds), offsetof(sik_descent, free),
+        sizeof(((sik_descent *)0)->free),
+    };
+    const int64_t count = (int64_t)(sizeof(layout) / sizeof(layout[0]));
+    for (int64_t i = 0; i < count && i < capacity; ++i) out[i] = layout[i];
+    return count;
 }
