@@ -118,6 +118,7 @@ def test_compiled_mesh_distances_equal_coals(mesh_scene, pairs):
     assert mesh_pairs_checked > 0, "no pair with a raw mesh was compared"
 
 
+@pytest.mark.kernel
 def test_a_mesh_whose_triangles_cannot_be_read_runs_in_python_with_the_reason(mesh_scene, monkeypatch):
     """Another coal's bindings that refuse our triangle read: the barrier builds on the Python path and
     says why (the configure note carries ``compiled_reason``), it does not raise."""

@@ -660,6 +660,7 @@ def every_joint_kind_chain() -> Scene:
     return Scene(f'<robot name="kinds">{"".join(links)}{"".join(joints)}</robot>')
 
 
+@pytest.mark.kernel
 @pytest.mark.parametrize("variant", [{}, {"clamp_limits": False}, {"method": "lm_chan"}])
 def test_descent_kinematics_of_every_joint_kind(variant):
     """The descent's own kinematics (forward kinematics, LOCAL Jacobian, log6) on every scalar joint kind, one
@@ -717,6 +718,7 @@ def test_compiled_descent_solves_as_the_step_loop(name, method, monkeypatch):
     assert same >= 27, f"{same}/30 solves alike"
 
 
+@pytest.mark.kernel
 @pytest.mark.parametrize("name", ["panda", "ur5"])
 def test_plain_requests_answer_as_the_general_path(name):
     """The common request (one FrameGoal, the solver's own options) takes _solve_plain; the same request with the

@@ -13,6 +13,8 @@ from roboplan_ik_ros.core.simple_ik import collision_bounds
 from roboplan_ik_ros.core.simple_ik.collision_bounds import CollisionBounds
 from test_simple_ik import GOAL_SEED, SOLVER_SEED, Checker, random_goal_configurations, talos_torso_left_arm
 
+pytestmark = pytest.mark.kernel  # the bounds are the SimpleIK kernel's (ROBOPLAN_NO_COMPILE: skipped)
+
 GROUPS = {"panda": "arm", "ur5": "", "talos": "torso_left_arm"}
 
 
