@@ -92,6 +92,7 @@ class RowVertices:
         self.local, self.convex, self.aabb, self.cloud, self.fixed = {}, {}, {}, {}, {}
         self.round = {}  # a cylinder's or capsule's (radius, half length, capsule?)
         self.sphere = {}  # a sphere's radius
+        self.cube = {}  # a point cloud's cube (coal.Box of its resolution)
         for g in pairs.geometries:
             obj = pairs.object(int(g))
             geometry = obj.geometry
@@ -107,6 +108,8 @@ class RowVertices:
             self.aabb[int(g)] = (np.array(geometry.aabb_local.min_), np.array(geometry.aabb_local.max_))
             if isinstance(geometry, coal.OcTree):
                 self.cloud[int(g)] = (pairs.octree_cells(int(g)), float(geometry.getResolution()))
+                r = float(geometry.getResolution())
+                self.cube[int(g)] = coal.Box(r, r, r)  # one of its cubes, for nearest_cubes (reused)
 
     def world(self, geom_data: pin.GeometryData, geometry: int) -> np.ndarray:
         local = self.local[geometry]
@@ -192,7 +195,7 @@ def nearest_cubes(pairs: ClosestPairs, vertices: RowVertices, geom_data: pin.Geo
     bound -= vertices.support(geom_data, shape, n)
     key = np.floor(bound * ROW_ORDER_STEPS)
     asked = near[np.lexsort((near, key))][: CUBE_QUERIES * count]
-    cube = coal.Box(resolution, resolution, resolution)
+    cube = vertices.cube[cloud]
     T_cube = coal.Transform3s()
     T_cube.setRotation(Mc.rotation)
     found = []
