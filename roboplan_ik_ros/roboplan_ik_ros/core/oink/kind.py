@@ -147,7 +147,7 @@ def foreign_key_error(section: str, kind: Kind, key: str, path: str) -> InvalidI
     return InvalidInputError(f"{path}.{key}: unknown key; valid keys: {', '.join(kind.keys())}")
 
 
-def check_ranges(config: Any, section: str, path: str) -> None:
+def check_ranges(config: Any, path: str) -> None:
     """Check every key of ``config`` that declares a range (None values are left to the kind: "not set")."""
     for f in dataclasses.fields(config):
         rng = f.metadata.get("range")

@@ -60,7 +60,7 @@ class BarrierConfig:
 
     def validate(self, path: str) -> None:
         """Check the keys' ranges and the kind's own rules (an InvalidInputError naming the key under ``path``)."""
-        check_ranges(self, "barriers", path)
+        check_ranges(self, path)
 
     def barrier_keys(self) -> dict[str, Any]:
         """The keys every barrier's constructor takes, from this config."""

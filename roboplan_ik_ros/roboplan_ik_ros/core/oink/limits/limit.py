@@ -28,7 +28,7 @@ class LimitConfig:
 
     def validate(self, path: str) -> None:
         """Check the keys' ranges and the kind's own rules (an InvalidInputError naming the key under ``path``)."""
-        check_ranges(self, "limits", path)
+        check_ranges(self, path)
 
 
 class Limit(ABC):

@@ -32,7 +32,7 @@ class TaskConfig:
 
     def validate(self, path: str) -> None:
         """Check the keys' ranges and the kind's own rules (an InvalidInputError naming the key under ``path``)."""
-        check_ranges(self, "tasks", path)
+        check_ranges(self, path)
 
 
 declare_ranges("tasks", TaskConfig)
