@@ -38,6 +38,9 @@ ROS_PACKAGE = REPO / "roboplan_ik_ros"  # the ROS package: setup.py, config/, te
 PYTHON_PACKAGE = "roboplan_ik_ros"
 # entries of the ROS package the tests read besides the Python package (config/*.yaml by path, ...)
 MIRRORED = ("test", "config", "launch", "resource", "package.xml", "pytest.ini")
+# entries of the repository the tests read as <test file>/../../<entry>: mutmut runs them from
+# <work>/mutants/test/, so they are linked into <work> itself
+REPO_MIRRORED = ("docs", "README.md")
 
 
 @dataclass(frozen=True)
@@ -48,24 +51,32 @@ class Package:
     tests: tuple[str, ...]
 
 
-# Only tests that run in this process (no e2e, no node), and only the fast ones: a surviving mutant runs
-# every selected test that calls its function (at 1 worker on a shared 2-core machine, the slow closed-loop
-# files - test_control_loop.py, test_oink_recovery.py, test_oink_oracle.py: ~150 s - would cost minutes per
-# survivor). Each package's own tests, its gap tests, and the OInK solver tests that drive it through a QP step.
+# Only tests that run in this process (no e2e, no node). mutmut runs, per mutant, only the selected tests that
+# call its function (fastest first, up to the first failure), so a survivor costs every such test: each
+# package's own tests, its gap tests, the OInK solver tests that drive it through a QP step, and the
+# closed-loop files that exercise it in a running loop (each under ~25 s on the shared machine: measured
+# 2026-12-07, test_closed_loop_perceived.py the slowest; the oracle and recovery files, ~150 s, stay out).
 PACKAGES: dict[str, Package] = {
     "oink/limits": Package("oink/limits", (
         "test_acceleration_limit.py", "test_mutation_gaps_limits.py", "test_binding_bounds.py", "test_oink.py",
-        "test_oink_compiled.py", "test_oink_qp_solvers.py", "test_oink_weighted_nullspace.py",
+        "test_oink_compiled.py", "test_oink_qp_solvers.py", "test_oink_weighted_nullspace.py", "test_config.py",
     )),
     "oink/barriers": Package("oink/barriers", (
         "test_joint_limit_barrier.py", "test_sphere_barrier.py", "test_barrier_safe_displacement.py",
         "test_collision_rows.py", "test_com.py", "test_oink.py", "test_oink_compiled.py",
-        "test_mutation_gaps_barriers.py",
+        "test_mutation_gaps_barriers.py", "test_obstacles.py", "test_cloud_distance.py", "test_collision_objects.py",
+        "test_attached_box_collision.py", "test_perceived_cloud.py", "test_kinds.py", "test_config.py",
+        "test_closed_loop_singularity.py", "test_closed_loop_obstacles.py", "test_closed_loop_barrier_weight.py",
+        "test_closed_loop_untracked_pairs.py", "test_closed_loop_perceived.py", "test_ur5_workspace_fade.py",
+        "test_dual_arm.py", "test_jacobians.py", "test_mutation_gaps_collision_rows.py",
     )),
     "control": Package("control", (
         "test_binding_bounds.py", "test_goal_feedback.py", "test_goal_followers.py", "test_joint_jog_follower.py",
         "test_singularity_scale.py", "test_target_shaper.py", "test_twist_follower.py", "test_control_loop.py",
-        "test_mutation_gaps_control.py",
+        "test_mutation_gaps_control.py", "test_control_loop_streams.py", "test_goal_shaping.py",
+        "test_pose_shaper.py", "test_loop_from_config.py", "test_config.py", "test_look_at.py",
+        "test_exclude_joints.py", "test_closed_loop_bounds.py", "test_closed_loop_edges.py",
+        "test_mutation_gaps_shapers.py", "test_mutation_gaps_control_loop.py",
     )),
 }
 ALIASES = {"limits": "oink/limits", "barriers": "oink/barriers", "core/control": "control"}
@@ -114,6 +125,10 @@ def prepare(work: Path, pkg: Package, only: list[str], tests: list[str]) -> None
         link = work / entry
         if not link.is_symlink():
             link.symlink_to(ROS_PACKAGE / entry)
+    for entry in REPO_MIRRORED:
+        link = work / entry
+        if not link.is_symlink():
+            link.symlink_to(REPO / entry)
     source = f"{PYTHON_PACKAGE}/core/{pkg.path}"
     only_mutate = [f"{source}/{pattern}" for pattern in only] if only else [f"{source}/*"]
     missing = [t for t in tests if not (ROS_PACKAGE / "test" / t).is_file()]

@@ -1,7 +1,9 @@
 """Barrier behaviour that mutation testing found unchecked (docs/mutation.md, core/oink/barriers).
 
 Barrier.constraint is the row the QP gets when the compiled assembly is not used: its safety margin and
-its braking bound had no test that pins the result (the kernel's rows are checked elsewhere).
+its braking bound (for every lag >= 0) had no test that pins the result (the kernel's rows are checked
+elsewhere). The rest: which face an axis box's row is, the singular values a singularity barrier reports,
+the texts that name a barrier's row when no step keeps it, and the key a collision barrier's error names.
 """
 
 from __future__ import annotations
@@ -10,7 +12,14 @@ import numpy as np
 import pytest
 
 from models import scene
+import pinocchio as pin
+
+from roboplan_ik_ros.core.errors import InvalidInputError
+from roboplan_ik_ros.core.oink.barriers.axis_box import AxisBox
+from roboplan_ik_ros.core.oink.barriers.collision_barrier import CollisionBarrier
 from roboplan_ik_ros.core.oink.barriers.joint_limit_barrier import JointLimitBarrier
+from roboplan_ik_ros.core.oink.barriers.singularity_barrier import SingularityBarrier
+from roboplan_ik_ros.core.oink.barriers.sphere_barrier import SphereBarrier
 from roboplan_ik_ros.core.oink.robot import Robot
 
 DT = 0.002  # [s]
@@ -43,7 +52,8 @@ def test_the_safety_margin_tightens_every_row(panda):
     assert (up1 < up0).all()
 
 
-def test_braking_caps_the_approach_per_step(panda):
+@pytest.mark.parametrize("lag", [0.0, 0.5, 2.0])  # [ticks]: no lag, less than one tick, two
+def test_braking_caps_the_approach_per_step(panda, lag):
     """With braking [lag, alpha per joint] a row's bound is at most the approach still braked within h:
     b = (-a k + sqrt(a^2 (k^2 - 1) + 8 a h)) / 2, k = 1 + 2 lag, a = |J_h| alpha; the cap binds where h is
     small against the rate term, and then the bound is exactly b."""
@@ -55,7 +65,6 @@ def test_braking_caps_the_approach_per_step(panda):
     b.update(q, None, None)
     _, free = (a.copy() for a in b.constraint())
     alpha = np.full(robot.nv, 1e-5)
-    lag = 2.0
     _, capped = b.constraint(braking=np.concatenate([[lag], alpha]))
     h = b.value
     a = np.abs(b.jacobian) @ alpha
@@ -64,3 +73,55 @@ def test_braking_caps_the_approach_per_step(panda):
     np.testing.assert_allclose(capped, np.minimum(free, np.maximum(cap, 0.0)), rtol=1e-12)
     row = int(np.argmin(h))
     assert capped[row] < free[row], "the braking cap should bind on the row near its barrier"
+
+
+@pytest.mark.parametrize("selection", [(True, True, True), (False, True, False), (True, False, True)])
+def test_an_axis_box_row_is_its_lower_face_first_then_its_upper_face(selection):
+    """Rows 0..k-1 are the selected axes' p_min faces, rows k..2k-1 their p_max faces, in axis order."""
+    p_min, p_max = [-0.1, -0.2, -0.3], [0.4, 0.5, 0.6]
+    box = AxisBox(p_min, p_max, selection, "box")
+    axes = [a for a in range(3) if selection[a]]
+    expected = [(a, p_min[a], "p_min") for a in axes] + [(a, p_max[a], "p_max") for a in axes]
+    assert [box.face(row) for row in range(box.size)] == expected
+    assert box.row_names() == [f"{'xyz'[a]} lower" for a in axes] + [f"{'xyz'[a]} upper" for a in axes]
+
+
+def test_a_singularity_barrier_reports_the_frames_singular_values_largest_first(panda):
+    s, robot = panda
+    barrier = SingularityBarrier(robot, "panda_hand_tcp", DT, sigma_min=0.02)
+    data = s.model.createData()
+    q = s.named_configuration("default")
+    pin.computeJointJacobians(s.model, data, q)
+    pin.updateFramePlacements(s.model, data)
+    barrier.update(q, data, None)
+    J = pin.getFrameJacobian(s.model, data, s.frame_id("panda_hand_tcp"), pin.LOCAL)[:, robot.group.v_columns]
+    sigma = np.linalg.svd(J, compute_uv=False)
+    np.testing.assert_allclose(barrier.sigma, sigma[:6], rtol=1e-12)
+    assert barrier.value[0] == pytest.approx(sigma[-1] - 0.02, rel=1e-12)
+
+
+def test_a_joint_limit_barrier_names_the_limit_of_the_row_that_no_step_keeps(panda):
+    s, robot = panda
+    b = JointLimitBarrier(robot, DT)
+    k = len(b.joint_names)
+    for i in (0, k - 1):
+        lower, upper = b.row_hint(i), b.row_hint(k + i)
+        assert f"joint {b.joint_names[i]!r} cannot stay above {b.q_low[i]:.4g} (its lower limit" in lower
+        assert f"joint {b.joint_names[i]!r} cannot stay below {b.q_high[i]:.4g} (its upper limit" in upper
+        assert f"a margin of {b.margin[i]:.4g}" in upper
+
+
+def test_a_sphere_barrier_names_the_sphere_and_the_frame_its_centre_is_in(panda):
+    s, robot = panda
+    world = SphereBarrier(robot, "panda_hand_tcp", [0.5, 0.0, 0.25], 0.1, False, DT)
+    moving = SphereBarrier(robot, "panda_hand_tcp", [0.0, 0.0, 0.1], 0.1, False, DT, center_frame="panda_link0")
+    assert "the sphere of radius 0.1 m around [0.5, 0, 0.25] (world)" in world.row_hint(0)
+    assert "the sphere of radius 0.1 m around [0, 0, 0.1] in frame 'panda_link0'" in moving.row_hint(0)
+    assert "(world)" not in moving.row_hint(0)
+
+
+@pytest.mark.parametrize("key, value", [("d_min", -0.01), ("row_margin", -1.0), ("row_spacing", -1.0)])
+def test_a_collision_barrier_refuses_a_negative_distance_naming_its_key(panda, key, value):
+    s, robot = panda
+    with pytest.raises(InvalidInputError, match=rf"^self_collision\.{key}: "):
+        CollisionBarrier(robot, 2, DT, name="self_collision", **{key: value})

@@ -1,0 +1,319 @@
+"""Control-loop behaviour that mutation testing found unchecked (docs/mutation.md, core/control).
+
+- Lifecycle: a re-activation waits for a goal like the first one; a loop built from a config logs through its ``log``.
+- Stale state: the tick that waits for a still robot is a hold (``previous is command``: nothing to take back).
+- Holds: leaving a hold logs why the loop held; a refused step whose braking along the path crosses a barrier's
+  floor brakes joint by joint at the jerk bound, without an internal error.
+- Joint jogs ramp their target's speed at half the acceleration limit's a_max (README, "Joint jog").
+- Reports: a joint at its jerk bound is reported with its jerk (the last three commands), a fresh StateTracker
+  with no rejection.
+- min_jerk is the least j_max whose braking reserve fits in the leash, also when the leash is exactly n^2 a dt^2.
+- GoalJudge: an improvement by more than PROGRESS_SHARE of the best distance is progress.
+- SingularityScale: kappa over the constrained rows that ``row_weights`` names.
+"""
+
+from __future__ import annotations
+
+import re
+import signal
+from contextlib import contextmanager
+
+import numpy as np
+import pinocchio as pin
+import pytest
+import yaml
+
+from conftest import CONFIG_DIR
+from models import robot, scene
+from roboplan_ik_ros.core.config import load_config
+from roboplan_ik_ros.core.control.binding_bounds import ACCELERATION_BOUND, binding_bounds
+from roboplan_ik_ros.core.control.control_loop import (HOLDING, STALE, TRACKING, WAITING_FOR_GOAL,
+                                                       ControlLoop, load_loop_config)
+from roboplan_ik_ros.core.control.following_speed import min_jerk
+from roboplan_ik_ros.core.control.goal_feedback import LIMITED, PROGRESS_TIME, REACHABLE, GoalJudge
+from roboplan_ik_ros.core.control.singularity_scale import SingularityScale
+from roboplan_ik_ros.core.control.state_tracker import StateTracker
+from roboplan_ik_ros.core.oink import AccelerationLimit, Oink
+from test_control_loop import TIP, SimRobot, panda  # noqa: F401 - panda is a fixture
+
+DT = 0.002  # [s] panda.yaml's control period (500 Hz)
+
+
+def panda_yaml() -> dict:
+    return yaml.safe_load((CONFIG_DIR / "panda.yaml").read_text())
+
+
+def franka_limits() -> dict[str, dict]:
+    """panda_joint_limits.yaml (MoveIt format): per joint max_velocity, max_acceleration, max_jerk."""
+    return yaml.safe_load((CONFIG_DIR / "panda_joint_limits.yaml").read_text())["joint_limits"]
+
+
+def loop_of(panda, data: dict, log=None, **settings) -> ControlLoop:
+    """The loop of config ``data`` with its node: section's settings, ``settings`` set in that section."""
+    for key, value in settings.items():
+        if isinstance(value, dict):
+            data["node"][key].update(value)
+        else:
+            data["node"][key] = value
+    config = load_config(data)
+    return ControlLoop(panda, config, load_loop_config(config), log)
+
+
+def started(panda, **settings):
+    """panda.yaml without the self-collision barrier, activated at "default" and ticked a few times."""
+    data = panda_yaml()
+    data["barriers"] = [b for b in data["barriers"] if b["name"] != "self_collision"]
+    loop = loop_of(panda, data, **settings)
+    sim = SimRobot(loop, panda.named_configuration("default"))
+    assert loop.activate(sim.t) == ""
+    sim.tick(3)
+    return loop, sim
+
+
+@contextmanager
+def time_limit(seconds: float):
+    """Fail (TimeoutError) instead of hanging when the body runs longer than ``seconds`` [s]."""
+    def expire(signum, frame):
+        raise TimeoutError(f"still running after {seconds:g} s")
+
+    previous = signal.signal(signal.SIGALRM, expire)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0.0)
+        signal.signal(signal.SIGALRM, previous)
+
+
+# ----------------------------------------------------------------------------- lifecycle
+@pytest.mark.parametrize("paused", [False, True], ids=["running", "paused"])
+def test_activating_again_after_deactivate_waits_for_a_goal_and_takes_one(panda, paused):
+    """README (lifecycle): activate seeds at the measurement and holds still until a goal arrives (mode
+    waiting_for_goal), also after a deactivate; a pause before the deactivate does not outlive it."""
+    loop, sim = started(panda)
+    if paused:
+        loop.pause()
+        sim.tick(2)
+    loop.deactivate()
+    assert not loop.active
+    sim.measure()
+    assert loop.activate(sim.t) == ""
+    assert loop.mode == WAITING_FOR_GOAL and not loop.paused
+    T = sim.tcp()
+    loop.set_pose_goal("ee", pin.SE3(T.rotation, T.translation + np.array([0.0, 0.0, 0.01])))  # not refused
+    sim.tick(5)
+    assert loop.mode == TRACKING, loop.hold_reason
+
+
+def test_a_loop_built_from_a_config_logs_through_the_given_log():
+    """from_config(..., log=): the loop's messages reach that function (here the re-seed's at activation)."""
+    r = robot("panda")
+    data = panda_yaml()
+    data["barriers"] = []
+    messages: list[tuple[str, str]] = []
+    loop = ControlLoop.from_config(data, r.urdf_xml, r.srdf_xml, r.package_paths,
+                                   log=lambda level, text: messages.append((level, text)))
+    loop.state.incoming[:] = loop.scene.named_configuration("default")
+    assert loop.state.accept(0.0) == ""
+    assert loop.activate(0.0) == ""
+    assert any(level == "info" and "command stream (re)started" in text for level, text in messages), messages
+
+
+# ----------------------------------------------------------------------------- stale state
+def test_the_tick_waiting_for_a_still_robot_after_stale_is_a_hold_with_nothing_to_take_back(panda):
+    """Back from stale (stale_behavior hold), the ticks before reseed_settle_time of stillness repeat the last
+    command: previous is command (TickResult: buffers of the loop; command_not_sent: a hold has nothing to take
+    back), so an unsent one leaves the guard's last command as it was."""
+    loop, sim = started(panda, stale_behavior="hold", state_timeout=0.02, reseed_settle_time=0.1)
+    sim.tick(20, measure=False)  # 40 ms without joint states: stale
+    assert loop.mode == STALE
+    last = loop.guard.last.copy()
+    sim.t += loop.dt
+    sim.measure()
+    res = loop.tick(sim.t)
+    assert "waiting for the robot to be still" in loop.hold_reason
+    assert res.publish and isinstance(res.previous, np.ndarray) and res.previous is res.command
+    np.testing.assert_array_equal(res.command, last)
+    loop.command_not_sent(res)
+    np.testing.assert_array_equal(loop.guard.last, last)
+
+
+# ----------------------------------------------------------------------------- holds
+def test_leaving_a_hold_logs_that_the_loop_resumed_and_why_it_held(panda):
+    """An exception in the step holds (tick's docstring: the next tick tries again); the next step that moves
+    logs at info level that it resumed, naming the hold's reason."""
+    messages: list[tuple[str, str]] = []
+    loop = loop_of(panda, {**panda_yaml(), "barriers": []}, log=lambda level, text: messages.append((level, text)))
+    sim = SimRobot(loop, panda.named_configuration("default"))
+    assert loop.activate(sim.t) == ""
+    T = sim.tcp()
+    loop.set_pose_goal("ee", pin.SE3(T.rotation, T.translation + np.array([0.0, 0.0, 0.02])))
+    sim.tick(5)
+    assert loop.mode == TRACKING
+    step = loop.ctrl.step
+
+    def boom(q):
+        raise RuntimeError("boom")
+
+    loop.ctrl.step = boom
+    try:
+        sim.tick()
+    finally:
+        loop.ctrl.step = step
+    assert loop.mode == HOLDING and loop.counts.tick_errors == 1
+    reason = loop.hold_reason
+    assert "RuntimeError: boom" in reason
+    messages.clear()
+    sim.tick()
+    assert loop.mode == TRACKING
+    infos = [text for level, text in messages if level == "info"]
+    assert any(isinstance(t, str) and "resumed" in t and reason in t for t in infos), messages
+
+
+def test_a_refused_step_whose_path_braking_crosses_the_floor_brakes_each_joint_at_its_jerk_bound(panda):
+    """The TCP 0.3 mm inside the workspace box's +x face, moving toward it at 0.5 m/s (a steady command stream):
+    the barrier check refuses the step and the braking along the path (every joint slowed by one scale) would
+    still cross the face, so the hold brakes joint by joint as hard as the bounds allow (hardest_stops): from a
+    steady speed each joint's increment drops by the smaller of j_max dt^3 and a_max dt^2 (panda_joint_limits.yaml),
+    with no internal error in the stop."""
+    q0 = panda.named_configuration("default")
+    tcp = panda.frame_pose(q0, TIP).translation
+    data = panda_yaml()
+    data["barriers"] = [b for b in data["barriers"] if b["name"] == "workspace"]
+    data["barriers"][0]["p_max"][0] = float(tcp[0] + 3e-4)  # [m]
+    loop = loop_of(panda, data)
+    assert loop.dt == DT
+    loop.state.incoming[:] = q0
+    assert loop.state.accept(0.0) == "" and loop.activate(0.0) == ""
+    loop.set_pose_goal("ee", pin.SE3(panda.frame_pose(q0, TIP).rotation, tcp + np.array([0.05, 0.0, 0.0])))
+    J = pin.computeFrameJacobian(panda.model, panda.model.createData(), q0, panda.model.getFrameId(TIP),
+                                 pin.LOCAL_WORLD_ALIGNED)[:3, loop.group.v_columns]
+    u = np.linalg.pinv(J) @ np.array([0.5 * DT, 0.0, 0.0])  # [rad per period] 0.5 m/s along +x
+    loop.guard.u1[:] = u  # the stream so far: two equal increments (steady speed)
+    loop.guard.u2[:] = u
+    loop.state.incoming[:] = q0
+    assert loop.state.accept(DT) == ""
+    res = loop.tick(DT)
+    assert loop.counts.tick_errors == 0, loop.hold_reason
+    assert loop.mode == HOLDING and loop.hold_reason == "the barrier check refused the step (dq = 0)"
+    assert loop.counts.barrier_refusals == 1 and loop.counts.hardest_stops == 1
+    limits = franka_limits()
+    names = loop.group.joint_names
+    j_step = np.array([limits[n]["max_jerk"] for n in names]) * DT**3  # [rad per period] jerk bound
+    a_step = np.array([limits[n]["max_acceleration"] for n in names]) * DT**2  # acceleration bound
+    expected = u - np.sign(u) * np.minimum(np.abs(u), np.minimum(j_step, a_step))
+    g = loop.group
+    np.testing.assert_allclose(res.command[g.q_indices] - q0[g.q_indices], expected, rtol=0.0, atol=1e-12)
+
+
+# ----------------------------------------------------------------------------- joint jog
+def test_a_joint_jog_ramps_its_target_speed_at_half_the_acceleration_limit(panda):
+    """README (Joint jog): the target's joint velocities change by at most half the acceleration limit's a_max
+    per second: panda_joint1 jogged at 0.5 rad/s (a_max 15 rad/s^2) speeds up by 7.5 rad/s^2 * dt per tick, its
+    target moving v dt a tick."""
+    data = panda_yaml()
+    data["tasks"] = [t for t in data["tasks"] if t["name"] == "posture"]
+    data["tasks"][0]["weights"] = 1.0
+    data["barriers"] = []
+    loop = loop_of(panda, data, streaming={"command_in_type": "speed_units"})
+    sim = SimRobot(loop, panda.named_configuration("default"))
+    assert loop.activate(sim.t) == ""
+    sim.tick(2)
+    a_ramp = 0.5 * franka_limits()["panda_joint1"]["max_acceleration"]  # [rad/s^2]
+    dq = np.zeros(7)
+    dq[0] = 0.5  # [rad/s]
+    targets = [loop.tasks["posture"].target[0]]
+    for k in range(10):
+        if k % 5 == 0:
+            loop.set_joint_velocities("posture", dq, sim.t)
+        sim.tick()
+        targets.append(loop.tasks["posture"].target[0])
+    speeds = np.diff(targets) / DT  # [rad/s]
+    np.testing.assert_allclose(speeds, a_ramp * DT * np.arange(1, 11), rtol=1e-9, atol=1e-12)
+
+
+# ----------------------------------------------------------------------------- reports
+@pytest.mark.parametrize("upper", [True, False], ids=["upper", "lower"])
+def test_a_joint_at_its_jerk_bound_is_reported_with_the_jerk_of_the_last_three_commands(upper):
+    """Steady at 0.5 rad/s (u1 = u2 = 1 mrad a period), a step of u1 +- j_max dt^3 has jerk
+    (u - 2 u1 + u2) / dt^3 = +-j_max: binding_bounds names the jerk bound with that jerk [rad/s^3]."""
+    s = scene("panda")
+    oink = Oink(s, "arm")
+    j_max = 1000.0  # [rad/s^3] below a_max / dt: the jerk bound is the tighter one
+    lim = AccelerationLimit(oink, DT, 15.0, j_max, v_max=10.0)
+    c = np.full(7, 1e-3)  # [rad per period]
+    lim.set_history(c, c)
+    q = s.named_configuration("default")
+    lim.bounds(q)
+    sign = 1.0 if upper else -1.0
+    dq = c + sign * j_max * DT**3
+    hits = binding_bounds(s, s.group("arm"), [lim], q, dq, DT, 1e-10)
+    assert len(hits) == 7 and all(h.code == ACCELERATION_BOUND and "jerk bound" in h.text for h in hits), hits
+    for h in hits:
+        j = float(re.search(r"\(j ([-+0-9.]+) rad/s\^3", h.text).group(1))
+        assert j == pytest.approx(sign * j_max, abs=0.1), h.text
+
+
+def test_a_fresh_state_tracker_has_no_rejection_and_keeps_the_latest_reason():
+    """Nothing rejected yet: last_rejection is "" (0 rejected); a rejected measurement's reason is kept."""
+    s = scene("panda")
+    st = StateTracker(s, s.group("arm"), limit_tolerance=0.01)
+    assert st.rejected == 0 and st.last_rejection == ""
+    st.incoming[:] = s.named_configuration("default")
+    st.incoming[0] = s.q_max_v[0] + 1.0
+    reason = st.accept(1.0)
+    assert reason and st.rejected == 1 and st.last_rejection == reason
+
+
+# ----------------------------------------------------------------------------- min_jerk
+def _reserve(a_max: float, j_max: float, dt: float) -> float:
+    """[rad] the braking reserve a_max dt^2 (ceil(a_max / (j_max dt)) - 1)^2 (following_speed.min_jerk)."""
+    return a_max * dt * dt * max(np.ceil(a_max / (j_max * dt)) - 1.0, 0.0) ** 2
+
+
+@pytest.mark.parametrize("a_max, dt, leash", [(1.0, 0.5, 1.0), (16.0, 0.25, 9.0), (15.0, DT, 0.1)],
+                         ids=["4-alpha", "9-alpha", "franka"])
+def test_min_jerk_is_the_least_jerk_whose_braking_reserve_fits_in_the_leash(a_max, dt, leash):
+    """The reserve at min_jerk is below the leash, and just below min_jerk it is not; also where the leash is
+    exactly n^2 a_max dt^2 (4 and 9 times it: binary-exact), whose n does not fit (reserve < leash is strict)."""
+    with time_limit(5.0):
+        j = min_jerk(a_max, dt, leash)
+    assert _reserve(a_max, j * (1 + 1e-9), dt) < leash
+    assert _reserve(a_max, j * (1 - 1e-9), dt) >= leash
+
+
+# ----------------------------------------------------------------------------- goal feedback
+def test_a_distance_gain_of_more_than_the_progress_share_restarts_the_progress_clock():
+    """PROGRESS_SHARE (5 %) of the best distance is progress: 0.5 m -> 0.45 m (a 10 % gain, 50 mm > 25 mm) at
+    0.5 s restarts the clock, so at 1.25 s, over PROGRESS_TIME after the goal but not after the gain, the moving
+    frame is still reachable; with no further gain it is limited PROGRESS_TIME after the gain."""
+    judge = GoalJudge()
+    goal = pin.SE3(np.eye(3), np.array([0.5, 0.0, 0.0]))
+    moving = np.array([0.1, 0.0, 0.0, 0.0, 0.0, 0.0])  # [m/s, rad/s] never stalled
+    at = lambda x: pin.SE3(np.eye(3), np.array([x, 0.0, 0.0]))  # noqa: E731
+    assert judge.judge(0.0, at(0.0), goal, moving)[0] == REACHABLE
+    verdict, distance, angle = judge.judge(0.5, at(0.05), goal, moving)
+    assert verdict == REACHABLE and distance == pytest.approx(0.45) and angle == pytest.approx(0.0)
+    assert judge.judge(1.25, at(0.05), goal, moving)[0] == REACHABLE
+    assert judge.judge(0.5 + PROGRESS_TIME, at(0.05), goal, moving)[0] == LIMITED
+
+
+# ----------------------------------------------------------------------------- singularity scale
+def test_the_singularity_scale_takes_kappa_over_the_rows_its_weights_constrain():
+    """row_weights [1, 1, 1, 0, 0, 0] (a position-only task): kappa is the condition number of the frame
+    Jacobian's 3 linear rows, not of all 6; below lower_singularity_threshold a twist is not scaled."""
+    s = scene("panda")
+    g = s.group("arm")
+    fid = s.model.getFrameId(TIP)
+    q = s.named_configuration("default")
+    q[3] = -0.9  # the elbow nearly stretched
+    J = pin.computeFrameJacobian(s.model, s.model.createData(), q, fid, pin.LOCAL_WORLD_ALIGNED)[:, g.v_columns]
+    S3, S6 = np.linalg.svd(J[:3], compute_uv=False), np.linalg.svd(J, compute_uv=False)
+    k3, k6 = S3[0] / S3[-1], S6[0] / S6[-1]
+    assert k3 < k6 / 1.5, (k3, k6)  # far enough apart to tell
+    lower = 0.5 * (k3 + k6)
+    weights = np.array([1.0, 1.0, 1.0, 0.0, 0.0, 0.0])
+    sc = SingularityScale(s, g, fid, lower=lower, hard=10.0 * k6, row_weights=weights)
+    for v in np.eye(3):
+        assert sc.scale(q, 0.05 * v, np.zeros(3)) == 1.0
+        assert sc.kappa == pytest.approx(k3, rel=1e-9)

@@ -1,0 +1,253 @@
+"""Goal shaping and following behaviour that mutation testing found unchecked (docs/mutation.md, core/control).
+
+braking_speed: the discrete braking law, capped at the speed limit, stops within the distance.
+JointJogFollower: a jogged joint's target is pulled back only beyond joint_leash, not at it.
+LineOfSightShaper: a goal straight behind turns about an axis perpendicular to the line of sight (any direction);
+    the range is shaped at the turn limits times the larger range (jerk included); the leash keeps the turn
+    toward the axis.
+PoseShaper: a diagonal step's TCP moves along the line at max_linear_speed, not sqrt(3) times it.
+TargetShaper: a_max = 0 is refused; integer limits take a fractional new speed; a per-coordinate leash holds
+    each coordinate at its own distance; a Euclidean leash drops the acceleration away from the anchor.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pinocchio as pin
+import pytest
+from numpy.testing import assert_allclose, assert_array_equal
+
+from models import scene
+from roboplan_ik_ros.core.control.goal_followers import braking_speed
+from roboplan_ik_ros.core.control.joint_jog_follower import JointJogFollower
+from roboplan_ik_ros.core.control.line_of_sight_shaper import LineOfSightShaper
+from roboplan_ik_ros.core.control.pose_shaper import PoseShaper
+from roboplan_ik_ros.core.control.target_shaper import TargetShaper
+from roboplan_ik_ros.core.control.twist_follower import StreamingConfig
+
+DT = 0.002  # [s]
+
+
+def _direction(p, eye) -> np.ndarray:
+    d = np.asarray(p, dtype=float) - eye
+    return d / np.linalg.norm(d)
+
+
+# --- braking_speed ---------------------------------------------------------------------------------------------
+
+def test_braking_speed_is_the_discrete_braking_law_capped_at_the_speed_limit():
+    """a = 2 m/s^2, dt = 0.5 s: alpha = a dt^2 = 0.5 m. Below alpha the whole distance in one step (d / dt);
+    above it (sqrt(2 alpha d) - alpha / 2) / dt; never more than speed_max (5 m/s). Numbers or arrays."""
+    distance = np.array([0.0, 0.125, 4.0, 100.0])  # [m]
+    # by hand: 0; 0.125 / 0.5; (sqrt(2 * 0.5 * 4) - 0.25) / 0.5 = 3.5; (10 - 0.25) / 0.5 = 19.5 -> 5
+    assert_allclose(braking_speed(distance, 5.0, 2.0, 0.5), [0.0, 0.25, 3.5, 5.0], rtol=0, atol=1e-12)
+    assert float(braking_speed(4.0, 5.0, 2.0, 0.5)) == pytest.approx(3.5, abs=1e-12)
+    assert float(braking_speed(4.0, 1.0, 2.0, 0.5)) == 1.0  # the cap
+
+
+def test_moving_at_the_braking_speed_stops_at_the_distance_within_the_deceleration():
+    """A point 1 m from the end that moves each step (dt = 0.01 s) at braking_speed(remaining) under
+    speed_max 0.8 m/s, a = 2 m/s^2: it never passes the end, slows by at most a dt per step, and arrives."""
+    dt, a, remaining, speeds = 0.01, 2.0, 1.0, []
+    for _ in range(2000):
+        v = float(braking_speed(remaining, 0.8, a, dt))
+        speeds.append(v)
+        remaining -= v * dt
+        assert remaining >= -1e-12
+    assert remaining == pytest.approx(0.0, abs=1e-12) and max(speeds) == 0.8
+    assert np.diff(speeds).min() >= -a * dt * (1 + 1e-9)  # braked within a, not stopped short
+
+
+def test_the_smoothers_scalar_braking_speed_is_the_reference_law():
+    """GoalSmoother's plain-float form (_braking_speed_scalar) equals braking_speed, the array form the docs
+    name, on both sides of alpha = a dt^2 and at the cap."""
+    from roboplan_ik_ros.core.control.goal_followers import _braking_speed_scalar
+
+    for d in (0.0, 1e-9, 0.5 * 2.0 * 0.002**2, 2.0 * 0.002**2, 1e-3, 0.05, 3.0):
+        assert _braking_speed_scalar(d, 0.8, 2.0, 0.002) == pytest.approx(float(braking_speed(d, 0.8, 2.0, 0.002)),
+                                                                          rel=1e-14, abs=1e-15)
+
+
+# --- JointJogFollower ----------------------------------------------------------------------------------------
+
+def test_a_jog_target_is_pulled_back_only_beyond_the_joint_leash_not_at_it():
+    """joint_leash 2^-5 rad, a jog of 0.5 rad/s at dt 2^-9 s (2^-10 rad a step, exact in binary) of a joint that
+    does not move: after 32 steps the target is exactly at the leash (within it: not leashed, its velocity
+    kept); the next step it is held at the leash (leashed)."""
+    s = scene("panda")
+    g = s.group("arm")
+    leash, dt = 2.0**-5, 2.0**-9
+    f = JointJogFollower(s, g, StreamingConfig(joint_leash=leash, command_timeout=10.0), None)  # no acceleration bound
+    q = s.named_configuration("default")
+    q[g.q_indices[0]] = 0.0  # panda_joint1 at 0 rad, far from its limits (+-2.9 rad)
+    f.start(q[g.q_indices])
+    dq = np.zeros(g.nv)
+    dq[0] = 0.5
+    f.command(dq, 0.0)
+    for k in range(32):
+        f.step(dt, (k + 1) * dt, q)
+    assert f.target[0] == leash and not f.leashed and f.velocity[0] == 0.5
+    f.step(dt, 33 * dt, q)
+    assert f.leashed and f.target[0] == leash
+
+
+# --- LineOfSightShaper ---------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("start", [(1.0, 0.0, 1.0), (0.0, 0.0, 2.0), (1.0, 0.0, 0.0), (0.3, -0.4, 0.5)],
+                         ids=["diagonal-xz", "up", "along-x", "oblique"])
+def test_a_goal_straight_behind_turns_the_line_of_sight_about_a_perpendicular_axis(start):
+    """The goal is the start mirrored through the eye: the direction turns pi rad about one fixed axis
+    perpendicular to it (the points stay in a plane through the eye containing the start direction), at
+    the start's range, and arrives at rest exactly at the goal. Any start direction (e.g. along (1, 0, 1))."""
+    eye = np.array([0.1, 0.2, 0.3])
+    start = eye + np.array(start)
+    goal = 2 * eye - start
+    r = float(np.linalg.norm(start - eye))
+    s = LineOfSightShaper(DT, 2.0, 10.0, 500.0)  # [rad/s, rad/s^2, rad/s^3]
+    s.reset(start, eye)
+    s.set_goal(goal, eye)
+    points = []
+    for _ in range(3000):
+        p = s.step()
+        if p is None:
+            break
+        points.append(p.copy())
+    assert not s.moving and np.array_equal(points[-1], goal)
+    points = np.array(points)
+    b = _direction(start, eye)
+    u = (points - eye) / r
+    assert_allclose(np.linalg.norm(points - eye, axis=1), r, rtol=1e-9)  # the range is kept
+    normal = np.cross(b, u[len(u) // 2])
+    normal /= np.linalg.norm(normal)
+    assert np.abs(u @ normal).max() <= 1e-9  # one plane: a fixed axis perpendicular to b
+    angle = np.arccos(np.clip(u @ b, -1.0, 1.0))
+    assert np.diff(angle).min() >= -1e-9 and angle[-1] == pytest.approx(math.pi)  # monotone, half a turn
+
+
+def test_the_range_is_shaped_at_the_turn_limits_times_the_larger_range():
+    """Turn limits 0.5 rad/s, 2 rad/s^2, 10 rad/s^3; a goal on the same line of sight from 2 m to 4 m: the range
+    moves at most 0.5 * 4 = 2 m/s, 8 m/s^2 and 40 m/s^3, and arrives in the time optimum for those (v j >= a^2
+    and a cruise: T = D / v + v / a + a / j = 1 + 0.25 + 0.2 = 1.45 s)."""
+    s = LineOfSightShaper(DT, 0.5, 2.0, 10.0)
+    eye = np.zeros(3)
+    s.reset([0.0, 0.0, 2.0], eye)
+    s.set_goal([0.0, 0.0, 4.0], eye)
+    ranges = [2.0, 2.0, 2.0]
+    for _ in range(1500):
+        p = s.step()
+        if p is None:
+            break
+        assert p[0] == 0.0 and p[1] == 0.0  # along the line of sight
+        ranges.append(float(p[2]))
+    assert not s.moving and ranges[-1] == 4.0
+    r = np.array(ranges)
+    assert np.abs(np.diff(r)).max() / DT <= 2.0 + 1e-9
+    assert np.abs(np.diff(r, 2)).max() / DT**2 <= 8.0 + 1e-6
+    assert np.abs(np.diff(r, 3)).max() / DT**3 <= 40.0 * (1 + 1e-6)
+    arrived = (len(r) - 3) * DT
+    assert arrived == pytest.approx(1.45, abs=2 * DT)
+
+
+def test_a_line_of_sight_pulled_to_its_leash_keeps_turning_toward_the_axis_at_its_rate():
+    """A turn about z from x to y cruising at 1 rad/s; the axis then looks 0.5 rad ahead of the target (leash
+    0.2 rad): the target's direction jumps to 0.2 rad behind the axis and, its turn being toward the axis (not
+    away from it: nothing to drop), goes on turning at 1 rad/s (2 mrad a step)."""
+    speed, leash = 1.0, 0.2
+    s = LineOfSightShaper(DT, speed, 10.0, 500.0, leash=leash)
+    eye = np.zeros(3)
+    s.reset([1.0, 0.0, 0.0], eye)
+    s.set_goal([0.0, 1.0, 0.0], eye)
+    for _ in range(300):  # 0.6 s: at cruise since 0.12 s (v / a + a / j), 0.06 + 0.48 = 0.54 rad of 1.57
+        p = s.step()
+    theta = math.atan2(p[1], p[0])
+    assert theta == pytest.approx(0.54, abs=1e-6)
+    axis_point = np.array([math.cos(theta + 0.5), math.sin(theta + 0.5), 0.0])  # [m] the axis looks ahead
+    p = s.step(axis_point)
+    assert s.leashed
+    held = math.atan2(p[1], p[0])
+    assert held == pytest.approx(theta + 0.5 - leash, abs=1e-9) and abs(p[2]) <= 1e-12
+    p = s.step(axis_point)
+    assert not s.leashed
+    assert (math.atan2(p[1], p[0]) - held) / DT == pytest.approx(speed, rel=1e-3)
+
+
+# --- PoseShaper ----------------------------------------------------------------------------------------------
+
+def test_a_diagonal_pose_step_moves_along_the_line_at_the_linear_speed_not_faster():
+    """A 1 m step along (1, 1, 1) / sqrt(3), 0.5 m/s, 1 m/s^2, 50 m/s^3: the TCP cruises at 0.5 m/s along the line
+    (per-axis limits of 0.5 m/s each would move it sqrt(3) times faster) and arrives at rest."""
+    s = PoseShaper(DT, (0.5, 1.0, 50.0), (1.5, 6.0, 300.0))
+    start = pin.SE3(np.eye(3), np.array([0.3, 0.0, 0.5]))
+    s.reset(start)
+    goal = pin.SE3(np.eye(3), start.translation + np.ones(3) / math.sqrt(3.0))
+    s.set_goal(goal)
+    p = [start.translation.copy()]
+    for _ in range(3000):
+        T = s.step()
+        if T is None:
+            break
+        p.append(T.translation.copy())
+    assert_array_equal(p[-1], goal.translation)
+    speed = np.linalg.norm(np.diff(np.array(p), axis=0), axis=1) / DT
+    assert speed.max() <= 0.5 * (1 + 1e-9) and speed.max() >= 0.99 * 0.5
+
+
+# --- TargetShaper --------------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("a_max, j_max", [(0.0, 100.0), (10.0, 0.0), ([10.0, 0.0], 100.0)],
+                         ids=["a_max-zero", "j_max-zero", "a_max-one-zero"])
+def test_target_shaper_refuses_a_zero_acceleration_or_jerk_bound(a_max, j_max):
+    """a_max and j_max must be > 0 (or inf) on every coordinate: a zero bound could never start the target."""
+    with pytest.raises(ValueError, match="a_max, j_max: expected values > 0"):
+        TargetShaper(2, DT, 1.0, a_max, j_max)
+
+
+def test_integer_limits_take_a_fractional_new_speed():
+    """Limits given as integers (1 m/s, 4 m/s^2, 100 m/s^3, as a YAML may give them), then a new speed of 0.5 m/s:
+    v_max is 0.5 and a 2 m step cruises at 0.5 m/s, arriving at rest."""
+    s = TargetShaper(1, DT, 1, 4, 100)
+    s.set_limits(v_max=0.5)
+    assert_array_equal(s.v_max, [0.5])
+    s.reset([0.0])
+    s.set_goal([2.0])
+    x = [0.0]
+    while s.moving:
+        x.append(float(s.step()[0]))
+    assert x[-1] == 2.0
+    speed = np.abs(np.diff(x)) / DT
+    assert speed.max() <= 0.5 + 1e-9 and speed.max() >= 0.99 * 0.5
+
+
+def test_a_per_coordinate_leash_holds_each_coordinate_at_its_own_distance():
+    """leash [0.05, 0.2] (per coordinate) from an anchor that does not move, goal [1, -1]: each coordinate waits
+    at its own leash (0.05 and -0.2), its velocity away from the anchor dropped."""
+    s = TargetShaper(2, DT, 1.5, 6.0, 3000.0, leash=[0.05, 0.2])
+    s.reset([0.0, 0.0])
+    s.set_goal([1.0, -1.0])
+    anchor = np.zeros(2)
+    for _ in range(500):
+        x = s.step(anchor)
+        assert abs(x[0]) <= 0.05 + 1e-12 and abs(x[1]) <= 0.2 + 1e-12
+    assert s.leashed and s.moving
+    assert_allclose(s.position, [0.05, -0.2], rtol=0, atol=1e-12)
+    assert s.velocity[0] <= 0.0 and s.velocity[1] >= 0.0
+
+
+def test_a_euclidean_leash_drops_the_acceleration_away_from_the_anchor():
+    """A Euclidean shaper accelerating (at most 0.5 m/s^2) from its anchor toward a far goal, leash 0.01 m:
+    at every leashed step neither its velocity nor its acceleration points away from the anchor (they would
+    wind it up again next tick)."""
+    s = TargetShaper(3, DT, 1.0, 0.5, 50.0, euclidean=True, leash=0.01)
+    s.reset(np.zeros(3))
+    s.set_goal([0.6, 0.0, 0.8])
+    anchor, leashed = np.zeros(3), 0
+    for _ in range(400):
+        x = s.step(anchor)
+        if s.leashed:
+            leashed += 1
+            u = x / np.linalg.norm(x)
+            assert np.linalg.norm(x) == pytest.approx(0.01, abs=1e-12)
+            assert s.velocity @ u <= 1e-12 and s.acceleration @ u <= 1e-12
+    assert leashed > 100
