@@ -58,6 +58,8 @@ def pair_distance_kernel() -> list[Extension]:
     )]
 
 
+KERNEL_MATH = "roboplan_ik_ros/core/kernel"  # kernel_math.h: the C math both C kernels include
+
 NO_COMPILE = os.environ.get("ROBOPLAN_NO_COMPILE", "") not in ("", "0")  # build no kernel: the numpy / Python paths
 if NO_COMPILE:
     print("[setup] ROBOPLAN_NO_COMPILE is set: no compiled kernel is built (the numpy / Python paths run)")
@@ -81,6 +83,7 @@ setup(
         Extension(
             package_name + ".core.oink._oink_kernel",
             sources=["roboplan_ik_ros/core/oink/kernel/oink_kernel.c"],
+            include_dirs=[KERNEL_MATH], depends=[KERNEL_MATH + "/kernel_math.h"],
             extra_compile_args=["-O3", "-fno-math-errno"],
             optional=True,  # a failed build (no C compiler) leaves the numpy path
         ),
@@ -88,6 +91,7 @@ setup(
         Extension(
             package_name + ".core.simple_ik._simple_ik_kernel",
             sources=["roboplan_ik_ros/core/simple_ik/kernel/simple_ik_kernel.c"],
+            include_dirs=[KERNEL_MATH], depends=[KERNEL_MATH + "/kernel_math.h"],
             extra_compile_args=["-O3", "-fno-math-errno"],
             optional=True,  # a failed build leaves the Python step
         ),
@@ -102,8 +106,8 @@ setup(
     entry_points={
         "console_scripts": [
             "ik_controller = roboplan_ik_ros.node.ik_controller:main",
-            "mock_robot = roboplan_ik_ros.node.mock_robot:main",
-            "mock_camera = roboplan_ik_ros.node.mock_camera:main",
+            "mock_robot = roboplan_ik_ros.sim.mock_robot:main",
+            "mock_camera = roboplan_ik_ros.sim.mock_camera:main",
             "roboplan_ik_demo = roboplan_ik_ros.demo:main",
         ],
     },

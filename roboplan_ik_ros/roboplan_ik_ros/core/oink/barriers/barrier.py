@@ -170,7 +170,7 @@ class Barrier(ABC):
 
     def regularization_weight(self) -> float:
         """r / ||J_h||^2 (0 when the Jacobian vanishes), times the fade f(h_min / D) and capped at the
-        max weight when those are set (module docstring); the kernel computes the same (oink_kernel.c)."""
+        max weight when those are set (module docstring); the kernel computes the same (kernel_math.h)."""
         norm2 = float(np.vdot(self.jacobian, self.jacobian))
         w = self.safe_displacement_gain / norm2 if norm2 > _MIN_JACOBIAN_NORM2 else 0.0
         fade = self.safe_displacement_fade

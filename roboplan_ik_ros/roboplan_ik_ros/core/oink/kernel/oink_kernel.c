@@ -12,11 +12,12 @@
  *
  * Every matrix is row-major (numpy C order) and double precision. Loaded with ctypes: no Python API.
  */
-#define _GNU_SOURCE /* M_PI */
 #include <math.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
+
+#include "kernel_math.h" /* log3, Cholesky, the braking law and the fade: shared with simple_ik_kernel.c */
 
 #define MIN_JACOBIAN_NORM2 1e-12 /* as barrier.py: below it the regularization weight is 0 */
 #define LARGE 1e300              /* as barrier.py: |h| capped so that an unused row (h = inf) gives inf */
@@ -142,35 +143,6 @@ static void frame_jacobian(const frame_ref *f, int64_t n, double sign, double *o
     }
 }
 
-/* w = log3(M) for the rotation M (row-major 3 x 3): the axis-angle vector, |w| in [0, pi]. */
-static void log3(const double M[9], double w[3]) {
-    const double tr = M[0] + M[4] + M[8];
-    double c = 0.5 * (tr - 1.0);
-    c = c > 1.0 ? 1.0 : (c < -1.0 ? -1.0 : c);
-    const double vx = M[7] - M[5], vy = M[2] - M[6], vz = M[3] - M[1]; /* 2 sin(theta) axis */
-    /* atan2, not acos(c): accurate to round-off near 0 and pi too, where acos loses half the digits */
-    const double theta = atan2(0.5 * sqrt(vx * vx + vy * vy + vz * vz), c);
-    if (theta > M_PI - 1e-3) { /* near pi the antisymmetric part vanishes: the axis from the symmetric part */
-        const double d = 1.0 - c; /* R = c I + (1 - c) a a^T + sin(theta) [a]x */
-        double a2[3] = {(M[0] - c) / d, (M[4] - c) / d, (M[8] - c) / d};
-        int k = 0;
-        if (a2[1] > a2[k]) k = 1;
-        if (a2[2] > a2[k]) k = 2;
-        double a[3];
-        a[k] = sqrt(a2[k] > 0.0 ? a2[k] : 0.0);
-        for (int i = 0; i < 3; ++i)
-            if (i != k) a[i] = (M[3 * i + k] + M[3 * k + i]) / (2.0 * d * a[k]);
-        const double norm = sqrt(a[0] * a[0] + a[1] * a[1] + a[2] * a[2]);
-        const double sign = (a[0] * vx + a[1] * vy + a[2] * vz) < 0.0 ? -1.0 : 1.0;
-        for (int i = 0; i < 3; ++i) w[i] = sign * theta * a[i] / norm;
-        return;
-    }
-    /* theta / (2 sin theta), by its Taylor series near 0 (relative error < 1e-16 below 1e-4) */
-    const double t = theta < 1e-4 ? 0.5 * (1.0 + theta * theta / 6.0) : 0.5 * theta / sin(theta);
-    w[0] = t * vx;
-    w[1] = t * vy;
-    w[2] = t * vz;
-}
 
 /* In place: e <- e_max tanh(|e| / e_max) e / |e| when e_max is finite; returns |e| before. */
 static double saturate3(double *e, double e_max) {
@@ -196,7 +168,7 @@ static void update_frame_task(const frame_task *t, int64_t n) {
             for (int k = 0; k < 3; ++k) s += t->R_target[3 * i + k] * f->R[j * rr + k * rc];
             M[3 * i + j] = s;
         }
-    log3(M, t->e + 3);
+    km_log3(M, t->e + 3);
     t->norms[0] = saturate3(t->e, t->max_error[0]);
     t->norms[1] = saturate3(t->e + 3, t->max_error[1]);
 }
@@ -212,39 +184,6 @@ static void update_frame_barrier(const frame_position_barrier *b, int64_t n, dou
     }
 }
 
-/* In place: the lower Cholesky factor of the SPD (m x m) matrix in a; 0 on success. */
-static int cholesky(double *a, int64_t m) {
-    for (int64_t j = 0; j < m; ++j) {
-        double s = a[j * m + j];
-        for (int64_t k = 0; k < j; ++k) s -= a[j * m + k] * a[j * m + k];
-        if (!(s > 0.0)) return -1; /* also NaN */
-        const double ljj = sqrt(s);
-        a[j * m + j] = ljj;
-        for (int64_t i = j + 1; i < m; ++i) {
-            double t = a[i * m + j];
-            for (int64_t k = 0; k < j; ++k) t -= a[i * m + k] * a[j * m + k];
-            a[i * m + j] = t / ljj;
-        }
-    }
-    return 0;
-}
-
-/* In place: x <- (L L^T)^{-1} x for the factor in the lower triangle of l (m x m); x has `cols`
- * right-hand sides stored as columns of a row-major (m x cols) matrix. */
-static void cholesky_solve(const double *l, int64_t m, double *x, int64_t cols) {
-    for (int64_t col = 0; col < cols; ++col) {
-        for (int64_t i = 0; i < m; ++i) { /* L y = x */
-            double t = x[i * cols + col];
-            for (int64_t k = 0; k < i; ++k) t -= l[i * m + k] * x[k * cols + col];
-            x[i * cols + col] = t / l[i * m + i];
-        }
-        for (int64_t i = m - 1; i >= 0; --i) { /* L^T z = y */
-            double t = x[i * cols + col];
-            for (int64_t k = i + 1; k < m; ++k) t -= l[k * m + i] * x[k * cols + col];
-            x[i * cols + col] = t / l[i * m + i];
-        }
-    }
-}
 
 /* N <- I - Js^T (Js Js^T + lambda I)^{-1} Js for the first r rows of J_above (a zeroed row adds lambda to
  * the diagonal and nothing to N: as if dropped). */
@@ -259,9 +198,9 @@ static int nullspace(oink_problem *p, int64_t r) {
         }
         p->JJt[i * r + i] += p->regularization;
     }
-    if (cholesky(p->JJt, r) != 0) return -1;
+    if (km_cholesky(p->JJt, r) != 0) return -1;
     memcpy(p->X, Js, (size_t)(r * n) * sizeof(double));
-    cholesky_solve(p->JJt, r, p->X, n);
+    km_cholesky_solve(p->JJt, r, p->X, n);
     for (int64_t i = 0; i < n; ++i) {
         for (int64_t j = 0; j < n; ++j) {
             double s = 0.0;
@@ -329,15 +268,6 @@ static int tasks(oink_problem *p, double *damping) {
     return 0;
 }
 
-/* The approach per step a barrier row can still brake from within h, decelerating at a_h per step^2
- * after `lag` steps (Barrier.constraint's braking term): the larger root s of
- * (s + a_h/2)^2 + 2 a_h lag s = 2 a_h h, at least 0; +inf when the row has no deceleration. */
-static double braking_bound(double h, double a_h, double lag) {
-    if (!(a_h > 0.0) || !isfinite(h)) return INFINITY;
-    const double k = 1.0 + 2.0 * lag;
-    const double b = 0.5 * (-a_h * k + sqrt(a_h * a_h * (k * k - 1.0) + 8.0 * a_h * h));
-    return b > 0.0 ? b : 0.0;
-}
 
 /* The layout version of oink_problem and its parameter arrays: compiled_assembly.py refuses a library
  * built from another version (a stale build would read the arrays with the wrong strides). Bump it with
@@ -345,14 +275,6 @@ static double braking_bound(double h, double a_h, double lag) {
  * 3: oink_problem ends with weighted_nullspace. */
 int64_t oink_layout_version(void) { return 4; }
 
-/* Barrier.safe_displacement_fade: f(h_min / fade), 1 for h_min <= 0, 0 from fade on (and for NaN), the
- * cubic smoothstep (1 - x)^2 (1 + 2 x) between. */
-static double safe_displacement_fade(double h_min, double fade) {
-    const double x = h_min / fade;
-    if (!(x < 1.0)) return 0.0;
-    if (x <= 0.0) return 1.0;
-    return (1.0 - x) * (1.0 - x) * (1.0 + 2.0 * x);
-}
 
 /* G = -J_h, upper = min(dt gain h / (1 + |h|), braking bound where h >= 0) - margin, weight = r / ||J_h||^2
  * (times the fade of the least h when set, capped at the max weight: Barrier.regularization_weight);
@@ -383,14 +305,14 @@ static double barriers(oink_problem *p) {
             const double a = fabs(h[i]);
             double bound = h[i] / (1.0 + (a < LARGE ? a : LARGE)) * scale;
             if (lag >= 0.0 && h[i] >= 0.0) {
-                const double brake = braking_bound(h[i], a_h, lag);
+                const double brake = km_braking_bound(h[i], a_h, lag);
                 if (brake < bound) bound = brake;
             }
             up[i] = bound - margin;
             if (up[i] < least) least = up[i];
         }
         double w = norm2 > MIN_JACOBIAN_NORM2 ? safe_gain / norm2 : 0.0;
-        if (fade > 0.0 && w > 0.0) w *= safe_displacement_fade(h_min, fade);
+        if (fade > 0.0 && w > 0.0) w *= km_safe_displacement_fade(h_min, fade);
         if (!(w <= max_weight)) w = max_weight;
         p->barrier_weight[k] = w;
         total += w;
@@ -430,12 +352,12 @@ static int shortcut(oink_problem *p, int *not_pd) {
     const int64_t n = p->n;
     memcpy(p->L, p->H, (size_t)(n * n) * sizeof(double));
     *not_pd = 0;
-    if (cholesky(p->L, n) != 0) {
+    if (km_cholesky(p->L, n) != 0) {
         *not_pd = 1;
         return 0;
     }
     for (int64_t j = 0; j < n; ++j) p->dq[j] = -p->c[j];
-    cholesky_solve(p->L, n, p->dq, 1);
+    km_cholesky_solve(p->L, n, p->dq, 1);
     int feasible = 1;
     for (int64_t i = 0; i < p->n_K; ++i) {
         double s = 0.0;

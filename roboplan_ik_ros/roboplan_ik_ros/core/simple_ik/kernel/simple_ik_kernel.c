@@ -16,6 +16,8 @@
 #include <string.h>
 #include <time.h>
 
+#include "kernel_math.h" /* log3 and log6, SE3 product, Cholesky: shared with oink_kernel.c */
+
 /* The layout of one step; the field order matches _Step in compiled_step.py. */
 typedef struct {
     const double *J; /* (m x n) the (weighted) Jacobian of the error, J dq ~ e */
@@ -53,29 +55,9 @@ static int solve_damped(const double *J, const double *mask, int64_t m, int64_t 
         }
         A[i * m + i] += lambda;
     }
-    /* lower Cholesky in place: A = L L^T */
-    for (int64_t i = 0; i < m; ++i) {
-        for (int64_t k = 0; k <= i; ++k) {
-            double s = A[i * m + k];
-            for (int64_t j = 0; j < k; ++j) s -= A[i * m + j] * A[k * m + j];
-            if (i == k) {
-                if (!(s > 0.0)) return -1; /* also NaN */
-                A[i * m + i] = sqrt(s);
-            } else {
-                A[i * m + k] = s / A[k * m + k];
-            }
-        }
-    }
-    for (int64_t i = 0; i < m; ++i) { /* L z = b */
-        double s = b[i];
-        for (int64_t j = 0; j < i; ++j) s -= A[i * m + j] * y[j];
-        y[i] = s / A[i * m + i];
-    }
-    for (int64_t i = m - 1; i >= 0; --i) { /* L^T y = z */
-        double s = y[i];
-        for (int64_t j = i + 1; j < m; ++j) s -= A[j * m + i] * y[j];
-        y[i] = s / A[i * m + i];
-    }
+    if (km_cholesky(A, m) != 0) return -1; /* A = L L^T in place; also NaN */
+    for (int64_t i = 0; i < m; ++i) y[i] = b[i];
+    km_cholesky_solve(A, m, y, 1);
     return 0;
 }
 
@@ -252,14 +234,6 @@ typedef struct {
     int64_t free;            /* 1 if the bounds prove the converged q free of collision, else 0 */
 } sik_descent;
 
-/* c = a * b (placements) */
-static void se3_mul(const double *a, const double *b, double *c) {
-    for (int i = 0; i < 3; ++i) {
-        for (int j = 0; j < 3; ++j)
-            c[3 * i + j] = a[3 * i] * b[j] + a[3 * i + 1] * b[3 + j] + a[3 * i + 2] * b[6 + j];
-        c[9 + i] = a[3 * i] * b[9] + a[3 * i + 1] * b[10] + a[3 * i + 2] * b[11] + a[9 + i];
-    }
-}
 
 /* the joint's motion M(q) (12 doubles) */
 static void joint_motion(int64_t kind, const double *axis, double q, double *m) {
@@ -289,71 +263,7 @@ static void joint_motion(int64_t kind, const double *axis, double q, double *m) 
     }
 }
 
-/* log3 of R, and theta = |log3|: the angle-axis vector; near theta = pi from R's largest diagonal entry
- * (the textbook forms; pinocchio's log3 up to rounding). */
-static double rotation_log(const double *R, double *w) {
-    const double tr = R[0] + R[4] + R[8];
-    const double ax = 0.5 * (R[7] - R[5]), ay = 0.5 * (R[2] - R[6]), az = 0.5 * (R[3] - R[1]); /* sin(theta) a */
-    const double prec = 6.0554544523933395e-06; /* eps^(1/3): below it, a series */
-    const double cos_theta = 0.5 * (tr - 1.0);
-    if (cos_theta >= -1.0 + prec) {
-        double theta, t;
-        if (tr <= 3.0 - prec) {
-            theta = acos(cos_theta);
-        } else {
-            theta = sqrt(2.0 * (1.0 - cos_theta) + 4.930380657631324e-32); /* + eps^2 */
-        }
-        if (theta >= prec) {
-            t = theta / sin(theta);
-        } else {
-            const double n2 = ax * ax + ay * ay + az * az;
-            t = 1.0 + n2 / 6.0 + n2 * n2 * 3.0 / 40.0;
-        }
-        w[0] = t * ax, w[1] = t * ay, w[2] = t * az;
-        return theta;
-    }
-    /* theta near pi: the axis from the largest of 1 + 2 R_ii - tr = 4 a_i^2 sin^2(theta/2) */
-    int i0 = 0;
-    const double d[3] = {2.0 * R[0] - tr + 1.0, 2.0 * R[4] - tr + 1.0, 2.0 * R[8] - tr + 1.0};
-    if (d[1] > d[i0]) i0 = 1;
-    if (d[2] > d[i0]) i0 = 2;
-    const int i1 = (i0 + 1) % 3, i2 = (i0 + 2) % 3;
-    const double eps = 2.220446049250313e-16;
-    const double sign = R[3 * i2 + i1] >= R[3 * i1 + i2] ? 1.0 : -1.0;
-    const double s = sqrt(d[i0] + eps + eps * eps) * sign;
-    double a[3];
-    a[i0] = 0.5 * s;
-    a[i1] = (R[3 * i1 + i0] + R[3 * i0 + i1]) / (2.0 * s);
-    a[i2] = (R[3 * i2 + i0] + R[3 * i0 + i2]) / (2.0 * s);
-    const double qw = (R[3 * i2 + i1] - R[3 * i1 + i2]) / (2.0 * s);
-    const double norm = sqrt(a[0] * a[0] + a[1] * a[1] + a[2] * a[2]);
-    const double theta = 2.0 * atan2(norm, qw);
-    for (int k = 0; k < 3; ++k) w[k] = theta * a[k] / norm;
-    return theta;
-}
 
-/* e = log6(M) = (v, w): w = log3(R), v = V(w)^-1 p */
-static void se3_log(const double *M, double *e) {
-    double *w = e + 3;
-    const double theta = rotation_log(M, w);
-    const double *p = M + 9;
-    const double tr = M[0] + M[4] + M[8];
-    double alpha, beta;
-    if (tr >= 3.0 - 6.0554544523933395e-06) {
-        const double ax = 0.5 * (M[7] - M[5]), ay = 0.5 * (M[2] - M[6]), az = 0.5 * (M[3] - M[1]);
-        const double t2 = ax * ax + ay * ay + az * az;
-        alpha = 1.0 - t2 / 12.0 - t2 * t2 / 720.0;
-        beta = 1.0 / 12.0 + t2 / 720.0;
-    } else {
-        const double st = sin(theta), ct = cos(theta);
-        alpha = theta * st / (2.0 * (1.0 - ct));
-        beta = 1.0 / (theta * theta) - st / (2.0 * theta * (1.0 - ct));
-    }
-    const double wp = w[0] * p[0] + w[1] * p[1] + w[2] * p[2];
-    e[0] = alpha * p[0] - 0.5 * (w[1] * p[2] - w[2] * p[1]) + beta * wp * w[0];
-    e[1] = alpha * p[1] - 0.5 * (w[2] * p[0] - w[0] * p[2]) + beta * wp * w[1];
-    e[2] = alpha * p[2] - 0.5 * (w[0] * p[1] - w[1] * p[0]) + beta * wp * w[2];
-}
 
 /* the tip's placement in the goal's frame (T_goal^-1 T(q)) into tip, every chain joint's into
  * d->placements */
@@ -363,11 +273,11 @@ static void chain_kinematics(const sik_descent *d, double *tip) {
     for (int64_t k = 0; k < d->nj; ++k) {
         double *M = d->placements + 12 * k;
         joint_motion(d->kinds[k], d->axes + 3 * k, d->q[d->q_index[k]], motion);
-        se3_mul(d->chain + 12 * k, motion, local);
-        se3_mul(parent, local, M);
+        km_se3_mul(d->chain + 12 * k, motion, local);
+        km_se3_mul(parent, local, M);
         parent = M;
     }
-    se3_mul(parent, d->frame, tip);
+    km_se3_mul(parent, d->frame, tip);
 }
 
 /* J (6 x n, row-major, zero outside the chain's columns) = the tip's LOCAL frame Jacobian */
@@ -434,11 +344,11 @@ static int64_t bounds_free(const sik_bounds *b, const double *q, const double *b
     double *joints = b->scratch, *boxes = b->scratch + 12 * b->nt;
     for (int64_t k = 0; k < b->nt; ++k) {
         joint_motion(b->kinds[k], b->axes + 3 * k, q[b->q_index[k]], motion);
-        se3_mul(b->placements + 12 * k, motion, local);
-        se3_mul(b->parent[k] < 0 ? base : joints + 12 * b->parent[k], local, joints + 12 * k);
+        km_se3_mul(b->placements + 12 * k, motion, local);
+        km_se3_mul(b->parent[k] < 0 ? base : joints + 12 * b->parent[k], local, joints + 12 * k);
     }
     for (int64_t g = 0; g < b->ng; ++g)
-        se3_mul(b->joint[g] < 0 ? base : joints + 12 * b->joint[g], b->boxes + 15 * g, boxes + 12 * g);
+        km_se3_mul(b->joint[g] < 0 ? base : joints + 12 * b->joint[g], b->boxes + 15 * g, boxes + 12 * g);
     for (int64_t p = 0; p < b->np; ++p) {
         const int64_t g1 = b->pairs[2 * p], g2 = b->pairs[2 * p + 1];
         if (!boxes_separated(boxes + 12 * g1, b->boxes + 15 * g1 + 12, boxes + 12 * g2, b->boxes + 15 * g2 + 12,
@@ -506,7 +416,7 @@ int64_t sik_descend(sik_descent *d) {
     int64_t ref_it = 0, flat = 0, status = SIK_MAX_ITERS, it = 0;
     for (;; ++it) {
         chain_kinematics(d, tip);
-        se3_log(tip, e);
+        km_se3_log(tip, e);
         const double err = e[0] * e[0] + e[1] * e[1] + e[2] * e[2] + e[3] * e[3] + e[4] * e[4] + e[5] * e[5];
         if (err <= d->near) {
             const double p2 = tip[9] * tip[9] + tip[10] * tip[10] + tip[11] * tip[11];
