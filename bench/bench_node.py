@@ -14,7 +14,7 @@ Configs (the node section is the shipped one except for the trigger keys below a
 * ``d``: ``c`` + two walls and 20 random primitives (seeded; ``common.cell_obstacles``, as
   bench_oink's config (d)) beside the shipped table, as YAML ``obstacles:``;
 * ``p``: ``c`` + a 20 000-point cloud at 15 Hz on ~/pointcloud (the shipped ``pairs: perceived`` barrier and
-  ``perception:`` section): the mock depth camera (``node/mock_camera.py``) runs as another child process,
+  ``perception:`` section): the mock depth camera (``sim/mock_camera.py``) runs as another child process,
   showing the table, the arm and a box under the goal circle (CAMERA_BOX: its top 8 cm under the circle's
   bottom, mid-leaf of the 2 cm octree), so perceived pairs are within the barrier's broad_phase_cutoff for the
   lower part of the circle. Printed: the points the node holds and the closest perceived distance (its
@@ -222,7 +222,7 @@ def run_child_server(config: str) -> None:
     from roboplan_ik_ros.core.model.scene import Scene
     from roboplan_ik_ros.core.simple_ik import FrameGoal, SimpleIK
     from roboplan_ik_ros.node.spin import make_executor, spin_until_shutdown
-    from roboplan_ik_ros.node.mock_robot import load_robot
+    from roboplan_ik_ros.sim.mock_robot import load_robot
     from roboplan_ik_ros.node.message_conversions import se3_from_pose
 
     urdf, srdf, pkgs, _ = load_robot("panda")
@@ -623,7 +623,7 @@ def camera_command(rate: float = CAMERA_RATE_HZ, points: int = CAMERA_POINTS) ->
     params = {"rate_hz": float(rate), "points": int(points), "box_visible": "true",
               "box_size": "[" + ", ".join(repr(float(v)) for v in CAMERA_BOX_SIZE) + "]",
               "box_position": "[" + ", ".join(repr(float(v)) for v in CAMERA_BOX_POSITION) + "]"}
-    cmd = [sys.executable, "-m", "roboplan_ik_ros.node.mock_camera", "--ros-args"]
+    cmd = [sys.executable, "-m", "roboplan_ik_ros.sim.mock_camera", "--ros-args"]
     for k, v in params.items():
         cmd += ["-p", f"{k}:={v}"]
     return cmd
@@ -735,7 +735,7 @@ class ServiceStream:
 def timed_mock_class():
     """MockRobot that also records when it publishes /joint_states (in joint_states trigger mode a
     late robot makes a late tick: this tells the two apart) and when each latency sample was taken."""
-    from roboplan_ik_ros.node.mock_robot import MockRobot
+    from roboplan_ik_ros.sim.mock_robot import MockRobot
 
     class TimedMock(MockRobot):
         def __init__(self, *a, capacity: int, **kw):
@@ -798,7 +798,7 @@ def dual_arm_goals(lap: float = 10.0):
 
     from roboplan_ik_ros.core.model.scene import Scene
     from roboplan_ik_ros.demo_dual_arm import box_path
-    from roboplan_ik_ros.node.mock_robot import load_robot
+    from roboplan_ik_ros.sim.mock_robot import load_robot
 
     urdf, srdf, pkgs, _ = load_robot("baxter")
     scene = Scene(urdf, srdf, pkgs)
@@ -818,7 +818,7 @@ def dual_arm_goals(lap: float = 10.0):
 def start_pose():
     """Tip pose of the mock's start configuration (SRDF "default", as MockRobot's initial_state)."""
     from roboplan_ik_ros.core.model.scene import Scene
-    from roboplan_ik_ros.node.mock_robot import load_robot
+    from roboplan_ik_ros.sim.mock_robot import load_robot
 
     urdf, srdf, pkgs, _ = load_robot("panda")
     scene = Scene(urdf, srdf, pkgs)
@@ -1207,7 +1207,7 @@ def run_motion(k: int, variant: str, args, tmp: Path, T0) -> list[dict]:
     from roboplan_ik_ros.core.model.scene import Scene
     from roboplan_ik_ros.demo import circle_path
     from roboplan_ik_ros.node.spin import make_executor, spin_until_shutdown
-    from roboplan_ik_ros.node.mock_robot import load_robot
+    from roboplan_ik_ros.sim.mock_robot import load_robot
     from roboplan_ik_ros.node.message_conversions import pose_from_se3
 
     tag = f"motion_{variant}"
@@ -1430,7 +1430,7 @@ def run_twist(k: int, rate: float, args, tmp: Path) -> dict:
     from roboplan_ik_interfaces.msg import ControllerStatus
     from roboplan_ik_ros.core.model.scene import Scene
     from roboplan_ik_ros.node.spin import make_executor, spin_until_shutdown
-    from roboplan_ik_ros.node.mock_robot import load_robot
+    from roboplan_ik_ros.sim.mock_robot import load_robot
 
     tag = f"twist_{rate:g}"
     data = node_config("c", "timer", rate)

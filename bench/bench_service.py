@@ -112,7 +112,7 @@ def easy_requests(n: int, seed: int):
 
     from roboplan_ik_ros.core.model.scene import Scene
     from roboplan_ik_ros.node.message_conversions import pose_from_se3
-    from roboplan_ik_ros.node.mock_robot import load_robot
+    from roboplan_ik_ros.sim.mock_robot import load_robot
 
     urdf, srdf, pkgs, _ = load_robot("panda")
     scene = Scene(urdf, srdf, pkgs)

@@ -445,7 +445,7 @@ def run(args) -> int:
     spinner = threading.Thread(target=spin_until_shutdown, args=(executor, stop), daemon=True)
     spinner.start()
     node_log, mock_log = open(out / "node.log", "w"), open(out / "mock.log", "w")
-    mock = subprocess.Popen([sys.executable, "-m", "roboplan_ik_ros.node.mock_robot", *_ros_args(
+    mock = subprocess.Popen([sys.executable, "-m", "roboplan_ik_ros.sim.mock_robot", *_ros_args(
         {"rate_hz": float(args.rate), "strict_drive": "true", "command_period": 1.0 / args.rate,
          # as test/e2e.py: a starved mock publishes /joint_states late (the node goes stale) and takes its commands
          # in bursts, so its strict drive sees no gap between a stream and the re-seeded one after it

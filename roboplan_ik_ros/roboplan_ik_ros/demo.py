@@ -233,7 +233,7 @@ def run(args) -> int:
 
     control_rate = float(config.node.get("control_rate_hz", 500.0))
     children = [
-        Child("roboplan_ik_ros.node.mock_robot", {"rate_hz": 250.0, "strict_drive": True, "rt_priority": 40,
+        Child("roboplan_ik_ros.sim.mock_robot", {"rate_hz": 250.0, "strict_drive": True, "rt_priority": 40,
                                                   "joint_limits_file": limits_uri,
                                                   "command_period": 1.0 / control_rate}, out_dir / "mock_robot.log"),
         Child("roboplan_ik_ros.node.ik_controller", {"autostart": True, "config_file": args.config},
@@ -241,7 +241,7 @@ def run(args) -> int:
     ]
     if args.perceived_segment:  # a fixed depth camera: the table and the arm from the start, the box when told
         rec.perceived_box = perceived_box(scene.frame_pose(scene.named_configuration("default"), tip))
-        children.append(Child("roboplan_ik_ros.node.mock_camera", {
+        children.append(Child("roboplan_ik_ros.sim.mock_camera", {
             "topic": f"/{ns}/pointcloud", "box_size": list(PERCEIVED_BOX_SIZE),
             "box_position": [float(v) for v in rec.perceived_box.T_frame_obstacle.translation]}, out_dir / "mock_camera.log"))
     ok = True

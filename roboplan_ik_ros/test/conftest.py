@@ -125,7 +125,7 @@ def mock_robot(ros):
     tests start their own mocks as processes and need /joint_states to themselves)."""
     from rclpy.parameter import Parameter
 
-    from roboplan_ik_ros.node.mock_robot import MockRobot
+    from roboplan_ik_ros.sim.mock_robot import MockRobot
 
     node = MockRobot(parameter_overrides=[Parameter("rate_hz", value=250.0)])
     spinner = Spinner(node)

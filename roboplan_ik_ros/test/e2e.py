@@ -462,7 +462,7 @@ class Rig:
         name = unique("e2e_mock")
         KNOWN_NODES.add(name)
         n0 = len(self.rec.joint_states)
-        self.mock = Proc(name, "roboplan_ik_ros.node.mock_robot",
+        self.mock = Proc(name, "roboplan_ik_ros.sim.mock_robot",
                          {"rate_hz": 100.0, "strict_drive": True, "command_period": 0.002, "rt_priority": 40, **params},
                          self.log_dir,
                          remaps)

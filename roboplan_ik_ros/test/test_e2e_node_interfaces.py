@@ -228,7 +228,7 @@ def test_mock_camera_clouds_reach_the_node_and_its_box_shows_up(module_rig):
     _start(rig)
     name = e2e.unique("e2e_camera")
     e2e.KNOWN_NODES.add(name)
-    camera = e2e.Proc(name, "roboplan_ik_ros.node.mock_camera",
+    camera = e2e.Proc(name, "roboplan_ik_ros.sim.mock_camera",
                       {"topic": f"/{rig.ik.name}/pointcloud", "frame_id": ROOT_FRAME, "rate_hz": CAMERA_HZ,
                        "points": CAMERA_POINTS, "box_visible": False}, rig.log_dir)
     rig.procs.append(camera)

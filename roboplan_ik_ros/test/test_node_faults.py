@@ -138,7 +138,7 @@ def test_an_error_in_any_callback_stops_the_arm_and_takes_the_error_transition(r
     from roboplan_ik_ros.node.ik_controller import IKControllerNode
     from roboplan_ik_ros.node.message_conversions import pose_from_se3
     from roboplan_ik_ros.node.goal_inputs import GoalInputs
-    from roboplan_ik_ros.node.mock_camera import cloud_message
+    from roboplan_ik_ros.sim.mock_camera import cloud_message
     from roboplan_ik_ros.node.pointcloud_input import PointCloudInput
     from roboplan_ik_ros.node.service import SolveIKServer
 

@@ -39,11 +39,11 @@ def test_node_parameters_are_declared_by_the_node():
 
 def test_console_scripts_exist():
     import roboplan_ik_ros.node.ik_controller as ikc
-    import roboplan_ik_ros.node.mock_robot as mock
+    import roboplan_ik_ros.sim.mock_robot as mock
 
     setup = (LAUNCH.parents[1] / "setup.py").read_text()
     assert "ik_controller = roboplan_ik_ros.node.ik_controller:main" in setup
-    assert "mock_robot = roboplan_ik_ros.node.mock_robot:main" in setup
+    assert "mock_robot = roboplan_ik_ros.sim.mock_robot:main" in setup
     assert callable(ikc.main) and callable(mock.main)
 
 

@@ -166,7 +166,7 @@ def test_trigger_on_joint_states(make_node, mock_robot, tmp_path, refused, monke
 def test_mock_robot_velocity_interface_and_lag(ros):
     from std_msgs.msg import Float64MultiArray
 
-    from roboplan_ik_ros.node.mock_robot import MockRobot
+    from roboplan_ik_ros.sim.mock_robot import MockRobot
 
     mock = MockRobot(unique_name("mock"), parameter_overrides=[
         Parameter("command_interface", value="velocity"), Parameter("command_topic", value="/unused_velocity"),

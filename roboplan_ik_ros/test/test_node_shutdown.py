@@ -21,7 +21,7 @@ import rclpy
 from rclpy.parameter import Parameter
 from roboplan_ik_ros.node.ik_controller import IKControllerNode
 from roboplan_ik_ros.node.spin import make_executor, spin_until_shutdown
-from roboplan_ik_ros.node.mock_robot import MockRobot
+from roboplan_ik_ros.sim.mock_robot import MockRobot
 from roboplan_ik_ros.core.model.robots import load_example_robot
 
 rclpy.init()

@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from roboplan_ik_ros.node.strict_drive import StrictDrive
+from roboplan_ik_ros.sim.strict_drive import StrictDrive
 
 JOINTS = [f"panda_joint{i}" for i in range(1, 8)]
 A_MAX = np.array([15.0, 7.5, 10.0, 12.5, 15.0, 20.0, 20.0])  # Franka [rad/s^2]

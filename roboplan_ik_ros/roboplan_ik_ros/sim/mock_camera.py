@@ -44,9 +44,9 @@ from ..core.errors import InvalidInputError
 from ..core.model.depth_camera import CameraBox, DepthCamera, image_size, look_at
 from ..core.model.robots import EXAMPLE_ROBOTS
 from ..core.model.scene import Scene
-from .message_conversions import JointMap, xyz_cloud
+from ..node.message_conversions import JointMap, xyz_cloud
+from ..node.spin import spin_node_until_shutdown
 from .mock_robot import load_robot
-from .spin import spin_node_until_shutdown
 
 
 def _vector(value, name: str, n: int = 3, allow_empty: bool = False) -> np.ndarray:

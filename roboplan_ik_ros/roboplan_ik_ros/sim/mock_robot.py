@@ -84,10 +84,10 @@ from ..core.model.joint_limits_file import load_joint_limits
 from ..core.model.resources import resolve_path
 from ..core.model.robots import EXAMPLE_ROBOTS, example_robot_data_share, load_example_robot
 from ..core.model.scene import Scene
+from ..node.loop_thread import LoopThread, set_fifo_priority, shorten_gil_switch_interval
+from ..node.message_conversions import JointMap
+from ..node.spin import spin_node_until_shutdown
 from . import strict_drive as sd
-from .loop_thread import LoopThread, set_fifo_priority, shorten_gil_switch_interval
-from .message_conversions import JointMap
-from .spin import spin_node_until_shutdown
 
 LATCHED = QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.TRANSIENT_LOCAL)
 COMMAND_TYPES = ("forward_command", "joint_trajectory", "joint_state")

@@ -1,5 +1,5 @@
 """DepthCamera: what a fixed depth camera sees of boxes (a table, a box) and of the robot itself, by
-ray casting with numpy. The mock camera node (``node/mock_camera.py``) publishes it; tests use it to
+ray casting with numpy. The mock camera node (``sim/mock_camera.py``) publishes it; tests use it to
 make realistic clouds. ROS-free.
 
 One ray per pixel of a ``width`` x ``height`` pinhole image (horizontal field of view ``fov``), from
