@@ -156,16 +156,7 @@ class ControlLoop(LoopGoals, LoopView):
         self.notes.append(f"OInK: {oink.assembly} assembly, qp_solver {oink.qp_solver}"
                           + (f" ({oink.assembly_note})" if oink.assembly_note else ""))
         for b in self.ctrl.barriers:
-            if hasattr(b, "compiled_reason"):
-                self.notes.append(f"barrier {b.name!r}: collision distances "
-                                  + (f"in Python ({b.compiled_reason})" if not b.compiled else "compiled")
-                                  + f", {b.rows_per_pair} row(s) per pair")
-                if b.safe_displacement_gain > 0.0 and b.safe_displacement_max_weight is None:
-                    self.notes.append(
-                        f"barrier {b.name!r}: no safe_displacement_max_weight: its weight r/||J_h||^2 is unbounded, "
-                        "and a pair whose distance the joints barely change (a link near the base against a table: "
-                        "||J_h||^2 ~ 1e-9) outweighs the tasks and stops the arm short of its goal; 1.0 caps it "
-                        "(config/panda.yaml)")
+            self.notes += b.configure_notes()
         accel = self._accel
         self.guard = CommandGuard(scene, self.group, self._guard_v_max(), self.dt,
                                   None if accel is None else accel.a_max, None if accel is None else accel.j_max)
@@ -200,7 +191,7 @@ class ControlLoop(LoopGoals, LoopView):
         # goals through the followers above; a "velocities" goal is a reference set as it arrives, a stream zeroed
         # after streaming.command_timeout without a newer one (time of the latest here)
         self._direct_goals = {n: t.goal for n, t in self.ctrl.tasks.items()
-                              if getattr(t, "goal", "") and n not in self._smoothers and n not in self._jogs}
+                              if t.goal and n not in self._smoothers and n not in self._jogs}
         self._velocity_stamps: dict[str, float] = {}
         if accel is not None and settings.goal_smoothing.type not in ("max_acceleration", "jerk_limited"):
             self.notes.append(
@@ -391,7 +382,7 @@ class ControlLoop(LoopGoals, LoopView):
         self.settings.control_rate_hz = float(hz)
         self._build(self.dt, self.guard.last)
         for name, task in self.ctrl.tasks.items():
-            target = getattr(old.tasks[name], "target", None)  # a task kind without a target (damping) has none
+            target = old.tasks[name].target
             if target is not None:
                 task.set_target(target)
         self.guard.set_dt(self.dt)

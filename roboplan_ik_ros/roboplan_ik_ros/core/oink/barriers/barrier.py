@@ -185,6 +185,10 @@ class Barrier(ABC):
         """The steps the arm needs to brake to rest from its top speed (the acceleration limit's): a barrier
         that chooses which of its candidates get rows (a collision barrier) looks this far ahead."""
 
+    def configure_notes(self) -> list[str]:
+        """What the node logs about this barrier at configure (how it computes, a risky setting); none here."""
+        return []
+
     def row_hint(self, row: int) -> str:
         """What to change when ``row`` cannot be satisfied within the limits (the end of a failure status)."""
         return "relax the barrier or the joint limits"

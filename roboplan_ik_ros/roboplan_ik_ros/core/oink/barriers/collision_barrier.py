@@ -231,6 +231,18 @@ class CollisionBarrier(Barrier):
     def compiled_reason(self) -> str:
         return self.pairs.compiled_reason
 
+    def configure_notes(self) -> list[str]:
+        notes = [f"barrier {self.name!r}: collision distances "
+                 + (f"in Python ({self.compiled_reason})" if not self.compiled else "compiled")
+                 + f", {self.rows_per_pair} row(s) per pair"]
+        if self.safe_displacement_gain > 0.0 and self.safe_displacement_max_weight is None:
+            notes.append(
+                f"barrier {self.name!r}: no safe_displacement_max_weight: its weight r/||J_h||^2 is unbounded, "
+                "and a pair whose distance the joints barely change (a link near the base against a table: "
+                "||J_h||^2 ~ 1e-9) outweighs the tasks and stops the arm short of its goal; 1.0 caps it "
+                "(config/panda.yaml)")
+        return notes
+
     @property
     def row_names(self) -> list[str]:
         """"geometry1 <-> geometry2" per row (extra rows: "... (vertex)")."""

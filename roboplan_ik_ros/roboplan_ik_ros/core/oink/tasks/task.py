@@ -67,6 +67,9 @@ class Task(ABC):
     # "velocities" (the group's v [rad/s or m/s]: a stream)
     goal = ""
     goal_frame = ""
+    # The target set_target last took (the kind's own form: pin.SE3, a point, q, ...); None for a kind without one
+    # (damping) and until a target is set
+    target = None
 
     def __init__(self, robot: Robot, m: int, task_gain: float, lm_damping: float, priority: int, name: str) -> None:
         gain = check_key(task_gain, "tasks[].task_gain", f"{name}.task_gain")
