@@ -289,7 +289,7 @@ def test_normal_path_is_unchanged_inside_the_safe_sets(panda, monkeypatch):
             ref.tasks[0].set_target(T)
             res = c.solve(q)
             with monkeypatch.context() as m:
-                m.setattr(solver_module, "_most_violated_row", lambda barriers: None)
+                m.setattr(solver_module, "most_violated_row", lambda barriers, boundary=0.0: None)
                 expected = ref.solve(q)
             assert res.ok and not res.recovering, res.status
             assert np.array_equal(res.dq, expected.dq) and res.status == expected.status

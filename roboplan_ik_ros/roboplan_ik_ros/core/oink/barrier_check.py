@@ -182,3 +182,18 @@ def _check_floor(h: np.ndarray, tolerance: float) -> np.ndarray:
     (h >= -tolerance) may end ``tolerance`` (+ _BOUNDARY_SLIP) outside its safe set, a violated one may lose
     _RECOVERY_SLIP."""
     return np.where(h >= -tolerance, -tolerance - _BOUNDARY_SLIP, h - _RECOVERY_SLIP)
+
+
+def most_violated_row(barriers: Sequence[Barrier], boundary: float = 0.0) -> tuple[Barrier, int] | None:
+    """(barrier, row) with the least h among the rows dq = 0 violates (upper < 0), or None; rows with
+    -boundary <= h < 0 are on their boundary, not violated."""
+    worst: tuple[Barrier, int] | None = None
+    for b in barriers:
+        if b.upper.min(initial=np.inf) < 0.0:
+            violated = (b.upper < 0.0) & ~((b.value >= -boundary) & (b.value < 0.0))
+            if not violated.any():
+                continue
+            k = int(np.argmin(np.where(violated, b.value, np.inf)))
+            if worst is None or b.value[k] < worst[0].value[worst[1]]:
+                worst = (b, k)
+    return worst

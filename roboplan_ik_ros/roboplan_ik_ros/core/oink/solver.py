@@ -15,49 +15,23 @@ projector of the stacked Jacobians of all priority levels above k (N_1 = I):
     N_k = I - J_s^T (J_s J_s^T + lambda I)^{-1} J_s,    J_s = [J_1; ...; J_{k-1}]
 
 Weighted nullspace (``weighted_nullspace=True``; default off: RoboPlan's form above): J_s keeps only
-the rows whose weight is nonzero, J_s = [M_1 J_1; ...] with M = diag(W != 0) (a zeroed row is the same
-as a dropped one: it adds lambda to the diagonal of J_s J_s^T and nothing to N). A row its task does not
-care about (``orientation_cost: 0``) then no longer takes its direction from the levels below: a
-position-only frame task leaves 4 of the Panda's 7 joints to the posture task, not 1. Every row with a
-nonzero weight keeps exactly RoboPlan's projector and damping (N is the same to the bit when no weight
-is 0). The mask, not W itself (J_s = W J): with W, a row of cost w is damped as if lambda were lambda / w,
-so a small nonzero cost stops protecting its direction from lower priorities. Measured on the Panda
-(frame task at priority 1 with position cost 1 and orientation cost w holding the start pose; posture,
-weight 0.05, priority 2, asking joint 7 for +0.5 rad; 400 steps of the unconstrained optimum, 0.02 rad
-per step at most): with W the posture turned the hand by 0.40 rad against w = 1e-4 (mask: 1.1e-3 rad,
-as RoboPlan's form), 0.23 mrad against w = 1e-2 (mask: 0.011 mrad), and raised the top task's position
-error tenfold at w = 1e-2 (4.6e-6 m against 4.2e-7 m) (test_oink_weighted_nullspace.py, which keeps
-these). Priority stays strict for every nonzero cost; only an exact 0 frees a direction.
+the rows whose weight is nonzero (J_s = [M_1 J_1; ...], M = diag(W != 0)), so a row its task does not care
+about (``orientation_cost: 0``) no longer takes its direction from the levels below; every row with a nonzero
+weight keeps RoboPlan's projector exactly. Why a mask and not W, and what the unweighted form does with a
+zero-weight row (measured): docs/formulation.md, "Weighted nullspace".
 
-What the unweighted form does with a zero-weight row: nothing but lambda (and the other diagonal terms
-of H) resists a step along it, and the damped projector passes lambda / sigma^2 of the lower level's
-pull there, so a lower task still moves it by ~ w_low / sigma^2 of its error per step (lambda cancels:
-with a position-only top task, the posture above gets joint 7 to 2.2e-4 rad of its target in 100 steps,
-velocity-limited 20 steps with the option). Any larger diagonal term of H stops that leak (a barrier's
-safe-displacement weight r / ||J_h||^2, 0.77 for panda.yaml's workspace box; LM damping while the top
-task has an error): the direction is then frozen, 0.47 rad of that posture error left after 300 steps
-(2.7e-10 with the option; test_oink_weighted_nullspace.py).
-
-Recovery: a barrier row with a negative bound h_b (dq = 0 violates it: the robot is outside that
-barrier's safe set, or inside its safety margin) may demand more inward motion than the limits
-allow, and the QP above would be infeasible. Whenever some row has h_b < 0, OInK solves the slack
-problem instead, with one slack s_i [m] per barrier row:
+Recovery: whenever some barrier row has h_b < 0 (dq = 0 violates it), OInK solves the slack problem
+instead (slack_problems.py), one slack s_i [m] per barrier row:
 
     min_{dq, s}  1/2 dq^T H dq + c^T dq + rho_1 sum(s) + rho_2/2 ||s||^2
     s.t.         the box and the other hard limits (never relaxed)
                  G_b dq - s <= h_b
                  0 <= s_i <= max(0, -h_b,i)
 
-The bound on s keeps every row that dq = 0 satisfies hard (a recovery never gives up another row's
-safety) and lets a violated row relax at most to ``G_b,i dq <= 0``: its h never decreases (to first
-order). The linear term makes the penalty exact: while rho_1 = ``barrier_slack_penalty`` exceeds the
-multiplier the tasks put on a row, that row gets no slack if the QP above is feasible (the step is
-that QP's) and otherwise only what the limits force, so the robot moves back as fast as the
-limits allow and the tasks use whatever freedom remains. rho_2 = rho_1 / SLACK_QUADRATIC_LENGTH (slack_problems.py)
-makes the problem strictly convex in s and spreads an unavoidable violation over the rows. (A large
-quadratic-only penalty, rho_2 ~ 1e6, is inexact by s = multiplier / rho_2 - the robot settles ~10 um
-outside - and OSQP mostly hits max_iter on it once the limits bind: its multipliers dwarf H.)
-A violated row that no step within the box can move back is reported as a failure.
+so a row that dq = 0 satisfies stays hard and a violated one relaxes at most to ``G_b,i dq <= 0``; the
+exact penalty rho_1 = ``barrier_slack_penalty`` gives no slack where the QP above is feasible (why this
+form, and rho_2: docs/formulation.md, "Recovery"). A violated row that no step within the box can move
+back is reported as a failure.
 
 Solving: if the unconstrained minimizer -H^{-1} c satisfies every constraint (barrier rows at their
 unrelaxed bounds), it is the optimum of both problems (s = 0 there) and is returned without a QP
@@ -108,7 +82,7 @@ from ..errors import InvalidInputError, check_positive
 from ..model.scene import Scene
 from . import compiled_assembly
 from .compiled_assembly import CompiledAssembly, load_kernel
-from .barrier_check import BarrierCheck
+from .barrier_check import BarrierCheck, most_violated_row
 from .barriers.barrier import Barrier
 from .osqp_workspace import OsqpResult, OsqpWorkspace
 from .qp_layout import INF, QpLayout
@@ -123,7 +97,6 @@ except ImportError:  # a colcon install without `pip install daqp`: only qp_solv
     daqp = None
 
 QP_SOLVERS = ("daqp", "osqp")
-# [m]: rho_2 = rho_1 / this, so the quadratic part of the slack penalty adds 1 % to its slope at s = 1 mm.
 _OSQP_SOLVED = (osqp.SolverStatus.OSQP_SOLVED, osqp.SolverStatus.OSQP_SOLVED_INACCURATE)
 _OSQP_MAX_ITER = osqp.SolverStatus.OSQP_MAX_ITER_REACHED
 _DAQP_STATUS = {
@@ -362,7 +335,7 @@ class Oink(BarrierCheck):
                 if not self._build_limits(q, lay):
                     raise ValueError("a limit's bounds change shape from one call to the next")
             if lay.barrier_upper.size and lay.barrier_upper.min() < 0.0:
-                violated = _most_violated_row(barriers, self.boundary_tolerance)
+                violated = most_violated_row(barriers, self.boundary_tolerance)
                 if violated is not None:
                     return self._solve_recovery(lay, *violated)
             return self._solve_qp(lay)
@@ -402,14 +375,14 @@ class Oink(BarrierCheck):
             for b in lay.kernel_barriers:
                 b.constraint(self.barrier_reference, self.barrier_braking)
             if lay.barrier_upper.size and lay.barrier_upper.min() < 0.0:
-                violated = _most_violated_row(barriers, self.boundary_tolerance)
+                violated = most_violated_row(barriers, self.boundary_tolerance)
                 if violated is not None:
                     return self._solve_recovery(lay, *violated)
             return self._solve_qp(lay, shortcut=self.unconstrained_shortcut, box_conflict=True)
         if code == compiled_assembly.VIOLATED_BARRIER or (
             lay.python_barriers and lay.barrier_upper.size and lay.barrier_upper.min() < 0.0
         ):
-            violated = _most_violated_row(barriers, self.boundary_tolerance)
+            violated = most_violated_row(barriers, self.boundary_tolerance)
             if violated is not None:
                 return self._solve_recovery(lay, *violated)
         if code == compiled_assembly.SHORTCUT_FEASIBLE:
@@ -704,6 +677,7 @@ class Oink(BarrierCheck):
                 )
         return ""
 
+
 def _set_compiled_box(q: np.ndarray, ca: CompiledAssembly) -> bool:
     """Hand the box limits' bounds at q to the kernel; False if one of them no longer is a box."""
     for k, lim in enumerate(ca.box):
@@ -721,18 +695,3 @@ def _daqp_status(flag: int) -> str:
 def _osqp_solved(res: OsqpResult) -> bool:
     """OSQP solved (possibly inaccurately) with a finite solution."""
     return res.status_val in _OSQP_SOLVED and res.x is not None and np.isfinite(res.x).all()
-
-
-def _most_violated_row(barriers: Sequence[Barrier], boundary: float = 0.0) -> tuple[Barrier, int] | None:
-    """(barrier, row) with the least h among the rows dq = 0 violates (upper < 0), or None; rows with
-    -boundary <= h < 0 are on their boundary, not violated."""
-    worst: tuple[Barrier, int] | None = None
-    for b in barriers:
-        if b.upper.min(initial=np.inf) < 0.0:
-            violated = (b.upper < 0.0) & ~((b.value >= -boundary) & (b.value < 0.0))
-            if not violated.any():
-                continue
-            k = int(np.argmin(np.where(violated, b.value, np.inf)))
-            if worst is None or b.value[k] < worst[0].value[worst[1]]:
-                worst = (b, k)
-    return worst
