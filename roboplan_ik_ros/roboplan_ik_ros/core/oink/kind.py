@@ -4,8 +4,8 @@ A kind module (``tasks/frame_task.py``, ``barriers/position_barrier.py``, ...) h
 
 - its YAML keys: a dataclass derived from its section's base (:class:`~.tasks.task.TaskConfig`,
   :class:`~.limits.limit.LimitConfig`, :class:`~.barriers.barrier.BarrierConfig`), each key declared with
-  :func:`key`: default, accepted :class:`~..errors.Range`, size, and, for a key that can change while the
-  node runs, the runtime parameter's description;
+  :func:`~..keys.key`: default, accepted :class:`~..errors.Range`, size, and, for a key that can change while
+  the node runs, the runtime parameter's description;
 - its builder, ``build(config, context) -> object``, with :class:`BuildContext` the robot, the control
   period and the starting configuration;
 - a :func:`register` call.
@@ -26,28 +26,11 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import InvalidInputError, Range
+from ..errors import InvalidInputError
 from ..ranges import RANGES
 from .robot import Robot
 
 SECTIONS = ("tasks", "limits", "barriers")
-
-
-def key(default: Any = dataclasses.MISSING, *, factory: Callable[[], Any] | None = None, range: Range | None = None,
-        size: int | None = None, runtime: str = "") -> Any:
-    """A YAML key of a kind's config dataclass.
-
-    Args:
-        range: the numbers it accepts (checked when the YAML is loaded, by the built object and by its
-            runtime parameter: one declaration); None: its type alone is checked (and the kind's own checks).
-        size: None one number; n one number or n of them (per axis); -1 one number or one per joint of
-            the group (its length is checked when the kind is built).
-        runtime: the description of its runtime parameter (``<section>.<name>.<key>``); "" = none.
-    """
-    metadata = {"range": range, "size": size, "runtime": runtime}
-    if factory is not None:
-        return dataclasses.field(default_factory=factory, metadata=metadata)
-    return dataclasses.field(default=default, metadata=metadata)
 
 
 @dataclass(frozen=True)
@@ -137,26 +120,14 @@ def kind_of(section: str, type: Any, path: str) -> Kind:
     return known[type]
 
 
-def foreign_key_error(section: str, kind: Kind, key: str, path: str) -> InvalidInputError:
+def foreign_key_error(section: str, kind: Kind, name: str, path: str) -> InvalidInputError:
     """The error for a key that ``kind`` does not take: if another kind of the section takes it, say so."""
     others = {k.config: k.type for k in reversed(kinds(section).values())  # one name per config (the first)
-              if k.config is not kind.config and key in k.keys()}.values()
+              if k.config is not kind.config and name in k.keys()}.values()
     if others:
-        return InvalidInputError(f"{path}.{key}: does not apply to type {kind.type!r} (it is a key of type "
+        return InvalidInputError(f"{path}.{name}: does not apply to type {kind.type!r} (it is a key of type "
                                  f"{' / '.join(repr(t) for t in others)}); remove it")
-    return InvalidInputError(f"{path}.{key}: unknown key; valid keys: {', '.join(kind.keys())}")
-
-
-def check_ranges(config: Any, path: str) -> None:
-    """Check every key of ``config`` that declares a range (None values are left to the kind: "not set")."""
-    for f in dataclasses.fields(config):
-        rng = f.metadata.get("range")
-        value = getattr(config, f.name)
-        if rng is not None and value is not None:
-            size = f.metadata.get("size")
-            reason = rng.reason(value, size)
-            if reason:
-                raise InvalidInputError(f"{path}.{f.name}: {reason}")
+    return InvalidInputError(f"{path}.{name}: unknown key; valid keys: {', '.join(kind.keys())}")
 
 
 @dataclass(frozen=True)

@@ -33,8 +33,9 @@ import numpy as np
 import pinocchio as pin
 
 from ...errors import Range, check_positive
+from ...keys import check_declared, key
 from ...ranges import check_key
-from ..kind import check_ranges, declare_ranges, key
+from ..kind import declare_ranges
 
 if TYPE_CHECKING:
     from ..robot import Robot
@@ -60,7 +61,7 @@ class BarrierConfig:
 
     def validate(self, path: str) -> None:
         """Check the keys' ranges and the kind's own rules (an InvalidInputError naming the key under ``path``)."""
-        check_ranges(self, path)
+        check_declared(self, path)
 
     def barrier_keys(self) -> dict[str, Any]:
         """The keys every barrier's constructor takes, from this config."""

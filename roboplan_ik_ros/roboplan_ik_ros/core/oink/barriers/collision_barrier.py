@@ -10,7 +10,8 @@ import pinocchio as pin
 
 from ...errors import InvalidInputError, check_positive
 from ...model.closest_pairs import ClosestPairs, empty_distances
-from ..kind import BuildContext, key, register
+from ...keys import key
+from ..kind import BuildContext, register
 from .barrier import Barrier, BarrierConfig
 from .collision_rows import CollisionRows, RowVertices, python_rows
 

@@ -16,7 +16,8 @@ import numpy as np
 import pinocchio as pin
 
 from ...errors import Range
-from ..kind import BuildContext, key, register
+from ...keys import key
+from ..kind import BuildContext, register
 from ..tasks.com_task import WholeBodyCom
 from .axis_box import AXES, AxisBox
 from .barrier import Barrier, BarrierConfig

@@ -26,7 +26,8 @@ import pinocchio as pin
 
 from ...errors import InvalidInputError, Range
 from ...ranges import check_key
-from ..kind import BuildContext, key, register
+from ...keys import key
+from ..kind import BuildContext, register
 from .barrier import Barrier, BarrierConfig
 
 if TYPE_CHECKING:

@@ -8,7 +8,8 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pinocchio as pin
 
-from ..kind import BuildContext, key, register
+from ...keys import key
+from ..kind import BuildContext, register
 from .axis_box import AXES, AxisBox
 from .barrier import Barrier, BarrierConfig
 

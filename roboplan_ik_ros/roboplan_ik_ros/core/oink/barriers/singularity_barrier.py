@@ -25,7 +25,8 @@ import numpy as np
 import pinocchio as pin
 
 from ...errors import Range, check_positive
-from ..kind import BuildContext, key, register
+from ...keys import key
+from ..kind import BuildContext, register
 from .barrier import Barrier, BarrierConfig
 
 if TYPE_CHECKING:

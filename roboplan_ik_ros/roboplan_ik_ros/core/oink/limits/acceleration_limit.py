@@ -41,8 +41,9 @@ from typing import TYPE_CHECKING, Union
 import numpy as np
 
 from ...errors import InvalidInputError, as_vector, check_positive
+from ...keys import key
 from ..compiled_assembly import AccelerationBox, load_acceleration_box
-from ..kind import BuildContext, key, register
+from ..kind import BuildContext, register
 from .limit import Bounds, Limit, LimitConfig
 
 if TYPE_CHECKING:

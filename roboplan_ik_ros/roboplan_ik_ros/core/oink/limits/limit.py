@@ -8,7 +8,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from ..kind import check_ranges
+from ...keys import check_declared
 
 
 class Bounds(NamedTuple):
@@ -28,7 +28,7 @@ class LimitConfig:
 
     def validate(self, path: str) -> None:
         """Check the keys' ranges and the kind's own rules (an InvalidInputError naming the key under ``path``)."""
-        check_ranges(self, path)
+        check_declared(self, path)
 
 
 class Limit(ABC):

@@ -8,7 +8,8 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from ...errors import Range
-from ..kind import BuildContext, key, register
+from ...keys import key
+from ..kind import BuildContext, register
 from .limit import Bounds, Limit, LimitConfig
 
 if TYPE_CHECKING:

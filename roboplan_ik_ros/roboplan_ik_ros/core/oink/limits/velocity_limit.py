@@ -8,7 +8,8 @@ from typing import TYPE_CHECKING, Union
 import numpy as np
 
 from ...errors import InvalidInputError, as_vector, check_positive
-from ..kind import BuildContext, key, register
+from ...keys import key
+from ..kind import BuildContext, register
 from .limit import Bounds, Limit, LimitConfig
 
 if TYPE_CHECKING:

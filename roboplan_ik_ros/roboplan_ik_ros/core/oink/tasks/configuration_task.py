@@ -10,7 +10,8 @@ import pinocchio as pin
 
 from ...errors import InvalidInputError, Range, as_vector
 from ...ranges import check_key
-from ..kind import BuildContext, key, register
+from ...keys import key
+from ..kind import BuildContext, register
 from .joint_target_task import JointTargetTask
 from .task import TaskConfig
 

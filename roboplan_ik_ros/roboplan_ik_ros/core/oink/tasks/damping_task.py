@@ -9,7 +9,8 @@ import numpy as np
 import pinocchio as pin
 
 from ...errors import Range
-from ..kind import BuildContext, key, register
+from ...keys import key
+from ..kind import BuildContext, register
 from .step_reference_task import StepReferenceTask
 from .task import TaskConfig
 

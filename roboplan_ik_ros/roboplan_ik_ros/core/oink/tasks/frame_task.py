@@ -10,7 +10,8 @@ import numpy as np
 import pinocchio as pin
 
 from ...errors import InvalidInputError, Range
-from ..kind import BuildContext, key, register
+from ...keys import key
+from ..kind import BuildContext, register
 from .pose_task import PoseTask
 from .task import TaskConfig
 

@@ -11,8 +11,9 @@ import numpy as np
 import pinocchio as pin
 
 from ...errors import InvalidInputError, Range
+from ...keys import check_declared, key
 from ...ranges import check_key
-from ..kind import check_ranges, declare_ranges, key
+from ..kind import declare_ranges
 
 if TYPE_CHECKING:
     from ..robot import Robot
@@ -32,7 +33,7 @@ class TaskConfig:
 
     def validate(self, path: str) -> None:
         """Check the keys' ranges and the kind's own rules (an InvalidInputError naming the key under ``path``)."""
-        check_ranges(self, path)
+        check_declared(self, path)
 
 
 declare_ranges("tasks", TaskConfig)
