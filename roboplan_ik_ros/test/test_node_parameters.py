@@ -51,7 +51,8 @@ def test_unconfigured_node_says_the_runtime_parameters_come_with_configure(ros):
 def test_choice_parameters_describe_every_valid_value():
     """``ros2 param describe`` of a choice parameter names every value its validator accepts (the
     goal_smoothing.type description once missed max_acceleration, panda.yaml's own choice)."""
-    from roboplan_ik_ros.core.control.loop_config import SMOOTHING, STALE_BEHAVIORS, STATE_FEEDBACK
+    from roboplan_ik_ros.core.control.goal_followers import SMOOTHING
+    from roboplan_ik_ros.core.control.loop_config import STALE_BEHAVIORS, STATE_FEEDBACK
     from roboplan_ik_ros.core.control.twist_follower import COMMAND_IN_TYPES
     from roboplan_ik_ros.node.node_config import load_node_config
     from roboplan_ik_ros.node.parameters import loop_specs

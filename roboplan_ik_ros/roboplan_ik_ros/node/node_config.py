@@ -14,24 +14,15 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Mapping, Union
 
 from ..core.config import from_mapping
-from ..core.control.loop_config import LoopConfig, check_choice, check_loop_config
+from ..core.control.loop_config import LoopConfig, check_loop_config
 from ..core.control.loop_config import LOOP_KEYS, load_loop_config, split_node_section
 from ..core.errors import InvalidInputError, Range
+from ..core.keys import check_declared, key
 
 OUTPUT_TYPES = ("forward_command", "joint_trajectory", "joint_state")
 INTERFACES = ("position", "velocity")
 TRIGGERS = ("timer", "joint_states")
 MAX_LOOP_PRIORITY = 99  # SCHED_FIFO's highest (Linux)
-# The ROS-side keys' ranges (the control loop's are in core/ranges.py, with the runtime parameters')
-_RANGES = {
-    "activation_timeout": Range(lo_open=True, unit="s"),
-    "status_rate_hz": Range(0.0, 100.0, lo_open=True, unit="Hz"),
-    "diagnostics_rate_hz": Range(0.0, 100.0, lo_open=True, unit="Hz"),
-    "quaternion_tolerance": Range(0.0, 0.5, lo_open=True),
-    "tf_timeout": Range(unit="s"),
-}
-_TIME_FROM_START = Range(unit="s")
-_MARKER_SCALE = Range(lo_open=True, unit="m")
 
 
 def trigger_feedback_reason(trigger: str, state_feedback: str) -> str:
@@ -53,23 +44,24 @@ class OutputConfig:
     (position and velocity).
     """
 
-    type: str = "forward_command"
-    interface: str = "position"
+    type: str = key("forward_command", choices=OUTPUT_TYPES)
+    interface: str = key("position", choices=INTERFACES)
     topic: str = "/forward_position_controller/commands"
     joints: list[str] = field(default_factory=list)  # output order; [] = the group's joints
-    time_from_start: float = 0.0  # [s] joint_trajectory point; 0 = one control period
+    time_from_start: float = key(0.0, range=Range(unit="s"))  # joint_trajectory point; 0 = one control period
 
 
 @dataclass
 class MarkersConfig:
     enabled: bool = True  # visualization_msgs markers on ~/markers (goals, barrier boxes)
     interactive: bool = True  # a 6-DOF interactive marker per frame task (needs interactive_markers)
-    scale: float = 0.1  # [m] size of the goal axes
+    scale: float = key(0.1, range=Range(lo_open=True, unit="m"))  # size of the goal axes
 
 
 @dataclass
 class NodeConfig(LoopConfig):
-    trigger: str = "timer"  # "joint_states": step on each /joint_states message (measured feedback only)
+    # "joint_states": step on each /joint_states message (measured feedback only)
+    trigger: str = key("timer", choices=TRIGGERS)
     # SCHED_FIFO priority (1-99) of the thread that runs the ticks (timer: control_loop; joint_states:
     # the executor's thread while active), as ros2_control's thread_priority; 0 = the normal
     # scheduler. Refused (no rtprio limit or CAP_SYS_NICE): logged, and the ticks run at normal priority.
@@ -79,20 +71,23 @@ class NodeConfig(LoopConfig):
     # process that preempts one of them while it holds it stalls the loop for a scheduler slice (the GIL has no
     # priority inheritance). null = one below loop_priority (0 when that is 0); 0 = the normal scheduler.
     other_threads_priority: Union[None, int] = None
-    activation_timeout: float = 5.0  # [s] on_activate waits this long for a first /joint_states
+    # on_activate waits this long for a first /joint_states
+    activation_timeout: float = key(5.0, range=Range(lo_open=True, unit="s"))
     joint_states_topic: str = "/joint_states"
-    status_rate_hz: float = 10.0  # ~/status
-    diagnostics_rate_hz: float = 2.0  # /diagnostics
-    quaternion_tolerance: float = 0.01  # | |q| - 1 | above this rejects a goal (below: normalized)
-    tf_timeout: float = 0.05  # [s] frames outside the robot model, through tf2_ros
+    status_rate_hz: float = key(10.0, range=Range(0.0, 100.0, lo_open=True, unit="Hz"))  # ~/status
+    diagnostics_rate_hz: float = key(2.0, range=Range(0.0, 100.0, lo_open=True, unit="Hz"))  # /diagnostics
+    # | |q| - 1 | above this rejects a goal (below: normalized)
+    quaternion_tolerance: float = key(0.01, range=Range(0.0, 0.5, lo_open=True))
+    tf_timeout: float = key(0.05, range=Range(unit="s"))  # frames outside the robot model, through tf2_ros
     outputs: list[OutputConfig] = field(default_factory=lambda: [OutputConfig()])
-    markers: MarkersConfig = field(default_factory=MarkersConfig)
+    markers: MarkersConfig = key(factory=MarkersConfig)
 
 
 def check_node_config(cfg: NodeConfig, path: str = "node") -> NodeConfig:
-    """Range and choice checks of a parsed :class:`NodeConfig` (also used for runtime updates)."""
+    """Range and choice checks of a parsed :class:`NodeConfig` (also used for runtime updates): the declared ones
+    (core/keys.py: the loop's keys, these, markers, each output), then the rules between keys."""
     check_loop_config(cfg, path)
-    check_choice(cfg.trigger, TRIGGERS, f"{path}.trigger")
+    check_declared(cfg, path)
     reason = trigger_feedback_reason(cfg.trigger, cfg.state_feedback)
     if reason:
         raise InvalidInputError(f"{path}.state_feedback: {reason}")
@@ -110,8 +105,6 @@ def check_node_config(cfg: NodeConfig, path: str = "node") -> NodeConfig:
             raise InvalidInputError(
                 f"{path}.other_threads_priority: {other} is not below loop_priority ({cfg.loop_priority}): those "
                 f"threads would take the CPU from the ticks; expected an integer below it, 0, or null (one below it)")
-    for key, rng in _RANGES.items():
-        rng.check(getattr(cfg, key), f"{path}.{key}")
     if not cfg.joint_states_topic:
         raise InvalidInputError(f"{path}.joint_states_topic: expected a topic name")
     if not cfg.outputs:
@@ -119,8 +112,7 @@ def check_node_config(cfg: NodeConfig, path: str = "node") -> NodeConfig:
     topics = set()
     for k, out in enumerate(cfg.outputs):
         p = f"{path}.outputs[{k}]"
-        check_choice(out.type, OUTPUT_TYPES, f"{p}.type")
-        check_choice(out.interface, INTERFACES, f"{p}.interface")
+        check_declared(out, p)
         if out.type != "forward_command" and out.interface != "position":
             raise InvalidInputError(f"{p}.interface: {out.type} outputs carry positions; use interface: position")
         if not out.topic:
@@ -130,8 +122,6 @@ def check_node_config(cfg: NodeConfig, path: str = "node") -> NodeConfig:
         topics.add(out.topic)
         if len(set(out.joints)) != len(out.joints):
             raise InvalidInputError(f"{p}.joints: duplicate joint names in {out.joints}")
-        _TIME_FROM_START.check(out.time_from_start, f"{p}.time_from_start")
-    _MARKER_SCALE.check(cfg.markers.scale, f"{path}.markers.scale")
     return cfg
 
 

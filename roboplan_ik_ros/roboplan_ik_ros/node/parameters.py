@@ -19,9 +19,9 @@ from typing import Any
 
 from rcl_interfaces.msg import ParameterDescriptor, ParameterType
 
-from ..core.control.loop_config import SMOOTHING, STALE_BEHAVIORS, STATE_FEEDBACK
-from ..core.control.twist_follower import COMMAND_IN_TYPES
+from ..core.control.loop_config import LoopConfig
 from ..core.errors import Range
+from ..core.keys import choice_reason, runtime_fields
 from ..core.oink.kind import runtime_keys
 from ..core.ranges import RANGES
 from .node_config import trigger_feedback_reason
@@ -62,10 +62,7 @@ def _in_words(key: str) -> str:
 
 
 def choice_check(valid: tuple[str, ...]) -> Callable[[Any], str]:
-    def check(value: Any) -> str:
-        return "" if value in valid else f"unknown value {value!r}; valid: {', '.join(valid)}"
-
-    return check
+    return lambda value: choice_reason(value, valid)
 
 
 def _double_or_array(value: Any) -> tuple[Any, int]:
@@ -120,53 +117,44 @@ def barrier_specs(bc: Any, get_barrier: Callable[[str], Any]) -> list[ParamSpec]
 
 def loop_specs(node_cfg, apply_rate: Callable[[float], None], apply_feedback: Callable[[str], None],
                apply_divergence: Callable[[float], None]) -> list[ParamSpec]:
-    """Control rate, state feedback, stale handling and goal smoothing (``node_cfg`` is the live NodeConfig)."""
-    gs, st = node_cfg.goal_smoothing, node_cfg.streaming
+    """The runtime parameters of the ``node:`` section (``node_cfg`` is the live NodeConfig): every key its
+    dataclasses declare with a runtime description (core/control/loop_config.py: rate, state feedback, stale
+    handling, goal smoothing, streaming), with the declared range or choices. Three change more than their
+    value (``apply_*``); ``state_feedback`` also meets the trigger's rule, as in the YAML."""
+    applies = {"control_rate_hz": apply_rate, "state_feedback": apply_feedback,
+               "max_state_divergence": apply_divergence}
+    rules = {"state_feedback": lambda value: trigger_feedback_reason(node_cfg.trigger, value)}
+    specs = []
+    for name, f in runtime_fields(node_cfg):
+        *sections, attr = name.split(".")
+        owner = node_cfg
+        for section in sections:
+            owner = getattr(owner, section)
+        choices, what = f.metadata.get("choices"), f.metadata["runtime"]
+        apply = applies.get(name) or _setter(owner, attr, str if choices else float)
+        if choices:
+            rule = rules.get(name)
+            specs.append(ParamSpec(name, getattr(owner, attr),
+                                   _descriptor(what, ParameterType.PARAMETER_STRING),
+                                   _choice_and_rule(choices, rule), apply))
+        else:
+            specs.append(_number(name, getattr(owner, attr), f"node.{name}", what, apply))
+    return specs
 
-    def set_attr(obj, field, conv=float):
-        return lambda v: setattr(obj, field, conv(v))
 
-    def feedback_check(value: Any) -> str:  # the YAML's rule: trigger joint_states needs measured feedback
-        return choice_check(STATE_FEEDBACK)(value) or trigger_feedback_reason(node_cfg.trigger, value)
+def _setter(obj: Any, field: str, conv: Callable[[Any], Any]) -> Callable[[Any], None]:
+    return lambda value: setattr(obj, field, conv(value))
 
-    def number(name: str, obj: Any, what: str, apply: Callable[[Any], None] | None = None) -> ParamSpec:
-        field = name.rpartition(".")[2]
-        return _number(name, getattr(obj, field), f"node.{name}", what, apply or set_attr(obj, field))
 
-    return [
-        number("control_rate_hz", node_cfg, "control loop rate", apply_rate),
-        ParamSpec("state_feedback", node_cfg.state_feedback,
-                  _descriptor("commanded: integrate own output (resync on divergence); measured: step from "
-                              "/joint_states (the only one with trigger joint_states)", ParameterType.PARAMETER_STRING),
-                  feedback_check, apply_feedback),
-        number("max_state_divergence", node_cfg, "commanded feedback: the command leads the measured state by at "
-               "most this", apply_divergence),
-        number("state_timeout", node_cfg, "stale after no valid /joint_states for this long"),
-        ParamSpec("stale_behavior", node_cfg.stale_behavior,
-                  _descriptor("stale /joint_states: stop (publish nothing) | hold (repeat the last command)",
-                              ParameterType.PARAMETER_STRING),
-                  choice_check(STALE_BEHAVIORS), set_attr(node_cfg, "stale_behavior", str)),
-        ParamSpec("goal_smoothing.type", gs.type,
-                  _descriptor("target smoothing of a new goal: " + " | ".join(SMOOTHING), ParameterType.PARAMETER_STRING),
-                  choice_check(SMOOTHING), set_attr(gs, "type", str)),
-        number("goal_smoothing.time_constant", gs, "low_pass time constant"),
-        number("goal_smoothing.max_linear_speed", gs, "max_speed, max_acceleration, jerk_limited: target speed"),
-        number("goal_smoothing.max_angular_speed", gs, "max_speed, max_acceleration, jerk_limited: target angular speed"),
-        number("streaming.speed_override", st, "scales every streamed twist and joint jog"),
-        ParamSpec("streaming.command_in_type", st.command_in_type,
-                  _descriptor("unitless: twist components in [-1, 1] times the max speeds; speed_units: m/s, rad/s",
-                              ParameterType.PARAMETER_STRING),
-                  choice_check(COMMAND_IN_TYPES), set_attr(st, "command_in_type", str)),
-        number("streaming.max_linear_speed", st, "streamed twists: linear speed of the task frame"),
-        number("streaming.max_angular_speed", st, "streamed twists: angular speed of the task frame"),
-        number("streaming.command_timeout", st, "a stream older than this is braked to a stop"),
-    ]
+def _choice_and_rule(choices: tuple[str, ...], rule: Callable[[Any], str] | None) -> Callable[[Any], str]:
+    check = choice_check(choices)
+    return check if rule is None else (lambda value: check(value) or rule(value))
 
 
 # ------------------------------------------------------------------------------------ unknown names
 #: Prefixes of the parameters that exist only while the node is configured (declared from the YAML).
-RUNTIME_PREFIXES = ("control_rate_hz", "state_feedback", "max_state_divergence", "state_timeout", "stale_behavior",
-                    "tasks.", "barriers.", "goal_smoothing.", "streaming.")
+RUNTIME_PREFIXES = (*dict.fromkeys(name if "." not in name else name.split(".")[0] + "."
+                                  for name, _ in runtime_fields(LoopConfig)), "tasks.", "barriers.")
 _LISTED = 30  # names listed before "(and N more)"
 
 

@@ -11,27 +11,37 @@ from dataclasses import dataclass
 import numpy as np
 import pinocchio as pin
 
+from ..errors import Range
+from ..keys import key
 from .leash import leash_target
 from .pose_shaper import PoseShaper
+
+SMOOTHING = ("none", "low_pass", "max_speed", "max_acceleration", "jerk_limited")
+
 
 @dataclass
 class GoalSmoothingConfig:
     """How the task target follows a new goal: at once, by a first-order low-pass, at a bounded speed,
     at a bounded speed and acceleration, braking to arrive at rest, or at a bounded speed, acceleration and
-    jerk (Ruckig's time-optimal trajectory: a straight line and a fixed axis, arriving together at rest)."""
+    jerk (Ruckig's time-optimal trajectory: a straight line and a fixed axis, arriving together at rest).
+    The ``node.goal_smoothing`` keys, each declared once (core/keys.py: YAML check, runtime parameter, docs)."""
 
-    type: str = "jerk_limited"  # none | low_pass | max_speed | max_acceleration | jerk_limited
-    time_constant: float = 0.1  # [s] low_pass
-    max_linear_speed: float = 0.5  # [m/s] max_speed, max_acceleration, jerk_limited
-    max_angular_speed: float = 1.5  # [rad/s] max_speed, max_acceleration, jerk_limited
-    max_linear_acceleration: float = 1.0  # [m/s^2] max_acceleration, jerk_limited
-    max_angular_acceleration: float = 6.0  # [rad/s^2] max_acceleration, jerk_limited
-    max_linear_jerk: float = 50.0  # [m/s^3] jerk_limited
-    max_angular_jerk: float = 300.0  # [rad/s^3] jerk_limited
-    # the target stays within this of the frame's actual pose (every type but none):
-    # a goal the arm cannot reach (a barrier, a limit, out of reach) does not wind the target up
-    leash_distance: float = 0.05  # [m]
-    leash_angle: float = 0.35  # [rad]
+    type: str = key("jerk_limited", choices=SMOOTHING, runtime="target smoothing of a new goal: " + " | ".join(SMOOTHING))
+    time_constant: float = key(0.1, range=Range(0.0, 60.0, lo_open=True, unit="s"),
+                               runtime="low_pass time constant")
+    max_linear_speed: float = key(0.5, range=Range(0.0, 100.0, lo_open=True, unit="m/s"),
+                                  runtime="max_speed, max_acceleration, jerk_limited: target speed")
+    max_angular_speed: float = key(1.5, range=Range(0.0, 100.0, lo_open=True, unit="rad/s"),
+                                   runtime="max_speed, max_acceleration, jerk_limited: target angular speed")
+    # max_acceleration, jerk_limited
+    max_linear_acceleration: float = key(1.0, range=Range(lo_open=True, unit="m/s^2"))
+    max_angular_acceleration: float = key(6.0, range=Range(lo_open=True, unit="rad/s^2"))
+    max_linear_jerk: float = key(50.0, range=Range(lo_open=True, unit="m/s^3"))  # jerk_limited
+    max_angular_jerk: float = key(300.0, range=Range(lo_open=True, unit="rad/s^3"))
+    # the target stays within this of the frame's actual pose (every type but none): a goal the arm cannot
+    # reach (a barrier, a limit, out of reach) does not wind the target up; .inf: no leash
+    leash_distance: float = key(0.05, range=Range(lo_open=True, unit="m", inf_ok=True))
+    leash_angle: float = key(0.35, range=Range(lo_open=True, unit="rad", inf_ok=True))
 
 
 def braking_speed(distance, speed_max, accel, dt):

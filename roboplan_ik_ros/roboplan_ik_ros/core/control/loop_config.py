@@ -11,58 +11,67 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Union
 
 from ..config import IKConfig, from_mapping, load_config
-from ..errors import InvalidInputError
-from ..ranges import check_key
+from ..errors import InvalidInputError, Range
+from ..keys import check_declared, choice_reason, declared_ranges, key
+from ..ranges import RANGES
 from .goal_followers import GoalSmoothingConfig
 from .twist_follower import StreamingConfig, check_streaming_config
 
 STATE_FEEDBACK = ("commanded", "measured")
 STALE_BEHAVIORS = ("stop", "hold")
-SMOOTHING = ("none", "low_pass", "max_speed", "max_acceleration", "jerk_limited")
+MAX_RATE_HZ = 2000.0
 
 
 @dataclass
 class LoopConfig:
-    """The control-loop keys of the YAML ``node:`` section (see the README for each)."""
+    """The control-loop keys of the YAML ``node:`` section (see the README for each), each declared once
+    (core/keys.py): its default, range or choices and, for a runtime parameter, its description. The YAML
+    check (:func:`check_loop_config`), the table of ranges (:data:`~..ranges.RANGES`, ``node.<key>``), the
+    node's runtime parameters (node/parameters.py) and the docs test (test_node_keys_docs.py) read them."""
 
-    control_rate_hz: float = 500.0
-    state_feedback: str = "commanded"  # commanded | measured
-    max_state_divergence: float = 0.1  # [rad or m] commanded feedback: the command leads by at most this
-    state_timeout: float = 0.5  # [s] no accepted /joint_states for this long -> stale
-    stale_behavior: str = "stop"  # stop (publish nothing) | hold (repeat the last command)
-    joint_limit_tolerance: float = 0.01  # [rad or m] measurements further outside their limits are rejected
+    control_rate_hz: float = key(500.0, range=Range(0.0, MAX_RATE_HZ, lo_open=True, unit="Hz"),
+                                 runtime="control loop rate")
+    state_feedback: str = key("commanded", choices=STATE_FEEDBACK,
+                              runtime="commanded: integrate own output (resync on divergence); measured: step from "
+                                      "/joint_states (the only one with trigger joint_states)")
+    # commanded feedback: the command leads the measured state by at most this
+    max_state_divergence: float = key(0.1, range=Range(0.0, 10.0, lo_open=True, unit="rad or m"),
+                                      runtime="commanded feedback: the command leads the measured state by at most "
+                                              "this")
+    state_timeout: float = key(0.5, range=Range(0.0, 60.0, lo_open=True, unit="s"),  # no /joint_states -> stale
+                               runtime="stale after no valid /joint_states for this long")
+    stale_behavior: str = key("stop", choices=STALE_BEHAVIORS,  # stop (publish nothing) | hold (repeat)
+                              runtime="stale /joint_states: stop (publish nothing) | hold (repeat the last command)")
+    # measurements further outside their limits are rejected
+    joint_limit_tolerance: float = key(0.01, range=Range(unit="rad or m"))
     # after a stale episode: re-seed once every joint stayed within reseed_tolerance for reseed_settle_time
-    reseed_settle_time: float = 0.15  # [s] (also the least time without a command before a new stream: stop)
-    reseed_tolerance: float = 0.0005  # [rad or m]
-    max_goal_distance: Union[None, float] = None  # [m] from the arm's first joint; null = 2x its reach
-    goal_smoothing: GoalSmoothingConfig = field(default_factory=GoalSmoothingConfig)
-    streaming: StreamingConfig = field(default_factory=StreamingConfig)  # twist and joint-jog streams
+    # (also the least time without a command before a new stream: stop)
+    reseed_settle_time: float = key(0.15, range=Range(0.0, 10.0, unit="s"))
+    reseed_tolerance: float = key(0.0005, range=Range(0.0, 1.0, lo_open=True, unit="rad or m"))
+    # [m] from the arm's first joint; null = 2x its reach
+    max_goal_distance: Union[None, float] = key(None, range=Range(lo_open=True, unit="m"))
+    goal_smoothing: GoalSmoothingConfig = key(factory=GoalSmoothingConfig)
+    streaming: StreamingConfig = key(factory=StreamingConfig)  # twist and joint-jog streams
+
+
+RANGES.update(declared_ranges("node", LoopConfig))  # node.<key>: what the objects and the parameters check with
 
 
 def check_choice(value: str, valid: tuple[str, ...], path: str) -> None:
-    if value not in valid:
-        raise InvalidInputError(f"{path}: unknown value {value!r}; valid: {', '.join(valid)}")
+    reason = choice_reason(value, valid)
+    if reason:
+        raise InvalidInputError(f"{path}: {reason}")
 
 
 def check_loop_config(cfg: LoopConfig, path: str = "node") -> None:
-    """Choices and ranges (:data:`~..ranges.RANGES`) of the control-loop keys."""
-    check_choice(cfg.state_feedback, STATE_FEEDBACK, f"{path}.state_feedback")
-    check_choice(cfg.stale_behavior, STALE_BEHAVIORS, f"{path}.stale_behavior")
-    check_choice(cfg.goal_smoothing.type, SMOOTHING, f"{path}.goal_smoothing.type")
-    for key in ("control_rate_hz", "max_state_divergence", "state_timeout", "joint_limit_tolerance",
-                "reseed_settle_time", "reseed_tolerance"):
-        check_key(getattr(cfg, key), f"node.{key}", f"{path}.{key}")
-    if cfg.max_goal_distance is not None:
-        check_key(cfg.max_goal_distance, "node.max_goal_distance", f"{path}.max_goal_distance")
-    for key in ("time_constant", "max_linear_speed", "max_angular_speed", "max_linear_acceleration",
-                "max_angular_acceleration", "max_linear_jerk", "max_angular_jerk", "leash_distance",
-                "leash_angle"):  # leashes: .inf = no leash
-        check_key(getattr(cfg.goal_smoothing, key), f"node.goal_smoothing.{key}", f"{path}.goal_smoothing.{key}")
+    """The declared choices and ranges of the control-loop keys (nested sections included), and the
+    streaming section's own rule."""
+    check_declared(cfg, path)
     check_streaming_config(cfg.streaming, f"{path}.streaming")
 
 
@@ -109,9 +118,9 @@ def load_loop_config(source: IKConfig | Mapping[str, Any] | str | Path | None, p
 
 def _merged(base: Mapping, update: Mapping) -> dict:
     out = dict(base)
-    for key, value in update.items():
-        old = out.get(key)
-        out[key] = _merged(old, value) if isinstance(value, Mapping) and isinstance(old, Mapping) else value
+    for name, value in update.items():
+        old = out.get(name)
+        out[name] = _merged(old, value) if isinstance(value, Mapping) and isinstance(old, Mapping) else value
     return out
 
 
@@ -131,10 +140,10 @@ def unapplied_loop_keys(node: Mapping[str, Any] | None, settings: LoopConfig, pa
 
 def _differences(given: Mapping, wanted: Any, actual: Any, path: str) -> list[str]:
     out = []
-    for key, value in given.items():
-        w, a = getattr(wanted, key), getattr(actual, key, None)
+    for name, value in given.items():
+        w, a = getattr(wanted, name), getattr(actual, name, None)
         if isinstance(value, Mapping) and dataclasses.is_dataclass(w) and dataclasses.is_dataclass(a):
-            out += _differences(value, w, a, f"{path}.{key}")
+            out += _differences(value, w, a, f"{path}.{name}")
         elif w != a:
-            out.append(f"{path}.{key}")
+            out.append(f"{path}.{name}")
     return out

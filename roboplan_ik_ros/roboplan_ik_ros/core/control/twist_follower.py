@@ -22,8 +22,8 @@ from dataclasses import dataclass
 import numpy as np
 import pinocchio as pin
 
-from ..errors import InvalidInputError
-from ..ranges import check_key
+from ..errors import InvalidInputError, Range
+from ..keys import check_declared, key
 from .goal_followers import _limit_change, integrate_in_place
 from .leash import leash_target
 
@@ -32,34 +32,40 @@ COMMAND_IN_TYPES = ("unitless", "speed_units")
 
 @dataclass
 class StreamingConfig:
-    """The ``node.streaming`` keys (see the README)."""
+    """The ``node.streaming`` keys (see the README), each declared once (core/keys.py)."""
 
-    command_in_type: str = "unitless"  # unitless: components in [-1, 1] times the max speeds; speed_units: m/s, rad/s
-    max_linear_speed: float = 0.25  # [m/s] of the task frame's origin (unitless 1.0; speed_units are clipped to it)
-    max_angular_speed: float = 1.0  # [rad/s]
-    max_linear_acceleration: float = 1.0  # [m/s^2] of the target: start and stop of a stream
-    max_angular_acceleration: float = 4.0  # [rad/s^2]
-    speed_override: float = 1.0  # [0, 1] scales every streamed command (runtime parameter)
-    command_timeout: float = 0.1  # [s] a stream older than this is braked to a stop
-    stamp_tolerance: float = 0.5  # [s] header.stamp is trusted when it agrees with the node's clock within this
-    leash_distance: float = 0.02  # [m] the target stays within this of the frame's actual position
-    leash_angle: float = 0.1  # [rad]
-    max_joint_speed: float = 0.5  # [rad/s or m/s] joint jogs: unitless 1.0; speed_units are clipped to it
-    joint_leash: float = 0.05  # [rad or m] a jogged joint's target stays this close to the joint
+    # unitless: components in [-1, 1] times the max speeds; speed_units: m/s, rad/s
+    command_in_type: str = key("unitless", choices=COMMAND_IN_TYPES,
+                               runtime="unitless: twist components in [-1, 1] times the max speeds; "
+                                       "speed_units: m/s, rad/s")
+    # [m/s] of the task frame's origin (unitless 1.0; speed_units are clipped to it)
+    max_linear_speed: float = key(0.25, range=Range(0.0, 10.0, lo_open=True, unit="m/s"),
+                                  runtime="streamed twists: linear speed of the task frame")
+    max_angular_speed: float = key(1.0, range=Range(0.0, 100.0, lo_open=True, unit="rad/s"),
+                                   runtime="streamed twists: angular speed of the task frame")
+    # of the target: start and stop of a stream
+    max_linear_acceleration: float = key(1.0, range=Range(lo_open=True, unit="m/s^2"))
+    max_angular_acceleration: float = key(4.0, range=Range(lo_open=True, unit="rad/s^2"))
+    speed_override: float = key(1.0, range=Range(0.0, 1.0), runtime="scales every streamed twist and joint jog")
+    command_timeout: float = key(0.1, range=Range(0.0, 10.0, lo_open=True, unit="s"),
+                                 runtime="a stream older than this is braked to a stop")
+    # header.stamp is trusted when it agrees with the node's clock within this
+    stamp_tolerance: float = key(0.5, range=Range(lo_open=True, unit="s"))
+    # the target stays within this of the frame's actual position / orientation
+    leash_distance: float = key(0.02, range=Range(lo_open=True, unit="m"))
+    leash_angle: float = key(0.1, range=Range(lo_open=True, unit="rad"))
+    # joint jogs: unitless 1.0; speed_units are clipped to it
+    max_joint_speed: float = key(0.5, range=Range(lo_open=True, unit="rad/s or m/s"))
+    joint_leash: float = key(0.05, range=Range(lo_open=True, unit="rad or m"))  # a jogged joint's target to the joint
     # twists toward a singularity slow down from this condition number of the task Jacobian (MoveIt Servo's)
-    lower_singularity_threshold: float = 17.0
-    hard_stop_singularity_threshold: float = 30.0  # ... to zero here (moving away is never slowed)
+    # ... to zero at the hard stop (moving away is never slowed); 1 <= lower < hard (check_streaming_config)
+    lower_singularity_threshold: float = key(17.0, range=Range(lo_open=True))
+    hard_stop_singularity_threshold: float = key(30.0, range=Range(lo_open=True))
 
 
 def check_streaming_config(cfg: StreamingConfig, path: str = "node.streaming") -> None:
-    """The choice and the ranges (:data:`~..ranges.RANGES`) of the ``node.streaming`` keys."""
-    if cfg.command_in_type not in COMMAND_IN_TYPES:
-        raise InvalidInputError(f"{path}.command_in_type: unknown value {cfg.command_in_type!r}; valid: "
-                                f"{', '.join(COMMAND_IN_TYPES)}")
-    for key in ("max_linear_speed", "max_angular_speed", "max_linear_acceleration", "max_angular_acceleration",
-                "speed_override", "command_timeout", "stamp_tolerance", "leash_distance", "leash_angle",
-                "max_joint_speed", "joint_leash", "lower_singularity_threshold", "hard_stop_singularity_threshold"):
-        check_key(getattr(cfg, key), f"node.streaming.{key}", f"{path}.{key}")
+    """The declared choices and ranges of the ``node.streaming`` keys, and the singularity thresholds' order."""
+    check_declared(cfg, path)
     if not cfg.hard_stop_singularity_threshold > cfg.lower_singularity_threshold >= 1.0:
         raise InvalidInputError(f"{path}.hard_stop_singularity_threshold: expected 1 <= lower_singularity_threshold "
                                 f"< hard_stop_singularity_threshold, got {cfg.lower_singularity_threshold!r} and "

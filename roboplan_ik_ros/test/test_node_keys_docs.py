@@ -1,0 +1,88 @@
+"""The ``node:`` section's reference table (docs/configuration.md) against the keys the code declares.
+
+Every key of the section is declared once, in its dataclass (core/control/loop_config.py and the config
+dataclasses it holds, node/node_config.py): default, range or choices, and the runtime parameter's
+description. The YAML check, the ranges the objects and the runtime parameters read, and the parameters
+themselves come from that declaration; this test makes the user's reference follow it: a declared key without
+a row, a row for a key the code does not have, or a default that differs fails here. (The ranges' edges are
+probed from the rows by test_parameter_range_edges.py.)"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from pathlib import Path
+
+import yaml
+
+from roboplan_ik_ros.core.keys import runtime_fields
+from roboplan_ik_ros.core.control.loop_config import LoopConfig
+from roboplan_ik_ros.node.node_config import NodeConfig, OutputConfig
+from roboplan_ik_ros.node.parameters import loop_specs
+
+DOCS = Path(__file__).resolve().parents[2] / "docs" / "configuration.md"
+_ROW = re.compile(r"^\| (`node\.[^|]*?) \| (.*?) \|.*\|$")
+
+
+def documented_defaults() -> dict[str, object]:
+    """``node.<key>`` -> its default as the table gives it (a YAML value), for every row of the node table;
+    a row naming several keys (``node.a.b``, ``c``) gives one default per key, in order."""
+    out: dict[str, object] = {}
+    for line in DOCS.read_text(encoding="utf-8").splitlines():
+        m = _ROW.match(line)
+        if not m:
+            continue
+        names = re.findall(r"`([^`]+)`", m.group(1))
+        first = names[0]
+        keys = [first] + [n if n.startswith("node.") else first.rpartition(".")[0] + "." + n.lstrip(".")
+                          for n in names[1:]]
+        defaults = [yaml.safe_load(d) for d in re.findall(r"`([^`]*)`", m.group(2))]
+        assert len(defaults) == len(keys), f"docs row {line[:80]!r}: {len(keys)} keys but {len(defaults)} defaults"
+        out.update(zip(keys, defaults))
+    return out
+
+
+def declared_defaults(config: type = NodeConfig, prefix: str = "node.") -> dict[str, object]:
+    """``node.<key>`` -> the declared default of every key of the section (nested sections by their dotted
+    path, the outputs' keys as ``node.outputs[].<key>``)."""
+    out: dict[str, object] = {}
+    for f in dataclasses.fields(config):
+        default = f.default_factory() if f.default_factory is not dataclasses.MISSING else f.default
+        name = f"{prefix}{f.name}"
+        if dataclasses.is_dataclass(default):
+            out.update(declared_defaults(type(default), f"{name}."))
+        elif f.name == "outputs":
+            out.update(declared_defaults(OutputConfig, f"{name}[]."))
+        else:
+            out[name] = default
+    return out
+
+
+def test_every_declared_node_key_has_a_row_and_every_row_a_declared_key():
+    documented, declared = set(documented_defaults()), set(declared_defaults())
+    assert not declared - documented, f"declared but not in docs/configuration.md: {sorted(declared - documented)}"
+    assert not documented - declared, f"in docs/configuration.md but not declared: {sorted(documented - declared)}"
+
+
+def test_each_rows_default_is_the_declared_default():
+    documented = documented_defaults()
+    wrong = {k: (documented[k], v) for k, v in declared_defaults().items() if k in documented and documented[k] != v}
+    assert not wrong, f"docs default != declared default: {wrong}"
+
+
+def test_the_runtime_parameters_are_the_keys_declared_runtime_with_their_values():
+    """The node's loop parameters (what ``ros2 param list`` shows once configured) are exactly the keys declared
+    with a runtime description, each with its configured value and its declared range in its description."""
+    cfg = NodeConfig()
+    specs = {s.name: s for s in loop_specs(cfg, lambda v: None, lambda v: None, lambda v: None)}
+    assert list(specs) == [name for name, _ in runtime_fields(LoopConfig)]
+    for name, f in runtime_fields(cfg):
+        owner = cfg
+        for section in name.split(".")[:-1]:
+            owner = getattr(owner, section)
+        assert specs[name].value == getattr(owner, name.split(".")[-1])
+        rng = f.metadata.get("range")
+        if rng is not None:
+            assert rng.describe() in specs[name].descriptor.description, name
+        else:
+            assert specs[name].validate("no such value") != "", f"{name}: a value outside its choices was accepted"
