@@ -27,6 +27,7 @@ fails the demo loudly. Exit status 0 when everything checked out.
 from __future__ import annotations
 
 import argparse
+import sys
 
 # the demo's parts (the package's own names, as when it was one module; bench/ imports circle_path)
 from .processes import Child, default_config, ros_environment
@@ -45,7 +46,9 @@ __all__ = [
 
 
 def main(argv=None) -> int:
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    # prog: `python -m roboplan_ik_ros.demo` would show __main__.py; the console script's name otherwise
+    prog = "python -m roboplan_ik_ros.demo" if sys.argv[0].endswith("__main__.py") else None
+    p = argparse.ArgumentParser(prog=prog, description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--dual-arm", action="store_true",
                    help="the dual-arm demo instead: Baxter's hands carry a box in one QP (demo_dual_arm.py; no ROS)")
     p.add_argument("--config", default=None,
