@@ -11,34 +11,24 @@ from __future__ import annotations
 
 import dataclasses
 import re
-from pathlib import Path
-
 import yaml
 
+from docs_tables import node_rows
 from roboplan_ik_ros.core.keys import runtime_fields
 from roboplan_ik_ros.core.control.loop_config import LoopConfig
 from roboplan_ik_ros.node.node_config import NodeConfig, OutputConfig
 from roboplan_ik_ros.node.parameters import loop_specs
 
-DOCS = Path(__file__).resolve().parents[2] / "docs" / "configuration.md"
-_ROW = re.compile(r"^\| (`node\.[^|]*?) \| (.*?) \|.*\|$")
 
 
 def documented_defaults() -> dict[str, object]:
     """``node.<key>`` -> its default as the table gives it (a YAML value), for every row of the node table;
     a row naming several keys (``node.a.b``, ``c``) gives one default per key, in order."""
     out: dict[str, object] = {}
-    for line in DOCS.read_text(encoding="utf-8").splitlines():
-        m = _ROW.match(line)
-        if not m:
-            continue
-        names = re.findall(r"`([^`]+)`", m.group(1))
-        first = names[0]
-        keys = [first] + [n if n.startswith("node.") else first.rpartition(".")[0] + "." + n.lstrip(".")
-                          for n in names[1:]]
-        defaults = [yaml.safe_load(d) for d in re.findall(r"`([^`]*)`", m.group(2))]
-        assert len(defaults) == len(keys), f"docs row {line[:80]!r}: {len(keys)} keys but {len(defaults)} defaults"
-        out.update(zip(keys, defaults))
+    for row in node_rows():
+        defaults = [yaml.safe_load(d) for d in re.findall(r"`([^`]*)`", row.defaults)]
+        assert len(defaults) == len(row.keys), f"{row.line[:80]!r}: {len(row.keys)} keys but {len(defaults)} defaults"
+        out.update(zip(row.keys, defaults))
     return out
 
 

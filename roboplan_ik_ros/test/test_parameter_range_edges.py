@@ -10,17 +10,15 @@ itself, a closed one accepts it."""
 from __future__ import annotations
 
 import re
-from pathlib import Path
 
 import numpy as np
 import pytest
 
+from docs_tables import DOCS, node_rows
 from roboplan_ik_ros.core.errors import InvalidInputError
 from roboplan_ik_ros.node.node_config import load_node_config
 from roboplan_ik_ros.node.parameters import loop_specs
 
-DOCS = Path(__file__).resolve().parents[2] / "docs" / "configuration.md"
-_ROW = re.compile(r"^\| (`node\.[^|]*?) \| .*? \| (.*) \|$")
 #: a key's interval: the cell's first words, or after its unit ("[s], in (0, 60]", "[m/s] in (0, 10]", "each in");
 #: not an interval elsewhere in the text (command_in_type's "components in [-1, 1]")
 _INTERVAL = re.compile(r"(?:^|\],? |each )in ([(\[])\s*(-?[\d.]+(?:e-?\d+)?),\s*(-?[\d.]+(?:e-?\d+)?)\s*([)\]])")
@@ -30,19 +28,14 @@ def documented_ranges() -> dict[str, tuple[float, float, bool, bool]]:
     """``node.<key>`` -> (lo, hi, lo_closed, hi_closed) of every row of the node table with an interval
     (``in (0, 60]``; one interval for several keys with ``each in``, else one per key in order)."""
     out = {}
-    for line in DOCS.read_text(encoding="utf-8").splitlines():
-        m = _ROW.match(line)
-        if not m:
-            continue
-        names = re.findall(r"`([^`]+)`", m.group(1))
-        first = names[0]
-        keys = [first] + [first.rpartition(".")[0] + "." + n.lstrip(".") for n in names[1:]]
-        intervals = [(float(lo), float(hi), a == "[", b == "]") for a, lo, hi, b in _INTERVAL.findall(m.group(2))]
+    for row in node_rows():
+        keys = row.keys
+        intervals = [(float(lo), float(hi), a == "[", b == "]") for a, lo, hi, b in _INTERVAL.findall(row.meaning)]
         if not intervals:
             continue
-        if len(intervals) == 1 and (len(keys) == 1 or "each in" in m.group(2)):
+        if len(intervals) == 1 and (len(keys) == 1 or "each in" in row.meaning):
             intervals = intervals * len(keys)
-        assert len(intervals) == len(keys), f"{DOCS.name}: cannot pair {keys} with {intervals}: {line}"
+        assert len(intervals) == len(keys), f"{DOCS.name}: cannot pair {keys} with {intervals}: {row.line}"
         out.update(zip(keys, intervals))
     return out
 
