@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import math
 from abc import ABC, abstractmethod
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import TYPE_CHECKING, Any, Union
 
 import numpy as np
@@ -64,14 +64,15 @@ class BarrierConfig:
         check_declared(self, path)
 
     def barrier_keys(self) -> dict[str, Any]:
-        """The keys every barrier's constructor takes, from this config."""
-        return dict(gain=self.gain, safe_displacement_gain=self.safe_displacement_gain,
-                    safe_displacement_fade=self.safe_displacement_fade,
-                    safe_displacement_max_weight=self.safe_displacement_max_weight,
-                    safety_margin=self.safety_margin, name=self.name)
+        """The keys every barrier's constructor takes, from this config: its name and the common options."""
+        return {"name": self.name, **{k: getattr(self, k) for k in OPTION_KEYS}}
 
 
 declare_ranges("barriers", BarrierConfig)
+# The options every barrier has: BarrierConfig's keys but the entry's name and type. Declared once, there: a new
+# one is a field of BarrierConfig (its default and range), which Barrier takes, checks and keeps as an attribute.
+OPTION_KEYS = tuple(f.name for f in fields(BarrierConfig) if f.name not in ("name", "type", "given_keys"))
+_OPTION_DEFAULTS = {f.name: f.default for f in fields(BarrierConfig) if f.name in OPTION_KEYS}
 
 
 class Barrier(ABC):
@@ -79,31 +80,24 @@ class Barrier(ABC):
 
     needs_geometry = False  # True if update/evaluate need geometry placements
 
-    def __init__(
-        self,
-        robot: Robot,
-        m: int,
-        dt: float,
-        gain: float,
-        safe_displacement_gain: float,
-        safety_margin: float,
-        name: str,
-        safe_displacement_fade: float | None = None,
-        safe_displacement_max_weight: float | None = None,
-    ) -> None:
+    # a kind's own defaults of the common options (OPTION_KEYS), when constructed directly (the YAML's: its config)
+    option_defaults: dict[str, Any] = {}
+
+    def __init__(self, robot: Robot, m: int, dt: float, name: str, **options: Any) -> None:
+        """``options``: any of :data:`OPTION_KEYS` (gain, safe_displacement_gain, ...), each checked against the
+        range BarrierConfig declares (an error naming ``<name>.<key>``); the others take the kind's default
+        (:attr:`option_defaults`) or BarrierConfig's."""
+        unknown = sorted(set(options) - set(OPTION_KEYS))
+        if unknown:
+            raise TypeError(f"{type(self).__name__}: unknown option(s) {', '.join(unknown)}; every barrier takes "
+                            f"{', '.join(OPTION_KEYS)}")
         self.name = name
         self.scene = robot.scene  # model, frames and collision geometry
         self.group = robot.group  # the joints dq moves
         self.dt = check_positive(dt, f"{name}.dt")
-        self.gain = check_key(gain, "barriers[].gain", f"{name}.gain")
-        self.safe_displacement_gain = check_key(safe_displacement_gain, "barriers[].safe_displacement_gain",
-                                                f"{name}.safe_displacement_gain")
-        self.safety_margin = check_key(safety_margin, "barriers[].safety_margin", f"{name}.safety_margin")
-        self.safe_displacement_fade = None if safe_displacement_fade is None else check_key(
-            safe_displacement_fade, "barriers[].safe_displacement_fade", f"{name}.safe_displacement_fade")
-        self.safe_displacement_max_weight = None if safe_displacement_max_weight is None else check_key(
-            safe_displacement_max_weight, "barriers[].safe_displacement_max_weight",
-            f"{name}.safe_displacement_max_weight")
+        for option in OPTION_KEYS:
+            value = options.get(option, self.option_defaults.get(option, _OPTION_DEFAULTS[option]))
+            setattr(self, option, None if value is None else check_key(value, f"barriers[].{option}", f"{name}.{option}"))
         self.value = np.zeros(m)  # h at the last update [m]; +inf for an unused row
         self.jacobian = np.zeros((m, robot.nv))  # dh/dq over the group
         self.G = np.zeros((m, robot.nv))  # -J_h

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Union
+from typing import TYPE_CHECKING, Any, Union
 
 import numpy as np
 import pinocchio as pin
@@ -107,9 +107,6 @@ class CollisionBarrier(Barrier):
         n_collision_pairs: int,
         dt: float,
         d_min: float = 0.02,
-        gain: float = 1.0,
-        safe_displacement_gain: float = 1.0,
-        safety_margin: float = 0.0,
         broad_phase_cutoff: float = 0.2,
         name: str | None = None,
         pairs: str = "self",
@@ -117,9 +114,8 @@ class CollisionBarrier(Barrier):
         row_margin: float = 0.01,
         row_spacing: float = 0.01,
         use_compiled: bool = True,
-        safe_displacement_fade: float | None = None,
-        safe_displacement_max_weight: float | None = None,
         urgent_pairs: int = 0,
+        **options: Any,
     ) -> None:
         name = name if name is not None else DEFAULT_NAMES.get(pairs, pairs)
         if not _is_count(urgent_pairs):
@@ -130,8 +126,7 @@ class CollisionBarrier(Barrier):
             raise InvalidInputError(f"{name}.rows_per_pair: expected an integer >= 1, got {rows_per_pair!r}")
         self.rows_per_pair = int(rows_per_pair)
         n_tracked = n_collision_pairs + self.urgent_pairs  # the closest, then the urgent ones
-        super().__init__(robot, n_tracked * self.rows_per_pair, dt, gain, safe_displacement_gain,
-                         safety_margin, name, safe_displacement_fade, safe_displacement_max_weight)
+        super().__init__(robot, n_tracked * self.rows_per_pair, dt, name, **options)
         self.d_min = check_positive(d_min, f"{name}.d_min", allow_zero=True)
         self.row_margin = check_positive(row_margin, f"{name}.row_margin", allow_zero=True)
         self.row_spacing = check_positive(row_spacing, f"{name}.row_spacing", allow_zero=True)

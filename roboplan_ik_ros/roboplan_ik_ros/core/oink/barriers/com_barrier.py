@@ -10,7 +10,7 @@ the box, so the arms reach as far as the box allows; and it is a hard row, not a
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pinocchio as pin
@@ -52,23 +52,20 @@ class ComBarrier(Barrier):
         axis_selection: which of x, y, z are constrained (a standing robot: ``[true, true, false]``).
     """
 
+    option_defaults = {"safe_displacement_gain": 0.0}  # no safe-displacement term unless asked
+
     def __init__(
         self,
         robot: Robot,
         p_min,
         p_max,
         dt: float,
-        gain: float = 1.0,
-        safe_displacement_gain: float = 0.0,
-        safety_margin: float = 0.0,
         axis_selection=(True, True, True),
         name: str = "com_box",
-        safe_displacement_fade: float | None = None,
-        safe_displacement_max_weight: float | None = None,
+        **options: Any,
     ) -> None:
         box = AxisBox(p_min, p_max, axis_selection, name)
-        super().__init__(robot, box.size, dt, gain, safe_displacement_gain, safety_margin, name,
-                         safe_displacement_fade, safe_displacement_max_weight)
+        super().__init__(robot, box.size, dt, name, **options)
         self.box = box
         self.axes, self.p_min, self.p_max = box.axes, box.p_min, box.p_max
         self.com = WholeBodyCom(robot.scene.model, robot.group.v_columns, robot.nv, name)

@@ -19,7 +19,7 @@ A 45 % margin at most (``margin_fraction <= 0.45``) leaves every joint a range o
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pinocchio as pin
@@ -55,17 +55,15 @@ class JointLimitBarrier(Barrier):
         margin_fraction: share of each joint's span kept free at each end, in [0, 0.45].
     """
 
+    option_defaults = {"safe_displacement_gain": 0.0}  # no safe-displacement term unless asked
+
     def __init__(
         self,
         robot: Robot,
         dt: float,
         margin_fraction: float = 0.05,
-        gain: float = 1.0,
-        safe_displacement_gain: float = 0.0,
-        safety_margin: float = 0.0,
         name: str = "joint_limit",
-        safe_displacement_fade: float | None = None,
-        safe_displacement_max_weight: float | None = None,
+        **options: Any,
     ) -> None:
         fraction = check_key(margin_fraction, "barriers[joint_limit].margin_fraction", f"{name}.margin_fraction")
         group, scene = robot.group, robot.scene
@@ -74,8 +72,7 @@ class JointLimitBarrier(Barrier):
             raise InvalidInputError(f"{name}: no joint of group {group.name!r} has finite position limits; "
                                     f"remove the joint_limit barrier")
         k = len(bounded)
-        super().__init__(robot, 2 * k, dt, gain, safe_displacement_gain, safety_margin, name,
-                         safe_displacement_fade, safe_displacement_max_weight)
+        super().__init__(robot, 2 * k, dt, name, **options)
         iv = group.v_indices[bounded]
         q_min, q_max = scene.q_min_v[iv], scene.q_max_v[iv]
         self.margin = np.clip(fraction * (q_max - q_min), 0.0, 0.45 * (q_max - q_min))  # [rad or m] per joint

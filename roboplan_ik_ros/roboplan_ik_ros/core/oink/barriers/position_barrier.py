@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pinocchio as pin
@@ -51,18 +51,13 @@ class PositionBarrier(Barrier):
         p_min,
         p_max,
         dt: float,
-        gain: float = 1.0,
-        safe_displacement_gain: float = 1.0,
-        safety_margin: float = 0.0,
         axis_selection=(True, True, True),
         name: str | None = None,
-        safe_displacement_fade: float | None = None,
-        safe_displacement_max_weight: float | None = None,
+        **options: Any,
     ) -> None:
         name = name or f"{frame}_box"
         box = AxisBox(p_min, p_max, axis_selection, name)
-        super().__init__(robot, box.size, dt, gain, safe_displacement_gain, safety_margin, name,
-                         safe_displacement_fade, safe_displacement_max_weight)
+        super().__init__(robot, box.size, dt, name, **options)
         self.box = box
         self.axes, self.p_min, self.p_max = box.axes, box.p_min, box.p_max
         self.frame = frame

@@ -19,7 +19,7 @@ gradient is that of one of them (sigma_min is not differentiable there); the bar
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pinocchio as pin
@@ -57,22 +57,19 @@ class SingularityBarrier(Barrier):
             the Panda's hand: 0.22 at the SRDF's default pose, 0.005 with the elbow almost straight.
     """
 
+    option_defaults = {"safe_displacement_gain": 0.0}  # no safe-displacement term unless asked
+
     def __init__(
         self,
         robot: Robot,
         frame: str,
         dt: float,
         sigma_min: float = 0.02,
-        gain: float = 1.0,
-        safe_displacement_gain: float = 0.0,
-        safety_margin: float = 0.0,
         name: str | None = None,
-        safe_displacement_fade: float | None = None,
-        safe_displacement_max_weight: float | None = None,
+        **options: Any,
     ) -> None:
         name = name or f"{frame}_singularity"
-        super().__init__(robot, 1, dt, gain, safe_displacement_gain, safety_margin, name,
-                         safe_displacement_fade, safe_displacement_max_weight)
+        super().__init__(robot, 1, dt, name, **options)
         self.frame = frame
         self.frame_id = robot.scene.frame_id(frame)
         self.sigma_min_allowed = check_positive(sigma_min, f"{name}.sigma_min")

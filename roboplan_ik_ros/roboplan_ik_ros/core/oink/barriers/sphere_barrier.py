@@ -19,7 +19,7 @@ h = r, and ``outside`` is violated by r with no direction to recover along.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Union
+from typing import TYPE_CHECKING, Any, Union
 
 import numpy as np
 import pinocchio as pin
@@ -76,6 +76,8 @@ class SphereBarrier(Barrier):
         center_frame: a frame of the robot model that the centre moves with; None: the world frame.
     """
 
+    option_defaults = {"safe_displacement_gain": 0.0}  # no safe-displacement term unless asked
+
     def __init__(
         self,
         robot: Robot,
@@ -85,16 +87,11 @@ class SphereBarrier(Barrier):
         inside: bool,
         dt: float,
         center_frame: str | None = None,
-        gain: float = 1.0,
-        safe_displacement_gain: float = 0.0,
-        safety_margin: float = 0.0,
         name: str | None = None,
-        safe_displacement_fade: float | None = None,
-        safe_displacement_max_weight: float | None = None,
+        **options: Any,
     ) -> None:
         name = name or f"{frame}_sphere"
-        super().__init__(robot, 1, dt, gain, safe_displacement_gain, safety_margin, name,
-                         safe_displacement_fade, safe_displacement_max_weight)
+        super().__init__(robot, 1, dt, name, **options)
         if not isinstance(inside, (bool, np.bool_)):
             raise InvalidInputError(f"{name}.inside: expected true or false, got {inside!r}")
         self.frame = frame
