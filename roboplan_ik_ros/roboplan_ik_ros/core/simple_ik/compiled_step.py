@@ -10,7 +10,7 @@ Python.
 :class:`CompiledDescent`: one C call per attempt of the common case (one FrameGoal, scalar joints in
 contiguous q and v ranges, a tip carried by scalar revolute or prismatic joints, no Jlog6, weights or
 null-space terms): the kinematics of the tip's chain, log6, the tests and the step above, the whole
-loop of solver.py's _descend_fast. What remained of an iteration in Python (computeFrameJacobian,
+loop of descent.py's _descend_fast. What remained of an iteration in Python (computeFrameJacobian,
 log6, the copies into the step's buffers, the tests: ~6-10 us, more with cold caches) was most of a
 solve's time.
 

@@ -7,7 +7,7 @@ method-agnostic: it solves ``J^T (J J^T + lambda I)^-1 e`` at the lambda it is g
 compiled exactly when its direction is that damped least-squares form: dls (lambda = ``damping``, set
 once per solve) and the lm_* (``lambda_k(gain, err)``, set per iteration). Everything else of an
 iteration (cap, active set on the limits, stall/plateau, restarts, collision check) is shared by
-every method (solver.py).
+every method (descent.py, solver.py).
 
 Adding a method: one direction function and one row here (its README row, and a case in
 test_simple_ik_methods.py); nothing in the solver depends on the rows' order.
