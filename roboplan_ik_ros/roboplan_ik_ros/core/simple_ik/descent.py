@@ -27,9 +27,28 @@ ranges) therefore runs a dedicated loop (_descend_fast) of ~12 calls per iterati
   tests and the compiled step. The Python loop above was ~6-10 us per iteration (its ~12 calls), the
   C one is well under 1 us. The loop in Python remains for the other chains and without the kernel.
 
-Several goals, Jlog6, continuous joints or scattered indices take the general loop (_descend_general),
-which does the same arithmetic. test_simple_ik checks both against a plain numpy implementation of
+Several goals, Jlog6, continuous joints, scattered indices or objectives take the general loop
+(_descend_general), which does the same arithmetic. test_simple_ik checks both against a plain numpy implementation of
 the iteration.
+
+Why three loops, not one (one per path):
+
+* _descend_compiled (the kernel's sik_descend, compiled_step.py) is the common case with the kernel;
+* _descend_fast is that case in Python: without the kernel, for newton_raphson and gauss_newton (not
+  compiled), or for a chain the kernel does not compute (a free-flyer root, a mimic joint); the C loop
+  mirrors it. Its kinematics run on the goal model (T_goal^-1 folded into the root joints' placements),
+  so its T_goal^-1 T(q) rounds unlike _descend_general's ``Tinv * M0`` (the same 200 goals through both:
+  most answers differ, by up to 4e-10, in the same iterations), and _descend_general's single-goal branch
+  (the whole model's joint Jacobians, a frame update, an SE3 product, a second Jacobian call) took
+  1.3-1.5x its time per iteration on Panda and UR5: merged, this case would be slower and its answers
+  would move;
+* _descend_general is everything else: several FrameGoals, Jlog6, error weights, null-space terms,
+  continuous joints, scattered indices, and with ``objectives`` the PointGoal, AxisGoal and relative
+  goals of objectives.py (their own errors and Jacobians; the step, the limits and the end tests are the
+  FrameGoals' code).
+
+The end tests (stall, plateau, time) and the step are written out in both Python loops, not shared through
+a function: a call per iteration is the kind of cost _descend_fast exists to save.
 """
 
 from __future__ import annotations
@@ -60,12 +79,13 @@ class Descent:
     ``_goal_placements``, all built in SimpleIK.__init__; q moves in place."""
 
     def _descend(self, q, frame_ids, inv_targets, ws: Workspace, opt: SimpleIKOptions, deadline: float,
-                 consts: Constants | None = None):
+                 consts: Constants | None = None, objectives: list[BoundObjective] | None = None):
         """DLS iterations on q in place; returns (status, iterations, errors): status "converged" or why
-        not, errors the (position, orientation) error arrays at the converged q (None otherwise)."""
+        not, errors the (position, orientation) error arrays at the converged q (None otherwise). With
+        ``objectives`` (objectives.py), for those instead of the FrameGoals of frame_ids, inv_targets."""
         c = consts or constants(opt)
-        if (len(frame_ids) == 1 and ws.qs is not None and not opt.use_log_jacobian and not ws.weighted
-                and not c.null_space):
+        if (objectives is None and len(frame_ids) == 1 and ws.qs is not None and not opt.use_log_jacobian
+                and not ws.weighted and not c.null_space):
             method = c.method
             if method.compiled and (method.lambda_k is None or method.lambda_affine is not None):
                 descent = ws.compiled_descent(self.scene.model, frame_ids[0])
@@ -74,7 +94,7 @@ class Descent:
             views = self._goal_frame_placement(frame_ids[0], inv_targets[0])
             if views is not None:
                 return self._descend_fast(q, frame_ids[0], views, ws, opt, deadline, c)
-        return self._descend_general(q, frame_ids, inv_targets, ws, opt, deadline, c)
+        return self._descend_general(q, frame_ids, inv_targets, ws, opt, deadline, c, objectives)
 
     def _descend_compiled(self, descent: CompiledDescent, q, Tinv: pin.SE3, ws: Workspace, opt: SimpleIKOptions,
                           deadline: float, c: Constants):
@@ -178,16 +198,27 @@ class Descent:
         return "not converged", max_iters, None  # pragma: no cover (the loop always returns)
 
     def _descend_general(self, q, frame_ids, inv_targets, ws: Workspace, opt: SimpleIKOptions, deadline: float,
-                         c: Constants):
-        """_descend for any goals and joints: stacked goals, Jlog6, continuous joints or scattered indices."""
+                         c: Constants, objectives: list[BoundObjective] | None = None):
+        """_descend for any goals and joints: stacked goals, Jlog6, continuous joints or scattered indices.
+
+        With ``objectives`` (stacked objectives, objectives.py; frame_ids and inv_targets unused) the iteration
+        evaluates them instead of the FrameGoals, with the same step (method, damping, cap), limits (active
+        set), stall/plateau/time checks; converged when every objective's position and orientation errors are
+        within the thresholds. The null-space terms are projected into the null space of the stacked (weighted)
+        objective Jacobian; the manipulability is that of the one objective's link frame (_check_null_space
+        allows it with one objective only)."""
         model, data = self.scene.model, self.data
         computeJointJacobians, updateFramePlacement = pin.computeJointJacobians, pin.updateFramePlacement
         getFrameJacobian, log6, Jlog6 = pin.getFrameJacobian, pin.log6, pin.Jlog6
         perf_counter, sqrt = time.perf_counter, math.sqrt
         lo, hi, qs, vs, all_v = ws.lo, ws.hi, ws.qs, ws.vs, ws.all_v
-        single = len(frame_ids) == 1
-        fid0, Tinv0 = frame_ids[0], inv_targets[0]
-        M0 = self._placement(fid0)  # T(q)
+        single = objectives is None and len(frame_ids) == 1
+        if objectives is None:
+            fid0, Tinv0 = frame_ids[0], inv_targets[0]
+            M0 = self._placement(fid0)  # T(q)
+        else:  # (fid0: the frame of the null-space terms)
+            fid0, lin, ang = objectives[0].fid, opt.max_linear_error_norm, opt.max_angular_error_norm
+            pos, rot = np.empty(len(objectives)), np.empty(len(objectives))  # the errors of this iteration
         lin2, ang2, near = c.lin2, c.ang2, c.near
         neg_step, step2, max_step, max_step2 = c.neg_step, c.step2, c.max_step, c.max_step2
         clamp, max_iters = opt.clamp_limits, opt.max_iters
@@ -215,7 +246,26 @@ class Descent:
         prev_err, flat = math.inf, 0  # plateau detection
         for it in range(max_iters + 1):
             computeJointJacobians(model, data, q)  # also the joint placements
-            if single:
+            if objectives is not None:
+                pin.updateFramePlacements(model, data)
+                e, J = ws.e, ws.J
+                converged, r = True, 0
+                for k, o in enumerate(objectives):
+                    ek = e[r : r + o.rows]
+                    o.compute(model, data, vs, ek, J[r : r + o.rows])
+                    pos[k], rot[k] = o.errors(ek)
+                    converged = converged and pos[k] <= lin and rot[k] <= ang
+                    r += o.rows
+                if converged:  # report the true errors (free components included), as the FrameGoal loops do
+                    r = 0
+                    for k, o in enumerate(objectives):
+                        pos[k], rot[k] = o.true_errors(e[r : r + o.rows])
+                        r += o.rows
+                    return "converged", it, (pos, rot)
+                e = np.multiply(e, sw, out=ws.ew)  # W^1/2 e, W^1/2 J
+                np.multiply(J, sw_col, out=J)
+                err = float(e.dot(e))
+            elif single:
                 updateFramePlacement(model, data, fid0)  # M0 follows
                 T_err = Tinv0 * M0  # T_goal^-1 T(q)
                 e = log6(T_err).vector
@@ -313,90 +363,6 @@ class Descent:
             else:  # general path (continuous joints, scattered indices): the limits on x_v (Workspace)
                 dq *= factor
                 ws.step_general(model, q, dq, J, e, neg_step, max_step, clamp)
-        return "not converged", max_iters, None  # pragma: no cover (the loop always returns)
-
-    def _descend_objectives(self, q, objectives: list[BoundObjective], ws: Workspace, opt: SimpleIKOptions,
-                            deadline: float, c: Constants):
-        """_descend_general's iteration on stacked objectives (objectives.py): the same step (method,
-        damping, cap), limits (active set), stall/plateau/time checks; converged when every objective's
-        position and orientation errors are within the thresholds. The null-space terms are projected
-        into the null space of the stacked (weighted) objective Jacobian; the manipulability is that of
-        the one objective's link frame (_check_null_space allows it with one objective only)."""
-        model, data = self.scene.model, self.data
-        lo, hi, qs, vs = ws.lo, ws.hi, ws.qs, ws.vs
-        lin, ang = opt.max_linear_error_norm, opt.max_angular_error_norm
-        neg_step, step2, max_step, max_step2 = c.neg_step, c.step2, c.max_step, c.max_step2
-        clamp, max_iters, method = opt.clamp_limits, opt.max_iters, c.method
-        e, J, sw, sw_col = ws.e, ws.J, ws.sw, ws.sw_col
-        ew = ws.ew
-        qg = q[qs] if qs is not None else None
-        if qg is not None and ws.margin(qg) < 0.0:
-            ws.clip(q)
-        if qg is None:
-            ws.start_attempt(q)
-        compiled = ws.compiled_step() if method.compiled and not c.null_space else None  # as _descend_general
-        if compiled is not None:
-            compiled.configure(lo, hi, ws.damping, opt.step_size, max_step, clamp)
-            compiled.bind(qg if qg is not None else ws.x_v)
-        ref_err, ref_it = math.inf, 0
-        prev_err, flat = math.inf, 0
-        pos, rot = np.empty(len(objectives)), np.empty(len(objectives))  # the errors of this iteration
-        for it in range(max_iters + 1):
-            pin.computeJointJacobians(model, data, q)
-            pin.updateFramePlacements(model, data)
-            converged, r = True, 0
-            for k, o in enumerate(objectives):
-                ek = e[r : r + o.rows]
-                o.compute(model, data, vs, ek, J[r : r + o.rows])
-                pos[k], rot[k] = o.errors(ek)
-                converged = converged and pos[k] <= lin and rot[k] <= ang
-                r += o.rows
-            if converged:  # report the true errors (free components included), as the FrameGoal loops do
-                r = 0
-                for k, o in enumerate(objectives):
-                    pos[k], rot[k] = o.true_errors(e[r : r + o.rows])
-                    r += o.rows
-                return "converged", it, (pos, rot)
-            np.multiply(e, sw, out=ew)  # W^1/2 e, W^1/2 J
-            np.multiply(J, sw_col, out=J)
-            err = float(ew.dot(ew))
-            if it == max_iters:
-                return f"not converged in {max_iters} iterations", it, None
-            if err < STALL_FACTOR * ref_err:
-                ref_err, ref_it = err, it
-            elif it - ref_it >= c.stall_iters:
-                return "stalled", it, None
-            if err > PLATEAU_RATIO * prev_err:
-                flat += 1
-                if flat >= c.plateau_iters:
-                    return "plateau", it, None
-            else:
-                flat = 0
-            prev_err = err
-            if time.perf_counter() >= deadline:
-                return "time out", it, None
-            if compiled is not None:  # the step below, in C (compiled_step.py)
-                if not run_compiled_step(compiled, method, J, ew, c.gain, err, qg, ws, model, q):
-                    return "singular system", it + 1, None
-                continue
-            dq = method.direction(J, J.T, ew, err, c.gain, ws)
-            if dq is None:
-                return "singular system", it + 1, None
-            if c.null_space:  # the task step plus the projected null-space terms, then the cap (as _descend_general)
-                dq = neg_step * dq + self._null_space_motion(q, J, objectives[0].fid, ws, opt)
-                n2 = dq.dot(dq)
-                factor = 1.0 if n2 <= max_step2 else max_step / math.sqrt(n2)
-            else:
-                n2 = dq.dot(dq)
-                factor = neg_step if n2 * step2 <= max_step2 else -max_step / math.sqrt(n2)
-            if qg is not None:
-                x = qg.copy()
-                daxpy(dq, qg, a=factor)
-                if ws.margin(qg) < 0.0:
-                    back_into_limits(clamp, x, qg, J, ew, neg_step, lo, hi, max_step, ws)
-            else:
-                dq *= factor
-                ws.step_general(model, q, dq, J, ew, neg_step, max_step, clamp)
         return "not converged", max_iters, None  # pragma: no cover (the loop always returns)
 
     def _null_space_motion(self, q: np.ndarray, J: np.ndarray, fid: int, ws: Workspace,

@@ -227,10 +227,7 @@ class SimpleIK(Descent, CollisionCheck):
             # the first attempt runs to its end (converged, max_iters, stalled): max_time bounds the restarts, so
             # a machine busy elsewhere (a preempted thread) cannot fail a solve before its first step
             until = math.inf if attempt == 0 else deadline
-            if objectives is None:
-                status, iters, errors = self._descend(q, frame_ids, inv_targets, ws, opt, until, consts)
-            else:
-                status, iters, errors = self._descend_objectives(q, objectives, ws, opt, until, consts)
+            status, iters, errors = self._descend(q, frame_ids, inv_targets, ws, opt, until, consts, objectives)
             iterations += iters
             if status == "converged":
                 if opt.check_collisions and self._in_collision(q):
