@@ -381,8 +381,6 @@ class SimpleIK(Descent, CollisionCheck):
 
     def _check_null_space(self, opt: SimpleIKOptions, ws: Workspace, n_goals: int, q_seed: np.ndarray) -> None:
         """The null-space terms' requirements, or InvalidInputError naming the option."""
-        name = ("manipulability_gain" if opt.manipulability_gain > 0.0 else
-                "joint_limit_gain" if opt.joint_limit_gain > 0.0 else "bias_gain")
         if opt.bias_gain > 0.0:
             if len(opt.bias_configuration) != ws.nv:
                 raise InvalidInputError(f"bias_configuration: expected {ws.nv} values (group {ws.group.name!r}: "
