@@ -74,7 +74,7 @@ _LOCAL = pin.ReferenceFrame.LOCAL
 
 class Descent:
     """The iteration loops of one attempt, a part of :class:`~.solver.SimpleIK` (its base class). They read the
-    solver's ``scene``, ``data`` (the scene's model), the goal model ``_goal_model``, ``_goal_data`` (the root
+    solver's ``scene``, ``data`` (the scene model's), the goal model ``_goal_model``, ``_goal_data`` (the root
     joints ``_root_joints`` placed for ``_goal_model_Tinv``) and the held views ``_placements`` and
     ``_goal_placements``, all built in SimpleIK.__init__; q moves in place."""
 
