@@ -187,10 +187,11 @@ def bench_run(name: str, tree: Path, variant: str, rnd: int, args, tmp: Path) ->
     from roboplan_ik_ros.node.message_conversions import pose_from_se3
     from roboplan_ik_ros.node.spin import make_executor, spin_until_shutdown
 
-    import bench_node as bn
+    from node_bench.configs import node_config, start_pose
+    from node_bench.processes import _wait, manage_startup, stop_processes
 
     tag = f"{name}_{rnd}"
-    data = bn.node_config(args.config, "timer", args.rate, variant or "full")  # config variants (gc_auto, ...)
+    data = node_config(args.config, "timer", args.rate, variant or "full")  # config variants (gc_auto, ...)
     box = next(b for b in data["barriers"] if b["type"] == "position")
     cfg = tmp / f"cfg_{tag}.yaml"
     cfg.write_text(yaml.safe_dump(data))
@@ -214,7 +215,7 @@ def bench_run(name: str, tree: Path, variant: str, rnd: int, args, tmp: Path) ->
     node = client = None
     streaming = threading.Event()
     try:
-        bn._wait(lambda: seen["js"] > 10, 30.0, "mock /joint_states", [(mock, tmp / f"mock_{tag}.log")])
+        _wait(lambda: seen["js"] > 10, 30.0, "mock /joint_states", [(mock, tmp / f"mock_{tag}.log")])
         aux.destroy_subscription(js_sub)
         env = dict(os.environ)
         env.pop(TRACE_ENV, None)
@@ -224,11 +225,11 @@ def bench_run(name: str, tree: Path, variant: str, rnd: int, args, tmp: Path) ->
         spawned = time.time()
         node = subprocess.Popen([sys.executable, __file__, "--child-node", str(tree), str(cfg), str(stats),
                                  str(capacity), repr(spawned)], stdout=node_log, stderr=subprocess.STDOUT, env=env)
-        startup = bn.manage_startup(aux, "ik_controller", spawned, [(node, node_log_path)])
+        startup = manage_startup(aux, "ik_controller", spawned, [(node, node_log_path)])
         if not startup["ok"]:
             raise RuntimeError(f"configure/activate failed:\n{node_log_path.read_text()[-3000:]}")
-        bn._wait(lambda: seen["status"] not in (None, "inactive"), 60.0, "activation", [(node, node_log_path)])
-        T0 = bn.start_pose()
+        _wait(lambda: seen["status"] not in (None, "inactive"), 60.0, "activation", [(node, node_log_path)])
+        T0 = start_pose()
         path = circle_path(T0.translation, box["p_max"][2] - 0.05, 0.15, 1.0, 6.0)
 
         def goals() -> None:
@@ -253,7 +254,7 @@ def bench_run(name: str, tree: Path, variant: str, rnd: int, args, tmp: Path) ->
             raise RuntimeError(f"client failed:\n{client.stdout[-3000:]}")
     finally:
         stop.set()
-        bn.stop_processes(node, mock)
+        stop_processes(node, mock)
         spinner.join(2.0)
         aux.destroy_node()
         executor.shutdown()

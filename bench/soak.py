@@ -1,19 +1,19 @@
 """Soak: the ik_controller node for an hour under every input at once, sampled every second.
 
-The node (the shipped ``ik_controller`` executable, nothing patched into its process) and the mock
-Panda (``mock_robot`` as a strict drive at the control rate) run in their own processes, as in
-bench_node.py, whose helpers this script reuses (lifecycle start-up, /proc readers, the ~/solve_ik
+The node (the shipped ``ik_controller`` executable, nothing patched into its process) and the mock Panda
+(``mock_robot`` as a strict drive at the control rate) run in their own processes, as in bench_node.py,
+whose helpers (bench/node_bench/) this script reuses (lifecycle start-up, /proc readers, the ~/solve_ik
 stream, the RSS slope). Config: the shipped config/panda.yaml (timer trigger, --rate) with its table,
 plus a post beside the arm's path as a YAML obstacle and a ball sent on ~/collision_objects, so the
-obstacle barrier works throughout. Inputs, all for the whole run on the shipped config's one frame
-task ``ee`` (so the node hands the task's target back and forth between the two streams, as it does
-when a teleop and a tracker overlap; the worst case of that switching path):
+obstacle barrier works throughout. Inputs, all for the whole run on the shipped config's one frame task
+``ee`` (so the node hands the task's target back and forth between the two streams, as it does when a
+teleop and a tracker overlap; the worst case of that switching path):
 
 * a twist stream on ~/ee/target_twist (TwistStamped, --twist-hz, stamped now): --twist-speed m/s in
   the base's x-y plane, its direction turning once every --twist-period s;
 * a pose stream on ~/ee/target_pose (PoseStamped, --pose-hz): a circle of --circle-radius m in the
   x-y plane around a point ahead of the start pose, once every --circle-period s;
-* a ~/solve_ik stream (--service-rate calls/s, random reachable goals; bench_node's ServiceStream).
+* a ~/solve_ik stream (--service-rate calls/s, random reachable goals; node_bench's ServiceStream).
 
 Every second: the node process's RSS (VmRSS of /proc/<pid>/status) and its IK worker's; from the
 latest /diagnostics (node.diagnostics_rate_hz): tick p50/p99/max over the node's last 4096 ticks
@@ -48,8 +48,12 @@ from pathlib import Path
 import numpy as np
 import yaml
 
-import bench_node as bn  # also puts roboplan_ik_ros on sys.path (through common)
-from common import REPO, fmt, machine_note, print_table
+from common import REPO, fmt, machine_note, print_table  # also puts roboplan_ik_ros on sys.path
+from node_bench.configs import start_pose
+from node_bench.process_stats import (RSS_FLAT_MB_PER_MIN, RSS_SETTLE_S, TICK_THREAD, child_pids, cpu_seconds, rss_mb,
+                                      rss_summary, thread_cpu)
+from node_bench.processes import _wait, manage_startup, stop_processes
+from node_bench.service_stream import ServiceStream, service_goals
 
 NODE = "ik_controller"
 MOCK = "mock_robot"
@@ -195,7 +199,7 @@ class Sampler:
         self._n = 0
 
     def _loop_cpu(self) -> float:
-        named = [c for name, c in bn.thread_cpu(self.node_pid).values() if name == bn.TICK_THREAD]
+        named = [c for name, c in thread_cpu(self.node_pid).values() if name == TICK_THREAD]
         return named[0] if named else float("nan")
 
     def sample(self, t: float, twist_gap_max: float) -> dict:
@@ -203,18 +207,18 @@ class Sampler:
         now = time.perf_counter()
         seen = self.obs.take()
         d = seen["diag"]
-        loop_cpu, proc_cpu, mock_cpu = self._loop_cpu(), bn.cpu_seconds(self.node_pid), bn.cpu_seconds(self.mock_pid)
+        loop_cpu, proc_cpu, mock_cpu = self._loop_cpu(), cpu_seconds(self.node_pid), cpu_seconds(self.mock_pid)
         if self._n % 10 == 0:  # a scan of /proc: not every second
-            self._workers = bn.child_pids(self.node_pid)
+            self._workers = child_pids(self.node_pid)
         self._n += 1
         worker_rss = 0.0
         for pid in self._workers:
             try:
-                worker_rss += bn.rss_mb(pid)
+                worker_rss += rss_mb(pid)
             except (FileNotFoundError, ProcessLookupError):
                 pass
         ticks, late, stamp = _int(d, "ticks"), _int(d, "late_ticks"), seen["diag_stamp"]
-        row = {"t_s": round(t, 3), "rss_mb": bn.rss_mb(self.node_pid), "worker_rss_mb": worker_rss,
+        row = {"t_s": round(t, 3), "rss_mb": rss_mb(self.node_pid), "worker_rss_mb": worker_rss,
                "tick_p50_us": _float(d, "tick_p50_us"), "tick_p99_us": _float(d, "tick_p99_us"),
                "tick_max_us": _float(d, "tick_max_us"), "ticks": ticks, "late_ticks": late,
                "rate_hz": _float(d, "rate_hz (achieved)"), "on_time_pct": float("nan"),
@@ -249,7 +253,7 @@ def summarize(series: dict[str, list], warmup: float, rate: float, diag_first: d
     s = {k: np.array(v, dtype=object if k == "mode" else float) for k, v in series.items()}
     t = s["t_s"]
     late = t >= warmup
-    rss = bn.rss_summary(t, s["rss_mb"], 0.0, float(t[-1]), settle_s=warmup)
+    rss = rss_summary(t, s["rss_mb"], 0.0, float(t[-1]), settle_s=warmup)
 
     def col(k: str) -> np.ndarray:
         v = s[k][late]
@@ -310,7 +314,7 @@ def print_summary(sm: dict, args, counters: dict, extra: dict) -> None:
         ["node RSS start / end / max", f"{sm['rss_start_mb']:.1f} / {sm['rss_end_mb']:.1f} / {sm['rss_max_mb']:.1f} MB"
                                        f" (whole run max {sm['rss_run_max_mb']:.1f})"],
         ["node RSS slope (least squares)", ("-" if slope is None else f"{slope:+.4f} MB/min")
-         + f", flat (< {bn.RSS_FLAT_MB_PER_MIN:g}): " + {True: "yes", False: "NO", None: "not judged"}[sm["rss_flat"]]],
+         + f", flat (< {RSS_FLAT_MB_PER_MIN:g}): " + {True: "yes", False: "NO", None: "not judged"}[sm["rss_flat"]]],
         ["IK worker RSS start / end, slope", f"{fmt(sm['worker_rss_start_mb'])} / {fmt(sm['worker_rss_end_mb'])} MB, "
                                              f"{fmt(sm['worker_rss_slope_mb_per_min'], '+.4f')} MB/min"],
         ["tick p50 / p99 (median of the seconds)", f"{sm['tick_p50_us']:.0f} / {sm['tick_p99_us']:.0f} us"],
@@ -421,9 +425,9 @@ def run(args) -> int:
     data = soak_config(args.rate)
     cfg_path.write_text(yaml.safe_dump(data, sort_keys=False))
     max_linear_speed = float(data["node"]["streaming"]["max_linear_speed"])  # unitless twists scale by it
-    T0 = bn.start_pose()
+    T0 = start_pose()
     center = T0.translation + np.array(args.circle_center)
-    svc_goals = bn.service_goals(200, args.seed)
+    svc_goals = service_goals(200, args.seed)
     meta = {"commit": git_commit(), "argv": sys.argv, "args": vars(args), "started_utc": time.strftime(
         "%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "machine_start": machine_note(), "config": str(cfg_path),
         "ros_domain_id": os.environ.get("ROS_DOMAIN_ID"), "rmw": os.environ.get("RMW_IMPLEMENTATION")}
@@ -439,7 +443,7 @@ def run(args) -> int:
 
     obj_pub = aux.create_publisher(CollisionObject, f"/{NODE}/collision_objects",
                                    QoSProfile(depth=10, reliability=ReliabilityPolicy.RELIABLE))
-    stream = bn.ServiceStream(aux, args.service_rate, *svc_goals, "panda_link0")
+    stream = ServiceStream(aux, args.service_rate, *svc_goals, "panda_link0")
     stream.counting = True
     stop = threading.Event()
     spinner = threading.Thread(target=spin_until_shutdown, args=(executor, stop), daemon=True)
@@ -458,14 +462,14 @@ def run(args) -> int:
     status = 1
     t_act = None
     try:
-        bn._wait(lambda: bool(obs.drive) or aux.count_publishers("/joint_states") > 0, 60.0, "the mock robot",
+        _wait(lambda: bool(obs.drive) or aux.count_publishers("/joint_states") > 0, 60.0, "the mock robot",
                  [(mock, out / "mock.log")])
         spawned_at = time.time()
         child = subprocess.Popen([sys.executable, "-m", "roboplan_ik_ros.node.ik_controller",
                                   *_ros_args({"config_file": str(cfg_path)})],
                                  stdout=node_log, stderr=subprocess.STDOUT)
         procs = [(child, out / "node.log"), (mock, out / "mock.log")]
-        startup = bn.manage_startup(aux, NODE, spawned_at, procs)
+        startup = manage_startup(aux, NODE, spawned_at, procs)
         if not startup["ok"]:
             raise RuntimeError(f"configure/activate failed: {(out / 'node.log').read_text()[-3000:]}")
         t_act = time.perf_counter()
@@ -537,7 +541,7 @@ def run(args) -> int:
         diag_last = obs.take()
     finally:
         stream.stop()
-        bn.stop_processes(child, mock)
+        stop_processes(child, mock)
         node_log.close()
         mock_log.close()
         drive = dict(obs.drive)
@@ -585,7 +589,7 @@ def run(args) -> int:
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--duration", type=float, default=3600.0, help="[s] from activation, warm-up included")
-    p.add_argument("--warmup", type=float, default=bn.RSS_SETTLE_S, help="[s] left out of the figures")
+    p.add_argument("--warmup", type=float, default=RSS_SETTLE_S, help="[s] left out of the figures")
     p.add_argument("--rate", type=float, default=500.0, help="control rate [Hz] (the mock publishes at it too)")
     p.add_argument("--twist-hz", type=float, default=100.0)
     p.add_argument("--twist-speed", type=float, default=0.05, help="[m/s]")

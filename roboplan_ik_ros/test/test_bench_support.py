@@ -1,4 +1,4 @@
-"""The benchmarks' support code (bench/common.py, bench/peers.py, bench/bench_node.py): the checker uses
+"""The benchmarks' support code (bench/common.py, bench/peers.py, bench/node_bench/): the checker uses
 the core's collision pairs (so every robot the node takes also benchmarks), joint values convert to and
 from RoboPlan's positions, and the RSS verdict fits what it says."""
 
@@ -99,7 +99,7 @@ def test_roboplan_joint_values_round_trip(kinova):
 
 
 def test_rss_verdict():
-    from bench_node import RSS_FLAT_MB_PER_MIN, rss_summary
+    from node_bench.process_stats import RSS_FLAT_MB_PER_MIN, rss_summary
 
     t = np.arange(0.0, 300.0, 1.0)
     growing = rss_summary(t, 200.0 + t / 60.0, 0.0, 300.0)  # 1 MB/min
@@ -112,7 +112,7 @@ def test_rss_verdict():
 
 
 def test_command_ratios_and_goal_time():
-    from bench_node import command_ratios, goal_time
+    from node_bench.motion import command_ratios, goal_time
 
     dt, a_max, j_max = 0.002, np.array([10.0, 20.0]), np.array([5000.0, 1e4])
     t = np.arange(200) * dt
@@ -131,7 +131,7 @@ def test_command_ratios_and_goal_time():
 
 
 def test_first_departure_finds_the_first_changed_sample_despite_drift_noise_and_an_outlier():
-    from bench_node import first_departure
+    from node_bench.twist import first_departure
 
     rng = np.random.default_rng(0)
     t = np.arange(0.0, 0.3, 0.002)
@@ -154,7 +154,7 @@ def test_first_departure_finds_the_first_changed_sample_despite_drift_noise_and_
 
 
 def test_tracking_error_pct_per_control_period():
-    from bench_node import tracking_error_pct
+    from node_bench.twist import tracking_error_pct
 
     dt = 0.002
     v_cmd = np.array([0.0, 0.1, 0.0])
@@ -164,7 +164,7 @@ def test_tracking_error_pct_per_control_period():
 
 
 def test_tick_on_time_counts_a_stall_of_n_periods_as_n_ticks():
-    from bench_node import tick_on_time
+    from node_bench.twist import tick_on_time
 
     rate = 500.0
     starts = np.arange(0.0, 1.0, 1.0 / rate)
@@ -175,7 +175,7 @@ def test_tick_on_time_counts_a_stall_of_n_periods_as_n_ticks():
 
 
 def test_twist_schedule_square_then_quick_turns():
-    from bench_node import TWIST_DIRECTIONS, TWIST_QUICK_SEGMENT_S, TWIST_SEGMENT_S, twist_schedule
+    from node_bench.twist import TWIST_DIRECTIONS, TWIST_QUICK_SEGMENT_S, TWIST_SEGMENT_S, twist_schedule
 
     s = twist_schedule(10, 100)
     assert len(s) == 110  # 109 changes while moving (the first starts from rest)

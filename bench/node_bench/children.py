@@ -1,0 +1,272 @@
+"""The child processes' entry points, which bench_node.py's main() dispatches its ``--child-node`` (the
+node), ``--child-mock`` (the mock robot) and ``--child-server`` (variant "external"'s ~/solve_ik server)
+command lines to, and the ~/solve_ik handling variants patched into the node's process."""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from pathlib import Path
+
+import numpy as np
+
+from .process_stats import commit_pages, start_tracemalloc_from_env, tracemalloc_report
+
+#: the entry script the bench spawns as ``[sys.executable, BENCH_NODE, "--child-...", ...]``: its main()
+#: runs the entry points below (and its IK worker re-imports it as ``__mp_main__``, see VARIANTS)
+BENCH_NODE = str(Path(__file__).resolve().parents[1] / "bench_node.py")
+
+
+# ------------------------------------------------------------------------- service-handling variants
+#: --variants: how the node (child process) handles ~/solve_ik, to find out what disturbs the loop.
+#: Applied by monkeypatching in the node's process (and, for "nosolve", in the IK worker process,
+#: which ``spawn`` starts by importing bench_node.py as ``__mp_main__``). Only for measurements.
+VARIANTS = {
+    "full": "the node as shipped",
+    "reject": "~/solve_ik answers NOT_READY at once: rclpy take/decode/encode/send only",
+    "parse": "parse the request (seed, goal frames) then answer NOT_READY: no worker",
+    "nopipe": "parse + response; the seed is answered without the worker",
+    "nosolve": "as shipped, but the worker process answers the seed without solving (pipe + pickling)",
+    "normal_priority": "as shipped but node.loop_priority: 0 (the loop thread at normal priority, as where "
+                       "SCHED_FIFO is not permitted)",
+    "external": "the node serves no ~/solve_ik; a separate bench process serves /ik_controller/solve_ik with "
+                "SimpleIK (shipped options, seed: the start pose): the floor of moving the service out of the "
+                "node's process",
+}
+VARIANT_ENV = "BENCH_NODE_VARIANT"
+MOCK_PRIORITY_ENV = "BENCH_MOCK_PRIORITY"  # --mock-priority, for the mock's child process
+
+
+def _variant_result(q_seed, n_goals: int):
+    from roboplan_ik_ros.core.simple_ik import IKResult
+
+    return IKResult(True, np.array(q_seed, dtype=float), np.zeros(n_goals), np.zeros(n_goals), message="bench")
+
+
+def apply_variant(name: str) -> None:
+    """Patch the node's ~/solve_ik handling for variant ``name`` (see VARIANTS); before the node exists."""
+    if name not in VARIANTS:
+        raise SystemExit(f"unknown variant {name!r}: expected one of {sorted(VARIANTS)}")
+    from roboplan_ik_interfaces.srv import SolveIK
+    from roboplan_ik_ros.node import service
+
+    if name == "reject":
+        def on_request(self, request, response):
+            self.calls += 1
+            response.error_code, response.message = SolveIK.Response.NOT_READY, "bench: rejected"
+            return response
+        service.SolveIKServer._on_request = on_request
+    elif name == "parse":
+        def on_request(self, request, response):
+            self.calls += 1
+            self.parse(request)
+            response.error_code, response.message = SolveIK.Response.NOT_READY, "bench: parsed"
+            return response
+        service.SolveIKServer._on_request = on_request
+    elif name == "nopipe":
+        service.SolveIKServer._solve = lambda self, goals, q_seed, options: _variant_result(q_seed, len(goals))
+    elif name == "external":
+        class NoServer:
+            calls = failures = fallback_solves = 0
+            worker = None
+
+            def __init__(self, *a, **kw) -> None:
+                pass
+
+            def destroy(self) -> None:
+                pass
+
+            stop_worker = destroy
+
+        from roboplan_ik_ros.node import ik_controller
+        ik_controller.SolveIKServer = NoServer
+
+
+def run_child_server(config: str) -> None:
+    """Variant "external": /ik_controller/solve_ik served by this process (SimpleIK in its thread)."""
+    import rclpy
+    import yaml as _yaml
+
+    from roboplan_ik_interfaces.srv import SolveIK
+    from roboplan_ik_ros.core.config import load_config
+    from roboplan_ik_ros.core.model.scene import Scene
+    from roboplan_ik_ros.core.simple_ik import FrameGoal, SimpleIK
+    from roboplan_ik_ros.node.spin import make_executor, spin_until_shutdown
+    from roboplan_ik_ros.sim.mock_robot import load_robot
+    from roboplan_ik_ros.node.message_conversions import se3_from_pose
+
+    urdf, srdf, pkgs, _ = load_robot("panda")
+    scene = Scene(urdf, srdf, pkgs)
+    solver = SimpleIK(scene, load_config(_yaml.safe_load(Path(config).read_text())).simple_ik)
+    q_seed = scene.named_configuration("default", scene.neutral())
+
+    def on_request(request, response):
+        goals = [FrameGoal(g.tip_frame, se3_from_pose(g.pose.pose)) for g in request.goals]
+        result = solver.solve(goals, q_seed)
+        response.success = bool(result.success)
+        response.error_code = SolveIK.Response.SUCCESS if result.success else SolveIK.Response.NO_SOLUTION
+        response.solution.position = result.q.tolist()
+        return response
+
+    rclpy.init()
+    node = rclpy.create_node("bench_external_solve_ik")
+    node.create_service(SolveIK, "/ik_controller/solve_ik", on_request)
+    executor = make_executor()
+    executor.add_node(node)
+    spin_until_shutdown(executor)
+    node.destroy_node()
+    rclpy.try_shutdown()
+
+
+def _patch_worker_solver() -> None:
+    """In the IK worker process of variant "nosolve": SimpleIK.solve answers the seed at once."""
+    from roboplan_ik_ros.core import simple_ik
+
+    simple_ik.SimpleIK.solve = lambda self, goals, q_seed, options=None: _variant_result(q_seed, len(goals))
+
+
+# ------------------------------------------------------------------------- child: the node
+def run_child(config: str, stats_out: str, capacity: int, spawned_at: float) -> None:
+    """The node process: spins the node; the bench process configures and activates it over the
+    lifecycle services, as a lifecycle manager does (see ``manage_startup``)."""
+    t_main = time.time()
+    tracing = start_tracemalloc_from_env()
+    import rclpy
+    from rclpy.parameter import Parameter
+
+    from roboplan_ik_ros.node.diagnostics import TickStats
+    from roboplan_ik_ros.node.ik_controller import IKControllerNode
+    from roboplan_ik_ros.node.spin import make_executor, spin_until_shutdown
+
+    t_imported = time.time()
+    apply_variant(os.environ.get(VARIANT_ENV, "full"))
+    rclpy.init()
+    node = IKControllerNode(parameter_overrides=[Parameter("config_file", value=config)])
+    t_created = time.time()
+    node._stats = TickStats(size=capacity)  # keep every tick of the run (the default keeps 4096)
+    commit_pages(node._stats.starts, node._stats.durations)
+    executor = make_executor()
+    executor.add_node(node)
+    timing = {"descriptions_s": 0.0}  # configure's time getting /robot_description(_semantic)
+    describe, configure = node._description, node._configure
+
+    def timed_description(*a, **kw):
+        t = time.time()
+        try:
+            return describe(*a, **kw)
+        finally:
+            timing["descriptions_s"] += time.time() - t
+
+    def timed_configure():
+        timing["configure_start"] = time.time()
+        try:
+            return configure()
+        finally:
+            timing["configure_s"] = time.time() - timing["configure_start"]
+
+    node._description, node._configure = timed_description, timed_configure
+    # the loop thread's CPU time per tick (time.thread_time, ~1 us a call): a tick p99 above its CPU
+    # p99 is time the tick waited (GIL, a lock, preemption), not computed
+    cpu_t0, cpu_s, n_cpu = np.zeros(capacity), np.zeros(capacity), [0]
+    commit_pages(cpu_t0, cpu_s)
+    tick = node._tick
+
+    def timed_tick(t0: float) -> None:
+        c0 = time.thread_time()
+        tick(t0)
+        k = n_cpu[0]
+        if k < capacity:
+            cpu_t0[k], cpu_s[k] = t0, time.thread_time() - c0
+            n_cpu[0] = k + 1
+
+    node._tick = timed_tick
+    startup = {"interpreter_s": t_main - spawned_at, "imports_s": t_imported - t_main,
+               "create_s": t_created - t_imported}
+    try:
+        spin_until_shutdown(executor)
+    except KeyboardInterrupt:  # the bench's SIGINT, raised here after rclpy's handler shut the context down
+        pass
+    node._stop_loop()  # no tick while the statistics are collected (the context is gone: they would fail)
+    tracemalloc_result = tracemalloc_report(tracing)
+    startup.update(timing)
+    n_ticked = n_cpu[0]  # the loop still ticks: one count for both arrays
+    s = node._stats
+    n = min(s.count, s.size)
+    order = np.argsort(s.starts[:n])
+    loop = node.loop
+    service = node._service
+    Path(stats_out).write_text(json.dumps({
+        "starts": s.starts[:n][order].tolist(), "durations": s.durations[:n][order].tolist(),
+        "cpu_starts": cpu_t0[:n_ticked].tolist(), "cpu_durations": cpu_s[:n_ticked].tolist(),
+        "counts": ({**vars(loop.counts), "guard_cuts": loop.guard_cuts, "joint_states_rejected": loop.joint_states_rejected}
+                   if loop is not None else {}),
+        "service": ({"calls": service.calls, "failures": service.failures,
+                     "fallback_solves": getattr(service, "fallback_solves", 0),
+                     "worker": getattr(service, "worker", None) is not None} if service is not None else {}),
+        "startup": startup,
+        "tracemalloc": tracemalloc_result,
+    }))
+    node.destroy_node()
+    executor.shutdown()
+    rclpy.try_shutdown()
+
+
+# ------------------------------------------------------------------------- child: the mock robot
+def timed_mock_class():
+    """MockRobot that also records when it publishes /joint_states (in joint_states trigger mode a
+    late robot makes a late tick: this tells the two apart) and when each latency sample was taken."""
+    from roboplan_ik_ros.sim.mock_robot import MockRobot
+
+    class TimedMock(MockRobot):
+        def __init__(self, *a, capacity: int, **kw):
+            self.js_times = np.zeros(capacity)
+            self.n_js = 0
+            super().__init__(*a, **kw)
+            self.lat_times = np.zeros(len(self.latencies))  # when each latency sample was taken
+
+        def _drive_step(self) -> None:
+            super()._drive_step()
+            if self.n_js < len(self.js_times) and self._last_js_time > -np.inf:
+                self.js_times[self.n_js] = self._last_js_time
+                self.n_js += 1
+
+        def _received(self, values, names=None):
+            n = self.n_latencies
+            out = super()._received(values, names)
+            if self.n_latencies > n:
+                self.lat_times[n] = time.perf_counter()
+            return out
+
+    return TimedMock
+
+
+def run_child_mock(rate: float, out: str, capacity: int, robot: str = "panda") -> None:
+    """The mock robot (the Panda; Baxter for config x) in its own process (as a robot driver is): the
+    benchmark's own Python (goal stream, service client) does not delay its /joint_states. Writes its
+    timings to ``out`` (npz)."""
+    import rclpy
+    from rclpy.parameter import Parameter
+
+    from roboplan_ik_ros.node.spin import make_executor, spin_until_shutdown
+
+    rclpy.init()
+    priority = int(os.environ.get(MOCK_PRIORITY_ENV, "0"))
+    mock = timed_mock_class()("mock_robot", capacity=capacity, parameter_overrides=[
+        Parameter("rate_hz", value=rate), Parameter("robot", value=robot), Parameter("rt_priority", value=priority)])
+    if priority > 0:  # this (main) thread runs the executor: the command callbacks (as mock_robot.main)
+        from roboplan_ik_ros.node.loop_thread import set_fifo_priority
+
+        why_not = set_fifo_priority(priority)
+        if why_not:
+            print(f"mock robot: SCHED_FIFO {priority} refused: {why_not}", flush=True)
+    executor = make_executor()
+    executor.add_node(mock)
+    spin_until_shutdown(executor)
+    n = mock.n_latencies
+    with open(out, "wb") as f:
+        np.savez(f, latencies=mock.latencies[:n], lat_times=mock.lat_times[:n], js_times=mock.js_times[:mock.n_js],
+                 commands=mock.commands)
+    mock.destroy_node()
+    executor.shutdown()
+    rclpy.try_shutdown()
