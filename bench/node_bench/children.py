@@ -79,8 +79,19 @@ def apply_variant(name: str) -> None:
 
             stop_worker = destroy
 
+        class NoPathServer:  # ~/solve_path lends ~/solve_ik's state: off with it
+            calls = 0
+            busy = False
+
+            def __init__(self, *a, **kw) -> None:
+                pass
+
+            def destroy(self, *a) -> None:
+                pass
+
         from roboplan_ik_ros.node import ik_controller
         ik_controller.SolveIKServer = NoServer
+        ik_controller.SolvePathServer = NoPathServer
 
 
 def run_child_server(config: str) -> None:

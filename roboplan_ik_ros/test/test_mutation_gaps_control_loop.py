@@ -206,6 +206,23 @@ def test_a_refused_step_whose_path_braking_crosses_the_floor_brakes_each_joint_a
     np.testing.assert_allclose(res.command[g.q_indices] - q0[g.q_indices], expected, rtol=0.0, atol=1e-12)
 
 
+# ----------------------------------------------------------------------------- configure notes
+@pytest.mark.parametrize("smoothing", ["none", "low_pass", "max_speed", "max_acceleration", "jerk_limited"])
+def test_an_acceleration_limit_with_a_smoothing_that_does_not_brake_is_noted(panda, smoothing):
+    """panda.yaml has an acceleration limit: a pose goal smoothed by a type that does not brake the target into the
+    goal (none, low_pass, max_speed) is reached at the acceleration bounds and overshot; configure says so, naming
+    the type and the two that brake; max_acceleration and jerk_limited give no such note."""
+    loop = loop_of(panda, panda_yaml(), goal_smoothing={"type": smoothing})
+    notes = [n for n in loop.notes if n.startswith("node.goal_smoothing.type")]
+    if smoothing in ("max_acceleration", "jerk_limited"):
+        assert notes == []
+    else:
+        assert notes == [
+            f"node.goal_smoothing.type {smoothing!r} with an acceleration limit: a pose goal that jumps is reached at "
+            "the acceleration bounds and overshot by the braking distance; 'jerk_limited' or 'max_acceleration' "
+            "brakes the target into the goal instead"]
+
+
 # ----------------------------------------------------------------------------- joint jog
 def test_a_joint_jog_ramps_its_target_speed_at_half_the_acceleration_limit(panda):
     """README (Joint jog): the target's joint velocities change by at most half the acceleration limit's a_max

@@ -1,7 +1,7 @@
 /* One SimpleIK iteration after the kinematics: the damped least-squares step, its cap and the
  * position limits (active set or clip), in one call.
  *
- * The same arithmetic as the Python path of solver.py (_descend_fast: the dls and lm_* steps of
+ * The same arithmetic as the Python path of descent.py (_descend_fast: the dls and lm_* steps of
  * methods.py, the cap to max_step_norm; active_set.py: the active set on the limits), written
  * as plain loops over the small dense matrices of one step (m = 6 rows per goal, n <= a few tens of
  * joints). The kinematics (pinocchio), the error, the convergence and stall/plateau tests stay in
@@ -169,7 +169,7 @@ int64_t sik_step_run(const sik_step *s) {
 
 
 /* ------------------------------------------------------------------------------------------------
- * A whole attempt: sik_descend runs solver.py's _descend_fast loop (one goal, scalar joints) in C: per
+ * A whole attempt: sik_descend runs descent.py's _descend_fast loop (one goal, scalar joints) in C: per
  * iteration the kinematics of the chain that carries the tip (its forward kinematics in the goal's
  * frame, so that the tip's placement is T_goal^-1 T(q), and its LOCAL frame Jacobian), the error
  * e = log6(T_goal^-1 T(q)), the convergence, stall, plateau and time tests, and the step above. From
