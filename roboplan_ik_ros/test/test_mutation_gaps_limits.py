@@ -371,3 +371,42 @@ def test_braking_step_keeps_the_path_or_clips_each_joint(oink):
     lo, up = lo - offset, up - offset
     assert up[1] < 0.0, "joint 1 cannot stay still: no uniform scale of the path fits"
     np.testing.assert_allclose(jerky.braking_step(q) - offset, np.clip(0.0, lo, up), rtol=0, atol=1e-18)
+
+
+# ------------------------------------------------------------------- VelocityLimit from the URDF
+@pytest.fixture()
+def own_scene():
+    """A Panda scene of this test alone (its URDF velocity limits are changed in place; models.scene is shared)."""
+    from models import robot
+    from roboplan_ik_ros.core.model.scene import Scene
+
+    r = robot("panda")
+    s = Scene(r.urdf_xml, r.srdf_xml, r.package_paths)
+    return s, s.group("arm")
+
+
+def test_velocity_limits_below_one_from_the_urdf_are_taken_as_they_are(own_scene):
+    """A joint whose URDF velocity limit is finite and > 0 is usable, however small (0.5 rad/s here): the limit
+    is dt v_max per step."""
+    from roboplan_ik_ros.core.oink.robot import Robot
+
+    s, g = own_scene
+    s.v_max[g.v_indices] = np.linspace(0.3, 0.9, g.nv)  # [rad/s]
+    limit = VelocityLimit(Robot(s, g), DT)
+    np.testing.assert_array_equal(limit.v_max, np.linspace(0.3, 0.9, g.nv))
+
+
+@pytest.mark.parametrize("bad", [0.0, np.inf, np.nan])
+def test_a_joint_without_a_usable_urdf_velocity_limit_is_named(own_scene, bad):
+    from roboplan_ik_ros.core.oink.robot import Robot
+
+    s, g = own_scene
+    s.v_max[g.v_indices[2]] = bad
+    with pytest.raises(InvalidInputError, match=rf"^velocity_limit\.v_max: the URDF gives no usable velocity limit for "
+                                                rf"\['{g.joint_names[2]}'\]; set v_max explicitly"):
+        VelocityLimit(Robot(s, g), DT)
+
+
+def test_a_v_max_of_the_wrong_length_is_refused_naming_the_key(oink):
+    with pytest.raises(InvalidInputError, match=r"^velocity_limit\.v_max: "):
+        VelocityLimit(oink, DT, [1.0, 2.0])
