@@ -36,6 +36,9 @@ def coal_definitions(lib: Path) -> list[tuple[str, str | None]]:
     return macros
 
 
+PAIR_KERNEL = "roboplan_ik_ros/core/model/kernel"  # pair_distance_kernel.cpp and its headers
+
+
 def pair_distance_kernel() -> list[Extension]:
     """The collision barrier's compiled kernel (core/model/compiled_pairs.py), linked against coal; without
     coal's headers (e.g. pinocchio 3 with hpp-fcl) it is not built and the Python path runs."""
@@ -46,7 +49,9 @@ def pair_distance_kernel() -> list[Extension]:
     lib = next(Path(p).parent for p in sorted(glob(str(prefix / "lib*" / "libcoal.so*"))))
     return [Extension(
         package_name + ".core.model._pair_distance_kernel",
-        sources=["roboplan_ik_ros/core/model/kernel/pair_distance_kernel.cpp"],
+        sources=[PAIR_KERNEL + "/pair_distance_kernel.cpp"],
+        # the .cpp's own headers (one translation unit): a change to one rebuilds the library
+        depends=[PAIR_KERNEL + "/" + h for h in ("kernel_types.hpp", "geometry.hpp", "cloud_distance.hpp")],
         language="c++",
         include_dirs=[str(prefix / "include"), str(prefix / "include" / "eigen3")],
         library_dirs=[str(lib)],
