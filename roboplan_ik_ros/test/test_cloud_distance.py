@@ -1,4 +1,4 @@
-"""The compiled kernel's narrow phase for point clouds (kernel/pair_distance_kernel.cpp, cloud_distance):
+"""The compiled kernel's narrow phase for point clouds (kernel/cloud_distance.hpp, cloud_distance):
 every pair's distance to a cloud against a brute-force minimum over its cubes and coal's octree distance,
 the witness points and normal, the closest pairs and the barrier's rows against the Python path, and the
 rows' Jacobians against finite differences. ROS-free."""

@@ -9,10 +9,10 @@ of the same points): coal's Python objects do not hand out their C++ pointers.
 A point cloud (a coal ``OcTree``: the perceived cloud) is held as its occupied cells' centres, each an
 axis-aligned cube of the octree's resolution, binned in a uniform grid of ``CLOUD_GRID_CELL``; its
 distance to a geometry is the least over its cubes, as coal's octree distance, but computed by the
-kernel's own narrow phase: grid cells in increasing lower bound, coal's distance to one cube only for
-cubes whose lower bound is below the least distance found (exact; measured in bench/bench_cloud.py:
-tens of microseconds where coal's octree distance took 0.3-1 ms). The Python path keeps coal's octree
-distance (the same distances, slow).
+kernel's own narrow phase (kernel/cloud_distance.hpp): grid cells in increasing lower bound, coal's
+distance to one cube only for cubes whose lower bound is below the least distance found (exact; measured
+in bench/bench_cloud.py: tens of microseconds where coal's octree distance took 0.3-1 ms). The Python
+path keeps coal's octree distance (the same distances, slow).
 
 The library is built with the package when coal's headers and library are found (setup.py:
 ``roboplan_ik_ros.core.model._pair_distance_kernel``, linked against the coal that pinocchio
