@@ -95,7 +95,8 @@ h_pkg=$(hash_files scripts/bootstrap.sh roboplan_ik_ros/setup.py roboplan_ik_ros
     roboplan_ik_ros/package.xml roboplan_ik_ros/launch/*.launch.py roboplan_ik_ros/config/*.yaml \
     roboplan_ik_ros/config/*.srdf \
     roboplan_ik_ros/roboplan_ik_ros/core/oink/kernel/*.c roboplan_ik_ros/roboplan_ik_ros/core/simple_ik/kernel/*.c \
-    roboplan_ik_ros/roboplan_ik_ros/core/model/kernel/*.cpp roboplan_ik_ros/roboplan_ik_ros/core/model/kernel/*.hpp)
+    roboplan_ik_ros/roboplan_ik_ros/core/model/kernel/*.cpp roboplan_ik_ros/roboplan_ik_ros/core/model/kernel/*.hpp \
+    roboplan_ik_ros/roboplan_ik_ros/core/kernel/*.h)
 kernel_built() {
     compgen -G "roboplan_ik_ros/roboplan_ik_ros/core/oink/_oink_kernel*.so" >/dev/null &&
         compgen -G "roboplan_ik_ros/roboplan_ik_ros/core/simple_ik/_simple_ik_kernel*.so" >/dev/null
