@@ -13,7 +13,7 @@ from lifecycle_msgs.msg import State
 from rclpy.parameter import Parameter
 
 from conftest import Spinner, unique_name, wait_until, write_config
-from roboplan_ik_ros.node import ik_controller
+from roboplan_ik_ros.node import configure_inputs
 from roboplan_ik_ros.node.ik_controller import IKControllerNode
 from roboplan_ik_ros.node.spin import call_when_ready
 
@@ -58,14 +58,14 @@ def test_call_when_ready_acts_at_its_timeout(ros):
 
 def test_autostart_configures_in_the_executor_with_the_kept_description(ros, mock_robot, tmp_path, monkeypatch):
     description_waits = []
-    real_wait = ik_controller.wait_for_message
+    real_wait = configure_inputs.wait_for_message
 
     def recording_wait(msg_type, node, topic, **kw):
         if "robot_description" in topic:
             description_waits.append(topic)
         return real_wait(msg_type, node, topic, **kw)
 
-    monkeypatch.setattr(ik_controller, "wait_for_message", recording_wait)
+    monkeypatch.setattr(configure_inputs, "wait_for_message", recording_wait)  # where _description looks it up
     node = IKControllerNode(unique_name("ik"), parameter_overrides=[
         Parameter("config_file", value=write_config(tmp_path)), Parameter("autostart", value=True)])
     # the probe sees a configure that runs before the executor spun: it waits on a new subscription

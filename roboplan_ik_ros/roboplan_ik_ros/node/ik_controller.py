@@ -18,15 +18,17 @@ its own thread (``trigger: timer``) or in the /joint_states callback (``trigger:
 goals and parameters run in the executor's thread, status, markers and diagnostics in a thread of their own
 (``report_thread.py``), ``~/solve_ik`` in another (see ``service.py``), ``~/solve_path`` in another
 (``path_service.py``). One lock
-serializes every access to the loop. This file wires the node (lifecycle, configure, inputs, the tick);
-its runtime parameter sets are :class:`~.parameter_handling.ParameterHandling`, its status, markers and
-diagnostics :class:`~.node_reports.NodeReports`.
+serializes every access to the loop. This file wires the node (lifecycle, configure, inputs); its parts are
+its base classes: the ticks :class:`~.control_ticks.ControlTicks`, the runtime parameter sets
+:class:`~.parameter_handling.ParameterHandling`, status, markers and diagnostics :class:`~.node_reports.NodeReports`,
+the URDF/SRDF configure takes :class:`~.configure_inputs.ConfigureInputs` (with the config file's default and
+:class:`~.configure_inputs.ConfigureError`), the ``autostart`` parameter :class:`~.autostart.Autostart`, the
+threads' scheduling outcomes :class:`~.thread_scheduling.ThreadScheduling`, and what follows a change of the
+scene's obstacles or perceived cloud :class:`~.scene_updates.SceneUpdates`.
 """
 
 from __future__ import annotations
 
-import math
-import os
 import threading
 import time
 import traceback
@@ -40,7 +42,6 @@ from rclpy.lifecycle import LifecycleState, TransitionCallbackReturn
 from rclpy.qos import qos_profile_sensor_data
 from rclpy.wait_for_message import wait_for_message
 from sensor_msgs.msg import JointState, PointCloud2
-from std_msgs.msg import String
 from visualization_msgs.msg import MarkerArray
 
 from roboplan_ik_interfaces.msg import ControllerStatus
@@ -64,12 +65,17 @@ from .loop_thread import (BorrowedThreadPriority, LoopThread, SharedThreadPriori
 from .report_thread import ReportThread
 from .guarded_node import GuardedLifecycleNode
 from .session import Session
-from .spin import call_when_ready, make_executor, spin_until_shutdown, stop_on_signals
+from .spin import make_executor, spin_until_shutdown, stop_on_signals
 from .markers import HAVE_INTERACTIVE_MARKERS, InteractiveTargets, MarkerCache
 from .node_config import NodeConfig, load_node_config, other_threads_priority, watchdog_period
 from .node_reports import NodeReports
 from .parameter_handling import ParameterHandling
-from .command_outputs import CommandNotSent, CommandOutputs, ContextShutDown
+from .configure_inputs import ConfigureError, ConfigureInputs, default_config_file, description_package_paths
+from .autostart import Autostart
+from .thread_scheduling import ThreadScheduling
+from .scene_updates import SceneUpdates
+from .control_ticks import ControlTicks
+from .command_outputs import CommandOutputs
 from .parameters import RuntimeParameters, barrier_specs, loop_specs, task_specs
 from .message_conversions import JointStateDecoder, root_frame_name
 from .path_service import SolvePathServer
@@ -89,41 +95,11 @@ _SUCCESS, _FAILURE, _ERROR = (TransitionCallbackReturn.SUCCESS, TransitionCallba
 #: [s] how long retiring a session waits for its callbacks running in other threads (a tick: ms; a
 #: ~/solve_ik or ~/solve_path request told to stop: the solver's current iteration)
 _RETIRE_TIMEOUT = 10.0
-_OPTIONAL_SRDF_WAIT_S = 1.0  # [s] autostart waits this long after the URDF for an SRDF (configure too, if optional)
 _ACK_TIMEOUT = 1.0  # [s] a controlled stop waits this long for the subscribers to acknowledge its commands
 
 
-def default_config_file(robot: str = "panda") -> str:
-    """The packaged ``config/<robot>.yaml`` (ament share directory, else the source tree)."""
-    try:
-        from ament_index_python.packages import get_package_share_directory
-
-        path = Path(get_package_share_directory("roboplan_ik_ros")) / "config" / f"{robot}.yaml"
-        if path.is_file():
-            return str(path)
-    except Exception:  # not installed through ament: fall back to the source tree
-        pass
-    return str(Path(__file__).resolve().parents[2] / "config" / f"{robot}.yaml")
-
-
-def description_package_paths() -> list[str]:
-    """Folders where ``package://`` URIs may resolve: every ``<prefix>/share`` of AMENT_PREFIX_PATH
-    and the example-robot-data share (the demo robots)."""
-    paths = [str(Path(p) / "share") for p in os.environ.get("AMENT_PREFIX_PATH", "").split(os.pathsep) if p]
-    try:
-        from ..core.model.robots import example_robot_data_share
-
-        paths.append(str(example_robot_data_share()))
-    except (ImportError, FileNotFoundError):
-        pass
-    return paths
-
-
-class ConfigureError(Exception):
-    """A configure step failed; the message is the reason shown to the user."""
-
-
-class IKControllerNode(ParameterHandling, NodeReports, GuardedLifecycleNode):
+class IKControllerNode(ParameterHandling, NodeReports, ConfigureInputs, Autostart, ThreadScheduling, SceneUpdates,
+                      ControlTicks, GuardedLifecycleNode):
     """See the module docstring. ``last_error`` holds the reason of the last failed transition."""
 
     def __init__(self, node_name: str = "ik_controller", **kwargs) -> None:
@@ -291,34 +267,6 @@ class IKControllerNode(ParameterHandling, NodeReports, GuardedLifecycleNode):
         self.get_logger().info("active: holding the current pose until a goal arrives")
         return ret
 
-    def _on_other_threads_priority(self, ok: bool, message: str) -> None:
-        """The scheduling outcome of one of the node's other threads (called from that thread)."""
-        if ok:
-            self.get_logger().debug(f"node.other_threads_priority: {message}")
-        else:
-            self.get_logger().warning(f"node.other_threads_priority {self._other_threads.priority}: {message}")
-
-    def other_threads_scheduling(self) -> str:
-        """How the node's other threads are scheduled (diagnostics)."""
-        shared = self._other_threads
-        if shared.priority <= 0:
-            return "normal"
-        under = list(shared.applied)
-        if self._executor_priority is not None and self._executor_priority.applied_to is not None:
-            under.insert(0, "executor")
-        if not under:
-            return f"normal (SCHED_FIFO {shared.priority} refused)"
-        return f"SCHED_FIFO {shared.priority}: {', '.join(under)}"
-
-    def _on_loop_priority(self, ok: bool, message: str) -> None:
-        """The scheduling outcome of the thread that runs the ticks (called from that thread, once per
-        activation)."""
-        self.loop_scheduling = message if ok else f"normal (SCHED_FIFO {self.node_cfg.loop_priority} refused)"
-        if ok:
-            self.get_logger().info(f"ticks: {message}")
-        else:
-            self.get_logger().warning(f"node.loop_priority {self.node_cfg.loop_priority}: {message}")
-
     def _stop_loop(self) -> None:
         """Retire the activation (no tick starts, the one running ends), then stop its thread."""
         self._active = False
@@ -431,36 +379,6 @@ class IKControllerNode(ParameterHandling, NodeReports, GuardedLifecycleNode):
             self.get_logger().error(f"destroy_node: releasing failed:\n{traceback.format_exc()}")
         super().destroy_node()
 
-    def autostart(self) -> bool:
-        """configure -> activate (the ``autostart`` parameter); False if a transition failed."""
-        if self.trigger_configure() != _SUCCESS:
-            return False
-        return self.trigger_activate() == _SUCCESS
-
-    def schedule_autostart(self) -> None:
-        """:meth:`autostart` from the spinning executor, once the latched descriptions this node listens to have
-        arrived (the SRDF, or 1 s after the URDF; or after ``description_timeout``: configure then waits and says
-        what is missing). Configured before the executor spun, nothing had been delivered and configure waited
-        2.2-2.6 s on a new subscription for a /robot_description that had already arrived."""
-        scheduled = time.monotonic()
-
-        def known_for(name: str) -> float | None:  # [s] since /name is known (a parameter: since scheduling)
-            if self._param(name):
-                return time.monotonic() - scheduled
-            kept = self._descriptions.get(name)
-            return None if kept is None else kept[1]
-
-        def ready() -> bool:
-            urdf = known_for("robot_description")
-            return urdf is not None and (known_for("robot_description_semantic") is not None
-                                         or urdf >= _OPTIONAL_SRDF_WAIT_S)
-
-        def start() -> None:
-            if not self.autostart():
-                self.get_logger().error(f"autostart: {self.last_error}; waiting for lifecycle transitions")
-
-        call_when_ready(self, ready, start, float(self._param("description_timeout")))
-
     # ================================================================== configure
     def _param(self, name: str):
         return self.get_parameter(name).value
@@ -515,29 +433,6 @@ class IKControllerNode(ParameterHandling, NodeReports, GuardedLifecycleNode):
         self._setup_ros_entities()
         self._setup_parameters()
         shorten_gil_switch_interval()  # the ticks wait less for the GIL while SimpleIK runs in its worker thread
-
-    def _description(self, name: str, timeout: float, required: bool = True) -> str:
-        """Parameter ``name`` if set, else the newest ``/name`` received since construction, else the
-        latched topic ``/name`` waited for up to ``timeout``."""
-        text = self._param(name)
-        if text:
-            return text
-        topic = self.resolve_topic_name(f"/{name}")  # as remapped, for the messages
-        kept = self._descriptions.get(name)
-        if kept is not None:
-            self.get_logger().info(f"using the {topic} received {kept[1]:.1f} s ago ({len(kept[0])} characters)")
-            return kept[0]
-        self.get_logger().info(f"waiting up to {timeout:g} s for {topic} (or set the {name!r} parameter)")
-        ok, msg = wait_for_message(String, self, f"/{name}", qos_profile=LATCHED, time_to_wait=float(timeout))
-        if ok and msg.data:
-            return msg.data
-        if required:
-            raise ConfigureError(
-                f"no {'URDF' if name == 'robot_description' else 'SRDF'}: nothing on {topic} within {timeout:g} s "
-                f"and the {name!r} parameter is empty; start a robot_state_publisher (or the mock_robot) or "
-                f"set the parameter")
-        self.get_logger().info(f"no SRDF on {topic}: continuing without one (no joint groups or named states)")
-        return ""
 
     def _setup_frames(self) -> None:
         tf_buffer = None
@@ -697,107 +592,6 @@ class IKControllerNode(ParameterHandling, NodeReports, GuardedLifecycleNode):
 
     def _on_goal_set(self) -> None:
         self._markers_dirty = True
-
-    def _on_obstacles_changed(self) -> None:
-        """After ~/collision_objects changed the scene: the barriers' tables are prepared for the next
-        tick; the IK worker's scene follows; markers again."""
-        self._prepare_collisions()
-        with self._lock:
-            obstacles = list(self.scene.obstacles.values())
-        self._service.set_obstacles(obstacles)
-        if self._markers is not None:
-            self._markers.invalidate()
-        self._markers_dirty = True
-
-    def _on_perceived_changed(self) -> None:
-        self._prepare_collisions()
-        self._perceived_dirty = True
-
-    def _prepare_collisions(self) -> None:
-        """The collision barriers' new pair tables, built here, not in a tick (scene_lock: every change to
-        the scene's obstacles holds it, so none happens meanwhile; the loop's lock is not needed)."""
-        with self._service.scene_lock:
-            self.loop.prepare_collisions()
-
-    def _on_pointcloud_refused(self, reason: str) -> None:
-        self._last_rejection = reason
-        self._log_loop_event("warning", reason)
-
-    def _on_collision_object_refused(self, reason: str) -> None:
-        with self._lock:
-            if self.loop is not None:
-                self.loop.count_collision_object_refused()
-        self._last_rejection = reason
-        self.get_logger().warning(reason)
-
-    # ================================================================== control loop
-    def _on_watchdog(self) -> None:
-        """trigger: joint_states: tick when the measurements stop (the loop reports stale)."""
-        now = time.perf_counter()
-        if self.loop is not None and self.loop.measurement_age(now) > self.node_cfg.state_timeout:
-            self._tick(now)
-
-    def _tick(self, t0: float) -> None:
-        """One control step: the loop decides, this publishes (hot path: messages reused)."""
-        if not self._active:
-            return
-        self._last_tick_start = t0
-        self._tick_gap.started()  # (see _next_tick_in)
-        try:
-            self._tick_locked(t0)
-        except ContextShutDown:  # Ctrl-C: rclpy's signal handler invalidated the context under this tick
-            self._active = False  # no later tick can publish either; destroy_node stops the thread
-            self.get_logger().info("the ROS context shut down (Ctrl-C or rclpy.shutdown): the control loop stops")
-        except CommandNotSent as exc:  # the next command steps from the last one sent; any other error is a
-            self._log_loop_event("error", str(exc))  # fault (the session's guard: controlled stop, on_error)
-        finally:
-            d = time.perf_counter() - t0
-            self._last_tick_us = d * 1e6
-            self._stats.record(t0, d)
-            self._tick_gap.ended()
-
-    def _tick_locked(self, t0: float) -> None:
-        """The step and its publication (the loop itself never raises: ControlLoop.tick holds on errors)."""
-        with self._lock:
-            loop = self.loop
-            t_solve = time.perf_counter()
-            res = loop.tick(t0)
-            self._last_solve_us = (time.perf_counter() - t_solve) * 1e6
-            stale = loop.mode == STALE
-            if res.publish:
-                self._outputs.publish(res, loop)
-                self._published(res)
-            elif stale and not self._published_stale_stop and self._outputs.velocity:
-                self._outputs.publish_hold(loop)  # a velocity controller would keep the last velocity: send zero once
-            self._published_stale_stop = stale
-
-    def _published(self, res) -> None:
-        """A command went out (the lock held): ~/solve_ik's default seed follows it."""
-        self._snapshot(res.command)
-
-    def _next_tick_in(self) -> float:
-        """[s] until the next tick is due: inf when not ticking, 0 while a tick runs."""
-        if not self._active or self.loop is None:
-            return math.inf
-        if self._tick_gap.running:
-            return 0.0
-        return self._last_tick_start + 1.0 / self.node_cfg.control_rate_hz - time.perf_counter()
-
-    def _current_q(self) -> np.ndarray | None:
-        """A copy of the latest command (else the measurement), for ~/solve_ik's default seed."""
-        with self._lock:
-            if self._q_snapshot is not None:
-                return self._q_snapshot.copy()
-            loop = self.loop
-            return loop.measured_position() if loop is not None else None
-
-    def _snapshot(self, q: np.ndarray) -> None:
-        """Called with the lock held."""
-        if self._q_snapshot is None:
-            self._q_snapshot = q.copy()
-        else:
-            self._q_snapshot[:] = q
-
 
 
 def main(args=None) -> None:
