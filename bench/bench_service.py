@@ -65,7 +65,11 @@ def run_node(tree: str, config: str, stats: str, capacity: int, spawned_at: floa
 
 def _patch_trace() -> list:
     """Wrap the service's steps (whichever of them this tree has) to record perf_counter stamps per request."""
-    from roboplan_ik_ros.node import ik_controller, service
+    from roboplan_ik_ros.node import ik_controller
+    try:
+        from roboplan_ik_ros.node import solve_ik_service as service
+    except ImportError:  # a tree from before node/service.py was named solve_ik_service.py
+        from roboplan_ik_ros.node import service
 
     records: list[dict] = []
     current: dict = {}

@@ -49,7 +49,7 @@ def apply_variant(name: str) -> None:
     if name not in VARIANTS:
         raise SystemExit(f"unknown variant {name!r}: expected one of {sorted(VARIANTS)}")
     from roboplan_ik_interfaces.srv import SolveIK
-    from roboplan_ik_ros.node import service
+    from roboplan_ik_ros.node import solve_ik_service as service
 
     if name == "reject":
         def on_request(self, request, response):

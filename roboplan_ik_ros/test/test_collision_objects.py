@@ -14,7 +14,7 @@ from models import robot
 from roboplan_ik_interfaces.msg import CollisionObject
 from roboplan_ik_ros.core import InvalidInputError, Scene
 from roboplan_ik_ros.node.collision_objects import CollisionObjectReader, check_and_build
-from roboplan_ik_ros.node.goals import FrameResolver
+from roboplan_ik_ros.node.goal_frames import FrameResolver
 
 
 @pytest.fixture(scope="module")

@@ -421,9 +421,9 @@ def server(ros):
     import rclpy
 
     from conftest import Spinner, unique_name
-    from roboplan_ik_ros.node.goals import FrameResolver
+    from roboplan_ik_ros.node.goal_frames import FrameResolver
     from roboplan_ik_ros.node.message_conversions import root_frame_name
-    from roboplan_ik_ros.node.service import SolveIKServer
+    from roboplan_ik_ros.node.solve_ik_service import SolveIKServer
 
     s = scene("panda")
     q0 = s.neutral()

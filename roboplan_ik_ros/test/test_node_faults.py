@@ -140,7 +140,7 @@ def test_an_error_in_any_callback_stops_the_arm_and_takes_the_error_transition(r
     from roboplan_ik_ros.node.goal_inputs import GoalInputs
     from roboplan_ik_ros.sim.mock_camera import cloud_message
     from roboplan_ik_ros.node.pointcloud_input import PointCloudInput
-    from roboplan_ik_ros.node.service import SolveIKServer
+    from roboplan_ik_ros.node.solve_ik_service import SolveIKServer
 
     name = unique_name("ik")
     # state_timeout 5 s: a stall of the in-process mock under load is not a stale stop (a re-seed, a jump this

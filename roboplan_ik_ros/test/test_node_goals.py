@@ -8,7 +8,7 @@ import pytest
 from geometry_msgs.msg import Pose, PoseStamped
 
 from models import scene
-from roboplan_ik_ros.node.goals import FrameResolver, GoalError
+from roboplan_ik_ros.node.goal_frames import FrameResolver, GoalError
 from roboplan_ik_ros.node.message_conversions import PoseError, pose_from_se3, root_frame_name, se3_from_pose
 
 

@@ -9,7 +9,7 @@ from trajectory_msgs.msg import JointTrajectory
 from models import scene
 from roboplan_ik_ros.node.diagnostics import TickStats
 from roboplan_ik_ros.node.node_config import OutputConfig
-from roboplan_ik_ros.node.outputs import CommandEncoder
+from roboplan_ik_ros.node.command_encoders import CommandEncoder
 
 ARM = [f"panda_joint{i}" for i in range(1, 8)]
 DT = 0.002

@@ -41,9 +41,9 @@ class Setup:
         import rclpy
 
         from roboplan_ik_interfaces.srv import SolveIK
-        from roboplan_ik_ros.node.goals import FrameResolver
+        from roboplan_ik_ros.node.goal_frames import FrameResolver
         from roboplan_ik_ros.node.message_conversions import root_frame_name
-        from roboplan_ik_ros.node.service import SolveIKServer
+        from roboplan_ik_ros.node.solve_ik_service import SolveIKServer
 
         self.scene = scene("panda")
         self.q0 = self.scene.neutral()
@@ -87,7 +87,7 @@ def _reachable(setup: Setup) -> pin.SE3:
 
 def test_served_from_its_own_thread_while_the_node_is_not_spun(setup):
     from roboplan_ik_interfaces.srv import SolveIK
-    from roboplan_ik_ros.node.service import THREAD_NAME
+    from roboplan_ik_ros.node.solve_ik_service import THREAD_NAME
 
     res = setup.call(_request(_reachable(setup), max_time=0.5))
     assert res.success and res.error_code == SolveIK.Response.SUCCESS, res.message
@@ -137,7 +137,7 @@ def test_the_service_name_follows_the_node_namespace_and_remappings(ros):
 
 
 def test_private_resolver_has_its_own_kinematics_data(setup):
-    from roboplan_ik_ros.node.service import private_resolver
+    from roboplan_ik_ros.node.solve_ik_service import private_resolver
 
     r = private_resolver(setup.resolver)
     assert r.scene.data is not setup.resolver.scene.data
@@ -277,7 +277,7 @@ def test_repeated_overrides_reuse_their_checked_options_and_bad_ones_are_still_r
 
 
 def test_the_gap_need_follows_the_timed_in_thread_work_within_its_range(setup):
-    from roboplan_ik_ros.node.service import _WORK_EVERY, GAP_NEED, GAP_NEED_RANGE
+    from roboplan_ik_ros.node.solve_ik_service import _WORK_EVERY, GAP_NEED, GAP_NEED_RANGE
 
     assert setup.srv.gap_need == GAP_NEED
     for _ in range(_WORK_EVERY):

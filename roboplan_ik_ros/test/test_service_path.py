@@ -32,11 +32,11 @@ class PathSetup:
         import rclpy
 
         from roboplan_ik_interfaces.srv import SolvePath
-        from roboplan_ik_ros.node.goals import FrameResolver
+        from roboplan_ik_ros.node.goal_frames import FrameResolver
         from roboplan_ik_ros.node.message_conversions import root_frame_name
         from roboplan_ik_ros.core.simple_ik.worker import WorkerSpec
-        from roboplan_ik_ros.node.path_service import SolvePathServer
-        from roboplan_ik_ros.node.service import SolveIKServer
+        from roboplan_ik_ros.node.solve_path_service import SolvePathServer
+        from roboplan_ik_ros.node.solve_ik_service import SolveIKServer
 
         r = robot("panda")
         limits = load_joint_limits(LIMITS)

@@ -8,7 +8,7 @@ A message names one object (``id``) made of one or more shapes. Each shape becom
 * a robot link: attached to it (moves with the link; ``touch_links`` may touch it);
 * another robot frame: fixed in the world where that frame is when the message arrives;
 * any other frame: through tf2 (looked up once, when the message arrives) where tf2_ros is
-  installed; without it the object is refused saying so (as goals are, see ``goals.py``).
+  installed; without it the object is refused saying so (as goals are, see ``goal_frames.py``).
 
 MOVE takes ``header`` and ``pose`` and moves every shape of the object; REMOVE takes the ``id``.
 Every check raises :class:`InvalidInputError` naming the field; the node refuses the message and
@@ -31,7 +31,7 @@ from roboplan_ik_interfaces.srv import ListCollisionObjects
 
 from ..core.errors import InvalidInputError
 from ..core.model.obstacles import WORLD, Obstacle, check_obstacle, obstacle_geometry
-from .goals import FrameResolver
+from .goal_frames import FrameResolver
 from .message_conversions import PoseError, pose_from_se3, se3_from_pose
 
 _PRIMITIVES = {SolidPrimitive.BOX: ("box", 3), SolidPrimitive.SPHERE: ("sphere", 1),

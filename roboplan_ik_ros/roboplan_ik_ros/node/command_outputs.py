@@ -21,7 +21,7 @@ from ..core.control.control_loop import STALE, ControlLoop, TickResult
 from ..core.errors import InvalidInputError
 from .loop_thread import run_on_schedule
 from .node_config import NodeConfig
-from .outputs import CommandEncoder, output_joints
+from .command_encoders import CommandEncoder, output_joints
 
 #: history of the command publishers: a reliable subscriber (a strict drive) that stalls for up to this
 #: many periods still gets every command (a KEEP_LAST writer drops the oldest unacknowledged ones; with

@@ -28,7 +28,7 @@ from std_srvs.srv import SetBool, Trigger
 from ..core.control.control_loop import ControlLoop
 from ..core.errors import InvalidInputError
 from ..core.oink import ConfigurationTask, FrameTask
-from .goals import FrameResolver, joint_goal_configuration, joint_jog_velocities
+from .goal_frames import FrameResolver, joint_goal_configuration, joint_jog_velocities
 from .message_conversions import PoseError, se3_from_pose
 from .node_config import NodeConfig
 

@@ -16,8 +16,8 @@ What a tick does, and every safety rule, is :class:`~roboplan_ik_ros.core.contro
 (ROS-free); this node decodes messages into it and publishes what it returns. The loop runs in
 its own thread (``trigger: timer``) or in the /joint_states callback (``trigger: joint_states``);
 goals and parameters run in the executor's thread, status, markers and diagnostics in a thread of their own
-(``report_thread.py``), ``~/solve_ik`` in another (see ``service.py``), ``~/solve_path`` in another
-(``path_service.py``). One lock
+(``report_thread.py``), ``~/solve_ik`` in another (see ``solve_ik_service.py``), ``~/solve_path`` in another
+(``solve_path_service.py``). One lock
 serializes every access to the loop. This file wires the node (lifecycle, configure, inputs); its parts are
 its base classes: the ticks :class:`~.control_ticks.ControlTicks`, the runtime parameter sets
 :class:`~.parameter_handling.ParameterHandling`, status, markers and diagnostics :class:`~.node_reports.NodeReports`,
@@ -56,7 +56,7 @@ from ..core.simple_ik.objective_config import check_objective_frames
 from ..core.simple_ik.solver import SimpleIK
 from .descriptions import LATCHED, LatchedDescriptions
 from .diagnostics import DiagnosticsReporter, TickStats
-from .goals import HAVE_TF2, FrameResolver, tf2_ros
+from .goal_frames import HAVE_TF2, FrameResolver, tf2_ros
 from .goal_inputs import GoalInputs
 from .log_throttle import LogThrottle
 from .collision_objects import CollisionObjectReader, CollisionObjectsEndpoint
@@ -78,9 +78,9 @@ from .control_ticks import ControlTicks
 from .command_outputs import CommandOutputs
 from .parameters import RuntimeParameters, barrier_specs, loop_specs, task_specs
 from .message_conversions import JointStateDecoder, root_frame_name
-from .path_service import SolvePathServer
+from .solve_path_service import SolvePathServer
 from .pointcloud_input import PointCloudInput
-from .service import SolveIKServer
+from .solve_ik_service import SolveIKServer
 
 
 #: Parameters declared by the constructor (the launch file passes these).

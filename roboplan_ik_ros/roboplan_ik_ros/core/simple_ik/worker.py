@@ -41,7 +41,7 @@ in the same thread on the same 200 goals (same seed, identical iterations): +0.2
 (p90 +0.26 ms) when the machine is quiet, +0.8 ms under load; an empty request (goal already
 reached) costs 0.18 ms more. What it buys: a solve no longer stretches the control loop's ticks
 (GIL); it still needs a CPU, so on a machine without a free core the loop waits for a CPU instead
-(see ``node/service.py``).
+(see ``node/solve_ik_service.py``).
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """A ROS service served by a thread of its own, not by the node's executor: a small helper node
 (``<node name>_<service>``, same context and namespace, no rosout or parameter services), its
 executor and a daemon thread spinning it. A long request then blocks neither the control loop nor
-the node's other callbacks. Used by ``~/solve_ik`` (service.py) and ``~/solve_path`` (path_service.py).
+the node's other callbacks. Used by ``~/solve_ik`` (solve_ik_service.py) and ``~/solve_path`` (solve_path_service.py).
 """
 
 from __future__ import annotations

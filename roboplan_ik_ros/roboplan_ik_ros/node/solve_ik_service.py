@@ -1,7 +1,7 @@
 """``~/solve_ik``: one-shot SimpleIK (roboplan_ik_interfaces/srv/SolveIK) next to the control loop: pose
 goals and IKObjective objectives (objective_msgs.py), per-request overrides of the configured options
 (the null-space terms, a bias configuration, the standing objectives; 0/empty = configured).
-(``~/solve_path`` has a thread, helper node and solver of its own: path_service.py.)
+(``~/solve_path`` has a thread, helper node and solver of its own: solve_path_service.py.)
 
 The service is served by a thread of its own ("solve_ik"), not by the node's executor: the
 server creates a small helper node (``<node name>_solve_ik``, same context and namespace, no
@@ -94,10 +94,10 @@ from ..core.simple_ik.objective_config import check_objective_frames
 from ..core.simple_ik.worker import FAILED, READY, STARTING, IKWorker, WorkerError, WorkerSpec
 from ..core.model.scene import Scene
 from ..core.simple_ik import FrameGoal, IKResult, SimpleIK, SimpleIKOptions
-from .goals import FrameResolver, GoalError
+from .goal_frames import FrameResolver, GoalError
 from .objective_msgs import objective_from_msg
 from .message_conversions import JointMap
-from .service_thread import ServiceThread
+from .threaded_service import ServiceThread
 
 MAX_TIME_LIMIT = 10.0  # [s] longest max_time a request may ask for
 GAP_NEED = 0.0004  # [s] a request starts at once when the next tick is due at least this far ahead, until

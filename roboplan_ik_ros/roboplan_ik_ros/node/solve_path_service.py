@@ -45,9 +45,9 @@ from ..core.simple_ik.path import PathResult
 from ..core.simple_ik.path_timing import time_parametrize
 from ..core.simple_ik.solver import SimpleIK
 from ..core.simple_ik.worker import WorkerSpec
-from .goals import GoalError
-from .service_thread import ServiceThread
-from .service import GOAL_CODES, MAX_TIME_LIMIT, NotReady, SolveIKServer, private_resolver
+from .goal_frames import GoalError
+from .threaded_service import ServiceThread
+from .solve_ik_service import GOAL_CODES, MAX_TIME_LIMIT, NotReady, SolveIKServer, private_resolver
 
 MAX_PATH_WAYPOINTS = 10000  # most waypoints a ~/solve_path request may have
 #: ~/solve_path times the path within the limits times this: time_from_start has a 1 ns resolution,
