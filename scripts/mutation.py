@@ -76,7 +76,8 @@ PACKAGES: dict[str, Package] = {
         "test_mutation_gaps_control.py", "test_control_loop_streams.py", "test_goal_shaping.py",
         "test_pose_shaper.py", "test_loop_from_config.py", "test_config.py", "test_look_at.py",
         "test_exclude_joints.py", "test_closed_loop_bounds.py", "test_closed_loop_edges.py",
-        "test_mutation_gaps_shapers.py", "test_mutation_gaps_control_loop.py",
+        "test_mutation_gaps_shapers.py", "test_mutation_gaps_control_loop.py", "test_mutation_gaps_loop_goals.py",
+        "test_mutation_gaps_loop_bounds.py",
     )),
 }
 ALIASES = {"limits": "oink/limits", "barriers": "oink/barriers", "core/control": "control"}

@@ -4,20 +4,29 @@ Barrier.constraint is the row the QP gets when the compiled assembly is not used
 its braking bound (for every lag >= 0) had no test that pins the result (the kernel's rows are checked
 elsewhere). The rest: which face an axis box's row is, the singular values a singularity barrier reports,
 the texts that name a barrier's row when no step keeps it, and the key a collision barrier's error names.
+A second sample adds: no floating-point warning from braking a row in recovery, the path and key that a
+collision, sphere or joint limit barrier's errors name, the configure note on how collision distances are
+computed, the position barrier's and collision barrier's hints, the bounded wait for an expected prepare()
+after a prepared swap, and joint limit rows on a group of one joint or of joints apart in q.
 """
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 import pytest
 
-from models import scene
+from models import robot as robot_description, scene
 import pinocchio as pin
 
+from roboplan_ik_ros.core import Obstacle, Scene
+from roboplan_ik_ros.core.config import load_config
 from roboplan_ik_ros.core.errors import InvalidInputError
 from roboplan_ik_ros.core.oink.barriers.axis_box import AxisBox
-from roboplan_ik_ros.core.oink.barriers.collision_barrier import CollisionBarrier
+from roboplan_ik_ros.core.oink.barriers.collision_barrier import _MAX_PREPARE_WAIT, CollisionBarrier
 from roboplan_ik_ros.core.oink.barriers.joint_limit_barrier import JointLimitBarrier
+from roboplan_ik_ros.core.oink.barriers.position_barrier import PositionBarrier
 from roboplan_ik_ros.core.oink.barriers.singularity_barrier import SingularityBarrier
 from roboplan_ik_ros.core.oink.barriers.sphere_barrier import SphereBarrier
 from roboplan_ik_ros.core.oink.robot import Robot
@@ -125,3 +134,129 @@ def test_a_collision_barrier_refuses_a_negative_distance_naming_its_key(panda, k
     s, robot = panda
     with pytest.raises(InvalidInputError, match=rf"^self_collision\.{key}: "):
         CollisionBarrier(robot, 2, DT, name="self_collision", **{key: value})
+
+
+# --------------------------------------------------------------- second sample (seed 1)
+def test_braking_leaves_a_row_in_recovery_to_its_rate_term_without_a_floating_point_warning(panda):
+    """Barrier's docstring: the braking cap applies to a row whose h >= 0; a row in recovery (h < 0, where the
+    cap's square root has a negative argument) keeps its rate term, with no RuntimeWarning per step."""
+    s, robot = panda
+    q = s.named_configuration("default")
+    g = robot.group
+    b = JointLimitBarrier(robot, DT, gain=GAIN)
+    q[g.q_indices[0]] = s.q_min_v[g.v_indices[0]] + 0.5 * b.margin[0]  # joint 0 inside its lower margin: h < 0
+    b.update(q, None, None)
+    assert b.value[0] < 0.0
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        _, up = b.constraint(braking=np.concatenate([[0.0], np.full(robot.nv, 1e-3)]))
+    assert up[0] == pytest.approx(_row_bound(b.value[0], 0.0), rel=1e-12)
+
+
+def test_a_collision_barrier_entry_names_its_own_path_for_a_common_key_out_of_range():
+    """A common key (gain > 0) refused in a collision barrier's entry names the entry's path, as every key."""
+    base = {"tasks": [{"name": "ee", "type": "frame", "frame": "panda_hand_tcp"}]}
+    for kind in ("collision", "self_collision"):
+        with pytest.raises(InvalidInputError, match=r"barriers\[1\]\.gain: expected a finite number > 0"):
+            load_config({**base, "barriers": [{"name": "jl", "type": "joint_limit"},
+                                              {"name": "c", "type": kind, "gain": 0}]})
+
+
+def test_a_compiled_collision_barrier_says_so_at_configure_and_the_python_path_says_why_not(panda):
+    s, robot = panda
+    compiled = CollisionBarrier(robot, 2, DT, rows_per_pair=3)
+    python = CollisionBarrier(robot, 2, DT, rows_per_pair=3, use_compiled=False)
+    assert compiled.compiled and not python.compiled
+    assert compiled.configure_notes()[0] == "barrier 'self_collision': collision distances compiled, 3 row(s) per pair"
+    assert python.configure_notes()[0] == (f"barrier 'self_collision': collision distances in Python "
+                                           f"({python.compiled_reason}), 3 row(s) per pair")
+    assert "use_compiled=False" in python.compiled_reason
+
+
+def test_a_collision_barrier_hint_points_at_the_srdf(panda):
+    s, robot = panda
+    hint = CollisionBarrier(robot, 2, DT).row_hint(0)
+    assert "d_min/safety_margin" in hint and "disable that pair in the SRDF" in hint
+
+
+def test_an_expected_prepare_holds_the_old_tables_for_a_bounded_number_of_updates_after_a_prepared_swap():
+    """While a prepare() is expected (expect_prepare) a compiled barrier goes on with its previous tables for
+    _MAX_PREPARE_WAIT updates, then rebuilds them itself; a prepared swap before restarts that count."""
+    r = robot_description("panda")
+    s = Scene(r.urdf_xml, r.srdf_xml, r.package_paths)
+    s.add_obstacle(Obstacle("table", "box", (1.2, 1.2, 0.04), position=(0.35, 0.0, -0.03)))
+    barrier = CollisionBarrier(Robot(s, s.group("arm")), 4, DT, pairs="obstacles")
+    assert barrier.compiled
+    data = s.model.createData()
+    q = s.named_configuration("default")
+    pin.computeJointJacobians(s.model, data, q)
+    pin.updateFramePlacements(s.model, data)
+    hand = data.oMf[s.frame_id("panda_hand_tcp")].translation
+
+    def update() -> str:
+        geom_data = pin.GeometryData(s.collision_model)
+        pin.updateGeometryPlacements(s.model, data, s.collision_model, geom_data)
+        barrier.update(q, data, geom_data)
+        return " ".join(barrier.row_names)
+
+    update()
+    s.add_obstacle(Obstacle("post", "sphere", (0.03,), position=tuple(hand + [0.0, 0.12, 0.0])))
+    barrier.prepare()
+    assert "obstacle:post" in update()  # the prepared tables swapped in
+    s.add_obstacle(Obstacle("ball", "sphere", (0.03,), position=tuple(hand + [0.0, -0.12, 0.0])))
+    barrier.expect_prepare()
+    for _ in range(_MAX_PREPARE_WAIT):
+        assert "obstacle:ball" not in update()  # the previous tables, while a prepare may still come
+    assert "obstacle:ball" in update()  # none came: rebuilt in the tick
+
+
+@pytest.mark.parametrize("joints", [["panda_joint4"], ["panda_joint2", "panda_joint5"],
+                                    ["panda_joint1", "panda_joint7"]])
+def test_a_joint_limit_barrier_on_a_few_active_joints_has_their_rows(joints):
+    """A group of one joint, or of joints apart in q: rows q - q_low (lower), then q_high - q (upper)."""
+    s = scene("panda")
+    group = s.subgroup(s.group("arm"), joints)
+    b = JointLimitBarrier(Robot(s, group), DT, margin_fraction=0.1)
+    q = s.named_configuration("default")
+    lo, hi = s.q_min_v[group.v_indices], s.q_max_v[group.v_indices]
+    margin = 0.1 * (hi - lo)
+    x = q[group.q_indices]
+    b.update(q, None, None)
+    np.testing.assert_allclose(b.value, np.concatenate([x - (lo + margin), (hi - margin) - x]), rtol=1e-12)
+    k = len(joints)
+    np.testing.assert_array_equal(b.jacobian, np.vstack([np.eye(k), -np.eye(k)]))
+    assert b.row_names == [f"{j} lower" for j in joints] + [f"{j} upper" for j in joints]
+
+
+def test_a_joint_limit_barrier_built_without_a_name_is_named_joint_limit(panda):
+    """Built in code without a name, it is named after its kind (the YAML type ``joint_limit``), and so are its
+    errors."""
+    s, robot = panda
+    assert JointLimitBarrier(robot, DT).name == "joint_limit"
+    with pytest.raises(InvalidInputError, match=r"^joint_limit\.margin_fraction: "):
+        JointLimitBarrier(robot, DT, margin_fraction=0.9)
+
+
+def test_a_position_barrier_hint_names_the_face_of_its_row(panda):
+    """Outside a face: "outside the box on <axis> (<p_min|p_max>[i] = bound m)"; inside: how far inside that face."""
+    s, robot = panda
+    data = s.model.createData()
+    q = s.named_configuration("default")
+    pin.computeJointJacobians(s.model, data, q)
+    pin.updateFramePlacements(s.model, data)
+    p = data.oMf[s.frame_id("panda_hand_tcp")].translation.copy()
+    p_min, p_max = p + [0.125, -0.5, -0.5], p + [0.5, 0.5, 0.25]  # x below p_min: outside; z 0.25 m below p_max
+    b = PositionBarrier(robot, "panda_hand_tcp", p_min, p_max, DT)
+    b.update(q, data, None)
+    assert (f"frame 'panda_hand_tcp' is outside the box on x (p_min[0] = {p_min[0]:.4g} m)" in b.row_hint(0))
+    assert (f"frame 'panda_hand_tcp' is 0.25 m inside the box face on z (p_max[2] = {p_max[2]:.4g} m)"
+            in b.row_hint(5))
+
+
+def test_a_sphere_barrier_refuses_a_radius_naming_its_key(panda):
+    s, robot = panda
+    for radius in (0.0, -0.1, np.inf):
+        with pytest.raises(InvalidInputError, match=r"^panda_hand_tcp_sphere\.radius: expected a finite number > 0"):
+            SphereBarrier(robot, "panda_hand_tcp", [0.0, 0.0, 0.0], radius, False, DT)
+        with pytest.raises(InvalidInputError, match=r"^keep_out\.radius: "):
+            SphereBarrier(robot, "panda_hand_tcp", [0.0, 0.0, 0.0], radius, False, DT, name="keep_out")
