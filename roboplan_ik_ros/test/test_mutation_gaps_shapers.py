@@ -8,6 +8,10 @@ LineOfSightShaper: a goal straight behind turns about an axis perpendicular to t
 PoseShaper: a diagonal step's TCP moves along the line at max_linear_speed, not sqrt(3) times it.
 TargetShaper: a_max = 0 is refused; integer limits take a fractional new speed; a per-coordinate leash holds
     each coordinate at its own distance; a Euclidean leash drops the acceleration away from the anchor.
+GoalSmoother (max_acceleration): a target moving at its goal brakes within the bound, overshoots and returns.
+JointJogFollower without an acceleration bound: a jog keeps its speed up to the limit and stops on it.
+LineOfSightShaper: a turn about a diagonal axis is bounded by the turn speed (Euclidean); reset sets the goal.
+TargetShaper: a new shaper is not leashed (False). scale_twist: unitless angular components times max_angular_speed.
 """
 
 from __future__ import annotations
@@ -20,12 +24,12 @@ import pytest
 from numpy.testing import assert_allclose, assert_array_equal
 
 from models import scene
-from roboplan_ik_ros.core.control.goal_followers import braking_speed
+from roboplan_ik_ros.core.control.goal_followers import GoalSmoother, GoalSmoothingConfig, braking_speed
 from roboplan_ik_ros.core.control.joint_jog_follower import JointJogFollower
 from roboplan_ik_ros.core.control.line_of_sight_shaper import LineOfSightShaper
 from roboplan_ik_ros.core.control.pose_shaper import PoseShaper
 from roboplan_ik_ros.core.control.target_shaper import TargetShaper
-from roboplan_ik_ros.core.control.twist_follower import StreamingConfig
+from roboplan_ik_ros.core.control.twist_follower import StreamingConfig, scale_twist
 
 DT = 0.002  # [s]
 
@@ -251,3 +255,112 @@ def test_a_euclidean_leash_drops_the_acceleration_away_from_the_anchor():
             assert np.linalg.norm(x) == pytest.approx(0.01, abs=1e-12)
             assert s.velocity @ u <= 1e-12 and s.acceleration @ u <= 1e-12
     assert leashed > 100
+
+
+# --- GoalSmoother (max_acceleration) -------------------------------------------------------------------------
+
+def test_a_max_acceleration_target_moving_at_its_goal_brakes_within_the_bound_before_it_rests():
+    """max_acceleration, 1 m/s^2, dt 2 ms: a target taken over at its goal but moving at 1 cm/s is not stopped
+    dead (a velocity change of 0.01 m/s > a dt = 0.002 m/s): its velocity changes by at most a dt a tick, it
+    overshoots by about its braking distance v^2 / 2a = 50 um, comes back and arrives at rest exactly at the goal."""
+    a, v0 = 1.0, 0.01
+    s = GoalSmoother(GoalSmoothingConfig(type="max_acceleration", max_linear_speed=0.5, max_linear_acceleration=a))
+    T = pin.SE3(np.eye(3), np.array([0.3, 0.0, 0.5]))
+    s.continue_from(T, np.array([v0, 0.0, 0.0]), np.zeros(3))
+    s.set_goal(T)
+    previous, farthest = np.array([v0, 0.0, 0.0]), 0.0
+    for _ in range(5000):
+        if s.step(DT) is None:
+            break
+        assert np.linalg.norm(s.linear_velocity - previous) <= a * DT * (1 + 1e-9)
+        previous = s.linear_velocity.copy()
+        farthest = max(farthest, float(np.linalg.norm(s.target.translation - T.translation)))
+    assert not s.moving and not s.linear_velocity.any()
+    assert_array_equal(s.target.translation, T.translation)
+    assert 0.5 * v0**2 / (2 * a) <= farthest <= 1.5 * v0**2 / (2 * a)
+
+
+# --- JointJogFollower: no acceleration bound -----------------------------------------------------------------
+
+def test_a_jog_without_an_acceleration_bound_keeps_its_speed_up_to_the_limit_and_stops_on_it():
+    """max_acceleration None (the velocity may step): a jog of 0.5 rad/s (1 mrad a step at 2 ms) from 10.5 mrad
+    below panda_joint1's upper limit is not braked early: 10 steps at 0.5 rad/s, then the remaining 0.5 mrad in one
+    step (0.25 rad/s), on the limit; then it stays there, at its bound, at rest."""
+    s = scene("panda")
+    g = s.group("arm")
+    f = JointJogFollower(s, g, StreamingConfig(command_timeout=10.0), None)
+    upper = float(s.q_max_v[g.v_indices[0]])
+    q = s.named_configuration("default")[g.q_indices]
+    q[0] = upper - 0.0105
+    f.start(q)
+    dq = np.zeros(g.nv)
+    dq[0] = 0.5
+    f.command(dq, 0.0)
+    speeds = []
+    for k in range(13):
+        f.step(DT, (k + 1) * DT)
+        speeds.append(float(f.velocity[0]))
+    assert_allclose(speeds, [0.5] * 10 + [0.25, 0.0, 0.0], rtol=0, atol=1e-9)
+    assert f.target[0] == pytest.approx(upper, abs=1e-12)
+    assert f.at_bound[0] and f.bounds_reached() == [(0, "upper", upper)]
+
+
+# --- LineOfSightShaper: the turn rate whatever its axis; reset -----------------------------------------------
+
+def test_a_turn_about_a_diagonal_axis_is_bounded_by_the_turn_speed_not_per_coordinate():
+    """Turn limits 1 rad/s, 10 rad/s^2, 500 rad/s^3 (Euclidean: the rate whatever its axis). The line of sight
+    turns 90 deg from x about the axis (0, 1, 1) / sqrt(2) (to (0, 1, -1) / sqrt(2)): the angle between
+    consecutive directions is at most 1 rad/s * dt and cruises at it (a per-coordinate bound would turn it
+    sqrt(2) times faster); the turn takes the time optimum T = pi/2 / v + v / a + a / j = 1.6908 s."""
+    speed, acc, jerk = 1.0, 10.0, 500.0
+    s = LineOfSightShaper(DT, speed, acc, jerk)
+    eye = np.array([0.1, -0.2, 0.4])
+    s.reset(eye + [1.0, 0.0, 0.0], eye)
+    s.set_goal(eye + np.array([0.0, 1.0, -1.0]) / math.sqrt(2.0), eye)
+    u = [np.array([1.0, 0.0, 0.0])]
+    for _ in range(2000):
+        p = s.step()
+        if p is None:
+            break
+        u.append(_direction(p, eye))
+    u = np.array(u)
+    assert not s.moving
+    assert_allclose(u[-1], np.array([0.0, 1.0, -1.0]) / math.sqrt(2.0), rtol=0, atol=1e-12)
+    rate = np.arctan2(np.linalg.norm(np.cross(u[:-1], u[1:]), axis=1), np.einsum("ij,ij->i", u[:-1], u[1:])) / DT
+    assert rate.max() <= speed * (1 + 1e-6) and rate.max() >= 0.99 * speed
+    assert (len(u) - 1) * DT == pytest.approx(math.pi / 2 / speed + speed / acc + acc / jerk, abs=2 * DT)
+
+
+def test_a_line_of_sight_reset_sets_the_goal_to_the_point_too():
+    """reset: "Target and goal := point, seen from eye, at rest": afterwards the goal is that point (not the
+    previous goal, not undefined) and a step has nothing to do."""
+    s = LineOfSightShaper(DT, 1.0, 10.0, 500.0)
+    s.reset([0.0, 0.0, 1.0], np.zeros(3))
+    s.set_goal([1.0, 0.0, 0.0], np.zeros(3))
+    s.step()
+    point, eye = np.array([0.4, -0.3, 1.2]), np.array([0.1, 0.1, 0.1])
+    s.reset(point, eye)
+    assert_array_equal(s.goal, point)
+    assert_array_equal(s.position, point)
+    assert not s.moving and s.step() is None
+
+
+# --- TargetShaper: a new shaper is not leashed ---------------------------------------------------------------
+
+def test_a_new_target_shaper_is_not_leashed():
+    """leashed: "the last step pulled the target back to its leash", a bool (JointTargetShaper.leashed -> bool):
+    a shaper that has not stepped yet was not pulled back, leashed is False."""
+    s = TargetShaper(2, DT, 1.0, 4.0, 100.0, leash=0.1)
+    assert s.leashed is False
+
+
+# --- scale_twist: unitless ----------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("max_angular_speed", [2.0, 0.5])
+def test_a_unitless_twist_is_the_components_times_the_max_speeds(max_angular_speed):
+    """command_in_type unitless: components in [-1, 1] times max_linear_speed [m/s] / max_angular_speed [rad/s]
+    (README): linear 0.5 at 0.2 m/s is 0.1 m/s; angular -0.5 at 2 (0.5) rad/s is -1 (-0.25) rad/s."""
+    cfg = StreamingConfig(command_in_type="unitless", max_linear_speed=0.2, max_angular_speed=max_angular_speed)
+    v, w = scale_twist(cfg, np.array([0.5, 0.0, 0.0]), np.array([0.0, 0.0, -0.5]))
+    assert_allclose(v, [0.1, 0.0, 0.0], rtol=0, atol=1e-15)
+    assert_allclose(w, [0.0, 0.0, -0.5 * max_angular_speed], rtol=0, atol=1e-15)
