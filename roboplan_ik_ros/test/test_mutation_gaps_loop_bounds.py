@@ -1,0 +1,275 @@
+"""The control loop's safety and bound reports that mutation testing found unchecked (docs/mutation.md, core/control).
+
+- Configure: an acceleration limit is refused for the joint whose braking reserve exceeds the leash, not only the first.
+- Held steps: a stop whose braking along the path crosses a barrier's floor is turned back along the rows (from the
+  path's braking, or else from the hardest braking) and counted once in corrected_stops, ending within the floor.
+- Reports (binding_bounds): the acceleration a joint is held at is its increment's change (u - u1) / dt^2; a
+  prismatic joint's values are in m; a step exactly on its bound is on it (tolerance 0), on either side.
+- following_speed: the steady speed whose braking travel B = n_A u + (u + alpha/2)^2 / (2 alpha) + E fits in the room,
+  n_A the steps an acceleration of RAMP_ACCELERATION_SHARE a_max still ramps off (acceleration_limit.py).
+- SingularityScale: the probe that finds the direction toward the singularity moves the group's joints only.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+
+import numpy as np
+import pinocchio as pin
+import pytest
+
+from models import scene
+from roboplan_ik_ros.core.control.binding_bounds import ACCELERATION_BOUND, VELOCITY_BOUND, binding_bounds
+from roboplan_ik_ros.core.control.control_loop import HOLDING
+from roboplan_ik_ros.core.control.following_speed import FOLLOWING_SPEED_MARGIN, following_speed
+from roboplan_ik_ros.core.control.loop_modes import RAMP_ACCELERATION_SHARE
+from roboplan_ik_ros.core.control.singularity_scale import SingularityScale
+from roboplan_ik_ros.core.errors import InvalidInputError
+from roboplan_ik_ros.core.oink import AccelerationLimit, Oink, VelocityLimit
+from test_control_loop import TIP, panda  # noqa: F401 - panda is a fixture
+from test_mutation_gaps_control_loop import DT, franka_limits, loop_of, panda_yaml
+
+BARRIER_TOLERANCE = 1e-4  # [m] panda.yaml's solver.barrier_tolerance: the check's floor is -this below a face
+BOUNDARY_SLIP = 1e-8  # [m] barrier_check.py: a row on its tolerance boundary may cross it by this much
+
+
+def _arm_bounds(names):
+    """[rad per period] per joint of ``names``: the most an increment may change in one step from a steady stream
+    (u1 = u2), min(a_max dt^2, j_max dt^3) of panda_joint_limits.yaml."""
+    limits = franka_limits()
+    a = np.array([limits[n]["max_acceleration"] for n in names]) * DT**2
+    j = np.array([limits[n]["max_jerk"] for n in names]) * DT**3
+    return np.minimum(a, j)
+
+
+# ----------------------------------------------------------------------------- configure
+def test_the_joint_whose_braking_reserve_exceeds_the_leash_is_refused_even_when_it_is_not_the_first(panda):
+    """_check_braking_reserve: a_max dt^2 (ceil(a_max / (j_max dt)) - 1)^2 per joint must fit in
+    max_state_divergence (0.1 rad). Franka's bounds reserve nothing (ceil(15 / (7500 dt)) = 1), except panda_joint3
+    given a_max 4, j_max 20: ceil(100) - 1 = 99 steps, 4 dt^2 99^2 = 0.157 rad. Refused, naming panda_joint3 and the
+    least j_max that fits (n_C^2 a_max dt^2 < 0.1: n_C = 79, j_max = a_max / (dt (n_C + 1)) = 25)."""
+    limits = franka_limits()
+    names = panda.group("arm").joint_names
+    a_max = [float(limits[n]["max_acceleration"]) for n in names]
+    j_max = [float(limits[n]["max_jerk"]) for n in names]
+    a_max[2], j_max[2] = 4.0, 20.0
+    reserve = 4.0 * DT**2 * (math.ceil(4.0 / (20.0 * DT)) - 1) ** 2
+    assert reserve > 0.1 and all(a * DT**2 * max(math.ceil(a / (j * DT)) - 1, 0) ** 2 == 0.0
+                                 for k, (a, j) in enumerate(zip(a_max, j_max)) if k != 2)
+    data = panda_yaml()
+    data["barriers"] = []
+    for lim in data["limits"]:
+        if lim["type"] == "acceleration":
+            lim.update(a_max=a_max, j_max=j_max)
+    expected = (rf"joint 'panda_joint3': a_max 4 and j_max 20 at 500 Hz .* braking reserves {reserve:.3g} rad or m, "
+                r"more than node.max_state_divergence 0.1.*Expected j_max >= 25\b")
+    with pytest.raises(InvalidInputError, match=expected):
+        loop_of(panda, data)
+
+
+# ----------------------------------------------------------------------------- held steps
+# A pose whose TCP moves toward +x (joint 5 at 1.2 rad/s) in a steady command stream (u1 = u2 = U per period), the
+# workspace box's +x face at the TCP, its other faces 0.3 m away. Found by a search over poses and streams: slower
+# (0.89 U), the braking along the path crosses the check's floor by so little that it can be turned back; faster
+# (0.99 U), only the hardest braking (each joint at its bound) can be.
+STOP_POSE = [0.322, -0.7732, -0.0853, -1.9678, 0.0081, 1.4757, 0.0393]  # [rad] panda_joint1..7
+STOP_STREAM = np.array([-8.156e-5, -5.109e-5, -1.212e-5, 2.112e-4, -2.4212e-3, 1.458e-5, -2.732e-5])  # [rad/period]
+
+
+@pytest.mark.parametrize("share", [0.89, 0.99], ids=["path-braking-corrected", "hardest-braking-corrected"])
+def test_a_held_step_whose_braking_crosses_the_floor_is_turned_back_and_counted_once(panda, monkeypatch, share):
+    """A QP failure holds (the solve runs at q, then reports failure): the hold brakes, and a stop must be no less
+    safe than the step it replaces (_safest_stop_from). Braking along the path (every increment scaled by one factor,
+    each dropping by at most min(a_max dt^2, j_max dt^3)) would end beyond the face by more than the tolerance, so
+    the stop is turned back along the barrier rows within the box limits: the command ends within the check's floor
+    (x <= face + tolerance), every increment within the acceleration and jerk bounds, and the tick counts one
+    corrected stop (LoopCounters.corrected_stops), no hardest stop. At 0.89 U it is the braking along the path that
+    is turned back: it differs from it by a multiple of the face row's gradient (the TCP's x Jacobian at q: the
+    least-norm change), but for the joint that sets the braking's scale, held at its bound."""
+    q0 = panda.named_configuration("default")
+    q0[:7] = STOP_POSE
+    u = share * STOP_STREAM
+    tcp = panda.frame_pose(q0, TIP).translation
+    face = float(tcp[0])
+    data = panda_yaml()
+    data["barriers"] = [b for b in data["barriers"] if b["name"] == "workspace"]
+    data["barriers"][0]["p_min"] = [float(x) for x in tcp - 0.3]
+    data["barriers"][0]["p_max"] = [face, *(float(x) for x in tcp[1:] + 0.3)]  # [m] the TCP on the +x face
+    loop = loop_of(panda, data)
+    assert loop.config.solver.barrier_tolerance == BARRIER_TOLERANCE
+    g = loop.group
+    # the premise: braking along the path ends beyond the floor
+    step = _arm_bounds(g.joint_names)
+    s = max(float(np.max(1.0 - step / np.abs(u))), 0.0)
+    dq = np.zeros(panda.model.nv)
+    dq[g.v_indices] = s * u
+    x_path = panda.frame_pose(panda.integrate(q0, dq), TIP).translation[0]
+    assert x_path > face + BARRIER_TOLERANCE + BOUNDARY_SLIP, (s, x_path - face)
+
+    loop.state.incoming[:] = q0
+    assert loop.state.accept(0.0) == "" and loop.activate(0.0) == ""
+    loop.set_pose_goal("ee", pin.SE3(panda.frame_pose(q0, TIP).rotation, tcp + np.array([0.05, 0.0, 0.0])))
+    loop.guard.u1[:] = u  # the stream so far: two equal increments (steady speed)
+    loop.guard.u2[:] = u
+    loop.state.incoming[:] = q0
+    assert loop.state.accept(DT) == ""
+    oink = loop.ctrl.oink
+    solve = oink.solve
+
+    def failing(*args, **kwargs):
+        solve(*args, **kwargs)  # the rows and the box of this q, as a real failure leaves them
+        return oink._fail("QP failed: test")
+
+    monkeypatch.setattr(oink, "solve", failing)
+    res = loop.tick(DT)
+    c = loop.counts
+    assert c.tick_errors == 0 and c.qp_failures == 1, loop.hold_reason
+    assert loop.mode == HOLDING and loop.hold_reason == "QP failed: test"
+    assert (c.corrected_stops, c.hardest_stops) == (1, 0)
+    x = panda.frame_pose(res.command, TIP).translation[0]
+    assert x <= face + BARRIER_TOLERANCE + BOUNDARY_SLIP, x - face
+    u_stop = res.command[g.q_indices] - q0[g.q_indices]
+    assert np.all(np.abs(u_stop - u) <= step * (1 + 1e-9) + 1e-15), (u_stop - u) / step
+    if share == 0.89:
+        binding = int(np.argmax(1.0 - step / np.abs(u)))  # the joint whose bound sets the path's scale s
+        J_x = pin.computeFrameJacobian(panda.model, panda.model.createData(), q0, panda.model.getFrameId(TIP),
+                                       pin.LOCAL_WORLD_ALIGNED)[0, g.v_indices]
+        d = u_stop - s * u
+        assert abs(d[binding]) <= 1e-12 * step[binding], d / step
+        free = np.arange(7) != binding
+        c = float(d[free] @ J_x[free]) / float(J_x[free] @ J_x[free])
+        assert c < 0.0  # back from the face
+        np.testing.assert_allclose(d[free], c * J_x[free], rtol=0.0, atol=1e-6 * float(np.abs(d).max()))
+
+
+# ----------------------------------------------------------------------------- reports
+@pytest.mark.parametrize("upper", [True, False], ids=["upper", "lower"])
+def test_a_joint_at_its_acceleration_bound_is_reported_with_the_change_of_its_increment(upper):
+    """No jerk bound: steady at 0.5 rad/s (u1 = u2 = 1 mrad a period), a step of u1 +- a_max dt^2 changes the
+    velocity at (u - u1) / dt^2 = +-a_max (acceleration_limit.py: |u - u_1| / dt^2 <= a_max): binding_bounds names
+    the acceleration bound with that acceleration [rad/s^2], not one counting the previous increment again."""
+    s = scene("panda")
+    oink = Oink(s, "arm")
+    a_max = 15.0  # [rad/s^2]
+    lim = AccelerationLimit(oink, DT, a_max, None, v_max=10.0)
+    c = np.full(7, 1e-3)  # [rad per period]
+    lim.set_history(c, c)
+    q = s.named_configuration("default")
+    lim.bounds(q)
+    sign = 1.0 if upper else -1.0
+    dq = c + sign * a_max * DT**2
+    hits = binding_bounds(s, s.group("arm"), [lim], q, dq, DT, 1e-10)
+    assert len(hits) == 7 and all(h.code == ACCELERATION_BOUND and "acceleration bound" in h.text for h in hits), hits
+    for h in hits:
+        a = float(re.search(r"\(a ([-+0-9.]+) rad/s\^2", h.text).group(1))
+        assert a == pytest.approx(sign * a_max, abs=1e-3), h.text
+
+
+def test_a_prismatic_joint_at_its_velocity_limit_is_reported_in_metres():
+    """binding_bounds (unit "m" for a joint moving along an axis): group arm_and_hand, the finger's prismatic joint
+    (URDF type prismatic, 0.2 m/s) at its velocity bound says m/s, the revolute panda_joint1 beside it rad/s."""
+    s = scene("panda")
+    group = s.group("arm_and_hand")
+    names = list(group.joint_names)
+    finger, joint1 = names.index("panda_finger_joint1"), names.index("panda_joint1")
+    lim = VelocityLimit(Oink(s, "arm_and_hand"), DT)
+    q = s.named_configuration("default")
+    b = lim.bounds(q)
+    dq = np.zeros(group.nv)
+    dq[finger], dq[joint1] = b.upper[finger], b.lower[joint1]
+    hits = {h.joint: h for h in binding_bounds(s, group, [lim], q, dq, DT, 1e-12)}
+    assert set(hits) == {"panda_finger_joint1", "panda_joint1"}
+    assert hits["panda_finger_joint1"].code == VELOCITY_BOUND
+    assert hits["panda_finger_joint1"].text == ("panda_finger_joint1 at its velocity limit (v +0.2000 m/s, v_max "
+                                                "0.2000 m/s)")
+    assert hits["panda_joint1"].text == "panda_joint1 at its velocity limit (v -2.1750 rad/s, v_max 2.1750 rad/s)"
+
+
+def test_a_step_exactly_on_its_bound_is_on_it_at_zero_tolerance_on_either_side():
+    """binding_bounds: the joints whose dq sits *within* tolerance of a bound: with tolerance 0 a dq equal to the
+    bound (a step clipped into the box) is on it, at the upper bound as at the lower one; a joint 1e-12 inside is
+    not."""
+    s = scene("panda")
+    group = s.group("arm")
+    lim = VelocityLimit(Oink(s, "arm"), DT)
+    q = s.named_configuration("default")
+    b = lim.bounds(q)
+    dq = np.zeros(7)
+    dq[2], dq[4], dq[6] = b.upper[2], b.lower[4], b.upper[6] - 1e-12
+    hits = binding_bounds(s, group, [lim], q, dq, DT, 0.0)
+    assert sorted(h.joint for h in hits) == ["panda_joint3", "panda_joint5"], hits
+    assert all(h.code == VELOCITY_BOUND for h in hits)
+
+
+# ----------------------------------------------------------------------------- following_speed
+def _braking_travel(u, alpha, delta):
+    """following_speed's docstring: B = n_A u + (u + alpha/2)^2 / (2 alpha) + E, with (acceleration_limit.py)
+    n_A = ceil((w + alpha) / delta) - 1 for an acceleration w = RAMP_ACCELERATION_SHARE alpha still ramping off,
+    E = alpha n_C^2, n_C = ceil(alpha / delta) - 1 (both 0 without a jerk bound)."""
+    if math.isfinite(delta):
+        n_a = max(math.ceil((RAMP_ACCELERATION_SHARE * alpha + alpha) / delta) - 1, 0)
+        n_c = max(math.ceil(alpha / delta) - 1, 0)
+    else:
+        n_a = n_c = 0
+    return n_a * u + (u + alpha / 2.0) ** 2 / (2.0 * alpha) + alpha * n_c**2
+
+
+@pytest.mark.parametrize("a_max, j_max, dt, room", [(15.0, 1000.0, 0.002, 0.1), (4.0, 200.0, 0.004, 0.05),
+                                                    (10.0, math.inf, 0.002, 0.1)],
+                         ids=["n_A-11", "n_A-7", "no-jerk-bound"])
+def test_the_following_speed_brakes_within_the_room_counting_the_ramp_of_the_acceleration(a_max, j_max, dt, room):
+    """following_speed = FOLLOWING_SPEED_MARGIN u / dt, u the steady increment whose braking travel B(u) (n_A steps
+    at u while an acceleration of half a_max ramps off, then braking at a_max, then the reserve E) is the room:
+    found by bisection on B, which increases with u."""
+    alpha, delta = a_max * dt * dt, j_max * dt**3
+    lo, hi = 0.0, 1.0
+    for _ in range(200):
+        mid = 0.5 * (lo + hi)
+        lo, hi = (mid, hi) if _braking_travel(mid, alpha, delta) <= room else (lo, mid)
+    expected = FOLLOWING_SPEED_MARGIN * lo / dt
+    got = following_speed(np.array([a_max]), np.array([j_max]), dt, room)
+    assert got.shape == (1,)
+    assert got[0] == pytest.approx(expected, rel=1e-9)
+
+
+# ----------------------------------------------------------------------------- singularity scale
+def test_the_singularity_probe_moves_the_groups_joints_only():
+    """SingularityScale: which sign of u_min moves toward the singularity is found by probing kappa at q + eps v_min
+    over the group's joints; the others stay fixed (JointGroup). A group without panda_joint4 (scene.subgroup), at a
+    pose where kappa of its 6 x 6 Jacobian is ~150 (lower 100, hard 300): of the twists along +u_min and -u_min, the
+    one whose joint motion raises kappa (brute force: kappa at q +- 1e-4 v_min) is scaled by (hard - kappa) /
+    (hard - lower), the other followed as asked."""
+    s = scene("panda")
+    arm = s.group("arm")
+    g = s.subgroup(arm, [j for j in arm.joint_names if j != "panda_joint4"])
+    fid = s.model.getFrameId(TIP)
+    q = s.named_configuration("default")
+    q[:7] = [0.47, -0.76, 1.0, -2.26, -0.32, 1.38, 0.24]
+
+    def jacobian(qq):
+        return pin.computeFrameJacobian(s.model, s.model.createData(), qq, fid, pin.LOCAL_WORLD_ALIGNED)[:, g.v_indices]
+
+    def kappa(qq):
+        S = np.linalg.svd(jacobian(qq), compute_uv=False)
+        return S[0] / S[-1]
+
+    U, S, Vt = np.linalg.svd(jacobian(q))
+    k0, u_min, v_min = S[0] / S[-1], U[:, -1], Vt[-1]
+    assert 100.0 < k0 < 300.0, k0
+    probe = np.zeros(s.model.nv)
+    probe[g.v_indices] = 1e-4 * v_min
+    k_plus, k_minus = kappa(s.integrate(q, probe)), kappa(s.integrate(q, -probe))
+    assert abs(k_plus - k_minus) > 1e-4 * k0, (k_plus, k_minus)  # far enough apart to tell
+    plus_toward = k_plus > k_minus
+    lower, hard = 100.0, 300.0
+    sc = SingularityScale(s, g, fid, lower=lower, hard=hard)
+    for sign in (1.0, -1.0):
+        twist = 0.05 * sign * u_min
+        toward = (sign > 0) == plus_toward
+        value = sc.scale(q, twist[:3], twist[3:])
+        assert sc.kappa == pytest.approx(k0, rel=1e-9)
+        if toward:
+            assert value == pytest.approx((hard - k0) / (hard - lower), rel=1e-9), sign
+        else:
+            assert value == 1.0, sign
