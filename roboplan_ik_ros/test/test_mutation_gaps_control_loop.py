@@ -251,24 +251,29 @@ def test_a_joint_jog_ramps_its_target_speed_at_half_the_acceleration_limit(panda
 
 # ----------------------------------------------------------------------------- reports
 @pytest.mark.parametrize("upper", [True, False], ids=["upper", "lower"])
-def test_a_joint_at_its_jerk_bound_is_reported_with_the_jerk_of_the_last_three_commands(upper):
-    """Steady at 0.5 rad/s (u1 = u2 = 1 mrad a period), a step of u1 +- j_max dt^3 has jerk
-    (u - 2 u1 + u2) / dt^3 = +-j_max: binding_bounds names the jerk bound with that jerk [rad/s^3]."""
+@pytest.mark.parametrize("bound", ["jerk", "acceleration"])
+def test_a_joint_at_its_jerk_or_acceleration_bound_is_reported_with_that_derivative(upper, bound):
+    """Steady at 0.5 rad/s (u1 = u2 = 1 mrad a period). With j_max 1000 rad/s^3 (below a_max / dt: the jerk bound is
+    the tighter one) a step of u1 +- j_max dt^3 has jerk (u - 2 u1 + u2) / dt^3 = +-j_max: binding_bounds names the
+    jerk bound with that jerk [rad/s^3]. Without a jerk bound a step of u1 +- a_max dt^2 changes the velocity at
+    (u - u1) / dt^2 = +-a_max (acceleration_limit.py: |u - u_1| / dt^2 <= a_max): it names the acceleration bound
+    with that acceleration [rad/s^2], not one counting the previous increment again."""
     s = scene("panda")
     oink = Oink(s, "arm")
-    j_max = 1000.0  # [rad/s^3] below a_max / dt: the jerk bound is the tighter one
-    lim = AccelerationLimit(oink, DT, 15.0, j_max, v_max=10.0)
+    a_max, j_max = 15.0, (1000.0 if bound == "jerk" else None)  # [rad/s^2], [rad/s^3]
+    lim = AccelerationLimit(oink, DT, a_max, j_max, v_max=10.0)
     c = np.full(7, 1e-3)  # [rad per period]
     lim.set_history(c, c)
     q = s.named_configuration("default")
     lim.bounds(q)
     sign = 1.0 if upper else -1.0
-    dq = c + sign * j_max * DT**3
+    dq = c + sign * (j_max * DT**3 if bound == "jerk" else a_max * DT**2)
     hits = binding_bounds(s, s.group("arm"), [lim], q, dq, DT, 1e-10)
-    assert len(hits) == 7 and all(h.code == ACCELERATION_BOUND and "jerk bound" in h.text for h in hits), hits
+    assert len(hits) == 7 and all(h.code == ACCELERATION_BOUND and f"{bound} bound" in h.text for h in hits), hits
+    symbol, unit, expected, tol = ("j", r"rad/s\^3", j_max, 0.1) if bound == "jerk" else ("a", r"rad/s\^2", a_max, 1e-3)
     for h in hits:
-        j = float(re.search(r"\(j ([-+0-9.]+) rad/s\^3", h.text).group(1))
-        assert j == pytest.approx(sign * j_max, abs=0.1), h.text
+        value = float(re.search(rf"\({symbol} ([-+0-9.]+) {unit}", h.text).group(1))
+        assert value == pytest.approx(sign * expected, abs=tol), h.text
 
 
 def test_a_fresh_state_tracker_has_no_rejection_and_keeps_the_latest_reason():

@@ -144,28 +144,6 @@ def test_a_held_step_whose_braking_crosses_the_floor_is_turned_back_and_counted_
 
 
 # ----------------------------------------------------------------------------- reports
-@pytest.mark.parametrize("upper", [True, False], ids=["upper", "lower"])
-def test_a_joint_at_its_acceleration_bound_is_reported_with_the_change_of_its_increment(upper):
-    """No jerk bound: steady at 0.5 rad/s (u1 = u2 = 1 mrad a period), a step of u1 +- a_max dt^2 changes the
-    velocity at (u - u1) / dt^2 = +-a_max (acceleration_limit.py: |u - u_1| / dt^2 <= a_max): binding_bounds names
-    the acceleration bound with that acceleration [rad/s^2], not one counting the previous increment again."""
-    s = scene("panda")
-    oink = Oink(s, "arm")
-    a_max = 15.0  # [rad/s^2]
-    lim = AccelerationLimit(oink, DT, a_max, None, v_max=10.0)
-    c = np.full(7, 1e-3)  # [rad per period]
-    lim.set_history(c, c)
-    q = s.named_configuration("default")
-    lim.bounds(q)
-    sign = 1.0 if upper else -1.0
-    dq = c + sign * a_max * DT**2
-    hits = binding_bounds(s, s.group("arm"), [lim], q, dq, DT, 1e-10)
-    assert len(hits) == 7 and all(h.code == ACCELERATION_BOUND and "acceleration bound" in h.text for h in hits), hits
-    for h in hits:
-        a = float(re.search(r"\(a ([-+0-9.]+) rad/s\^2", h.text).group(1))
-        assert a == pytest.approx(sign * a_max, abs=1e-3), h.text
-
-
 def test_a_prismatic_joint_at_its_velocity_limit_is_reported_in_metres():
     """binding_bounds (unit "m" for a joint moving along an axis): group arm_and_hand, the finger's prismatic joint
     (URDF type prismatic, 0.2 m/s) at its velocity bound says m/s, the revolute panda_joint1 beside it rad/s."""
