@@ -13,20 +13,19 @@
 from __future__ import annotations
 
 import math
-import re
 
 import numpy as np
 import pinocchio as pin
 import pytest
 
 from models import scene
-from roboplan_ik_ros.core.control.binding_bounds import ACCELERATION_BOUND, VELOCITY_BOUND, binding_bounds
+from roboplan_ik_ros.core.control.binding_bounds import VELOCITY_BOUND, binding_bounds
 from roboplan_ik_ros.core.control.control_loop import HOLDING
 from roboplan_ik_ros.core.control.following_speed import FOLLOWING_SPEED_MARGIN, following_speed
 from roboplan_ik_ros.core.control.loop_modes import RAMP_ACCELERATION_SHARE
 from roboplan_ik_ros.core.control.singularity_scale import SingularityScale
 from roboplan_ik_ros.core.errors import InvalidInputError
-from roboplan_ik_ros.core.oink import AccelerationLimit, Oink, VelocityLimit
+from roboplan_ik_ros.core.oink import Oink, VelocityLimit
 from test_control_loop import TIP, panda  # noqa: F401 - panda is a fixture
 from test_mutation_gaps_control_loop import DT, franka_limits, loop_of, panda_yaml
 
