@@ -85,9 +85,9 @@ class NodeConfig(LoopConfig):
 
 def check_node_config(cfg: NodeConfig, path: str = "node") -> NodeConfig:
     """Range and choice checks of a parsed :class:`NodeConfig` (also used for runtime updates): the declared ones
-    (core/keys.py: the loop's keys, these, markers, each output), then the rules between keys."""
+    (core/keys.py: check_loop_config walks every field, the loop's keys, these and markers; each output below),
+    then the rules between keys."""
     check_loop_config(cfg, path)
-    check_declared(cfg, path)
     reason = trigger_feedback_reason(cfg.trigger, cfg.state_feedback)
     if reason:
         raise InvalidInputError(f"{path}.state_feedback: {reason}")

@@ -17,10 +17,10 @@ from typing import Any, Union
 
 from ..config import IKConfig, from_mapping, load_config
 from ..errors import InvalidInputError, Range
-from ..keys import check_declared, choice_reason, declared_ranges, key
+from ..keys import check_declared, declared_ranges, key
 from ..ranges import RANGES
 from .goal_followers import GoalSmoothingConfig
-from .twist_follower import StreamingConfig, check_streaming_config
+from .twist_follower import StreamingConfig, check_singularity_thresholds
 
 STATE_FEEDBACK = ("commanded", "measured")
 STALE_BEHAVIORS = ("stop", "hold")
@@ -62,17 +62,11 @@ class LoopConfig:
 RANGES.update(declared_ranges("node", LoopConfig))  # node.<key>: what the objects and the parameters check with
 
 
-def check_choice(value: str, valid: tuple[str, ...], path: str) -> None:
-    reason = choice_reason(value, valid)
-    if reason:
-        raise InvalidInputError(f"{path}: {reason}")
-
-
 def check_loop_config(cfg: LoopConfig, path: str = "node") -> None:
-    """The declared choices and ranges of the control-loop keys (nested sections included), and the
-    streaming section's own rule."""
+    """The declared choices and ranges of the control-loop keys (nested sections included; of a NodeConfig, its
+    ROS keys too), and the streaming section's own rule."""
     check_declared(cfg, path)
-    check_streaming_config(cfg.streaming, f"{path}.streaming")
+    check_singularity_thresholds(cfg.streaming, f"{path}.streaming")
 
 
 class UnappliedConfigWarning(UserWarning):

@@ -66,6 +66,11 @@ class StreamingConfig:
 def check_streaming_config(cfg: StreamingConfig, path: str = "node.streaming") -> None:
     """The declared choices and ranges of the ``node.streaming`` keys, and the singularity thresholds' order."""
     check_declared(cfg, path)
+    check_singularity_thresholds(cfg, path)
+
+
+def check_singularity_thresholds(cfg: StreamingConfig, path: str = "node.streaming") -> None:
+    """The one rule between two streaming keys: 1 <= lower_singularity_threshold < hard_stop_singularity_threshold."""
     if not cfg.hard_stop_singularity_threshold > cfg.lower_singularity_threshold >= 1.0:
         raise InvalidInputError(f"{path}.hard_stop_singularity_threshold: expected 1 <= lower_singularity_threshold "
                                 f"< hard_stop_singularity_threshold, got {cfg.lower_singularity_threshold!r} and "
