@@ -52,7 +52,7 @@ class ComBarrier(Barrier):
         axis_selection: which of x, y, z are constrained (a standing robot: ``[true, true, false]``).
     """
 
-    option_defaults = {"safe_displacement_gain": 0.0}  # no safe-displacement term unless asked
+    option_defaults = {"safe_displacement_gain": ComBarrierConfig.safe_displacement_gain}  # the kind's YAML default: 0
 
     def __init__(
         self,

@@ -55,7 +55,7 @@ class JointLimitBarrier(Barrier):
         margin_fraction: share of each joint's span kept free at each end, in [0, 0.45].
     """
 
-    option_defaults = {"safe_displacement_gain": 0.0}  # no safe-displacement term unless asked
+    option_defaults = {"safe_displacement_gain": JointLimitBarrierConfig.safe_displacement_gain}  # the kind's YAML default: 0
 
     def __init__(
         self,

@@ -57,7 +57,7 @@ class SingularityBarrier(Barrier):
             the Panda's hand: 0.22 at the SRDF's default pose, 0.005 with the elbow almost straight.
     """
 
-    option_defaults = {"safe_displacement_gain": 0.0}  # no safe-displacement term unless asked
+    option_defaults = {"safe_displacement_gain": SingularityBarrierConfig.safe_displacement_gain}  # the kind's YAML default: 0
 
     def __init__(
         self,
