@@ -70,6 +70,7 @@ STEP_RTOL, STEP_ATOL = 1e-6, 1e-9  # consecutive-command tolerance: |dq| <= v_ma
 RESEED_TOL = 1e-6  # [rad] a re-seed command equals the measurement
 LIMIT_TOL = 1e-9  # [rad] commands inside the joint limits
 RATE_MARGIN = 0.5  # [s] around a rate change both periods count (the larger dt is used)
+DESCRIPTION_TIMEOUT = 30.0  # [s] configure waits this long for the latched /robot_description (see Rig.start_ik)
 
 
 # ===================================================================================== oracle
@@ -491,7 +492,10 @@ class Rig:
 
         name = unique("e2e_ik")
         KNOWN_NODES.add(name)
-        proc = Proc(name, "roboplan_ik_ros.node.ik_controller", {"config_file": str(config)}, self.log_dir)
+        # description_timeout: the latched /robot_description can take > 10 s (the default) to be discovered with
+        # one core busy elsewhere (seen once in test_e2e_chaos's SIGTERM round); a generous timeout, not a rate
+        proc = Proc(name, "roboplan_ik_ros.node.ik_controller",
+                    {"config_file": str(config), "description_timeout": DESCRIPTION_TIMEOUT}, self.log_dir)
         self.procs.append(proc)
         if self.ik is None:
             self.ik = proc
