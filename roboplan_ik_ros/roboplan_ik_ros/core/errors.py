@@ -45,9 +45,10 @@ def as_vector(value, size: int, what: str, *, allow_inf: bool = False) -> np.nda
 @dataclass(frozen=True)
 class Range:
     """The numbers a key accepts: ``[lo, hi]``, open at ``lo`` with ``lo_open`` and at ``hi`` with
-    ``hi_open``; finite unless ``inf_ok`` (then ``hi`` = inf is accepted too). The one range check of the
-    package: the YAML loaders, the core constructors and the runtime parameters all check with it, so a
-    key's range and its error text are the same wherever it is set. ``unit`` is shown after the range."""
+    ``hi_open``; finite unless ``inf_ok`` (then ``hi`` = inf is accepted too); whole numbers given as integers
+    (not 2.0) with ``integer`` (a count: ``max_iter``). The one range check of the package: the YAML loaders,
+    the core constructors and the runtime parameters all check with it, so a key's range and its error text
+    are the same wherever it is set. ``unit`` is shown after the range."""
 
     lo: float = 0.0
     hi: float = math.inf
@@ -55,29 +56,36 @@ class Range:
     hi_open: bool = False
     unit: str = ""
     inf_ok: bool = False
+    integer: bool = False
 
     def describe(self) -> str:
-        """In words for error messages and parameter descriptions: ``a finite number in (0, 10] [s]``."""
+        """In words for error messages and parameter descriptions: ``a finite number in (0, 10] [s]``,
+        ``an integer >= 1``."""
+        what = "an integer" if self.integer else "a finite number"
         if math.isinf(self.hi):
-            text = f"a finite number {'>' if self.lo_open else '>='} {self.lo:g}"
+            text = f"{what} {'>' if self.lo_open else '>='} {self.lo:g}"
         else:
-            text = (f"a finite number in {'(' if self.lo_open else '['}{self.lo:g}, {self.hi:g}"
+            text = (f"{what} in {'(' if self.lo_open else '['}{self.lo:g}, {self.hi:g}"
                     f"{')' if self.hi_open else ']'}")
         text = f"{text} [{self.unit}]" if self.unit else text
         return f"{text} or .inf" if self.inf_ok else text
 
     def accepts(self, values: np.ndarray) -> np.ndarray:
-        """Elementwise: which of the float array ``values`` are in the range."""
+        """Elementwise: which of the float array ``values`` are in the range (``integer``: and whole)."""
         ok = (values > self.lo) if self.lo_open else (values >= self.lo)
         ok &= (values < self.hi) if self.hi_open else (values <= self.hi)
         if not self.inf_ok:
             ok &= np.isfinite(values)
+        if self.integer:
+            ok &= np.floor(values) == values
         return ok & ~np.isnan(values)
 
     def reason(self, value: Any, size: int | None = None) -> str:
         """Why ``value`` is refused ("" if it is accepted). ``size``: None takes one number; n takes
         one number or n of them; -1 one number or a list of any length (its length checked elsewhere)."""
         values = _as_numbers(value, scalar_only=size is None)
+        if values is not None and self.integer and not _integers(value):
+            values = None  # a float, even a whole one (2.0): not a count
         if values is None:
             many = "" if size is None else " or a list of them" if size < 0 else f" or {size} of them"
             return f"expected {self.describe()}{many}, got {_show(value)}"
@@ -89,12 +97,14 @@ class Range:
         return ""
 
     def check(self, value: Any, what: str, size: int | None = None) -> Any:
-        """``value`` as a float (an array when ``size`` is given and it is a list) if it is accepted,
-        else raise InvalidInputError naming ``what``."""
+        """``value`` as a float (``integer``: an int; an array when ``size`` is given and it is a list) if it is
+        accepted, else raise InvalidInputError naming ``what``."""
         reason = self.reason(value, size)
         if reason:
             raise InvalidInputError(f"{what}: {reason}")
         values = _as_numbers(value, scalar_only=size is None)
+        if self.integer:
+            return int(values) if values.ndim == 0 else values.astype(int)
         return float(values) if values.ndim == 0 else values
 
 
@@ -110,6 +120,12 @@ def _as_numbers(value: Any, *, scalar_only: bool) -> np.ndarray | None:
         return np.asarray(value, dtype=float)
     except (TypeError, ValueError):
         return None
+
+
+def _integers(value: Any) -> bool:
+    """Is ``value`` an integer or a list of integers (Python or numpy; not booleans, not whole floats)?"""
+    items = [value] if np.ndim(value) == 0 else value
+    return all(isinstance(v, (int, np.integer)) and not isinstance(v, (bool, np.bool_)) for v in items)
 
 
 def _show(value: Any) -> str:

@@ -6,13 +6,15 @@ parameter's description. From that one declaration come the YAML check (:func:`c
 naming the key path), the table of ranges the objects and the node's parameter validation read
 (:func:`declared_ranges` into :data:`~.ranges.RANGES`), and the runtime parameters (:func:`runtime_fields`,
 their type, range and description). The task, limit and barrier kinds declare theirs the same way
-(:mod:`.oink.kind`), and so do the ``node:`` section's dataclasses (:mod:`.control.loop_config`).
+(:mod:`.oink.kind`), and so do the ``node:`` section's dataclasses (:mod:`.control.loop_config`) and the
+``robot:``, ``solver:`` and ``perception:`` sections' (:mod:`.model.robot_config`, :mod:`.oink.solver_config`,
+:mod:`.model.perception_config`).
 """
 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 from .errors import InvalidInputError, Range
@@ -25,6 +27,7 @@ def key(default: Any = dataclasses.MISSING, *, factory: Callable[[], Any] | None
     Args:
         range: the numbers it accepts (checked when the YAML is loaded, by the built object and by its
             runtime parameter: one declaration); None: its type alone is checked (and the owner's own checks).
+            A mapping key (``robot.velocity_limits``: joint -> v_max): each of its values.
         choices: the words it accepts (a string key), checked the same way.
         size: None one number; n one number or n of them (per axis); -1 one number or one per joint of
             the group (its length is checked when the owner is built).
@@ -55,12 +58,15 @@ def declared_reason(f: dataclasses.Field, value: Any) -> str:
 
 def check_declared(config: Any, path: str) -> None:
     """Check every declared range and choice of ``config``, and of the config dataclasses it holds (nested
-    sections such as ``node.goal_smoothing``): an InvalidInputError naming the key path (``node.state_timeout``)."""
+    sections such as ``node.goal_smoothing``): an InvalidInputError naming the key path (``node.state_timeout``;
+    an entry of a mapping key: ``robot.velocity_limits.panda_joint1``)."""
     for f in dataclasses.fields(config):
         value = getattr(config, f.name)
-        reason = declared_reason(f, value)
-        if reason:
-            raise InvalidInputError(f"{path}.{f.name}: {reason}")
+        entries = value.items() if isinstance(value, Mapping) else [(None, value)]
+        for name, item in entries:
+            reason = declared_reason(f, item)
+            if reason:
+                raise InvalidInputError(f"{path}.{f.name}{'' if name is None else f'.{name}'}: {reason}")
         if dataclasses.is_dataclass(value) and not isinstance(value, type):
             check_declared(value, f"{path}.{f.name}")
 
@@ -81,6 +87,14 @@ def declared_fields(config: type | Any, prefix: str = "") -> Iterator[tuple[str,
             yield from declared_fields(nested, f"{name}.")
         elif "range" in f.metadata:
             yield name, f
+
+
+def declared_range(config: type | Any, name: str) -> Range:
+    """The range declared for key ``name`` of ``config`` (what an object that takes the key checks it with)."""
+    rng = next(f for f in dataclasses.fields(config) if f.name == name).metadata.get("range")
+    if rng is None:
+        raise KeyError(f"{name}: no range declared")
+    return rng
 
 
 def declared_ranges(section: str, config: type) -> dict[str, Range]:
