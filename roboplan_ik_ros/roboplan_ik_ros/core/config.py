@@ -2,6 +2,9 @@
 
 Parsed into dataclasses with explicit checks: an unknown key, a wrong type or a bad value raises
 :class:`InvalidInputError` naming the key's path (``tasks[0].position_cost``) and what is valid.
+The ``robot``, ``solver`` and ``perception`` sections' keys are declared once, each in its own module
+(:mod:`.model.robot_config`, :mod:`.oink.solver_config`, :mod:`.model.perception_config`, with
+:func:`.keys.key`), and checked here against those declarations (the error names the key: ``solver.max_iter``).
 The ``node`` section is kept as a mapping: its control-loop keys are parsed by
 :func:`.control.loop_config.load_loop_config` (``ControlLoop.from_config``; the node uses it too), the
 ROS-only keys by the ROS layer (``node/node_config.py``), with the same checks.
@@ -21,11 +24,14 @@ from typing import Any, Union, get_args, get_origin, get_type_hints
 import yaml
 
 from .errors import InvalidInputError
+from .keys import check_declared
+from .model.perception_config import PerceptionConfig, check_perception_config
+from .model.robot_config import RobotConfig
 from .oink.barriers.barrier import BarrierConfig
 from .oink.kind import SECTIONS, foreign_key_error, kind_of, kinds
 from .oink.limits.limit import LimitConfig
+from .oink.solver_config import SolverConfig
 from .oink.tasks.task import TaskConfig
-from .ranges import check_key
 from .simple_ik.objective_config import objectives_from_config
 from .simple_ik.options import SimpleIKOptions
 
@@ -116,48 +122,6 @@ def _describe(hint: Any) -> str:
 
 # ----------------------------------------------------------------------- sections
 @dataclass
-class RobotConfig:
-    group: str = ""  # SRDF joint group; "" = every actuated joint
-    package_paths: list[str] = field(default_factory=list)
-    convex_hulls: bool = True
-    position_limits: dict[str, list[float]] = field(default_factory=dict)  # joint -> [lower, upper]
-    velocity_limits: dict[str, float] = field(default_factory=dict)  # joint -> v_max
-    # MoveIt joint_limits.yaml: velocity/position override the URDF, acceleration/jerk feed the
-    # acceleration limit; the keys above override the file. Relative paths: from the YAML's folder.
-    joint_limits_file: str = ""
-
-
-@dataclass
-class SolverConfig:
-    regularization: float = 1e-6
-    unconstrained_shortcut: bool = True
-    eps_abs: float = 1e-6
-    eps_rel: float = 1e-6
-    max_iter: int = 4000
-    enforce_barriers: bool = True
-    barrier_tolerance: float = 1e-4  # [m]
-    barrier_slack_penalty: float = 100.0  # [cost/m] recovery from outside a barrier: linear penalty of the slack
-    qp_solver: str = "daqp"  # "daqp" | "osqp": solves the QP when the unconstrained optimum is infeasible
-    weighted_nullspace: bool = False  # projectors from the rows with a nonzero weight only (False: RoboPlan's form)
-
-
-@dataclass
-class PerceptionConfig:
-    """``perception:`` the point cloud on the node's ``~/pointcloud`` (core: perceived_cloud.py)."""
-
-    voxel_size: float = 0.02  # [m] one point per voxel (centroid) before the octree; 0 = no voxel filter
-    # a voxel with fewer points is dropped (a lone noisy point beyond a surface); 1 = every voxel kept
-    min_points_per_voxel: int = 1
-    octree_resolution: float = 0.02  # [m] leaf size of the coal OcTree
-    self_filter_padding: float = 0.03  # [m] points this close to the robot's collision geometry are its own
-    crop_min: list[float] = field(default_factory=lambda: [-math.inf, -math.inf, -math.inf])  # [m] world frame
-    crop_max: list[float] = field(default_factory=lambda: [math.inf, math.inf, math.inf])  # [m] world frame
-    max_age: float = 0.5  # [s] a cloud older than this (no newer one) is stale
-    on_stale: str = "keep"  # "keep" (the last cloud stays an obstacle) | "clear" (removed, said in ~/status)
-    max_points: int = 1000000  # clouds with more points (width * height) are refused
-
-
-@dataclass
 class IKConfig:
     robot: RobotConfig = field(default_factory=RobotConfig)
     solver: SolverConfig = field(default_factory=SolverConfig)
@@ -172,6 +136,8 @@ class IKConfig:
     node: dict[str, Any] = field(default_factory=dict)  # loop keys: control/loop_config.py; the rest: the node
 
     def __post_init__(self) -> None:
+        check_declared(self.robot, "robot")
+        check_declared(self.solver, "solver")
         raw = self.simple_ik or {}
         if isinstance(raw, Mapping):
             raw = dict(raw)
@@ -225,32 +191,6 @@ def _parse_obstacles(items: list) -> list:
         seen.add(obstacle.name)
         out.append(obstacle)
     return out
-
-
-ON_STALE = ("keep", "clear")
-
-
-def check_perception_config(p: PerceptionConfig, path: str = "perception") -> PerceptionConfig:
-    """Range and choice checks of the ``perception:`` section (errors name the key)."""
-    for key in ("voxel_size", "octree_resolution", "self_filter_padding", "max_age"):
-        check_key(getattr(p, key), f"perception.{key}", f"{path}.{key}")
-    if p.on_stale not in ON_STALE:
-        raise InvalidInputError(f"{path}.on_stale: unknown value {p.on_stale!r}; valid: {', '.join(ON_STALE)}")
-    if p.max_points < 1:
-        raise InvalidInputError(f"{path}.max_points: expected an integer >= 1, got {p.max_points}")
-    n = p.min_points_per_voxel
-    if isinstance(n, bool) or not isinstance(n, int) or n < 1:
-        raise InvalidInputError(f"{path}.min_points_per_voxel: expected an integer >= 1, got {n!r}")
-    if n > 1 and not p.voxel_size > 0:
-        raise InvalidInputError(f"{path}.min_points_per_voxel: {n} needs voxels; expected voxel_size > 0 "
-                                f"(got {p.voxel_size}) or min_points_per_voxel 1")
-    for key in ("crop_min", "crop_max"):
-        values = getattr(p, key)
-        if len(values) != 3 or any(math.isnan(v) for v in values):
-            raise InvalidInputError(f"{path}.{key}: expected [x, y, z] [m] (.inf / -.inf: unbounded), got {values}")
-    if any(lo >= hi for lo, hi in zip(p.crop_min, p.crop_max)):
-        raise InvalidInputError(f"{path}.crop_min: {p.crop_min}; expected below crop_max {p.crop_max} on every axis")
-    return p
 
 
 def _parse_kind(section: str, item: Any, path: str) -> Any:

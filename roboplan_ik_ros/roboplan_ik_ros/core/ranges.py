@@ -5,24 +5,19 @@ A key of the YAML config that is also a runtime parameter (``node.state_timeout`
 (:mod:`..config`, :mod:`.control.loop_config`), by the core object it configures
 (:class:`~.oink.tasks.task.Task`, :class:`~.oink.barriers.barrier.Barrier`) and by the node's parameter
 validation (``node/parameters.py``): all read their :class:`~.errors.Range` here, so the ranges and the
-error texts cannot drift apart. Keys are spelled as in the README's configuration reference
-(``node.<key>``, ``perception.<key>``). The ranges are declared with the keys (:func:`~.keys.key`) and added
+error texts cannot drift apart. Keys are spelled as in the configuration reference (docs/configuration.md:
+``node.<key>``, ``solver.<key>``). The ranges are declared with the keys (:func:`~.keys.key`) and added
 here by their owners: the ``node:`` section's (``node.<key>``) by :mod:`.control.loop_config`, the task,
-limit and barrier kinds' (``tasks[].<key>``, ``barriers[].<key>``) by :mod:`.oink.kind`.
+limit and barrier kinds' (``tasks[].<key>``, ``barriers[].<key>``) by :mod:`.oink.kind`, the ``solver:``,
+``robot:`` and ``perception:`` sections' by :mod:`.oink.solver_config`, :mod:`.model.robot_config` and
+:mod:`.model.perception_config`.
 """
 
 from __future__ import annotations
 
 from .errors import Range
 
-RANGES: dict[str, Range] = {
-    # node.<key>: declared with the node: section's dataclasses (core/control/loop_config.py adds them)
-    # perception (core.model.perceived_cloud)
-    "perception.voxel_size": Range(0.0, 1.0, unit="m"),
-    "perception.octree_resolution": Range(0.001, 1.0, unit="m"),
-    "perception.self_filter_padding": Range(0.0, 1.0, unit="m"),
-    "perception.max_age": Range(0.0, 3600.0, lo_open=True, unit="s"),
-}
+RANGES: dict[str, Range] = {}  # filled by the declaring modules (above)
 
 
 def check_key(value, key: str, path: str, size: int | None = None):

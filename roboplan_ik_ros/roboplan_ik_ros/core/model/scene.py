@@ -14,9 +14,11 @@ import numpy as np
 import pinocchio as pin
 
 from ..errors import InvalidInputError, as_vector, check_positive, unknown_name
+from ..keys import declared_range
 from .collision_world import CollisionWorld
 from .joint_group import JointGroup
 from .obstacles import Obstacle
+from .robot_config import RobotConfig
 from .srdf import Srdf, SrdfGroup, parse_srdf
 
 _UNBOUNDED = 1e10  # |limit| above this counts as "no position limit"
@@ -26,6 +28,7 @@ _ALWAYS_COLLIDING_FRACTION = 0.95
 _COLLISION_SAMPLES = 300
 _COLLISION_SEED = 0  # fixed: the disabled pairs are the same on every start
 _LISTED_NAMES = 10  # names shown in notes and errors before "(and N more)"
+_VELOCITY_LIMIT = declared_range(RobotConfig, "velocity_limits")  # [rad/s or m/s] an override's v_max: robot: declares it
 
 
 def _quoted(names: Sequence[str], limit: int = _LISTED_NAMES) -> str:
@@ -135,7 +138,7 @@ class Scene:
             model.upperPositionLimit[self.q_index_of_v[iv]] = hi
         for name, v in velocity_limits.items():
             jid = self._joint_id(name)
-            self.v_max[model.joints[jid].idx_v] = check_positive(v, f"velocity_limits.{name}")
+            self.v_max[model.joints[jid].idx_v] = _VELOCITY_LIMIT.check(v, f"velocity_limits.{name}")
 
     def _per_velocity_index(self, bounds: Mapping[str, float], what: str) -> np.ndarray:
         out = np.full(self.model.nv, np.inf)

@@ -9,7 +9,7 @@ from .resources import resolve_path
 from .scene import Scene
 
 if TYPE_CHECKING:
-    from ..config import RobotConfig
+    from .robot_config import RobotConfig
 
 
 def scene_from_config(urdf_xml: str, srdf_xml: str, robot: RobotConfig, package_paths=(), obstacles=()) -> Scene:

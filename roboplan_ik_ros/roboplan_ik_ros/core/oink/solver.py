@@ -80,6 +80,7 @@ from scipy.linalg.lapack import dposv
 
 from ..errors import InvalidInputError, check_positive
 from ..model.scene import Scene
+from ..ranges import check_key
 from . import compiled_assembly
 from .compiled_assembly import CompiledAssembly, load_kernel
 from .barrier_check import BarrierCheck, most_violated_row
@@ -88,6 +89,7 @@ from .osqp_workspace import OsqpResult, OsqpWorkspace
 from .qp_layout import INF, QpLayout
 from .robot import Robot
 from .slack_problems import DaqpSlackProblem, OsqpSlackProblem
+from .solver_config import QP_SOLVERS, SolverConfig
 from .limits.limit import Limit
 from .tasks.task import Task
 
@@ -96,7 +98,6 @@ try:
 except ImportError:  # a colcon install without `pip install daqp`: only qp_solver "osqp" works
     daqp = None
 
-QP_SOLVERS = ("daqp", "osqp")
 _OSQP_SOLVED = (osqp.SolverStatus.OSQP_SOLVED, osqp.SolverStatus.OSQP_SOLVED_INACCURATE)
 _OSQP_MAX_ITER = osqp.SolverStatus.OSQP_MAX_ITER_REACHED
 _DAQP_STATUS = {
@@ -161,22 +162,24 @@ class Oink(BarrierCheck):
             :mod:`compiled_assembly`; :attr:`assembly` says which path runs, :attr:`assembly_note` why).
         weighted_nullspace: build the priority levels' projectors from the rows with a nonzero weight
             only (see the module docstring); False: RoboPlan's projector of the unweighted Jacobians.
+
+    The defaults and accepted values are the ``solver:`` section's declarations (:mod:`.solver_config`).
     """
 
     def __init__(
         self,
         scene: Scene,
         group_name: str = "",
-        regularization: float = 1e-6,
+        regularization: float = SolverConfig.regularization,
         *,
-        qp_solver: str = "daqp",
-        unconstrained_shortcut: bool = True,
-        barrier_slack_penalty: float = 100.0,
-        eps_abs: float = 1e-6,
-        eps_rel: float = 1e-6,
-        max_iter: int = 4000,
+        qp_solver: str = SolverConfig.qp_solver,
+        unconstrained_shortcut: bool = SolverConfig.unconstrained_shortcut,
+        barrier_slack_penalty: float = SolverConfig.barrier_slack_penalty,
+        eps_abs: float = SolverConfig.eps_abs,
+        eps_rel: float = SolverConfig.eps_rel,
+        max_iter: int = SolverConfig.max_iter,
         compiled: bool = True,
-        weighted_nullspace: bool = False,
+        weighted_nullspace: bool = SolverConfig.weighted_nullspace,
     ) -> None:
         if qp_solver not in QP_SOLVERS:
             raise InvalidInputError(f"qp_solver: expected one of {', '.join(QP_SOLVERS)}, got {qp_solver!r}")
@@ -187,19 +190,21 @@ class Oink(BarrierCheck):
         self.group = scene.group(group_name)
         self.nv = self.group.nv
         self.robot = Robot(scene, self.group)  # what tasks, limits and barriers are built against
-        self.regularization = check_positive(regularization, "regularization")
+        self.regularization = check_key(regularization, "solver.regularization", "regularization")
         self.qp_solver = qp_solver
         self.unconstrained_shortcut = bool(unconstrained_shortcut)
-        self.barrier_slack_penalty = check_positive(barrier_slack_penalty, "barrier_slack_penalty")
+        self.barrier_slack_penalty = check_key(barrier_slack_penalty, "solver.barrier_slack_penalty",
+                                               "barrier_slack_penalty")
+        max_iter = check_key(max_iter, "solver.max_iter", "max_iter")
         self.osqp_settings = dict(
-            eps_abs=check_positive(eps_abs, "eps_abs"),
-            eps_rel=check_positive(eps_rel, "eps_rel"),
-            max_iter=int(max_iter),
+            eps_abs=check_key(eps_abs, "solver.eps_abs", "eps_abs"),
+            eps_rel=check_key(eps_rel, "solver.eps_rel", "eps_rel"),
+            max_iter=max_iter,
             verbose=False,
             polishing=False,
             warm_starting=True,
         )
-        self.daqp_settings = dict(primal_tol=_DAQP_PRIMAL_TOL, iter_limit=int(max_iter))
+        self.daqp_settings = dict(primal_tol=_DAQP_PRIMAL_TOL, iter_limit=max_iter)
         self._weighted_nullspace = bool(weighted_nullspace)
         # The compiled assembly (compiled_assembly.py) when built and asked for, else the numpy path.
         self.kernel, why = load_kernel() if compiled else (None, "compiled=False")
