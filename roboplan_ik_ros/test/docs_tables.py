@@ -1,35 +1,95 @@
-"""The ``node:`` table of docs/configuration.md, row by row: what the docs tests read (the user's reference).
+"""The reference tables of docs/configuration.md, row by row: what the docs tests read (the user's reference).
 
-A row names one key (``node.state_timeout``) or several (``node.goal_smoothing.max_linear_speed``,
-``max_angular_speed``: relative to the first's section; a name that starts with ``node.`` is absolute), then their
-defaults (one backticked YAML value per key) and the meaning (a key's interval is written there)."""
+A row of a section's table (``node``, ``solver``, ``robot``, ``perception``) names one key (``node.state_timeout``)
+or several (``node.goal_smoothing.max_linear_speed``, ``max_angular_speed``: relative to the first's section; a
+name that starts with the section is absolute), then their defaults (one backticked YAML value per key) and the
+meaning, where a key's accepted numbers are written as the cell's first words or right after its unit:
+``in (0, 60]`` (an interval), ``> 0`` / ``>= 0`` (a half-line, finite), ``integer >= 1`` (a count), and for
+several keys ``each in [0, 1]`` / ``each > 0`` (one for all) or one per key in order."""
 
 from __future__ import annotations
 
+import math
 import re
 from pathlib import Path
 from typing import NamedTuple
 
+import yaml
+
 DOCS = Path(__file__).resolve().parents[2] / "docs" / "configuration.md"
-_ROW = re.compile(r"^\| (`node\.[^|]*?) \| (.*?) \|(.*)\|$")
 
 
-class NodeRow(NamedTuple):
-    keys: list[str]  # node.<dotted key>, one per name in the row
+class Row(NamedTuple):
+    keys: list[str]  # <section>.<dotted key>, one per name in the row
     defaults: str  # the defaults cell
     meaning: str  # the meaning cell
     line: str
 
 
-def node_rows() -> list[NodeRow]:
-    rows = []
+class DocumentedRange(NamedTuple):
+    """The numbers a row says a key accepts: [lo, hi] closed or open at each end (hi = inf: a half-line of finite
+    numbers); ``integer``: counts only."""
+
+    lo: float
+    hi: float
+    lo_closed: bool
+    hi_closed: bool
+    integer: bool = False
+
+
+def rows(section: str) -> list[Row]:
+    """The rows of ``section``'s table, in order."""
+    pattern = re.compile(rf"^\| (`{section}\.[^|]*?) \| (.*?) \|(.*)\|$")
+    out = []
     for line in DOCS.read_text(encoding="utf-8").splitlines():
-        m = _ROW.match(line)
+        m = pattern.match(line)
         if not m:
             continue
         names = re.findall(r"`([^`]+)`", m.group(1))
         first = names[0]
-        keys = [first] + [n if n.startswith("node.") else first.rpartition(".")[0] + "." + n.lstrip(".")
+        keys = [first] + [n if n.startswith(f"{section}.") else first.rpartition(".")[0] + "." + n.lstrip(".")
                           for n in names[1:]]
-        rows.append(NodeRow(keys, m.group(2), m.group(3).strip(), line))
-    return rows
+        out.append(Row(keys, m.group(2), m.group(3).strip(), line))
+    return out
+
+
+def node_rows() -> list[Row]:
+    return rows("node")
+
+
+def documented_defaults(section: str = "node") -> dict[str, object]:
+    """``<section>.<key>`` -> its default as the table gives it (a YAML value), for every row of the section's
+    table; a row naming several keys (``node.a.b``, ``c``) gives one default per key, in order."""
+    out: dict[str, object] = {}
+    for row in rows(section):
+        defaults = [yaml.safe_load(d) for d in re.findall(r"`([^`]*)`", row.defaults)]
+        assert len(defaults) == len(row.keys), f"{row.line[:80]!r}: {len(row.keys)} keys but {len(defaults)} defaults"
+        out.update(zip(row.keys, defaults))
+    return out
+
+
+_NUMBER = r"-?[\d.]+(?:e-?\d+)?"
+#: a key's accepted numbers: the cell's first words, or after its unit ("[s], in (0, 60]", "[m/s] in (0, 10]",
+#: "each in", "[m], >= 0", "integer >= 1"); not an interval elsewhere in the text (command_in_type's
+#: "components in [-1, 1]")
+_RANGE = re.compile(rf"(?:^|\],? |each )(integer )?(?:in ([(\[])\s*({_NUMBER}),\s*({_NUMBER})\s*([)\]])"
+                    rf"|(>=?) ({_NUMBER}))")
+_EACH = re.compile(r"each (?:integer )?(?:in |>)")
+
+
+def documented_ranges(section: str) -> dict[str, DocumentedRange]:
+    """``<section>.<key>`` -> the numbers it accepts, for every row of the section's table that states them
+    (one range for several keys with ``each``, else one per key in order)."""
+    out = {}
+    for row in rows(section):
+        keys = row.keys
+        ranges = [DocumentedRange(float(lo), float(hi), a == "[", b == "]", bool(integer)) if a else
+                  DocumentedRange(float(low), math.inf, op == ">=", False, bool(integer))
+                  for integer, a, lo, hi, b, op, low in _RANGE.findall(row.meaning)]
+        if not ranges:
+            continue
+        if len(ranges) == 1 and (len(keys) == 1 or _EACH.search(row.meaning)):
+            ranges = ranges * len(keys)
+        assert len(ranges) == len(keys), f"{DOCS.name}: cannot pair {keys} with {ranges}: {row.line}"
+        out.update(zip(keys, ranges))
+    return out

@@ -10,26 +10,12 @@ probed from the rows by test_parameter_range_edges.py.)"""
 from __future__ import annotations
 
 import dataclasses
-import re
-import yaml
 
-from docs_tables import node_rows
+from docs_tables import documented_defaults
 from roboplan_ik_ros.core.keys import runtime_fields
 from roboplan_ik_ros.core.control.loop_config import LoopConfig
 from roboplan_ik_ros.node.node_config import NodeConfig, OutputConfig
 from roboplan_ik_ros.node.parameters import loop_specs
-
-
-
-def documented_defaults() -> dict[str, object]:
-    """``node.<key>`` -> its default as the table gives it (a YAML value), for every row of the node table;
-    a row naming several keys (``node.a.b``, ``c``) gives one default per key, in order."""
-    out: dict[str, object] = {}
-    for row in node_rows():
-        defaults = [yaml.safe_load(d) for d in re.findall(r"`([^`]*)`", row.defaults)]
-        assert len(defaults) == len(row.keys), f"{row.line[:80]!r}: {len(row.keys)} keys but {len(defaults)} defaults"
-        out.update(zip(row.keys, defaults))
-    return out
 
 
 def declared_defaults(config: type = NodeConfig, prefix: str = "node.") -> dict[str, object]:
