@@ -139,6 +139,36 @@ def test_a_task_or_barrier_range_is_refused_when_the_yaml_is_read():
         parse_config(BASE + "barriers: [{name: b, type: singularity, frame: f, safety_margin: 11.0}]")
 
 
+@pytest.mark.parametrize("section, message", [
+    ("solver: {regularization: 0.0}", r"^solver.regularization: expected a finite number > 0, got 0.0$"),
+    ("solver: {max_iter: 0}", r"^solver.max_iter: expected an integer >= 1, got 0$"),
+    ("solver: {qp_solver: quadprog}", r"^solver.qp_solver: unknown value 'quadprog'; valid: daqp, osqp$"),
+    ("robot: {velocity_limits: {panda_joint1: 1.0, panda_joint2: -0.5}}",
+     r"^robot.velocity_limits.panda_joint2: expected a finite number > 0 \[rad/s or m/s\], got -0.5$"),
+    ("perception: {on_stale: forget}", r"^perception.on_stale: unknown value 'forget'; valid: keep, clear$"),
+    ("perception: {max_points: 0}", r"^perception.max_points: expected an integer >= 1, got 0$"),
+])
+def test_a_solver_robot_or_perception_key_is_refused_when_the_yaml_is_read_naming_it(section, message):
+    """The sections' declared ranges and choices (core/oink/solver_config.py, core/model/robot_config.py,
+    core/model/perception_config.py) are checked at load, before any robot model or solver is built: the key
+    path (a mapping key's entry too), what was wrong, what is expected."""
+    with pytest.raises(InvalidInputError, match=message):
+        parse_config(BASE + section)
+
+
+def test_a_count_built_in_code_as_a_whole_float_is_refused_like_the_yamls():
+    """A config built in code is checked against the same declarations: 2.0 is not a count (the YAML's
+    ``max_iter: 2.0`` is refused for its type; a dataclass takes any value)."""
+    from roboplan_ik_ros.core.config import IKConfig, PerceptionConfig, SolverConfig
+
+    task = {"name": "ee", "type": "frame", "frame": "f"}
+    with pytest.raises(InvalidInputError, match=r"^perception.min_points_per_voxel: expected an integer >= 1, got 2.0$"):
+        IKConfig(tasks=[task], perception=PerceptionConfig(min_points_per_voxel=2.0))
+    with pytest.raises(InvalidInputError, match=r"^solver.max_iter: expected an integer >= 1, got 100.0$"):
+        IKConfig(tasks=[task], solver=SolverConfig(max_iter=100.0))
+    assert IKConfig(tasks=[task], solver=SolverConfig(max_iter=100)).solver.max_iter == 100
+
+
 def test_missing_file_is_reported():
     with pytest.raises(InvalidInputError, match="config_file: cannot read '/nonexistent.yaml'"):
         load_config("/nonexistent.yaml")
