@@ -104,13 +104,15 @@ class FrameResolver:
                 f"'{self.root_frame}' (or '') or a robot frame, e.g. {self._examples()}",
                 GoalError.UNKNOWN_FRAME,
             )
-        return self._lookup(frame_id, stamp)
+        return self.T_world_tf_frame(frame_id, stamp)
 
-    def _lookup(self, frame_id: str, stamp) -> pin.SE3:
-        """tf2 at ``stamp`` (no wait: the buffer has it or not), else the latest transform within
-        ``tf_timeout``, counted in ``stamp_fallbacks`` and said in ``last_stamp_fallback`` (the node logs
-        it): a stamp newer than the buffer's last transform (tf published at a lower rate than the
-        stream, clocks that disagree) must not refuse a whole stream, nor stall its callback."""
+    def T_world_tf_frame(self, frame_id: str, stamp) -> pin.SE3:
+        """``T_world_frame`` of a frame TF knows (needs ``tf_buffer``; model frames are not looked up here and
+        no kinematics data is used: ~/pointcloud's thread calls this beside the executor's goals). tf2 at
+        ``stamp`` (no wait: the buffer has it or not), else the latest transform within ``tf_timeout``,
+        counted in ``stamp_fallbacks`` and said in ``last_stamp_fallback`` (the node logs it): a stamp
+        newer than the buffer's last transform (tf published at a lower rate than the stream, clocks that
+        disagree) must not refuse a whole stream, nor stall its callback."""
         from rclpy.duration import Duration
         from rclpy.time import Time
 

@@ -472,7 +472,7 @@ class IKControllerNode(ParameterHandling, NodeReports, ConfigureInputs, Autostar
             self, self.loop, reader, self._lock, self._service.scene_lock, self._current_q,
             self._on_obstacles_changed, self._on_collision_object_refused)
         # ~/pointcloud: ingested in a thread of its own, swapped into the scene between two ticks
-        tf_lookup = (lambda frame, stamp: self._resolver._lookup(frame, stamp)) if HAVE_TF2 else None
+        tf_lookup = self._resolver.T_world_tf_frame if HAVE_TF2 else None
         self._perception = PointCloudInput(
             self, self.scene, self.config.perception, self._root, self._lock, self._service.scene_lock,
             self._current_q, tf_lookup, self._on_perceived_changed, self._on_pointcloud_refused, self._log_loop_event,
