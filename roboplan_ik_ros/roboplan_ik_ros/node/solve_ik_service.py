@@ -185,6 +185,11 @@ class SolveIKServer:
         if self.worker is not None:
             self.worker.set_obstacles(obstacles)
 
+    @property
+    def closing(self) -> bool:
+        """The node is shutting down (:meth:`close`, :meth:`destroy`): requests answer NOT_READY."""
+        return self._closing
+
     def close(self) -> None:
         """Requests queued or in flight answer NOT_READY (the worker stops); :meth:`destroy` follows."""
         self._closing = True
@@ -269,15 +274,15 @@ class SolveIKServer:
             goals, q_seed, options = self.parse(request)
             result = self._solve(goals, q_seed, options, self._inline_options(options))
         except GoalError as exc:
-            return self._error(response, GOAL_CODES[exc.code], str(exc))
+            return self.answer_error(response, GOAL_CODES[exc.code], str(exc))
         except NotReady as exc:
-            return self._error(response, SolveIK.Response.NOT_READY, str(exc))
+            return self.answer_error(response, SolveIK.Response.NOT_READY, str(exc))
         except InvalidInputError as exc:
-            return self._error(response, SolveIK.Response.INVALID_REQUEST, str(exc))
+            return self.answer_error(response, SolveIK.Response.INVALID_REQUEST, str(exc))
         except WorkerError as exc:  # not ready after a crash, died or wedged while solving, shutting down
-            return self._error(response, SolveIK.Response.NOT_READY, str(exc))
+            return self.answer_error(response, SolveIK.Response.NOT_READY, str(exc))
         if result.success:  # a failed solve has no solution to hand out (not even the seed)
-            joints = self._joint_map(options.group_name)
+            joints = self.joint_map(options.group_name)
             response.solution.name = list(joints.names)
             response.solution.position = joints.from_q(result.q, np.empty(len(joints.names))).tolist()
             response.solution.header.stamp = self.node.get_clock().now().to_msg()
@@ -298,7 +303,9 @@ class SolveIKServer:
         with self._counts_lock:
             self.failures += 1
 
-    def _error(self, response: SolveIK.Response, code: int, message: str) -> SolveIK.Response:
+    def answer_error(self, response, code: int, message: str):
+        """``response`` (a SolveIK or SolvePath response) as a failure with ``code`` and ``message``, counted
+        and logged (throttled)."""
         self.count_failure()
         response.success = False
         response.error_code = code
@@ -306,7 +313,8 @@ class SolveIKServer:
         self.node.get_logger().warning(f"solve_ik: {message}", throttle_duration_sec=1.0)
         return response
 
-    def _joint_map(self, group_name: str) -> JointMap:
+    def joint_map(self, group_name: str) -> JointMap:
+        """The joints of group ``group_name`` in a response's order (built once per group)."""
         joints = self._joint_maps.get(group_name)
         if joints is None:
             joints = JointMap(self.scene, list(self.scene.group(group_name).joint_names))
@@ -322,7 +330,7 @@ class SolveIKServer:
         base = self.solver.options
         group_name = request.group_name or base.group_name
         group = self.scene.group(group_name)  # raises listing the valid groups
-        q_seed = self._seed(request.seed, group)
+        q_seed = self.seed_q(request.seed, group)
         if not request.goals and not request.objectives:
             raise InvalidInputError("goals, objectives: expected at least one goal or objective")
         goals = []
@@ -418,7 +426,7 @@ class SolveIKServer:
             return None
         return dataclasses.replace(options, max_restarts=0, max_iters=min(options.max_iters, INLINE_MAX_ITERS))
 
-    def _seed(self, seed, group) -> np.ndarray:
+    def seed_q(self, seed, group) -> np.ndarray:
         """Full q of a request's seed (sensor_msgs/JointState; empty: the node's current state), or raise
         InvalidInputError / NotReady."""
         current = self.current_q()

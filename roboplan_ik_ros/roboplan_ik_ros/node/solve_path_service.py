@@ -59,9 +59,12 @@ THREAD_NAME = "solve_path"  # the service thread, also its OS name (top -H)
 
 class SolvePathServer:
     """Serves ``~/solve_path`` of ``owner.node`` from its own thread; ``owner`` (the node's
-    :class:`~.service.SolveIKServer`) lends its seeds, joint maps, options, counters, ``scene_lock``
-    and shutdown flag. With ``worker_spec``, solves on a private scene built from it (module
-    docstring). :meth:`destroy` ends the thread and the helper node."""
+    :class:`~.solve_ik_service.SolveIKServer`) lends, through its public members, its node, scene,
+    resolver, solver (the options; the in-process fallback), ``scene_lock``, ``guard``,
+    ``on_thread_start``, ``wait_for_gap``, ``quaternion_tolerance``, the default seed (``seed_q``), the
+    joint maps (``joint_map``), the counters and error answers (``count_call``, ``count_failure``,
+    ``answer_error``) and its shutdown flag (``closing``). With ``worker_spec``, solves on a private
+    scene built from it (module docstring). :meth:`destroy` ends the thread and the helper node."""
 
     def __init__(self, owner: SolveIKServer, worker_spec: WorkerSpec | None) -> None:
         self.owner = owner
@@ -146,15 +149,15 @@ class SolvePathServer:
                 self.owner.wait_for_gap()
             try:
                 tip_frame, poses, q_seed, max_joint_step, options = self.parse(request)
-                if self.owner._closing:
+                if self.owner.closing:
                     raise NotReady("the node is shutting down")
                 result = self.solve(tip_frame, poses, q_seed, max_joint_step, options)
             except GoalError as exc:
-                return self.owner._error(response, GOAL_CODES[exc.code], str(exc))
+                return self.owner.answer_error(response, GOAL_CODES[exc.code], str(exc))
             except NotReady as exc:
-                return self.owner._error(response, SolvePath.Response.NOT_READY, str(exc))
+                return self.owner.answer_error(response, SolvePath.Response.NOT_READY, str(exc))
             except InvalidInputError as exc:
-                return self.owner._error(response, SolvePath.Response.INVALID_REQUEST, str(exc))
+                return self.owner.answer_error(response, SolvePath.Response.INVALID_REQUEST, str(exc))
             response.success = bool(result.success)
             response.fraction = float(result.fraction)
             response.error_code = SolvePath.Response.SUCCESS if result.success else SolvePath.Response.NO_SOLUTION
@@ -164,7 +167,7 @@ class SolvePathServer:
                     self._fill_trajectory(response, options.group_name, q_seed, result.q_path)
                 except InvalidInputError as exc:  # e.g. a joint without a velocity limit in the URDF
                     response.success = False
-                    return self.owner._error(response, SolvePath.Response.INVALID_REQUEST, f"timing the path: {exc}")
+                    return self.owner.answer_error(response, SolvePath.Response.INVALID_REQUEST, f"timing the path: {exc}")
             if not result.success:
                 self.owner.count_failure()
             return response
@@ -172,7 +175,7 @@ class SolvePathServer:
             self.busy = False
 
     def _fill_trajectory(self, response: SolvePath.Response, group_name: str, q_seed, q_path) -> None:
-        joints = self.owner._joint_map(group_name)
+        joints = self.owner.joint_map(group_name)
         positions = np.array([joints.from_q(q, np.empty(len(joints.names))) for q in [q_seed] + q_path])
         if joints.has_continuous:  # from_q wraps angles to (-pi, pi]: a path through pi must not jump 2 pi
             positions[:, joints.cont_src] = np.unwrap(positions[:, joints.cont_src], axis=0)
@@ -203,7 +206,7 @@ class SolvePathServer:
         base = owner.solver.options
         group_name = request.group_name or base.group_name
         group = self.scene.group(group_name)  # raises listing the valid groups
-        q_seed = owner._seed(request.seed, group)
+        q_seed = owner.seed_q(request.seed, group)
         if not request.waypoints or len(request.waypoints) > MAX_PATH_WAYPOINTS:
             raise InvalidInputError(f"waypoints: expected 1 to {MAX_PATH_WAYPOINTS} poses, got {len(request.waypoints)}")
         tip_frame = request.waypoints[0].tip_frame
