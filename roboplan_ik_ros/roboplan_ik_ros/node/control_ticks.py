@@ -1,7 +1,8 @@
 """The control ticks: one :meth:`ControlLoop.tick <roboplan_ik_ros.core.control.control_loop.ControlLoop.tick>`
 under the loop's lock and its publication, the watchdog's tick (``trigger: joint_states``), when the next tick is
 due, and the command ~/solve_ik seeds from. A part of :class:`~.ik_controller.IKControllerNode` (its base
-class), run in the loop thread (``trigger: timer``) or the executor's (``trigger: joint_states``)."""
+class), run in the loop thread (``trigger: timer``) or the executor's (``trigger: joint_states``). Each tick
+tells ``tick_observer``, if one is set, when it starts and ends (:mod:`.tick_observer`)."""
 
 from __future__ import annotations
 
@@ -12,11 +13,15 @@ import numpy as np
 
 from ..core.control.control_loop import STALE
 from .command_outputs import CommandNotSent, ContextShutDown
+from .tick_observer import TickObserver
 
 
 class ControlTicks:
     """The ticks of :class:`~.ik_controller.IKControllerNode` (its ``loop``, ``_lock``, ``_outputs``,
     ``_active``)."""
+
+    #: told of each tick's start and end (benchmarks, profilers: see :mod:`.tick_observer`); None: no one
+    tick_observer: TickObserver | None = None
 
     def _on_watchdog(self) -> None:
         """trigger: joint_states: tick when the measurements stop (the loop reports stale)."""
@@ -28,6 +33,9 @@ class ControlTicks:
         """One control step: the loop decides, this publishes (hot path: messages reused)."""
         if not self._active:
             return
+        observer = self.tick_observer  # the same one at both ends of this tick
+        if observer is not None:
+            observer.tick_started(t0)
         self._last_tick_start = t0
         self._tick_gap.started()  # (see _next_tick_in)
         try:
@@ -42,6 +50,8 @@ class ControlTicks:
             self._last_tick_us = d * 1e6
             self._stats.record(t0, d)
             self._tick_gap.ended()
+            if observer is not None:
+                observer.tick_ended(t0, d)
 
     def _tick_locked(self, t0: float) -> None:
         """The step and its publication (the loop itself never raises: ControlLoop.tick holds on errors)."""

@@ -71,6 +71,7 @@ from .node_config import NodeConfig, load_node_config, other_threads_priority, w
 from .node_reports import NodeReports
 from .parameter_handling import ParameterHandling
 from .configure_inputs import ConfigureError, ConfigureInputs, default_config_file, description_package_paths
+from .configure_times import ConfigureTimes
 from .autostart import Autostart
 from .thread_scheduling import ThreadScheduling
 from .scene_updates import SceneUpdates
@@ -100,7 +101,9 @@ _ACK_TIMEOUT = 1.0  # [s] a controlled stop waits this long for the subscribers 
 
 class IKControllerNode(ParameterHandling, NodeReports, ConfigureInputs, Autostart, ThreadScheduling, SceneUpdates,
                       ControlTicks, GuardedLifecycleNode):
-    """See the module docstring. ``last_error`` holds the reason of the last failed transition."""
+    """See the module docstring. ``last_error`` holds the reason of the last failed transition. For observers
+    (benchmarks, profilers): ``tick_observer`` (:mod:`.tick_observer`), ``configure_times``
+    (:mod:`.configure_times`), :attr:`solve_ik_server`."""
 
     def __init__(self, node_name: str = "ik_controller", **kwargs) -> None:
         super().__init__(node_name, **kwargs)
@@ -128,8 +131,14 @@ class IKControllerNode(ParameterHandling, NodeReports, ConfigureInputs, Autostar
             # listens while unconfigured, so configure need not wait for DDS discovery (descriptions.py)
             self._descriptions = LatchedDescriptions(self, DESCRIPTION_TOPICS)
         self._configured: Session | None = None  # what configure made (retired by cleanup, shutdown, error)
+        self.configure_times: ConfigureTimes | None = None  # the last configure's (kept after a failed one)
         self._activation: Session | None = None  # what activate made (retired by deactivate)
         self._clear()
+
+    @property
+    def solve_ik_server(self) -> SolveIKServer | None:
+        """The ``~/solve_ik`` server of the current configure (None unconfigured): its request counters."""
+        return self._service
 
     # ================================================================== lifecycle
     def _clear(self) -> None:
@@ -181,8 +190,9 @@ class IKControllerNode(ParameterHandling, NodeReports, ConfigureInputs, Autostar
 
     def on_configure(self, state: LifecycleState) -> TransitionCallbackReturn:
         self._configured = Session("configured", self.on_fault)
+        self.configure_times = ConfigureTimes()
         try:
-            with self.building(self._configured):
+            with self.building(self._configured), self.configure_times.configuring():
                 self._configure()
         except (ConfigureError, InvalidInputError) as exc:
             return self._transition_failed("configure", str(exc))
@@ -390,11 +400,12 @@ class IKControllerNode(ParameterHandling, NodeReports, ConfigureInputs, Autostar
             node_cfg = load_node_config(config.node)
         except InvalidInputError as exc:
             raise ConfigureError(f"config_file {path!r}: {exc}") from exc
-        urdf = self._description("robot_description", self._param("description_timeout"))
-        needs_srdf = bool(config.robot.group) or any(
-            t.type == "configuration" and isinstance(t.target, str) and t.target != "current" for t in config.tasks)
-        srdf = self._description("robot_description_semantic",
-                                 self._param("description_timeout") if needs_srdf else 1.0, required=needs_srdf)
+        with self.configure_times.getting_descriptions():
+            urdf = self._description("robot_description", self._param("description_timeout"))
+            needs_srdf = bool(config.robot.group) or any(
+                t.type == "configuration" and isinstance(t.target, str) and t.target != "current" for t in config.tasks)
+            srdf = self._description("robot_description_semantic",
+                                     self._param("description_timeout") if needs_srdf else 1.0, required=needs_srdf)
         package_paths = [*(p for p in self._param("package_paths") if p), *description_package_paths()]
         try:
             scene = scene_from_config(urdf, srdf, config.robot, package_paths, config.obstacles)
