@@ -3,6 +3,8 @@ the child processes' command lines to :mod:`.children`):
 
 * :mod:`.process_stats`: /proc readers (thread and process CPU, child processes, RSS), the RSS recorder and
   slope, tracemalloc in the node's process;
+* :mod:`.tick_recorder`: every tick of the node's run (start, duration, the loop thread's CPU), through the
+  node's ``tick_observer`` hook;
 * :mod:`.children`: the child processes' entry points (the node, the mock robot, variant "external"'s
   ~/solve_ik server) and the ~/solve_ik handling variants patched into the node;
 * :mod:`.processes`: the bench's side of them: waiting while watching them, lifecycle start-up, the stop;

@@ -11,7 +11,8 @@ from pathlib import Path
 
 import numpy as np
 
-from .process_stats import commit_pages, start_tracemalloc_from_env, tracemalloc_report
+from .process_stats import start_tracemalloc_from_env, tracemalloc_report
+from .tick_recorder import TickRecorder
 
 #: the entry script the bench spawns as ``[sys.executable, BENCH_NODE, "--child-...", ...]``: its main()
 #: runs the entry points below (and its IK worker re-imports it as ``__mp_main__``, see VARIANTS)
@@ -146,7 +147,6 @@ def run_child(config: str, stats_out: str, capacity: int, spawned_at: float) -> 
     import rclpy
     from rclpy.parameter import Parameter
 
-    from roboplan_ik_ros.node.diagnostics import TickStats
     from roboplan_ik_ros.node.ik_controller import IKControllerNode
     from roboplan_ik_ros.node.spin import make_executor, spin_until_shutdown
 
@@ -155,61 +155,30 @@ def run_child(config: str, stats_out: str, capacity: int, spawned_at: float) -> 
     rclpy.init()
     node = IKControllerNode(parameter_overrides=[Parameter("config_file", value=config)])
     t_created = time.time()
-    node._stats = TickStats(size=capacity)  # keep every tick of the run (the default keeps 4096)
-    commit_pages(node._stats.starts, node._stats.durations)
+    ticks = TickRecorder(capacity)  # every tick of the run (the node's own statistics keep the last 4096)
+    node.tick_observer = ticks
     executor = make_executor()
     executor.add_node(node)
-    timing = {"descriptions_s": 0.0}  # configure's time getting /robot_description(_semantic)
-    describe, configure = node._description, node._configure
-
-    def timed_description(*a, **kw):
-        t = time.time()
-        try:
-            return describe(*a, **kw)
-        finally:
-            timing["descriptions_s"] += time.time() - t
-
-    def timed_configure():
-        timing["configure_start"] = time.time()
-        try:
-            return configure()
-        finally:
-            timing["configure_s"] = time.time() - timing["configure_start"]
-
-    node._description, node._configure = timed_description, timed_configure
-    # the loop thread's CPU time per tick (time.thread_time, ~1 us a call): a tick p99 above its CPU
-    # p99 is time the tick waited (GIL, a lock, preemption), not computed
-    cpu_t0, cpu_s, n_cpu = np.zeros(capacity), np.zeros(capacity), [0]
-    commit_pages(cpu_t0, cpu_s)
-    tick = node._tick
-
-    def timed_tick(t0: float) -> None:
-        c0 = time.thread_time()
-        tick(t0)
-        k = n_cpu[0]
-        if k < capacity:
-            cpu_t0[k], cpu_s[k] = t0, time.thread_time() - c0
-            n_cpu[0] = k + 1
-
-    node._tick = timed_tick
     startup = {"interpreter_s": t_main - spawned_at, "imports_s": t_imported - t_main,
                "create_s": t_created - t_imported}
     try:
         spin_until_shutdown(executor)
     except KeyboardInterrupt:  # the bench's SIGINT, raised here after rclpy's handler shut the context down
         pass
-    node._stop_loop()  # no tick while the statistics are collected (the context is gone: they would fail)
+    # no tick recorded while the statistics are collected: the node's own end of process (as ik_controller.main),
+    # a controlled stop if still active (the context is gone: nothing is sent); an inactive node's ticks are unseen
+    node.stop_for_exit("the benchmark ended")
     tracemalloc_result = tracemalloc_report(tracing)
-    startup.update(timing)
-    n_ticked = n_cpu[0]  # the loop still ticks: one count for both arrays
-    s = node._stats
-    n = min(s.count, s.size)
-    order = np.argsort(s.starts[:n])
+    times = node.configure_times  # configure's work and its time getting /robot_description(_semantic)
+    if times is not None:
+        startup.update(descriptions_s=times.descriptions_s, configure_start=times.started,
+                       configure_s=times.duration_s)
+    else:
+        startup.update(descriptions_s=0.0)
     loop = node.loop
-    service = node._service
+    service = node.solve_ik_server
     Path(stats_out).write_text(json.dumps({
-        "starts": s.starts[:n][order].tolist(), "durations": s.durations[:n][order].tolist(),
-        "cpu_starts": cpu_t0[:n_ticked].tolist(), "cpu_durations": cpu_s[:n_ticked].tolist(),
+        **ticks.as_json(),
         "counts": ({**vars(loop.counts), "guard_cuts": loop.guard_cuts, "joint_states_rejected": loop.joint_states_rejected}
                    if loop is not None else {}),
         "service": ({"calls": service.calls, "failures": service.failures,
