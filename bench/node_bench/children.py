@@ -66,7 +66,9 @@ def apply_variant(name: str) -> None:
             return response
         service.SolveIKServer._on_request = on_request
     elif name == "nopipe":
-        service.SolveIKServer._solve = lambda self, goals, q_seed, options: _variant_result(q_seed, len(goals))
+        def solve(self, goals, q_seed, options, inline=None):  # _solve's signature (inline: the seeded attempt's options)
+            return _variant_result(q_seed, len(goals))
+        service.SolveIKServer._solve = solve
     elif name == "external":
         class NoServer:
             calls = failures = fallback_solves = 0
