@@ -18,7 +18,7 @@ from .tick_observer import TickObserver
 
 class ControlTicks:
     """The ticks of :class:`~.ik_controller.IKControllerNode` (its ``loop``, ``_lock``, ``_outputs``,
-    ``_active``)."""
+    ``_stale_hold``, ``_active``)."""
 
     #: told of each tick's start and end (benchmarks, profilers: see :mod:`.tick_observer`); None: no one
     tick_observer: TickObserver | None = None
@@ -64,9 +64,9 @@ class ControlTicks:
             if res.publish:
                 self._outputs.publish(res, loop)
                 self._published(res)
-            elif stale and not self._published_stale_stop and self._outputs.velocity:
+            elif self._stale_hold.hold_this_tick(stale):
                 self._outputs.publish_hold(loop)  # a velocity controller would keep the last velocity: send zero once
-            self._published_stale_stop = stale
+            self._stale_hold.ticked(stale)
 
     def _published(self, res) -> None:
         """A command went out (the lock held): ~/solve_ik's default seed follows it."""

@@ -13,7 +13,9 @@ Lifecycle:
     cleanup     release everything (back to unconfigured); shutdown likewise.
 
 What a tick does, and every safety rule, is :class:`~roboplan_ik_ros.core.control.control_loop.ControlLoop`
-(ROS-free); this node decodes messages into it and publishes what it returns. The loop runs in
+(ROS-free; the hold commands sent besides its steps while the joint states are stale:
+:class:`~roboplan_ik_ros.core.control.stale_hold.StaleHold`); this node decodes messages into it and publishes
+what it returns. The loop runs in
 its own thread (``trigger: timer``) or in the /joint_states callback (``trigger: joint_states``);
 goals and parameters run in the executor's thread, status, markers and diagnostics in a thread of their own
 (``report_thread.py``), ``~/solve_ik`` in another (see ``solve_ik_service.py``), ``~/solve_path`` in another
@@ -48,6 +50,7 @@ from roboplan_ik_interfaces.msg import ControllerStatus
 
 from ..core.config import IKConfig, load_config
 from ..core.control.control_loop import STALE, ControlLoop
+from ..core.control.stale_hold import StaleHold
 from ..core.model.scene_config import scene_from_config
 from ..core.errors import InvalidInputError
 from ..core.simple_ik.worker import WorkerSpec, start_forkserver
@@ -169,7 +172,7 @@ class IKControllerNode(ParameterHandling, NodeReports, ConfigureInputs, Autostar
         self._tf_listener = None
         self._frame_tasks: list[str] = []
         self._active = False
-        self._published_stale_stop = False
+        self._stale_hold: StaleHold | None = None  # the holds sent besides the loop's steps while stale
         self._last_solve_us = 0.0
         self._last_tick_us = 0.0
         self._last_tick_start = -np.inf
@@ -255,7 +258,7 @@ class IKControllerNode(ParameterHandling, NodeReports, ConfigureInputs, Autostar
             self._interactive.set_targets([(n, loop.tasks[n].target) for n in self._frame_tasks])
         ret = super().on_activate(state)  # enables the lifecycle (command) publishers
         self._active = True
-        self._published_stale_stop = False
+        self._stale_hold.restart()
         activation = self._activation = Session("active", self.on_fault)
         if cfg.trigger == "timer":
             if self._other_threads.priority > 0:  # the executor's thread (this one) holds the GIL too
@@ -326,8 +329,8 @@ class IKControllerNode(ParameterHandling, NodeReports, ConfigureInputs, Autostar
             return
         outputs.brake_to_rest(loop, self._lock, self._last_tick_start + loop.dt, why, self._published)
         stale = loop.mode == STALE
-        if (not stale or outputs.velocity) and self.context.ok():  # stale: a position hold could drive
-            try:                                                     # a restarted driver back
+        if self._stale_hold.hold_at_stop(stale) and self.context.ok():
+            try:
                 with self._lock:
                     outputs.publish_hold(loop)
             except Exception as exc:  # noqa: BLE001 - e.g. the context shut down meanwhile
@@ -438,6 +441,7 @@ class IKControllerNode(ParameterHandling, NodeReports, ConfigureInputs, Autostar
             self._outputs = CommandOutputs(self, node_cfg, loop)
         except InvalidInputError as exc:
             raise ConfigureError(f"config_file {path!r}: {exc}") from exc
+        self._stale_hold = StaleHold(self._outputs.velocity)
         self._root = root_frame_name(scene)
         self._frame_tasks = [n for n, t in loop.tasks.items() if isinstance(t, FrameTask)]
         self._setup_frames()
