@@ -109,3 +109,27 @@ def test_tick_stats():
     assert out["tick_p99_us"] == pytest.approx(24 + 0.99 * 15)
     assert out["tick_max_us"] == pytest.approx(39.0)
     assert (out["ticks"], out["late_ticks"]) == (40, 1)  # since reset, not the buffer's 16
+
+
+@pytest.mark.parametrize("stale", [False, True])
+def test_a_hold_while_stale_reaches_only_the_velocity_outputs(panda, stale):
+    """Mixed outputs (a position and a velocity forward_command): a hold reaches both, but while the joint states
+    are stale only the velocity output gets its zero; a position hold then would be taken by a restarted driver
+    (core/control/stale_hold.py)."""
+    from types import SimpleNamespace
+
+    from roboplan_ik_ros.node.command_outputs import CommandOutputs
+    from roboplan_ik_ros.node.node_config import load_node_config
+
+    cfg = load_node_config({"outputs": [{"type": "forward_command", "interface": "position", "topic": "/p"},
+                                        {"type": "forward_command", "interface": "velocity", "topic": "/v"}]})
+    q_last = panda.named_configuration("default")[:7]
+    loop = SimpleNamespace(group=SimpleNamespace(joint_names=ARM), scene=panda, dt=DT, command_started=True,
+                           last_command=lambda: q_last)
+    outputs = CommandOutputs(None, cfg, loop)
+    sent = {"/p": [], "/v": []}
+    outputs.publishers = [SimpleNamespace(publish=lambda m, t=enc.cfg.topic: sent[t].append(list(m.data)))
+                          for enc in outputs.encoders]
+    outputs.publish_hold(loop, velocity_only=stale)
+    assert sent["/v"] == [[0.0] * 7], "the velocity output is told zero"
+    assert sent["/p"] == ([] if stale else [pytest.approx(q_last.tolist())])

@@ -84,12 +84,17 @@ class CommandOutputs:
             raise CommandNotSent(f"publishing the command failed on output {sent} (the next command steps from "
                                  f"the last one sent): {type(exc).__name__}: {exc}") from exc
 
-    def publish_hold(self, loop: ControlLoop) -> None:
-        """Hold at the last command (zero velocity on velocity outputs); nothing before the first command."""
+    def publish_hold(self, loop: ControlLoop, velocity_only: bool = False) -> None:
+        """Hold at the last command (zero velocity on velocity outputs); nothing before the first command.
+        ``velocity_only`` (the joint states are stale: core/control/stale_hold.py): only the outputs with a
+        velocity interface get their zero; a position output gets nothing (a restarted driver would drive
+        back to a position hold sent while the robot was lost)."""
         if not loop.command_started:
             return
         q, stamp = loop.last_command(), self._stamp()
         for enc, pub in zip(self.encoders, self.publishers):
+            if velocity_only and enc.cfg.interface != "velocity":
+                continue
             pub.publish(enc.encode_hold(q, stamp))
 
     def wait_acked(self, timeout: float) -> None:

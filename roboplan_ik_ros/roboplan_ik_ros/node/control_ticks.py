@@ -65,7 +65,7 @@ class ControlTicks:
                 self._outputs.publish(res, loop)
                 self._published(res)
             elif self._stale_hold.hold_this_tick(stale):
-                self._outputs.publish_hold(loop)  # a velocity controller would keep the last velocity: send zero once
+                self._outputs.publish_hold(loop, velocity_only=True)  # a velocity controller keeps its last velocity: zero once
             self._stale_hold.ticked(stale)
 
     def _published(self, res) -> None:

@@ -332,7 +332,7 @@ class IKControllerNode(ParameterHandling, NodeReports, ConfigureInputs, Autostar
         if self._stale_hold.hold_at_stop(stale) and self.context.ok():
             try:
                 with self._lock:
-                    outputs.publish_hold(loop)
+                    outputs.publish_hold(loop, velocity_only=stale)
             except Exception as exc:  # noqa: BLE001 - e.g. the context shut down meanwhile
                 self.get_logger().error(f"{why}: the hold command failed: {type(exc).__name__}: {exc}")
         outputs.wait_acked(_ACK_TIMEOUT)
