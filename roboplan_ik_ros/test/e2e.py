@@ -844,7 +844,8 @@ def check_commands(rec: Recording, robot: Panda, *, rate_hz: float = 500.0, rate
             raise AssertionError(
                 f"command {k} jumps: |step| = {step[j]:.6g} rad at {ARM[j]} > v_max*dt = {bound[j]:.6g} "
                 f"(ratio {ratio:.3f}, dt {dt:g} s); previous {c0.tolist()}, this {c1.tolist()}; "
-                f"status modes within 0.3 s: {near}")
+                f"status modes within 0.3 s: {near}; received {(t1 - t0) * 1e3:.1f} ms after the previous; "
+                f"{rec.lost_commands} commands reported lost by DDS so far")
         window_used[w] = True
         check_reseed(k, "the first command after a stale gap", after=reseed_windows[w][0])
     for t, _, s in rec.status:
