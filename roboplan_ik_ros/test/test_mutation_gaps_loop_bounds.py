@@ -19,14 +19,14 @@ import pinocchio as pin
 import pytest
 
 from models import scene
-from roboplan_ik_ros.core.control.binding_bounds import VELOCITY_BOUND, binding_bounds
+from roboplan_ik_ros.core.control.binding_bounds import JOINT_BOUND, VELOCITY_BOUND, binding_bounds
 from roboplan_ik_ros.core.control.control_loop import HOLDING
 from roboplan_ik_ros.core.control.following_speed import FOLLOWING_SPEED_MARGIN, following_speed
 from roboplan_ik_ros.core.control.loop_modes import RAMP_ACCELERATION_SHARE
 from roboplan_ik_ros.core.control.singularity_scale import SingularityScale
 from roboplan_ik_ros.core.errors import InvalidInputError
-from roboplan_ik_ros.core.oink import Oink, VelocityLimit
-from test_control_loop import TIP, panda  # noqa: F401 - panda is a fixture
+from roboplan_ik_ros.core.oink import Oink, PositionLimit, VelocityLimit
+from test_control_loop import TIP, SimRobot, panda  # noqa: F401 - panda is a fixture
 from test_mutation_gaps_control_loop import DT, franka_limits, loop_of, panda_yaml
 
 BARRIER_TOLERANCE = 1e-4  # [m] panda.yaml's solver.barrier_tolerance: the check's floor is -this below a face
@@ -76,39 +76,41 @@ STOP_POSE = [0.322, -0.7732, -0.0853, -1.9678, 0.0081, 1.4757, 0.0393]  # [rad] 
 STOP_STREAM = np.array([-8.156e-5, -5.109e-5, -1.212e-5, 2.112e-4, -2.4212e-3, 1.458e-5, -2.732e-5])  # [rad/period]
 
 
-@pytest.mark.parametrize("share", [0.89, 0.99], ids=["path-braking-corrected", "hardest-braking-corrected"])
-def test_a_held_step_whose_braking_crosses_the_floor_is_turned_back_and_counted_once(panda, monkeypatch, share):
-    """A QP failure holds (the solve runs at q, then reports failure): the hold brakes, and a stop must be no less
-    safe than the step it replaces (_safest_stop_from). Braking along the path (every increment scaled by one factor,
-    each dropping by at most min(a_max dt^2, j_max dt^3)) would end beyond the face by more than the tolerance, so
-    the stop is turned back along the barrier rows within the box limits: the command ends within the check's floor
-    (x <= face + tolerance), every increment within the acceleration and jerk bounds, and the tick counts one
-    corrected stop (LoopCounters.corrected_stops), no hardest stop. At 0.89 U it is the braking along the path that
-    is turned back: it differs from it by a multiple of the face row's gradient (the TCP's x Jacobian at q: the
-    least-norm change), but for the joint that sets the braking's scale, held at its bound."""
+def _stop_pose(panda) -> np.ndarray:
     q0 = panda.named_configuration("default")
     q0[:7] = STOP_POSE
-    u = share * STOP_STREAM
+    return q0
+
+
+def _at_the_face(panda, q0: np.ndarray, barrier_tolerance: float | None = None):
+    """(loop, face x [m]): panda.yaml with only the workspace barrier, its +x face at the TCP at q0, its other faces
+    0.3 m away; ``barrier_tolerance``: solver.barrier_tolerance (None: panda.yaml's)."""
     tcp = panda.frame_pose(q0, TIP).translation
     face = float(tcp[0])
     data = panda_yaml()
+    if barrier_tolerance is not None:
+        data["solver"]["barrier_tolerance"] = barrier_tolerance
     data["barriers"] = [b for b in data["barriers"] if b["name"] == "workspace"]
     data["barriers"][0]["p_min"] = [float(x) for x in tcp - 0.3]
     data["barriers"][0]["p_max"] = [face, *(float(x) for x in tcp[1:] + 0.3)]  # [m] the TCP on the +x face
-    loop = loop_of(panda, data)
-    assert loop.config.solver.barrier_tolerance == BARRIER_TOLERANCE
-    g = loop.group
-    # the premise: braking along the path ends beyond the floor
-    step = _arm_bounds(g.joint_names)
-    s = max(float(np.max(1.0 - step / np.abs(u))), 0.0)
-    dq = np.zeros(panda.model.nv)
-    dq[g.v_indices] = s * u
-    x_path = panda.frame_pose(panda.integrate(q0, dq), TIP).translation[0]
-    assert x_path > face + BARRIER_TOLERANCE + BOUNDARY_SLIP, (s, x_path - face)
+    return loop_of(panda, data), face
 
+
+def _tcp_x_after(panda, group, q0: np.ndarray, u: np.ndarray) -> float:
+    """[m] the TCP's x at q0 ⊕ u (u: the group's increment)."""
+    dq = np.zeros(panda.model.nv)
+    dq[group.v_indices] = u
+    return float(panda.frame_pose(panda.integrate(q0, dq), TIP).translation[0])
+
+
+def _held_tick(loop, q0: np.ndarray, u: np.ndarray, monkeypatch):
+    """Activated at q0 with a pose goal 5 cm beyond the face, the stream so far two equal increments u (steady
+    speed), then one tick whose QP fails (after solving, so the rows and the box of q0 are as a real failure leaves
+    them): its TickResult."""
     loop.state.incoming[:] = q0
     assert loop.state.accept(0.0) == "" and loop.activate(0.0) == ""
-    loop.set_pose_goal("ee", pin.SE3(panda.frame_pose(q0, TIP).rotation, tcp + np.array([0.05, 0.0, 0.0])))
+    T0 = loop.scene.frame_pose(q0, TIP)
+    loop.set_pose_goal("ee", pin.SE3(T0.rotation, T0.translation + np.array([0.05, 0.0, 0.0])))
     loop.guard.u1[:] = u  # the stream so far: two equal increments (steady speed)
     loop.guard.u2[:] = u
     loop.state.incoming[:] = q0
@@ -121,7 +123,30 @@ def test_a_held_step_whose_braking_crosses_the_floor_is_turned_back_and_counted_
         return oink._fail("QP failed: test")
 
     monkeypatch.setattr(oink, "solve", failing)
-    res = loop.tick(DT)
+    return loop.tick(DT)
+
+
+@pytest.mark.parametrize("share", [0.89, 0.99], ids=["path-braking-corrected", "hardest-braking-corrected"])
+def test_a_held_step_whose_braking_crosses_the_floor_is_turned_back_and_counted_once(panda, monkeypatch, share):
+    """A QP failure holds (the solve runs at q, then reports failure): the hold brakes, and a stop must be no less
+    safe than the step it replaces (_safest_stop_from). Braking along the path (every increment scaled by one factor,
+    each dropping by at most min(a_max dt^2, j_max dt^3)) would end beyond the face by more than the tolerance, so
+    the stop is turned back along the barrier rows within the box limits: the command ends within the check's floor
+    (x <= face + tolerance), every increment within the acceleration and jerk bounds, and the tick counts one
+    corrected stop (LoopCounters.corrected_stops), no hardest stop. At 0.89 U it is the braking along the path that
+    is turned back: it differs from it by a multiple of the face row's gradient (the TCP's x Jacobian at q: the
+    least-norm change), but for the joint that sets the braking's scale, held at its bound."""
+    q0, u = _stop_pose(panda), share * STOP_STREAM
+    loop, face = _at_the_face(panda, q0)
+    assert loop.config.solver.barrier_tolerance == BARRIER_TOLERANCE
+    g = loop.group
+    # the premise: braking along the path ends beyond the floor
+    step = _arm_bounds(g.joint_names)
+    s = max(float(np.max(1.0 - step / np.abs(u))), 0.0)
+    x_path = _tcp_x_after(panda, g, q0, s * u)
+    assert x_path > face + BARRIER_TOLERANCE + BOUNDARY_SLIP, (s, x_path - face)
+
+    res = _held_tick(loop, q0, u, monkeypatch)
     c = loop.counts
     assert c.tick_errors == 0 and c.qp_failures == 1, loop.hold_reason
     assert loop.mode == HOLDING and loop.hold_reason == "QP failed: test"
@@ -140,6 +165,51 @@ def test_a_held_step_whose_braking_crosses_the_floor_is_turned_back_and_counted_
         c = float(d[free] @ J_x[free]) / float(J_x[free] @ J_x[free])
         assert c < 0.0  # back from the face
         np.testing.assert_allclose(d[free], c * J_x[free], rtol=0.0, atol=1e-6 * float(np.abs(d).max()))
+
+
+def test_a_held_stop_takes_the_braking_that_ends_higher_above_the_floor_at_the_configured_tolerance(panda, monkeypatch):
+    """_safest_stop_from weighs the braking along the path against the hardest braking (each joint toward rest at its
+    bound, min(a_max dt^2, j_max dt^3) from the steady stream) by how far each ends above the check's floor at
+    solver.barrier_tolerance, here 1e-5 (a tenth of panda.yaml's). At 0.99 U both end beyond the face by more than
+    that and neither is turned back within it (no corrected stop); the hardest braking ends farther beyond (the
+    premise, computed), so the stop is the braking along the path (q0 ⊕ s u): no hardest stop is counted."""
+    tolerance = 1e-5  # [m]
+    q0, u = _stop_pose(panda), 0.99 * STOP_STREAM
+    loop, face = _at_the_face(panda, q0, barrier_tolerance=tolerance)
+    g = loop.group
+    step = _arm_bounds(g.joint_names)
+    s = max(float(np.max(1.0 - step / np.abs(u))), 0.0)
+    u_hardest = np.sign(u) * np.maximum(np.abs(u) - step, 0.0)
+    x_path, x_hardest = _tcp_x_after(panda, g, q0, s * u), _tcp_x_after(panda, g, q0, u_hardest)
+    assert face + tolerance + BOUNDARY_SLIP < x_path < x_hardest, (x_path - face, x_hardest - face)  # the premise
+
+    res = _held_tick(loop, q0, u, monkeypatch)
+    c = loop.counts
+    assert c.tick_errors == 0 and c.qp_failures == 1, loop.hold_reason
+    assert (c.corrected_stops, c.hardest_stops) == (0, 0)
+    u_stop = res.command[g.q_indices] - q0[g.q_indices]
+    np.testing.assert_allclose(u_stop, s * u, rtol=0.0, atol=1e-12 * float(np.abs(u).max()))
+
+
+# ----------------------------------------------------------------------------- the following leash
+def test_without_an_acceleration_limit_the_following_error_limit_keeps_the_command_within_the_leash(panda):
+    """state_feedback commanded (panda.yaml's), no acceleration limit (whose braking for the leash would hold the
+    command too): the following-error limit alone keeps every command within max_state_divergence (0.1 rad) of the
+    measurement of its tick, for a robot that trails its commands (first-order lag 1 s) on a 1.5 rad posture goal.
+    The command does lead by more than half the leash (it waits for the robot there)."""
+    data = panda_yaml()
+    data["barriers"] = []
+    data["limits"] = [lim for lim in data["limits"] if lim["type"] != "acceleration"]
+    loop = loop_of(panda, data)
+    assert loop.acceleration_limit is None and loop.settings.state_feedback == "commanded"
+    sim = SimRobot(loop, panda.named_configuration("default"), lag=1.0)
+    assert loop.activate(sim.t) == ""
+    goal = sim.q[loop.group.q_indices].copy()
+    goal[0] += 1.5  # [rad] panda_joint1
+    loop.set_joint_goal("posture", goal)
+    sim.tick(1000)
+    e = loop.settings.max_state_divergence
+    assert 0.5 * e < sim.max_lead <= e + 1e-9, (sim.max_lead, e)
 
 
 # ----------------------------------------------------------------------------- reports
@@ -177,6 +247,24 @@ def test_a_step_exactly_on_its_bound_is_on_it_at_zero_tolerance_on_either_side()
     hits = binding_bounds(s, group, [lim], q, dq, DT, 0.0)
     assert sorted(h.joint for h in hits) == ["panda_joint3", "panda_joint5"], hits
     assert all(h.code == VELOCITY_BOUND for h in hits)
+
+
+def test_a_joint_resting_on_its_lower_position_limit_is_reported_at_that_limit():
+    """binding_bounds: a joint whose step sits on its lower bound only is at its lower limit, whatever the sign of its
+    dq (the sign decides only for a joint pinned on both bounds). panda_joint4 at q_min, still (dq = 0: the position
+    limit's lower bound there is 0, its upper one q_max - q_min): the report names the lower limit and its value."""
+    s = scene("panda")
+    group = s.group("arm")
+    k = list(group.joint_names).index("panda_joint4")
+    iv = int(group.v_indices[k])
+    q = s.named_configuration("default")
+    q[group.q_indices[k]] = s.q_min_v[iv]
+    lim = PositionLimit(Oink(s, "arm"))
+    lim.bounds(q)
+    hits = binding_bounds(s, group, [lim], q, np.zeros(group.nv), DT, 1e-9)
+    assert [(h.code, h.joint) for h in hits] == [(JOINT_BOUND, "panda_joint4")], hits
+    q_min = f"{s.q_min_v[iv]:.4f}"
+    assert hits[0].text == f"panda_joint4 at its lower position limit (q {q_min} rad, limit {q_min} rad)"
 
 
 # ----------------------------------------------------------------------------- following_speed
