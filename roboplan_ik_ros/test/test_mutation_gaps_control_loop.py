@@ -14,6 +14,7 @@
 
 from __future__ import annotations
 
+import math
 import re
 import signal
 from contextlib import contextmanager
@@ -247,6 +248,27 @@ def test_a_joint_jog_ramps_its_target_speed_at_half_the_acceleration_limit(panda
         targets.append(loop.tasks["posture"].target[0])
     speeds = np.diff(targets) / DT  # [rad/s]
     np.testing.assert_allclose(speeds, a_ramp * DT * np.arange(1, 11), rtol=1e-9, atol=1e-12)
+
+
+# ----------------------------------------------------------------------------- braking time bound
+@pytest.mark.parametrize("velocity, acceleration", [(dict(v_max=1.7e308), dict(a_max=1.0)), ({}, dict(a_max=1e-308))],
+                         ids=["v_max-near-the-float-range", "subnormal-a_max"])
+def test_a_braking_time_bound_beyond_the_float_range_is_inf_not_a_short_stop(panda, velocity, acceleration):
+    """braking_time_bound = 2 max(v_max / a_max + a_max / j_max) + 0.1 s, here without a jerk bound (a_max / inf = 0).
+    With v_max 1.7e308 rad/s and a_max 1 rad/s^2 the doubled quotient, with the Franka's v_max and a_max 1e-308 rad/s^2
+    the quotient itself exceeds the float range: the bound is inf (a controlled stop brakes until at rest), not a
+    short one (they were 1 s and 0.1 s: the node stopped braking after that, however fast the arm moved)."""
+    data = panda_yaml()
+    data["barriers"] = []
+    for lim in data["limits"]:
+        if lim["type"] == "velocity":
+            lim.update(velocity)
+        elif lim["type"] == "acceleration":
+            lim.update(acceleration, j_max=math.inf)
+    with np.errstate(over="ignore"):  # AccelerationLimit's own per-step constants overflow too at a_max 1e-308
+        loop = loop_of(panda, data)
+        assert not np.isfinite(2.0 * np.max(loop.guard.v_max / loop.acceleration_limit.a_max))  # the premise
+    assert loop.braking_time_bound() == math.inf
 
 
 # ----------------------------------------------------------------------------- reports

@@ -456,16 +456,15 @@ class ControlLoop(LoopGoals, LoopView):
 
     def braking_time_bound(self) -> float:
         """[s] A generous bound on a stop from any velocity within the bounds: twice the slowest joint's
-        v_max/a_max + a_max/j_max, + 0.1 s (1 s without finite acceleration bounds)."""
+        v_max/a_max + a_max/j_max, + 0.1 s (1 s without an acceleration limit). inf when that exceeds the float
+        range (a v_max near it, a subnormal a_max): v_max and a_max are finite and > 0, j_max > 0 or inf, so a
+        term is infinite only by overflow, and a stop that long must not be cut short."""
         accel = self._accel
         if accel is None:
             return 1.0
-        v_max = self.guard.v_max
-        with np.errstate(divide="ignore", invalid="ignore"):
-            t = (np.nan_to_num(v_max / accel.a_max, posinf=0.0)
-                 + np.nan_to_num(accel.a_max / accel.j_max, nan=0.0, posinf=0.0))
-        bound = 2.0 * float(t.max()) + 0.1
-        return bound if np.isfinite(bound) else 1.0
+        with np.errstate(over="ignore"):
+            t = self.guard.v_max / accel.a_max + accel.a_max / accel.j_max
+        return 2.0 * float(t.max()) + 0.1
 
     @property
     def acceleration_limit(self):
