@@ -139,6 +139,37 @@ def test_the_tick_waiting_for_a_still_robot_after_stale_is_a_hold_with_nothing_t
     np.testing.assert_array_equal(loop.guard.last, last)
 
 
+def test_back_from_stale_a_gripper_moved_meanwhile_does_not_end_a_held_stream(panda):
+    """stale_behavior hold: back from stale, a still robot whose group joints are within max_state_divergence of the
+    last command continues the stream from that command (a re-seed at the measurement would be a step within a
+    running stream). Joints outside the group do not count: here the finger, which another controller opened by
+    0.039 m (more than max_state_divergence 0.02) during the outage, while panda_joint1 settled 0.01 rad short of
+    the last command (a tracking error). The first command after the outage is the last one before it."""
+    loop, sim = started(panda, stale_behavior="hold", state_timeout=0.02, reseed_settle_time=0.1,
+                        max_state_divergence=0.02)
+    sim.tick(20, measure=False)  # 40 ms without joint states: stale
+    assert loop.mode == STALE
+    g, e = loop.group, loop.settings.max_state_divergence
+    last = loop.guard.last.copy()
+    joint = panda.model.joints[panda.model.getJointId("panda_finger_joint1")]
+    finger = int(joint.idx_q)
+    assert finger not in g.q_indices
+    q_robot = last.copy()
+    q_robot[g.q_indices[0]] -= 0.5 * e
+    q_robot[finger] = panda.q_max_v[joint.idx_v] - 1e-3  # [m] opened
+    assert abs(q_robot[finger] - last[finger]) > e  # the premise: the finger alone is beyond the divergence
+    t = sim.t
+    for _ in range(int(2 * loop.settings.reseed_settle_time / loop.dt)):  # measured again, still
+        t += loop.dt
+        loop.state.incoming[:] = q_robot
+        assert loop.state.accept(t) == ""
+        res = loop.tick(t)
+        if loop.mode != STALE:
+            break
+    assert loop.mode == WAITING_FOR_GOAL, loop.hold_reason
+    np.testing.assert_array_equal(res.command[g.q_indices], last[g.q_indices])
+
+
 # ----------------------------------------------------------------------------- holds
 def test_leaving_a_hold_logs_that_the_loop_resumed_and_why_it_held(panda):
     """An exception in the step holds (tick's docstring: the next tick tries again); the next step that moves
@@ -309,6 +340,28 @@ def test_a_fresh_state_tracker_has_no_rejection_and_keeps_the_latest_reason():
     assert reason and st.rejected == 1 and st.last_rejection == reason
 
 
+def test_a_measurement_that_moves_beyond_rest_tolerance_restarts_the_rest_clock():
+    """StateTracker.rest_duration: how long the measurements stayed within rest_tolerance of the one that started the
+    run. Still from 0 to 0.1 s: 0.1 s. panda_joint1 moves by half rest_tolerance at 0.15 s: still the same run
+    (0.15 s). It moves by twice rest_tolerance from there at 0.2 s: a new run starts there (0 s), and at 0.3 s it
+    has lasted 0.1 s."""
+    s = scene("panda")
+    st = StateTracker(s, s.group("arm"), limit_tolerance=0.01)
+    q = s.named_configuration("default")
+    tol = st.rest_tolerance
+
+    def measure(t: float, dq1: float = 0.0) -> float:
+        q[0] += dq1
+        st.incoming[:] = q
+        assert st.accept(t) == ""
+        return st.rest_duration()
+
+    assert [measure(0.0), measure(0.05), measure(0.1)] == pytest.approx([0.0, 0.05, 0.1], abs=1e-12)
+    assert measure(0.15, 0.5 * tol) == pytest.approx(0.15, abs=1e-12)
+    assert measure(0.2, 2.0 * tol) == 0.0
+    assert measure(0.3) == pytest.approx(0.1, abs=1e-12)
+
+
 # ----------------------------------------------------------------------------- min_jerk
 def _reserve(a_max: float, j_max: float, dt: float) -> float:
     """[rad] the braking reserve a_max dt^2 (ceil(a_max / (j_max dt)) - 1)^2 (following_speed.min_jerk)."""
@@ -361,3 +414,15 @@ def test_the_singularity_scale_takes_kappa_over_the_rows_its_weights_constrain()
     for v in np.eye(3):
         assert sc.scale(q, 0.05 * v, np.zeros(3)) == 1.0
         assert sc.kappa == pytest.approx(k3, rel=1e-9)
+
+
+def test_a_jacobian_with_a_nan_raises_numpys_linalg_error_from_the_singularity_scale():
+    """_singular_values: LAPACK's dgesdd through scipy refuses a matrix with a NaN (info != 0); the scale then raises
+    numpy's LinAlgError, as np.linalg.svd did before that shortcut (a tick turns it into a hold that names it). A
+    NaN in panda_joint1 makes the whole frame Jacobian NaN."""
+    s = scene("panda")
+    q = s.named_configuration("default")
+    q[0] = np.nan
+    sc = SingularityScale(s, s.group("arm"), s.model.getFrameId(TIP), lower=17.0, hard=30.0)
+    with pytest.raises(np.linalg.LinAlgError):
+        sc.scale(q, np.array([0.05, 0.0, 0.0]), np.zeros(3))
