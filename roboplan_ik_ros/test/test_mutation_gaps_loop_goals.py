@@ -19,7 +19,9 @@ import numpy as np
 import pinocchio as pin
 import pytest
 
+from models import robot
 from roboplan_ik_ros.core.control.binding_bounds import JOINT_BOUND
+from roboplan_ik_ros.core.control.control_loop import ControlLoop
 from roboplan_ik_ros.core.control.loop_modes import COMMAND_TIMEOUT
 from roboplan_ik_ros.core.oink.tasks.com_task import ComTaskConfig
 from roboplan_ik_ros.core.oink.tasks.joint_task import JointTaskConfig
@@ -121,6 +123,27 @@ def test_a_point_goal_blocked_by_a_task_above_stays_within_target_leash_of_what_
     assert largest >= 0.5 * leash  # it did run to its leash
 
 
+def test_a_pose_goal_beyond_a_barrier_keeps_its_target_within_leash_distance_of_the_tcp(panda):
+    """node.goal_smoothing.leash_distance (panda.yaml: 0.05 m): a pose goal the arm cannot reach (0.2 m above the
+    workspace box's top face) does not wind the frame task's target up: after every tick it is within leash_distance
+    of the TCP at the tick's start (the leash's anchor; commanded feedback, a robot without lag: the last command).
+    It does run to the leash (the goal is out of reach) and stays far from the goal."""
+    loop, sim = started(panda)
+    leash = loop.settings.goal_smoothing.leash_distance
+    z_max = next(b for b in panda_yaml()["barriers"] if b["name"] == "workspace")["p_max"][2]  # [m]
+    T0 = sim.tcp()
+    goal = pin.SE3(T0.rotation, np.array([T0.translation[0], T0.translation[1], z_max + 0.2]))
+    loop.set_pose_goal("ee", goal)
+    gaps = []
+    for _ in range(750):
+        p_start = sim.tcp().translation.copy()
+        sim.tick()
+        gaps.append(float(np.linalg.norm(loop.tasks["ee"].target.translation - p_start)))
+    assert max(gaps) <= leash + 1e-9, max(gaps)
+    assert max(gaps) >= 0.5 * leash, max(gaps)  # out of reach: the target did run to its leash
+    assert float(np.linalg.norm(loop.tasks["ee"].target.translation - goal.translation)) > 0.1  # ... not to the goal
+
+
 # ----------------------------------------------------------------------------- relative poses
 def test_a_relative_frame_goal_is_followed_while_a_relative_frame_task_listed_before_it_is_at_rest(panda):
     """Each relative_frame task's pose goal is smoothed (node.goal_smoothing) and reaches its task on its own: a 2 cm
@@ -164,6 +187,23 @@ def test_a_twist_takes_over_a_moving_jerk_limited_pose_goal_target_and_its_veloc
     sim.tick()
     step_twist = loop.tasks["ee"].target.translation - after
     assert np.linalg.norm(step_twist - step) <= 2.0 * a * loop.dt**2 + 1e-9, (step_twist, step)
+
+
+def test_a_twist_stream_that_times_out_leaves_the_pose_goal_where_its_target_stopped(panda):
+    """A twist stream with no newer command brakes to rest after command_timeout; then the frame task's pose follower
+    restarts where the stream's target stopped: goal("ee") is the task's target there (not the pose the stream
+    started from), the stream's timeout is counted once, and no tick raised."""
+    loop, sim = started(panda)
+    T0 = sim.tcp()
+    loop.set_twist("ee", np.array([0.0, 0.2, 0.0]), np.zeros(3), sim.t)  # unitless: 0.2 of max_linear_speed
+    ticks = int(4 * loop.settings.streaming.command_timeout / loop.dt)  # the timeout, the braking and some more
+    sim.tick(ticks)
+    assert not loop.streaming and loop.counts.stream_timeouts == 1
+    assert loop.counts.tick_errors == 0, loop.hold_reason
+    target, goal = loop.tasks["ee"].target, loop.goal("ee")
+    assert float(np.linalg.norm(target.translation - T0.translation)) > 1e-3  # the premise: the stream moved it
+    np.testing.assert_array_equal(goal.translation, target.translation)
+    np.testing.assert_array_equal(goal.rotation, target.rotation)
 
 
 # ----------------------------------------------------------------------------- velocity references
@@ -210,3 +250,25 @@ def test_a_jog_away_from_its_joint_limits_is_not_reported_as_a_joint_bound(panda
         assert loop.motion_limit(sim.t) == ("", ""), loop.motion_limit(sim.t)
     assert sim.q[0] > 1e-3  # the jog moves the joint
     assert loop.motion_limit(sim.t)[0] != JOINT_BOUND
+
+
+# ----------------------------------------------------------------------------- configured targets
+def test_a_configured_target_naming_some_of_the_groups_joints_keeps_the_others_where_they_are():
+    """A configuration task's target named by an SRDF group_state that sets only panda_joint7 (0.3 rad): on
+    apply_configured_targets the goal is the current configuration (the last command: here "default") with
+    panda_joint7 at 0.3, not the model's neutral configuration for the joints the state does not name."""
+    r = robot("panda")
+    srdf = r.srdf_xml.replace("</robot>", '<group_state name="wrist_turned" group="arm">'
+                                          '<joint name="panda_joint7" value="0.3"/></group_state></robot>')
+    data = panda_yaml()
+    data["barriers"] = []
+    next(t for t in data["tasks"] if t["name"] == "posture")["target"] = "wrist_turned"
+    loop = ControlLoop.from_config(data, r.urdf_xml, srdf, r.package_paths)
+    q0 = loop.scene.named_configuration("default")
+    loop.state.incoming[:] = q0
+    assert loop.state.accept(0.0) == "" and loop.activate(0.0) == ""
+    loop.apply_configured_targets()
+    g = loop.group.q_indices
+    expected = q0[g].copy()
+    expected[list(loop.group.joint_names).index("panda_joint7")] = 0.3
+    np.testing.assert_array_equal(loop.goal("posture"), expected)
