@@ -1,15 +1,17 @@
 """Control-loop behaviour that mutation testing found unchecked (docs/mutation.md, core/control).
 
 - Lifecycle: a re-activation waits for a goal like the first one; a loop built from a config logs through its ``log``.
-- Stale state: the tick that waits for a still robot is a hold (``previous is command``: nothing to take back).
+- Stale state: the tick that waits for a still robot is a hold (``previous is command``: nothing to take back); a
+  held stream goes on after the outage when the group's joints (not the gripper's) are near the last command.
 - Holds: leaving a hold logs why the loop held; a refused step whose braking along the path crosses a barrier's
   floor brakes joint by joint at the jerk bound, without an internal error.
 - Joint jogs ramp their target's speed at half the acceleration limit's a_max (README, "Joint jog").
+- braking_time_bound: inf when it exceeds the float range (it was 1 s or 0.1 s: a stop cut short).
 - Reports: a joint at its jerk bound is reported with its jerk (the last three commands), a fresh StateTracker
-  with no rejection.
+  with no rejection; its rest clock restarts on a move beyond rest_tolerance.
 - min_jerk is the least j_max whose braking reserve fits in the leash, also when the leash is exactly n^2 a dt^2.
 - GoalJudge: an improvement by more than PROGRESS_SHARE of the best distance is progress.
-- SingularityScale: kappa over the constrained rows that ``row_weights`` names.
+- SingularityScale: kappa over the constrained rows that ``row_weights`` names; a NaN Jacobian raises LinAlgError.
 """
 
 from __future__ import annotations

@@ -2,9 +2,13 @@
 
 - Configure: an acceleration limit is refused for the joint whose braking reserve exceeds the leash, not only the first.
 - Held steps: a stop whose braking along the path crosses a barrier's floor is turned back along the rows (from the
-  path's braking, or else from the hardest braking) and counted once in corrected_stops, ending within the floor.
+  path's braking, or else from the hardest braking) and counted once in corrected_stops, ending within the floor;
+  the two brakings are weighed at the configured barrier_tolerance.
+- The following leash: without an acceleration limit the following-error limit alone keeps commanded feedback's
+  command within max_state_divergence of the measurement.
 - Reports (binding_bounds): the acceleration a joint is held at is its increment's change (u - u1) / dt^2; a
-  prismatic joint's values are in m; a step exactly on its bound is on it (tolerance 0), on either side.
+  prismatic joint's values are in m; a step exactly on its bound is on it (tolerance 0), on either side; a joint
+  resting on its lower position limit is at that limit.
 - following_speed: the steady speed whose braking travel B = n_A u + (u + alpha/2)^2 / (2 alpha) + E fits in the room,
   n_A the steps an acceleration of RAMP_ACCELERATION_SHARE a_max still ramps off (acceleration_limit.py).
 - SingularityScale: the probe that finds the direction toward the singularity moves the group's joints only.

@@ -3,11 +3,13 @@
 
 - Leashes: a joint task's shaped target stays within its ``target_leash`` of the joint, a look_at's direction
   and a com's point within theirs of what the task measures, when a task above blocks them (docs/configuration.md,
-  "Goal shaping").
+  "Goal shaping"); a pose goal's target within leash_distance of the TCP when a barrier blocks the arm.
 - Relative poses: each relative_frame task's goal is followed on its own, also when one listed before it is at rest.
-- Switching: a twist takes over a moving (jerk_limited) pose goal's target and velocity (README, "Switching").
+- Switching: a twist takes over a moving (jerk_limited) pose goal's target and velocity (README, "Switching"); a
+  twist stream that timed out leaves the pose goal where its target stopped.
 - Velocity references: one that times out reports its command's age (motion_limit: "the command's age").
 - Motion limits: a jog away from its joint limits is not reported as a joint bound (motion_limit's docstring).
+- Configured targets: a group_state that names some of the group's joints leaves the others at the last command.
 """
 
 from __future__ import annotations
