@@ -10,7 +10,9 @@ TargetShaper: a_max = 0 is refused; integer limits take a fractional new speed; 
     each coordinate at its own distance; a Euclidean leash drops the acceleration away from the anchor.
 GoalSmoother (max_acceleration): a target moving at its goal brakes within the bound, overshoots and returns.
 JointJogFollower without an acceleration bound: a jog keeps its speed up to the limit and stops on it.
-LineOfSightShaper: a turn about a diagonal axis is bounded by the turn speed (Euclidean); reset sets the goal.
+JointJogFollower: a float32 max_acceleration ramps the jog in float64.
+LineOfSightShaper: a turn about a diagonal axis is bounded by the turn speed (Euclidean); reset sets the goal;
+    set_dt takes the new period for the turn and the range.
 TargetShaper: a new shaper is not leashed (False). scale_twist: unitless angular components times max_angular_speed.
 """
 
@@ -305,6 +307,25 @@ def test_a_jog_without_an_acceleration_bound_keeps_its_speed_up_to_the_limit_and
     assert f.at_bound[0] and f.bounds_reached() == [(0, "upper", upper)]
 
 
+def test_a_float32_max_acceleration_ramps_the_jog_in_double_precision():
+    """max_acceleration is taken as float64 whatever its dtype: a float32 array (2.1 rad/s^2, not exact in binary)
+    ramps the jog's target exactly as the same values in float64 (a_max dt in float32 would round the ramp's
+    velocity step to float32)."""
+    s = scene("panda")
+    g = s.group("arm")
+    a32 = np.full(g.nv, 2.1, dtype=np.float32)
+    followers = [JointJogFollower(s, g, StreamingConfig(command_timeout=10.0), a) for a in (a32, a32.astype(float))]
+    q = s.named_configuration("default")[g.q_indices]
+    dq = np.full(g.nv, 0.5)  # [rad/s] every joint, far from its limits within the 10 steps
+    for f in followers:
+        f.start(q)
+        f.command(dq, 0.0)
+    for k in range(10):
+        t32, t64 = (f.step(DT, (k + 1) * DT).copy() for f in followers)
+        assert_array_equal(t32, t64)
+    assert_array_equal(followers[0].velocity, followers[1].velocity)
+
+
 # --- LineOfSightShaper: the turn rate whatever its axis; reset -----------------------------------------------
 
 def test_a_turn_about_a_diagonal_axis_is_bounded_by_the_turn_speed_not_per_coordinate():
@@ -343,6 +364,25 @@ def test_a_line_of_sight_reset_sets_the_goal_to_the_point_too():
     assert_array_equal(s.goal, point)
     assert_array_equal(s.position, point)
     assert not s.moving and s.step() is None
+
+
+def test_a_line_of_sight_shaper_set_to_a_new_period_moves_as_one_built_for_it():
+    """set_dt: the turn and the range both take the new period. A shaper built at 2 ms and set to 4 ms moves a goal
+    that turns the line of sight and changes its range exactly as a shaper built at 4 ms, step by step."""
+    limits = (1.0, 10.0, 500.0)  # [rad/s, rad/s^2, rad/s^3]
+    changed, built = LineOfSightShaper(DT, *limits), LineOfSightShaper(2 * DT, *limits)
+    changed.set_dt(2 * DT)
+    eye = np.array([0.1, -0.2, 0.4])
+    for s in (changed, built):
+        s.reset(eye + [1.0, 0.0, 0.0], eye)
+        s.set_goal(eye + [0.0, 1.5, 0.5], eye)
+    steps = 0
+    for steps in range(1000):
+        a, b = changed.step(), built.step()
+        if a is None or b is None:
+            break
+        assert_array_equal(a, b)
+    assert a is None and b is None and steps > 100  # both at rest at the goal, in the same number of steps
 
 
 # --- TargetShaper: a new shaper is not leashed ---------------------------------------------------------------
