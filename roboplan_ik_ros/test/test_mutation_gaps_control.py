@@ -2,12 +2,18 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pytest
+import yaml
 
+from models import robot, scene
+from roboplan_ik_ros.core.control.loop_from_config import control_loop_from_config
 from roboplan_ik_ros.core.control.target_shaper import TargetShaper
 
 DT = 0.002  # [s]
+PANDA_YAML = Path(__file__).resolve().parents[1] / "config" / "panda.yaml"
 
 
 @pytest.mark.parametrize("v_max", [np.inf, 0.0, -1.0, [1.0, np.inf]], ids=["inf", "zero", "negative", "one-inf"])
@@ -16,3 +22,23 @@ def test_target_shaper_needs_a_finite_positive_speed_bound(v_max):
     a mutant that accepted either alone survived the shaper's tests."""
     with pytest.raises(ValueError, match="v_max: expected finite values > 0"):
         TargetShaper(2, DT, v_max, 10.0, 100.0)
+
+
+def test_control_loop_from_config_builds_the_yamls_loop_with_the_given_srdf_overrides_and_log():
+    """control_loop_from_config (loop_from_config.py): the loop ControlLoop.from_config builds, from the arguments it
+    is given: the SRDF's group_state "default" (the posture task's target) is the scene's, the overrides set loop
+    keys (control_rate_hz 250 Hz; panda.yaml's 500 Hz taken out, so nothing of the YAML is left unapplied), and the
+    loop logs through ``log``."""
+    r = robot("panda")
+    data = yaml.safe_load(PANDA_YAML.read_text())
+    del data["node"]["control_rate_hz"]
+    messages: list[tuple[str, str]] = []
+    loop = control_loop_from_config(data, r.urdf_xml, r.srdf_xml, r.package_paths,
+                                    log=lambda level, text: messages.append((level, text)),
+                                    overrides={"control_rate_hz": 250.0})
+    q_default = scene("panda").named_configuration("default")  # the same URDF and SRDF
+    np.testing.assert_array_equal(loop.scene.named_configuration("default"), q_default)
+    assert loop.dt == pytest.approx(1.0 / 250.0)
+    loop.state.incoming[:] = q_default
+    assert loop.state.accept(0.0) == "" and loop.activate(0.0) == ""
+    assert any(level == "info" and "command stream (re)started" in text for level, text in messages), messages
