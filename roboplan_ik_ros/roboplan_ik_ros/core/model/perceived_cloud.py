@@ -3,11 +3,13 @@
 :class:`CloudIngest` turns one PointCloud2 payload into a :class:`PerceivedCloud`: decode (numpy),
 into the world frame (``T_world_sensor``), crop to ``perception.crop_min``/``crop_max``, voxel filter
 (``voxel_size``; voxels of fewer than ``min_points_per_voxel`` points dropped), remove the robot's own
-points (:class:`SelfFilter`, ``self_filter_padding``, at the configuration given) and build a coal
-``OcTree`` (``coal.makeOctree``, leaves of ``octree_resolution``). This is the expensive part (measured
-in the README); it runs outside the control loop and touches neither the scene's collision model nor
-its obstacles. The caller then swaps the cloud into the scene (:meth:`Scene.set_perceived_cloud`, one
-geometry and its pairs) between two ticks. ROS-free.
+points (:class:`SelfFilter`, ``self_filter_padding``, at the configuration given): the numpy stages,
+:class:`~.cloud_filter.CloudFilter`, which the cloud ingest process (``ingest_process.py``) runs too;
+then it builds a coal ``OcTree`` (``coal.makeOctree``, leaves of ``octree_resolution``) from the kept
+points (:meth:`CloudIngest.perceived`: what stays in the caller's process when the process ran the
+rest). This is the expensive part (measured in docs/configuration.md); it runs outside the control loop
+and touches neither the scene's collision model nor its obstacles. The caller then swaps the cloud
+into the scene (:meth:`Scene.set_perceived_cloud`, one geometry and its pairs) between two ticks. ROS-free.
 """
 
 from __future__ import annotations
@@ -17,9 +19,8 @@ from dataclasses import dataclass
 import coal
 import numpy as np
 
-from ..errors import InvalidInputError
-from .point_cloud import (PointCloudLayout, crop_points, decode_points, octree_cells, transform_points,
-                          voxel_filter)
+from .cloud_filter import CloudFilter, FilteredCloud
+from .point_cloud import PointCloudLayout, octree_cells
 from .scene import Scene
 from .self_filter import SelfFilter
 
@@ -66,8 +67,7 @@ class CloudIngest:
         self.scene = scene
         self.config = config
         self.self_filter = SelfFilter(scene, config.self_filter_padding)
-        self._lower = np.asarray(config.crop_min, dtype=float)
-        self._upper = np.asarray(config.crop_max, dtype=float)
+        self.filter = CloudFilter(config)
 
     def refresh_robot(self) -> None:
         """Re-read the robot's (and attached objects') geometry if the scene's obstacles changed."""
@@ -76,23 +76,24 @@ class CloudIngest:
     def ingest(self, layout: PointCloudLayout, data, R_world_sensor: np.ndarray, t_world_sensor: np.ndarray,
                q: np.ndarray, frame_id: str = "", stamp: float = 0.0) -> PerceivedCloud:
         """The perceived cloud of one payload; raises :class:`InvalidInputError` for a malformed one."""
-        n = layout.width * layout.height if isinstance(layout.width, int) and isinstance(layout.height, int) else 0
-        if n > self.config.max_points:
-            raise InvalidInputError(f"width * height: {layout.width} * {layout.height} = {n} points; expected at most "
-                                    f"perception.max_points = {self.config.max_points}")
-        decoded = decode_points(layout, data)
-        world = transform_points(R_world_sensor, t_world_sensor, decoded.points)
-        inside = crop_points(world, self._lower, self._upper)
-        cropped = len(world) - len(inside)
-        merged = voxel_filter(inside, self.config.voxel_size, self.config.min_points_per_voxel)
-        kept, on_robot = self.self_filter.filter(merged, q)
-        return self.cloud(kept, frame_id, stamp, received=decoded.received, invalid=decoded.invalid,
-                          cropped=cropped, self_points=on_robot)
+        filtered = self.filter.run(layout, data, R_world_sensor, t_world_sensor,
+                                   lambda points: self.self_filter.robot_mask(points, q))
+        return self.perceived(filtered, frame_id, stamp)
 
-    def cloud(self, points: np.ndarray, frame_id: str = "", stamp: float = 0.0, **counts) -> PerceivedCloud:
-        """A PerceivedCloud of world-frame ``points`` as they are (no filter)."""
+    def perceived(self, filtered: FilteredCloud, frame_id: str = "", stamp: float = 0.0) -> PerceivedCloud:
+        """The PerceivedCloud of a filtered cloud: its octree (its cells as they came)."""
+        return self.cloud(filtered.points, frame_id, stamp, cells=filtered.cells, received=filtered.received,
+                          invalid=filtered.invalid, cropped=filtered.cropped, self_points=filtered.self_points)
+
+    def cloud(self, points: np.ndarray, frame_id: str = "", stamp: float = 0.0, cells: np.ndarray | None = None,
+              **counts) -> PerceivedCloud:
+        """A PerceivedCloud of world-frame ``points`` as they are (no filter); ``cells``: the octree's cells
+        if known (``octree_cells(points)``), else computed here."""
         points = np.ascontiguousarray(points, dtype=np.float64).reshape(-1, 3)
         resolution = float(self.config.octree_resolution)
         octree = coal.makeOctree(points, resolution) if len(points) else None
-        cells = octree_cells(points, resolution) if octree is not None else None
+        if octree is None:
+            cells = None
+        elif cells is None:
+            cells = octree_cells(points, resolution)
         return PerceivedCloud(points, resolution, octree, frame_id, stamp, **counts, cells=cells)

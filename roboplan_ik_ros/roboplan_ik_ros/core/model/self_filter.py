@@ -18,7 +18,10 @@ with points in its sphere, the exact test in the geometry's own frame for those 
 
 Geometry tables are read from the scene's collision model at construction and again after an
 attached object changed (:meth:`refresh`, with the scene's changes serialized by the caller). The
-filter has its own pinocchio data: it may run in a thread of its own. ROS-free.
+filter has its own pinocchio data: it may run in a thread of its own. Placing the geometries at ``q``
+(:meth:`SelfFilter.placements`, pinocchio) and the test of the points (:func:`robot_mask_at`, numpy
+only) are apart: the cloud ingest process (``ingest_process.py``) runs the test on the tables and
+placements its parent sends. ROS-free.
 """
 
 from __future__ import annotations
@@ -71,49 +74,74 @@ class SelfFilter:
         self._version = self.scene.collision_version
         return True
 
-    def robot_mask(self, points: np.ndarray, q: np.ndarray) -> np.ndarray:
-        """(N,) True where a point (world frame, (N, 3) [m]) is inside the padded robot at ``q``."""
+    @property
+    def shapes(self) -> list[_Shape]:
+        """The geometries' tables as last read (a new list after each change: safe to hold)."""
+        return self._shapes
+
+    @property
+    def version(self) -> int:
+        """The scene's ``collision_version`` :attr:`shapes` were read at."""
+        return self._version
+
+    def placements(self, q: np.ndarray, shapes: list[_Shape]) -> tuple[np.ndarray, np.ndarray]:
+        """(rotations (S, 3, 3), translations (S, 3)): ``T_world_geometry`` of each of ``shapes`` at ``q``
+        (the robot's link geometry at that configuration, what :func:`robot_mask_at` needs)."""
         model, data = self.scene.model, self._data
         pin.forwardKinematics(model, data, q)
-        inside = np.zeros(len(points), dtype=bool)
-        shapes = self._shapes  # one read: refresh() may swap the list
-        if not len(points) or not shapes:
-            return inside
-        pad = self.padding
         placements = [data.oMi[s.joint] * s.placement for s in shapes]  # T_world_geometry
-        centers = np.array([T.rotation @ s.center + T.translation for s, T in zip(shapes, placements)])
-        reach = np.array([s.radius for s in shapes]) + pad
-        # every shape's bounding sphere at once, (S, N): |p|^2 + |c|^2 - 2 p.c <= reach^2, loosened by far
-        # more than its rounding (1e-12 relative, 1e-9 m^2); the points it keeps get the exact test below
-        pp = points[:, 0] * points[:, 0]
-        pp += points[:, 1] * points[:, 1]
-        pp += points[:, 2] * points[:, 2]
-        cc = np.einsum("ij,ij->i", centers, centers)
-        d2 = centers @ points.T
-        d2 *= -2.0
-        d2 += pp * (1.0 - 1e-12)
-        d2 += (cc * (1.0 - 1e-12))[:, None]
-        candidates = d2 <= (reach * reach + 1e-9)[:, None]
-        for k in np.flatnonzero(candidates.any(axis=1)):
-            near = np.flatnonzero(candidates[k])
-            near = near[~inside[near]]
-            if not len(near):
-                continue
-            s, T, c, r = shapes[k], placements[k], centers[k], reach[k]
-            gap = points[near] - c
-            near = near[np.einsum("ij,ij->i", gap, gap) <= r * r]  # the bounding sphere, exactly
-            if not len(near):
-                continue
-            R, t = T.rotation, T.translation
-            local = (points[near] - t) @ R  # R^T (p - t): the points in the geometry frame
-            inside[near[_inside(s, local, pad)]] = True
-        return inside
+        if not placements:
+            return np.zeros((0, 3, 3)), np.zeros((0, 3))
+        return np.array([T.rotation for T in placements]), np.array([T.translation for T in placements])
+
+    def robot_mask(self, points: np.ndarray, q: np.ndarray) -> np.ndarray:
+        """(N,) True where a point (world frame, (N, 3) [m]) is inside the padded robot at ``q``."""
+        shapes = self._shapes  # one read: refresh() may swap the list
+        rotations, translations = self.placements(q, shapes)
+        return robot_mask_at(points, shapes, rotations, translations, self.padding)
 
     def filter(self, points: np.ndarray, q: np.ndarray) -> tuple[np.ndarray, int]:
         """(the points not on the robot, how many were removed)."""
         mask = self.robot_mask(points, q)
         removed = int(np.count_nonzero(mask))
         return (np.compress(~mask, points, axis=0) if removed else points), removed
+
+
+def robot_mask_at(points: np.ndarray, shapes: list[_Shape], rotations: np.ndarray, translations: np.ndarray,
+                  padding: float) -> np.ndarray:
+    """(N,) True where a point (world frame, (N, 3) [m]) is inside one of ``shapes`` inflated by ``padding``
+    [m], the shapes placed at ``rotations`` (S, 3, 3) and ``translations`` (S, 3) (``T_world_geometry``,
+    :meth:`SelfFilter.placements`). numpy only: what the cloud ingest process runs."""
+    inside = np.zeros(len(points), dtype=bool)
+    if not len(points) or not shapes:
+        return inside
+    pad = padding
+    centers = np.array([rotations[k] @ s.center + translations[k] for k, s in enumerate(shapes)])
+    reach = np.array([s.radius for s in shapes]) + pad
+    # every shape's bounding sphere at once, (S, N): |p|^2 + |c|^2 - 2 p.c <= reach^2, loosened by far
+    # more than its rounding (1e-12 relative, 1e-9 m^2); the points it keeps get the exact test below
+    pp = points[:, 0] * points[:, 0]
+    pp += points[:, 1] * points[:, 1]
+    pp += points[:, 2] * points[:, 2]
+    cc = np.einsum("ij,ij->i", centers, centers)
+    d2 = centers @ points.T
+    d2 *= -2.0
+    d2 += pp * (1.0 - 1e-12)
+    d2 += (cc * (1.0 - 1e-12))[:, None]
+    candidates = d2 <= (reach * reach + 1e-9)[:, None]
+    for k in np.flatnonzero(candidates.any(axis=1)):
+        near = np.flatnonzero(candidates[k])
+        near = near[~inside[near]]
+        if not len(near):
+            continue
+        s, c, r = shapes[k], centers[k], reach[k]
+        gap = points[near] - c
+        near = near[np.einsum("ij,ij->i", gap, gap) <= r * r]  # the bounding sphere, exactly
+        if not len(near):
+            continue
+        local = (points[near] - translations[k]) @ rotations[k]  # R^T (p - t): the points in the geometry frame
+        inside[near[_inside(s, local, pad)]] = True
+    return inside
 
 
 def _inside(s: _Shape, p: np.ndarray, pad: float) -> np.ndarray:
