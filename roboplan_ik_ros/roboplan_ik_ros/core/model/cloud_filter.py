@@ -41,14 +41,14 @@ class FilteredCloud:
     self_points: int = 0
 
 
-def cloud_points(layout: PointCloudLayout) -> int:
-    """width * height when both are integers (the most rows a :class:`FilteredCloud` of this payload can
-    have), else 0 (the payload is refused)."""
-    w, h = layout.width, layout.height
-    if isinstance(w, bool) or isinstance(h, bool) or not isinstance(w, (int, np.integer)) \
-            or not isinstance(h, (int, np.integer)):
+def cloud_rows(layout: PointCloudLayout, n_bytes: int) -> int:
+    """The most rows a :class:`FilteredCloud` of a payload of ``n_bytes`` with ``layout`` can have: its
+    points (width * height, which a valid payload's ``n_bytes // point_step`` bounds too); 0 when the
+    layout's sizes are not positive integers (refused)."""
+    values = (layout.width, layout.height, layout.point_step)
+    if any(isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v <= 0 for v in values):
         return 0
-    return max(int(w), 0) * max(int(h), 0)
+    return min(int(layout.width) * int(layout.height), int(n_bytes) // int(layout.point_step))
 
 
 class CloudFilter:
