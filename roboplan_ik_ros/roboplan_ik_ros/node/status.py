@@ -174,5 +174,9 @@ def perception_diagnostics(report) -> list[tuple[str, str]]:
             ("perceived_age", f"{report.age:.3f}" if np.isfinite(report.age) else "inf"),
             ("closest_perceived", closest), ("pointclouds_received", str(report.received)),
             ("pointclouds_refused", str(report.refused)), ("pointclouds_dropped", str(report.dropped)),
-            ("pointcloud_ingest_ms", f"{report.ingest_ms:.2f}"),
+            ("pointclouds_lost", str(report.lost)), ("pointcloud_ingest_ms", f"{report.ingest_ms:.2f}"),
+            ("pointcloud_ingest_child_ms", f"{report.ingest_child_ms:.2f}"),
+            ("pointcloud_ingest_node_cpu_ms", f"{report.ingest_node_cpu_ms:.2f}"),
+            ("pointcloud_ingest_process", report.ingest_process or "none"),
+            ("pointcloud_ingest_restarts", str(report.ingest_restarts)),
             ("last_pointcloud_refusal", report.last_refusal or "none")]
