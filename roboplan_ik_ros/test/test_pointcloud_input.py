@@ -2,8 +2,8 @@
 callback to the test, which calls it with sensor_msgs/PointCloud2 messages): the clouds it takes equal the
 in-process CloudIngest's; a killed ingest process is restarted (logged, counted) and meanwhile the cloud in
 use ages and goes stale as perception.max_age and on_stale say, no cloud ingested until it is back; destroy
-leaves no process and no /dev/shm segment; a process that cannot start leaves the clouds to the in-process
-ingest, logged.
+leaves no process and no /dev/shm segment; a cloud that comes before the process is first ready, and every
+cloud when the process cannot start, is ingested in-process, logged.
 
 No test asserts a time or a rate: the timeouts only bound how long something may take to happen.
 """
@@ -19,7 +19,7 @@ import numpy as np
 import pytest
 
 from conftest import wait_until
-from roboplan_ik_ros.core.child_process import FAILED, RESTARTING
+from roboplan_ik_ros.core.child_process import FAILED, RESTARTING, STARTING
 from roboplan_ik_ros.core.config import PerceptionConfig
 from roboplan_ik_ros.core.model.perceived_cloud import CloudIngest
 from roboplan_ik_ros.node.pointcloud_input import PointCloudInput, layout_of
@@ -143,4 +143,31 @@ def test_an_ingest_process_that_cannot_start_leaves_the_clouds_to_the_in_process
         assert np.array_equal(rig.scene.perceived_cloud.points, rig.expected(msg).points)
         assert rig.input.snapshot().ingest_process.startswith("failed: clouds are ingested in this process")
     finally:
+        rig.input.destroy()
+
+
+def test_a_cloud_before_the_process_is_first_ready_is_ingested_in_this_process_logged():
+    rig = Rig(PerceptionConfig(max_age=30.0), {"start_method": "forkserver", "start": False})
+    process, report = rig.input.process, rig.input.report
+    gate = threading.Event()  # holds the first start back
+    spawn = process._spawn
+    process._spawn = lambda: (gate.wait(120.0), spawn())[1]
+    try:
+        process.start()
+        assert process.state == STARTING
+        first = rig.message(6)
+        rig.send(first)
+        wait_until(lambda: report.accepted == 1, 60.0, "the cloud ingested in this process")
+        assert process.state == STARTING and report.ingest_child_ms == 0.0
+        assert np.array_equal(rig.scene.perceived_cloud.points, rig.expected(first).points)
+        assert any(level == "info" and "not ready yet" in text for level, text in rig.logs), rig.logs
+        gate.set()
+        assert process.wait_ready(READY_TIMEOUT), process.reason
+        second = rig.message(7)
+        rig.send(second)
+        wait_until(lambda: report.accepted == 2, 60.0, "the cloud ingested by the process")
+        assert report.ingest_child_ms > 0.0
+        assert np.array_equal(rig.scene.perceived_cloud.points, rig.expected(second).points)
+    finally:
+        gate.set()
         rig.input.destroy()

@@ -12,12 +12,13 @@ locks (one geometry and its pairs: no tick pays for the octree). What stays in t
 the forward kinematics of the frame and of the self-filter, the octree (``coal.makeOctree``) and the
 swap (``pointcloud_ingest_node_cpu_ms`` in /diagnostics: this thread's CPU time per cloud).
 
-While the process starts or restarts (it died or was killed: logged, counted in ``ingest_restarts``) the
-newest cloud waits for it; the cloud in use ages and goes stale as ``perception.max_age`` and
-``on_stale`` say (nothing is ingested meanwhile), and a cloud that waited longer than ``max_age`` is
-not ingested (counted in ``dropped``). A cloud the process took and did not answer for (it died with
-it) is lost (logged, counted in ``lost``). If the process cannot be started at all
-(``max_start_failures`` starts in a row), clouds are ingested in this thread with
+While the process restarts (it died or was killed: logged, counted in ``ingest_restarts``) the newest
+cloud waits for it; the cloud in use ages and goes stale as ``perception.max_age`` and ``on_stale``
+say (nothing is ingested meanwhile: a cloud that crashed the process is not retried here), and a
+cloud that waited longer than ``max_age`` is not ingested (counted in ``dropped``). A cloud the
+process took and did not answer for (it died with it) is lost (logged, counted in ``lost``). Until
+the process is ready for the first time (0.3-3 s after configure), and for good if it cannot be
+started (``max_start_failures`` starts in a row), clouds are ingested in this thread with
 :class:`~roboplan_ik_ros.core.model.perceived_cloud.CloudIngest` (the same code; logged). Frames: the header's ``frame_id`` is a frame of the robot model (at the last command), the
 root/``world``/``""``, or any frame tf2 knows where tf2_ros is installed (else refused saying so).
 
@@ -43,7 +44,7 @@ from rclpy.qos import qos_profile_sensor_data
 from sensor_msgs.msg import PointCloud2
 from std_srvs.srv import Trigger
 
-from ..core.child_process import FAILED, READY, WorkerError
+from ..core.child_process import FAILED, READY, STARTING, WorkerError
 from ..core.errors import InvalidInputError
 from ..core.model.closest_pairs import ClosestObstacle
 from ..core.model.ingest_process import IngestProcess
@@ -100,6 +101,7 @@ class PointCloudInput:
         self.on_fault = on_fault
         self.ingest = CloudIngest(scene, config)  # the self-filter's tables, the octree; the fallback
         self.process = self._start_process(process)
+        self._said_in_process = False  # logged that a cloud came before the process was first ready
         self._data = scene.model.createData()
         self._closest = ClosestObstacle(scene, "perceived")
         self.report = PerceptionReport()
@@ -147,9 +149,10 @@ class PointCloudInput:
             self._wake.notify()
 
     def _can_ingest(self) -> bool:
-        """A cloud can be taken now: the process is ready, or there is none (it could not start)."""
+        """A cloud can be taken now: the process is ready, or it is not yet (its first start) or could not
+        start (then this thread ingests it), or there is none. Not while it restarts."""
         process = self.process
-        return process is None or process.state in (READY, FAILED)
+        return process is None or process.state in (READY, STARTING, FAILED)
 
     def _run(self) -> None:
         period = min(0.1, self.config.max_age / 2)
@@ -189,9 +192,14 @@ class PointCloudInput:
                 self.ingest.refresh_robot()
             stamp = msg.header.stamp.sec + 1e-9 * msg.header.stamp.nanosec
             process = self.process
-            if process is not None and process.state != FAILED:
+            state = None if process is None else process.state
+            if state == STARTING and not self._said_in_process:  # (FAILED: its monitor said so)
+                self._said_in_process = True
+                self.log("info", "~/pointcloud: the cloud ingest process is not ready yet: clouds are ingested in "
+                                 "this process until it is")
+            if state not in (STARTING, FAILED, None):  # ready (or it died just now: then WorkerError)
                 try:
-                    cloud = self._ingest_in_process(process, msg, T, q, stamp)
+                    cloud = self._ingest_by_process(process, msg, T, q, stamp)
                 except WorkerError as exc:  # it died with this cloud (or just before it): restarting
                     self.report.lost += 1
                     self.log("warning", f"~/pointcloud: cloud not ingested ({msg.width}x{msg.height} points): {exc}")
@@ -212,7 +220,7 @@ class PointCloudInput:
         self._swap(cloud, "fresh", arrival)
         self.report.ingest_node_cpu_ms = (time.thread_time() - cpu0) * 1e3
 
-    def _ingest_in_process(self, process: IngestProcess, msg: PointCloud2, T: pin.SE3, q: np.ndarray, stamp: float):
+    def _ingest_by_process(self, process: IngestProcess, msg: PointCloud2, T: pin.SE3, q: np.ndarray, stamp: float):
         """The cloud filtered by the ingest process, its octree built here."""
         self_filter = self.ingest.self_filter  # its tables as refresh_robot left them (this thread's)
         shapes = self_filter.shapes
