@@ -42,20 +42,18 @@ STAGES = ("decode", "transform", "crop", "voxel", "self_filter", "octree", "inge
 CASES = ("table kept", "table cropped")
 
 
-def measure(clouds: int, repeat: int, seed: int) -> dict:
-    """{case: {stage: [ms per call]}, plus counts} for the package on the Python path."""
+def camera_clouds(clouds: int, seed: int):
+    """(scene, layout, [(q, payload)] * clouds): the package on the Python path's Panda scene and
+    ``mock_camera``'s default clouds (see the module docstring), one per arm configuration."""
     try:
         import roboplan_ik_ros  # noqa: F401
     except ImportError:
         sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "roboplan_ik_ros"))
     import pinocchio as pin
 
-    from roboplan_ik_ros.core import CollisionBarrier, Oink, Scene
-    from roboplan_ik_ros.core.config import PerceptionConfig
+    from roboplan_ik_ros.core import Scene
     from roboplan_ik_ros.core.model.depth_camera import CameraBox, DepthCamera, image_size, look_at
-    from roboplan_ik_ros.core.model.perceived_cloud import CloudIngest
-    from roboplan_ik_ros.core.model.point_cloud import (PointCloudLayout, PointField, crop_points, decode_points,
-                                                        transform_points, voxel_filter)
+    from roboplan_ik_ros.core.model.point_cloud import PointCloudLayout, PointField
     from roboplan_ik_ros.core.model.robots import load_example_robot
 
     r = load_example_robot("panda")
@@ -77,6 +75,19 @@ def measure(clouds: int, repeat: int, seed: int) -> dict:
             q[:7] += rng.uniform(-0.3, 0.3, 7)
         q = np.clip(q, lower, upper)
         payloads.append((q, camera.render(q).astype(np.float32).tobytes()))
+    return scene, layout, payloads
+
+
+def measure(clouds: int, repeat: int, seed: int) -> dict:
+    """{case: {stage: [ms per call]}, plus counts} for the package on the Python path."""
+    scene, layout, payloads = camera_clouds(clouds, seed)
+    import roboplan_ik_ros
+
+    from roboplan_ik_ros.core import CollisionBarrier, Oink
+    from roboplan_ik_ros.core.config import PerceptionConfig
+    from roboplan_ik_ros.core.model.perceived_cloud import CloudIngest
+    from roboplan_ik_ros.core.model.point_cloud import crop_points, decode_points, transform_points, voxel_filter
+
     R, t = np.eye(3), np.zeros(3)
     results = {"tree": str(Path(roboplan_ik_ros.__file__).parent)}
     for case, crop_z in zip(CASES, (-math.inf, 0.005)):

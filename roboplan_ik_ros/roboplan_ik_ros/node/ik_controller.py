@@ -492,8 +492,8 @@ class IKControllerNode(ParameterHandling, NodeReports, ConfigureInputs, Autostar
             self, self.scene, self.config.perception, self._root, self._lock, self._service.scene_lock,
             self._current_q, tf_lookup, self._on_perceived_changed, self._on_pointcloud_refused, self._log_loop_event,
             self.loop.expect_collision_prepare, lambda what, exc, trace: self.on_fault("configured", what, exc, trace))
-        # its thread stays at normal priority: a cloud's ingest is milliseconds of numpy calls that hold the GIL
-        # whatever its priority, and a starved ingest drops stale clouds (newest wins) instead of taking a core
+        # its thread stays at normal priority: the octree it builds holds the GIL whatever its priority, and a starved
+        # thread drops stale clouds (newest wins) instead of taking a core
         session.own("~/pointcloud thread", self._perception.destroy)
         if cfg.trigger == "joint_states":  # ticks come from /joint_states; this timer only watches for staleness
             period = watchdog_period(1.0 / cfg.control_rate_hz, cfg.state_timeout)
@@ -612,7 +612,7 @@ class IKControllerNode(ParameterHandling, NodeReports, ConfigureInputs, Autostar
 def main(args=None) -> None:
     from rclpy.signals import SignalHandlerOptions
 
-    start_forkserver()  # the ~/solve_ik workers' parent, before any thread (see its docstring)
+    start_forkserver()  # the ~/solve_ik workers' and the cloud ingest's parent, before any thread (see its docstring)
     rclpy.init(args=args, signal_handler_options=SignalHandlerOptions.NO)
     stop = threading.Event()
     signals = stop_on_signals(stop)
