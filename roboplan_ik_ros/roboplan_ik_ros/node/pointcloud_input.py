@@ -19,7 +19,9 @@ cloud that waited longer than ``max_age`` is not ingested (counted in ``dropped`
 process took and did not answer for (it died with it) is lost (logged, counted in ``lost``). Until
 the process is ready for the first time (0.3-3 s after configure), and for good if it cannot be
 started (``max_start_failures`` starts in a row), clouds are ingested in this thread with
-:class:`~roboplan_ik_ros.core.model.perceived_cloud.CloudIngest` (the same code; logged). Frames: the header's ``frame_id`` is a frame of the robot model (at the last command), the
+:class:`~roboplan_ik_ros.core.model.perceived_cloud.CloudIngest` (the same code; logged).
+
+Frames: the header's ``frame_id`` is a frame of the robot model (at the last command), the
 root/``world``/``""``, or any frame tf2 knows where tf2_ros is installed (else refused saying so).
 
 A malformed cloud (missing x/y/z, bad datatype or point step, data size, NaN with ``is_dense``, an

@@ -86,7 +86,7 @@ def _ingest_main(conn, spec: IngestSpec, parent_pid: int) -> None:
             except (EOFError, OSError):
                 return  # the parent closed its end or died
             _, rid, segment, layout, R_world_sensor, t_world_sensor, new_shapes, rotations, translations = msg
-            started = time.perf_counter()
+            started, started_cpu = time.perf_counter(), time.thread_time()
             try:
                 if segment is not None:  # a new (bigger) slot
                     if slot is not None:
@@ -99,7 +99,7 @@ def _ingest_main(conn, spec: IngestSpec, parent_pid: int) -> None:
                                             lambda points: robot_mask_at(points, shapes, rotations, translations,
                                                                          padding))
                 slot.write(rid, filtered)
-                reply = ("done", rid, time.perf_counter() - started)
+                reply = ("done", rid, time.perf_counter() - started, time.thread_time() - started_cpu)
             except InvalidInputError as exc:
                 reply = ("invalid", rid, str(exc))
             except Exception as exc:  # a bug: answer, and stay alive for the next request
@@ -142,6 +142,7 @@ class IngestProcess(SupervisedChild):
         self.answer_timeout = float(answer_timeout)
         self._slot: SharedCloudSlot | None = None  # touched with _request_lock held only
         self.child_seconds = math.nan  # [s] the last cloud's filter in the child (its own clock)
+        self.child_cpu_seconds = math.nan  # [s] of that, its CPU time (the rest: waiting for a CPU)
         if start:
             self.start()
 
@@ -208,7 +209,7 @@ class IngestProcess(SupervisedChild):
                 raise self._kill_wedged(child, f"the cloud ingest process (pid {child.process.pid}) did not answer "
                                                f"within {self.answer_timeout:g} s: killed")
             if reply[0] == "done":
-                self.child_seconds = float(reply[2])
+                self.child_seconds, self.child_cpu_seconds = float(reply[2]), float(reply[3])
                 return self._slot.read(rid)
             if reply[0] == "invalid":
                 raise InvalidInputError(reply[2])
