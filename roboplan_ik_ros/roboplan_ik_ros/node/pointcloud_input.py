@@ -102,8 +102,6 @@ class PointCloudInput:
         # keeps may be wrong) ends like any callback's, counted and in a controlled stop; None: logged only
         self.on_fault = on_fault
         self.ingest = CloudIngest(scene, config)  # the self-filter's tables, the octree; the fallback
-        self.process = self._start_process(process)
-        self._said_in_process = False  # logged that a cloud came before the process was first ready
         self._data = scene.model.createData()
         self._closest = ClosestObstacle(scene, "perceived")
         self.report = PerceptionReport()
@@ -111,6 +109,8 @@ class PointCloudInput:
         self._pending: tuple[PointCloud2, float] | None = None
         self._wake = threading.Condition()
         self._stop = False
+        self._said_in_process = False  # logged that a cloud came before the process was first ready
+        self.process = self._start_process(process)  # its events notify _wake: after it
         self._thread = threading.Thread(target=self._run, name=THREAD_NAME, daemon=True)
         self._thread.start()
         node.create_subscription(PointCloud2, "~/pointcloud", self._on_message, qos_profile_sensor_data)
