@@ -1,19 +1,21 @@
 """Declared keys: each YAML key of a config dataclass declared once, with everything that derives from it.
 
 A field declared with :func:`key` carries its default, the numbers it accepts (:class:`~.errors.Range`) or the
-words it accepts (``choices``), its size, and, for a key that can change while the node runs, the runtime
-parameter's description. From that one declaration come the YAML check (:func:`check_declared`, the error
-naming the key path), the table of ranges the objects and the node's parameter validation read
-(:func:`declared_ranges` into :data:`~.ranges.RANGES`), and the runtime parameters (:func:`runtime_fields`,
-their type, range and description). The task, limit and barrier kinds declare theirs the same way
-(:mod:`.oink.kind`), and so do the ``node:`` section's dataclasses (:mod:`.control.loop_config`) and the
-``robot:``, ``solver:`` and ``perception:`` sections' (:mod:`.model.robot_config`, :mod:`.oink.solver_config`,
-:mod:`.model.perception_config`).
+words it accepts (``choices``), its size, its meaning (``doc``: the text of its row in docs/configuration.md)
+and whether it can change while the node runs (its runtime parameter's description: derived from ``doc`` for
+the sections' keys, given as text by the kinds'). From that one declaration come the YAML check
+(:func:`check_declared`, the error naming the key path), the table of ranges the objects and the node's parameter
+validation read (:func:`declared_ranges` into :data:`~.ranges.RANGES`), the runtime parameters
+(:func:`runtime_fields`, their type, range and description) and the docs' reference tables (:mod:`.key_table`).
+The task, limit and barrier kinds declare theirs the same way (:mod:`.oink.kind`), and so do the ``node:``
+section's dataclasses (:mod:`.control.loop_config`) and the ``robot:``, ``solver:`` and ``perception:``
+sections' (:mod:`.model.robot_config`, :mod:`.oink.solver_config`, :mod:`.model.perception_config`).
 """
 
 from __future__ import annotations
 
 import dataclasses
+import re
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
@@ -21,7 +23,8 @@ from .errors import InvalidInputError, Range
 
 
 def key(default: Any = dataclasses.MISSING, *, factory: Callable[[], Any] | None = None, range: Range | None = None,
-        choices: tuple[str, ...] | None = None, size: int | None = None, runtime: str = "") -> Any:
+        choices: tuple[str, ...] | None = None, size: int | None = None, rule: str = "", doc: str = "",
+        runtime: str | bool = "") -> Any:
     """A YAML key of a config dataclass.
 
     Args:
@@ -31,12 +34,33 @@ def key(default: Any = dataclasses.MISSING, *, factory: Callable[[], Any] | None
         choices: the words it accepts (a string key), checked the same way.
         size: None one number; n one number or n of them (per axis); -1 one number or one per joint of
             the group (its length is checked when the owner is built).
-        runtime: the description of its runtime parameter; "" = none.
+        rule: what it accepts when that depends on another key (markdown, as the docs show it: the streaming
+            singularity thresholds' ``1 <= lower < hard``; checked by its owner): the docs state it in place of
+            the range, which alone would promise values the owner refuses.
+        doc: its meaning, as its docs row says it (markdown, without the unit, range or choices: the table
+            states those from the declaration, :mod:`.key_table`). Consecutive keys with the same doc share a
+            row (``max_linear_speed``, ``max_angular_speed``).
+        runtime: True: it is a runtime parameter, described by its doc (as plain text); a string: the runtime
+            parameter's description, for a key without a doc (the kinds'); "": none.
     """
-    metadata = {"range": range, "choices": choices, "size": size, "runtime": runtime}
+    if runtime is True:
+        if not doc:
+            raise ValueError("key(runtime=True) describes the runtime parameter by its doc: give doc=")
+        runtime = plain_text(doc)
+    elif runtime and doc:
+        raise ValueError("key(): a doc and a runtime description; give the text once, as doc= with runtime=True")
+    metadata = {"range": range, "choices": choices, "size": size, "rule": rule, "doc": doc,
+                "runtime": runtime or ""}
     if factory is not None:
         return dataclasses.field(default_factory=factory, metadata=metadata)
     return dataclasses.field(default=default, metadata=metadata)
+
+
+def plain_text(markdown: str) -> str:
+    """A doc's markdown as plain text (a runtime parameter's description): code spans, emphasis and links as their
+    text."""
+    text = re.sub(r"\[([^\]]*)\]\([^)]*\)", r"\1", markdown)
+    return re.sub(r"\*([^*\s][^*]*)\*", r"\1", text).replace("`", "")
 
 
 def choice_reason(value: Any, choices: tuple[str, ...]) -> str:
