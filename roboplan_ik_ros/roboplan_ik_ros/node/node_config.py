@@ -10,7 +10,7 @@ message starts with the key path (``node.outputs[0].type``).
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from typing import Any, Mapping, Union
 
 from ..core.config import from_mapping
@@ -23,6 +23,7 @@ OUTPUT_TYPES = ("forward_command", "joint_trajectory", "joint_state")
 INTERFACES = ("position", "velocity")
 TRIGGERS = ("timer", "joint_states")
 MAX_LOOP_PRIORITY = 99  # SCHED_FIFO's highest (Linux)
+_REPORT_RATES = "how often `~/status` and `/diagnostics` are published"  # status_rate_hz, diagnostics_rate_hz: one row
 
 
 def trigger_feedback_reason(trigger: str, state_feedback: str) -> str:
@@ -44,44 +45,63 @@ class OutputConfig:
     (position and velocity).
     """
 
-    type: str = key("forward_command", choices=OUTPUT_TYPES)
-    interface: str = key("position", choices=INTERFACES)
-    topic: str = "/forward_position_controller/commands"
-    joints: list[str] = field(default_factory=list)  # output order; [] = the group's joints
-    time_from_start: float = key(0.0, range=Range(unit="s"))  # joint_trajectory point; 0 = one control period
+    type: str = key("forward_command", choices=OUTPUT_TYPES,
+                    doc="`forward_command`, `joint_trajectory` (single point) or `joint_state`")
+    interface: str = key("position", choices=INTERFACES, doc="`position` or `velocity` (forward_command)")
+    topic: str = key("/forward_position_controller/commands", doc="the topic the commands are published on")
+    joints: list[str] = key(factory=list, doc="output joint order (`[]`: the group's joints)")
+    time_from_start: float = key(0.0, range=Range(unit="s"), doc="joint_trajectory point (0: one control period)")
 
 
 @dataclass
 class MarkersConfig:
-    enabled: bool = True  # visualization_msgs markers on ~/markers (goals, barrier boxes)
-    interactive: bool = True  # a 6-DOF interactive marker per frame task (needs interactive_markers)
-    scale: float = key(0.1, range=Range(lo_open=True, unit="m"))  # size of the goal axes
+    enabled: bool = key(True, doc="RViz markers: goals and barriers on `~/markers`, the perceived cloud on "
+                                  "`~/perceived_cloud`")
+    interactive: bool = key(True, doc="RViz: a 6-DOF interactive marker per frame task (needs `interactive_markers`)")
+    scale: float = key(0.1, range=Range(lo_open=True, unit="m"), doc="RViz markers: size of the goal axes")
 
 
 @dataclass
 class NodeConfig(LoopConfig):
-    # "joint_states": step on each /joint_states message (measured feedback only)
-    trigger: str = key("timer", choices=TRIGGERS)
-    # SCHED_FIFO priority (1-99) of the thread that runs the ticks (timer: control_loop; joint_states:
-    # the executor's thread while active), as ros2_control's thread_priority; 0 = the normal
-    # scheduler. Refused (no rtprio limit or CAP_SYS_NICE): logged, and the ticks run at normal priority.
-    loop_priority: int = 50
-    # SCHED_FIFO priority of the node's other threads that run Python (the executor's while active, reporting,
-    # ~/solve_ik, ~/solve_path; not the point-cloud ingest): they hold the GIL the ticks need, and a normal
-    # process that preempts one of them while it holds it stalls the loop for a scheduler slice (the GIL has no
-    # priority inheritance). null = one below loop_priority (0 when that is 0); 0 = the normal scheduler.
-    other_threads_priority: Union[None, int] = None
-    # on_activate waits this long for a first /joint_states
-    activation_timeout: float = key(5.0, range=Range(lo_open=True, unit="s"))
-    joint_states_topic: str = "/joint_states"
-    status_rate_hz: float = key(10.0, range=Range(0.0, 100.0, lo_open=True, unit="Hz"))  # ~/status
-    diagnostics_rate_hz: float = key(2.0, range=Range(0.0, 100.0, lo_open=True, unit="Hz"))  # /diagnostics
-    # | |q| - 1 | above this rejects a goal (below: normalized)
-    quaternion_tolerance: float = key(0.01, range=Range(0.0, 0.5, lo_open=True))
-    tf_timeout: float = key(0.05, range=Range(unit="s"))  # frames outside the robot model, through tf2_ros
-    outputs: list[OutputConfig] = field(default_factory=lambda: [OutputConfig()])
-    markers: MarkersConfig = key(factory=MarkersConfig)
+    """The ``node:`` section: the control loop's keys (:class:`LoopConfig`) and the ROS node's, each declared once
+    with its docs row's meaning (docs/configuration.md's table is generated from these)."""
 
+    trigger: str = key(
+        "timer", choices=TRIGGERS,
+        doc="`timer`, or `joint_states`: step on each measurement (needs `state_feedback: measured`, in the YAML and "
+            "at runtime)")
+    # checked by check_node_config (an integer in [0, 99]; other_threads_priority below loop_priority)
+    loop_priority: int = key(
+        50,
+        doc="SCHED_FIFO priority (1-99) of the thread that runs the ticks, like ros2_control's `thread_priority`: the "
+            "`control_loop` thread (`trigger: timer`), or, while active, the executor's thread (`trigger: "
+            "joint_states`; its other callbacks then run at that priority too, and it gets its own scheduling back "
+            "on deactivate); `0` = normal scheduling. Needs an rtprio limit (`/etc/security/limits.conf`) or "
+            "CAP_SYS_NICE; if refused, the node logs why and runs at normal priority (diagnostics: "
+            "`loop_scheduling`)")
+    other_threads_priority: Union[None, int] = key(
+        None,
+        doc="SCHED_FIFO priority (0-99, below `loop_priority`) of the node's other threads that run Python: the "
+            "executor's thread while active (`trigger: timer`; with `joint_states` it runs the ticks at "
+            "`loop_priority`), `reporting`, `solve_ik` and `solve_path` (not `pointcloud`: an ingest is "
+            "milliseconds of numpy calls that hold the GIL whatever its priority, and a starved ingest drops stale "
+            "clouds instead of taking a core; at 1 kHz with the 15 Hz camera it made the loop later). They hold the "
+            "GIL the ticks need in turns; a normal process that preempts one of them while it holds it stalls the "
+            "loop until it runs again (a priority inversion). `null` = `loop_priority - 1` (0 when `loop_priority` "
+            "is 0); `0` = normal scheduling. A value not below `loop_priority` is refused. Refused by the kernel: "
+            "logged once, those threads run at normal priority (`/diagnostics` `other_threads_scheduling` lists "
+            "the threads under it)")
+    activation_timeout: float = key(5.0, range=Range(lo_open=True, unit="s"),
+                                    doc="activate waits this long for `/joint_states`")
+    joint_states_topic: str = key("/joint_states", doc="the topic the measured joint states come on")
+    status_rate_hz: float = key(10.0, range=Range(0.0, 100.0, lo_open=True, unit="Hz"), doc=_REPORT_RATES)
+    diagnostics_rate_hz: float = key(2.0, range=Range(0.0, 100.0, lo_open=True, unit="Hz"), doc=_REPORT_RATES)
+    quaternion_tolerance: float = key(
+        0.01, range=Range(0.0, 0.5, lo_open=True),
+        doc="goals with `| |q| − 1 |` above this are rejected (below: normalized)")
+    tf_timeout: float = key(0.05, range=Range(unit="s"), doc="tf2 lookup for goal frames outside the robot model")
+    outputs: list[OutputConfig] = key(factory=lambda: [OutputConfig()])  # the rows of its items: OutputConfig's
+    markers: MarkersConfig = key(factory=MarkersConfig)
 
 def check_node_config(cfg: NodeConfig, path: str = "node") -> NodeConfig:
     """Range and choice checks of a parsed :class:`NodeConfig` (also used for runtime updates): the declared ones

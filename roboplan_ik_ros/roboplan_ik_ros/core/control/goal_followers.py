@@ -17,6 +17,20 @@ from .leash import leash_target
 from .pose_shaper import PoseShaper
 
 SMOOTHING = ("none", "low_pass", "max_speed", "max_acceleration", "jerk_limited")
+# the docs rows of the linear and angular key pairs (one row, one doc each)
+_CRUISE_SPEED = ("`max_speed`, `max_acceleration`, `jerk_limited`: the target's cruise speed; `jerk_limited` replans "
+                 "the motion under way with a new value")
+_ACCELERATION = "`max_acceleration`, `jerk_limited`: the target's acceleration and braking"
+_JERK = ("`jerk_limited`: the target's jerk (the defaults and the shipped configs: a 20 ms ramp to the acceleration, "
+         "1.4 % longer to the goal than `max_acceleration` on panda.yaml's 20 cm step). Along the line from rest the "
+         "TCP's speed, acceleration and jerk stay within the linear limits in m/s whatever the direction; a stream "
+         "that turns may exceed them by up to √3 (the position's three coordinates share one limit)")
+_LEASH = ("with `low_pass`, `max_speed`, `max_acceleration` or `jerk_limited` the task target never gets farther "
+          "than this from where the frame actually is (its pose at the step's q; `.inf`: no leash). A goal the arm "
+          "cannot reach (behind a barrier, past a joint limit, out of reach) does not wind the target up: when the "
+          "goal changes, the target starts from the arm, so the arm neither waits for a far target to come back nor "
+          "chases it at full speed and overshoots. The target's velocity away from the frame is dropped at the leash "
+          "(`jerk_limited`: the held position or rotation comes to rest there and is replanned from it).")
 
 
 @dataclass
@@ -24,25 +38,33 @@ class GoalSmoothingConfig:
     """How the task target follows a new goal: at once, by a first-order low-pass, at a bounded speed,
     at a bounded speed and acceleration, braking to arrive at rest, or at a bounded speed, acceleration and
     jerk (Ruckig's time-optimal trajectory: a straight line and a fixed axis, arriving together at rest).
-    The ``node.goal_smoothing`` keys, each declared once (core/keys.py: YAML check, runtime parameter, docs)."""
+    The ``node.goal_smoothing`` keys, each declared once (core/keys.py: YAML check, runtime parameter, docs row)."""
 
-    type: str = key("jerk_limited", choices=SMOOTHING, runtime="target smoothing of a new goal: " + " | ".join(SMOOTHING))
+    type: str = key(
+        "jerk_limited", choices=SMOOTHING, runtime=True,
+        doc="How frame and `relative_frame` pose goals reach their task: `none`, `low_pass` (`time_constant`), "
+            "`max_speed` (`max_linear_speed`, `max_angular_speed`), `max_acceleration` (also "
+            "`max_linear_acceleration`, `max_angular_acceleration`): the task target moves toward a new goal as a "
+            "second-order reference that accelerates, cruises and brakes to arrive *at rest*, so a step goal or a "
+            "fast-dragged marker settles without overshoot; or `jerk_limited` (also `max_linear_jerk`, "
+            "`max_angular_jerk`): Ruckig's time-optimal jerk-limited trajectory, the TCP along the straight line "
+            "and the orientation about the fixed axis to the goal, phase-synchronized (both arrive together, at "
+            "rest, without overshoot), a goal that comes while the target moves continuing from that motion (the "
+            "shipped configs; [goal shaping](#goal-shaping)). With an acceleration limit a type other than "
+            "`max_acceleration` or `jerk_limited` is accepted with a configure note. Joint, configuration, look_at "
+            "and com goals are shaped by Ruckig whatever this type")
     time_constant: float = key(0.1, range=Range(0.0, 60.0, lo_open=True, unit="s"),
-                               runtime="low_pass time constant")
+                               doc="`low_pass`: first-order time constant of the target", runtime=True)
     max_linear_speed: float = key(0.5, range=Range(0.0, 100.0, lo_open=True, unit="m/s"),
-                                  runtime="max_speed, max_acceleration, jerk_limited: target speed")
+                                  doc=_CRUISE_SPEED, runtime=True)
     max_angular_speed: float = key(1.5, range=Range(0.0, 100.0, lo_open=True, unit="rad/s"),
-                                   runtime="max_speed, max_acceleration, jerk_limited: target angular speed")
-    # max_acceleration, jerk_limited
-    max_linear_acceleration: float = key(1.0, range=Range(lo_open=True, unit="m/s^2"))
-    max_angular_acceleration: float = key(6.0, range=Range(lo_open=True, unit="rad/s^2"))
-    max_linear_jerk: float = key(50.0, range=Range(lo_open=True, unit="m/s^3"))  # jerk_limited
-    max_angular_jerk: float = key(300.0, range=Range(lo_open=True, unit="rad/s^3"))
-    # the target stays within this of the frame's actual pose (every type but none): a goal the arm cannot
-    # reach (a barrier, a limit, out of reach) does not wind the target up; .inf: no leash
-    leash_distance: float = key(0.05, range=Range(lo_open=True, unit="m", inf_ok=True))
-    leash_angle: float = key(0.35, range=Range(lo_open=True, unit="rad", inf_ok=True))
-
+                                   doc=_CRUISE_SPEED, runtime=True)
+    max_linear_acceleration: float = key(1.0, range=Range(lo_open=True, unit="m/s^2"), doc=_ACCELERATION)
+    max_angular_acceleration: float = key(6.0, range=Range(lo_open=True, unit="rad/s^2"), doc=_ACCELERATION)
+    max_linear_jerk: float = key(50.0, range=Range(lo_open=True, unit="m/s^3"), doc=_JERK)
+    max_angular_jerk: float = key(300.0, range=Range(lo_open=True, unit="rad/s^3"), doc=_JERK)
+    leash_distance: float = key(0.05, range=Range(lo_open=True, unit="m", inf_ok=True), doc=_LEASH)
+    leash_angle: float = key(0.35, range=Range(lo_open=True, unit="rad", inf_ok=True), doc=_LEASH)
 
 def braking_speed(distance, speed_max, accel, dt):
     """The speed [units/s] that still stops within ``distance`` decelerating at ``accel``, at most

@@ -29,35 +29,42 @@ MAX_RATE_HZ = 2000.0
 
 @dataclass
 class LoopConfig:
-    """The control-loop keys of the YAML ``node:`` section (see the README for each), each declared once
-    (core/keys.py): its default, range or choices and, for a runtime parameter, its description. The YAML
-    check (:func:`check_loop_config`), the table of ranges (:data:`~..ranges.RANGES`, ``node.<key>``), the
-    node's runtime parameters (node/parameters.py) and the docs test (test_node_keys_docs.py) read them."""
+    """The control-loop keys of the YAML ``node:`` section, each declared once (core/keys.py): its default,
+    range or choices, its meaning (the docs row's text) and whether it is a runtime parameter. The YAML check
+    (:func:`check_loop_config`), the table of ranges (:data:`~..ranges.RANGES`, ``node.<key>``), the node's
+    runtime parameters (node/parameters.py, described by the doc) and the docs' table (core/key_table.py) read
+    them."""
 
     control_rate_hz: float = key(500.0, range=Range(0.0, MAX_RATE_HZ, lo_open=True, unit="Hz"),
-                                 runtime="control loop rate")
+                                 doc="control rate", runtime=True)
     state_feedback: str = key("commanded", choices=STATE_FEEDBACK,
-                              runtime="commanded: integrate own output (resync on divergence); measured: step from "
-                                      "/joint_states (the only one with trigger joint_states)")
-    # commanded feedback: the command leads the measured state by at most this
-    max_state_divergence: float = key(0.1, range=Range(0.0, 10.0, lo_open=True, unit="rad or m"),
-                                      runtime="commanded feedback: the command leads the measured state by at most "
-                                              "this")
-    state_timeout: float = key(0.5, range=Range(0.0, 60.0, lo_open=True, unit="s"),  # no /joint_states -> stale
-                               runtime="stale after no valid /joint_states for this long")
-    stale_behavior: str = key("stop", choices=STALE_BEHAVIORS,  # stop (publish nothing) | hold (repeat)
-                              runtime="stale /joint_states: stop (publish nothing) | hold (repeat the last command)")
-    # measurements further outside their limits are rejected
-    joint_limit_tolerance: float = key(0.01, range=Range(unit="rad or m"))
-    # after a stale episode: re-seed once every joint stayed within reseed_tolerance for reseed_settle_time
-    # (also the least time without a command before a new stream: stop)
-    reseed_settle_time: float = key(0.15, range=Range(0.0, 10.0, unit="s"))
-    reseed_tolerance: float = key(0.0005, range=Range(0.0, 1.0, lo_open=True, unit="rad or m"))
-    # [m] from the arm's first joint; null = 2x its reach
-    max_goal_distance: Union[None, float] = key(None, range=Range(lo_open=True, unit="m"))
+                              doc="`commanded` (step from the last command) or `measured` (from `/joint_states`)",
+                              runtime=True)
+    max_state_divergence: float = key(
+        0.1, range=Range(0.0, 10.0, lo_open=True, unit="rad or m"),
+        doc="commanded feedback: the command leads the measured state by at most this", runtime=True)
+    state_timeout: float = key(0.5, range=Range(0.0, 60.0, lo_open=True, unit="s"),
+                               doc="no valid `/joint_states` for this long → stale", runtime=True)
+    stale_behavior: str = key("stop", choices=STALE_BEHAVIORS,
+                              doc="`stop` (publish nothing) or `hold` (repeat the last command) while stale",
+                              runtime=True)
+    joint_limit_tolerance: float = key(0.01, range=Range(unit="rad or m"),
+                                       doc="measurements further outside the joint limits are rejected")
+    # (reseed_settle_time is also the least time without a command before a new stream: stop)
+    reseed_settle_time: float = key(
+        0.15, range=Range(0.0, 10.0, unit="s"),
+        doc="when joint states come back after being stale, the node restarts the command stream once the robot "
+            "has been still this long (every joint within `reseed_tolerance`), measured on messages received after "
+            "the outage (see Stale joint states in the "
+            "[README](../README.md#safety-rules-corecontrolcontrol_looppy-ros-free-and-unit-tested))")
+    reseed_tolerance: float = key(
+        0.0005, range=Range(0.0, 1.0, lo_open=True, unit="rad or m"),
+        doc="how far a joint may move and still count as still, for `reseed_settle_time`")
+    max_goal_distance: Union[None, float] = key(
+        None, range=Range(lo_open=True, unit="m"),
+        doc="goals farther from the arm's first joint are rejected; `null`: twice the arm's reach")
     goal_smoothing: GoalSmoothingConfig = key(factory=GoalSmoothingConfig)
     streaming: StreamingConfig = key(factory=StreamingConfig)  # twist and joint-jog streams
-
 
 RANGES.update(declared_ranges("node", LoopConfig))  # node.<key>: what the objects and the parameters check with
 

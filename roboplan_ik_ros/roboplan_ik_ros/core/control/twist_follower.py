@@ -28,40 +28,51 @@ from .goal_followers import _limit_change, integrate_in_place
 from .leash import leash_target
 
 COMMAND_IN_TYPES = ("unitless", "speed_units")
+# the docs rows of the key pairs (one row, one doc each)
+_TWIST_SPEED = "the most a twist moves the task frame's origin and turns about it (unitless 1.0)"
+_TWIST_ACCELERATION = ("how fast a streamed target's velocity changes (a stream starts, changes and stops within "
+                       "this)")
+_TWIST_LEASH = "a twist's target stays this close to the frame's actual pose (no wind-up when blocked)"
+_SINGULARITY_RULE = "`1 <= lower < hard`"
+_SINGULARITY = ("condition number of the task frame's Jacobian at which a twist toward a singularity starts slowing "
+                "down, and where it reaches zero (MoveIt Servo's values); a twist away is never slowed")
 
 
 @dataclass
 class StreamingConfig:
-    """The ``node.streaming`` keys (see the README), each declared once (core/keys.py)."""
+    """The ``node.streaming`` keys, each declared once (core/keys.py: YAML check, runtime parameter, docs row)."""
 
-    # unitless: components in [-1, 1] times the max speeds; speed_units: m/s, rad/s
-    command_in_type: str = key("unitless", choices=COMMAND_IN_TYPES,
-                               runtime="unitless: twist components in [-1, 1] times the max speeds; "
-                                       "speed_units: m/s, rad/s")
-    # [m/s] of the task frame's origin (unitless 1.0; speed_units are clipped to it)
-    max_linear_speed: float = key(0.25, range=Range(0.0, 10.0, lo_open=True, unit="m/s"),
-                                  runtime="streamed twists: linear speed of the task frame")
-    max_angular_speed: float = key(1.0, range=Range(0.0, 100.0, lo_open=True, unit="rad/s"),
-                                   runtime="streamed twists: angular speed of the task frame")
-    # of the target: start and stop of a stream
-    max_linear_acceleration: float = key(1.0, range=Range(lo_open=True, unit="m/s^2"))
-    max_angular_acceleration: float = key(4.0, range=Range(lo_open=True, unit="rad/s^2"))
-    speed_override: float = key(1.0, range=Range(0.0, 1.0), runtime="scales every streamed twist and joint jog")
-    command_timeout: float = key(0.1, range=Range(0.0, 10.0, lo_open=True, unit="s"),
-                                 runtime="a stream older than this is braked to a stop")
-    # header.stamp is trusted when it agrees with the node's clock within this
-    stamp_tolerance: float = key(0.5, range=Range(lo_open=True, unit="s"))
-    # the target stays within this of the frame's actual position / orientation
-    leash_distance: float = key(0.02, range=Range(lo_open=True, unit="m"))
-    leash_angle: float = key(0.1, range=Range(lo_open=True, unit="rad"))
-    # joint jogs: unitless 1.0; speed_units are clipped to it
-    max_joint_speed: float = key(0.5, range=Range(lo_open=True, unit="rad/s or m/s"))
-    joint_leash: float = key(0.05, range=Range(lo_open=True, unit="rad or m"))  # a jogged joint's target to the joint
-    # twists toward a singularity slow down from this condition number of the task Jacobian (MoveIt Servo's)
-    # ... to zero at the hard stop (moving away is never slowed); 1 <= lower < hard (check_streaming_config)
-    lower_singularity_threshold: float = key(17.0, range=Range(lo_open=True))
-    hard_stop_singularity_threshold: float = key(30.0, range=Range(lo_open=True))
-
+    command_in_type: str = key(
+        "unitless", choices=COMMAND_IN_TYPES, runtime=True,
+        doc="twists and jogs: `unitless` (components in [-1, 1], outside refused, times the max speeds) or "
+            "`speed_units` (m/s, rad/s, clipped to the max speeds, direction kept). See "
+            "[Streaming inputs](../README.md#streaming-inputs-twist-command-timeout-pause)")
+    max_linear_speed: float = key(0.25, range=Range(0.0, 10.0, lo_open=True, unit="m/s"), doc=_TWIST_SPEED,
+                                  runtime=True)
+    max_angular_speed: float = key(1.0, range=Range(0.0, 100.0, lo_open=True, unit="rad/s"), doc=_TWIST_SPEED,
+                                   runtime=True)
+    max_linear_acceleration: float = key(1.0, range=Range(lo_open=True, unit="m/s^2"), doc=_TWIST_ACCELERATION)
+    max_angular_acceleration: float = key(4.0, range=Range(lo_open=True, unit="rad/s^2"), doc=_TWIST_ACCELERATION)
+    speed_override: float = key(1.0, range=Range(0.0, 1.0), doc="scales every twist and jog", runtime=True)
+    command_timeout: float = key(
+        0.1, range=Range(0.0, 10.0, lo_open=True, unit="s"), runtime=True,
+        doc="a twist or jog stream not renewed for this long brakes to a stop (status `command_timeout`); a message "
+            "already older on arrival is refused")
+    stamp_tolerance: float = key(
+        0.5, range=Range(lo_open=True, unit="s"),
+        doc="a nonzero `header.stamp` counts (the command's age) when it agrees with the node's clock within this; "
+            "else ignored with a warning")
+    leash_distance: float = key(0.02, range=Range(lo_open=True, unit="m"), doc=_TWIST_LEASH)
+    leash_angle: float = key(0.1, range=Range(lo_open=True, unit="rad"), doc=_TWIST_LEASH)
+    max_joint_speed: float = key(0.5, range=Range(lo_open=True, unit="rad/s or m/s"),
+                                 doc="joint jogs: unitless 1.0, and the clip of `speed_units` jogs")
+    joint_leash: float = key(0.05, range=Range(lo_open=True, unit="rad or m"),
+                             doc="a jogged joint's target stays this close to the joint")
+    # each > 0 alone, and 1 <= lower < hard together (check_singularity_thresholds): the docs state the rule
+    lower_singularity_threshold: float = key(17.0, range=Range(lo_open=True), rule=_SINGULARITY_RULE,
+                                             doc=_SINGULARITY)
+    hard_stop_singularity_threshold: float = key(30.0, range=Range(lo_open=True), rule=_SINGULARITY_RULE,
+                                                 doc=_SINGULARITY)
 
 def check_streaming_config(cfg: StreamingConfig, path: str = "node.streaming") -> None:
     """The declared choices and ranges of the ``node.streaming`` keys, and the singularity thresholds' order."""

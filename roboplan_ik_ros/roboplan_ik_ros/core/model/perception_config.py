@@ -1,10 +1,10 @@
 """The ``perception:`` section of the YAML config: the point cloud on the node's ``~/pointcloud``, each key
 declared once.
 
-Each key is declared with :func:`~..keys.key` (default, range or choices): the YAML check
+Each key is declared with :func:`~..keys.key` (default, range or choices, meaning): the YAML check
 (:func:`check_perception_config`, from ``IKConfig``: the declared ranges and choices, then the rules between
-keys), the table of ranges (:data:`~..ranges.RANGES`, ``perception.<key>``) and the docs test
-(test_section_keys_docs.py) read it. :class:`~.perceived_cloud.CloudIngest` takes the section.
+keys), the table of ranges (:data:`~..ranges.RANGES`, ``perception.<key>``) and the docs' table
+(:mod:`~..key_table`, its meaning from ``doc``) read it. :class:`~.perceived_cloud.CloudIngest` takes the section.
 """
 
 from __future__ import annotations
@@ -17,26 +17,34 @@ from ..keys import check_declared, declared_ranges, key
 from ..ranges import RANGES
 
 ON_STALE = ("keep", "clear")
+_CROP_BOX = ("[m] world-frame box; points outside are dropped (e.g. `crop_min: [-.inf, -.inf, 0.005]` drops a table "
+             "that is already a configured obstacle)")  # crop_min and crop_max: one row
 
 
 @dataclass
 class PerceptionConfig:
-    """``perception:`` the point cloud on the node's ``~/pointcloud`` (core: perceived_cloud.py)."""
+    """``perception:`` the point cloud on the node's ``~/pointcloud`` (core: perceived_cloud.py), each key with its
+    docs row's meaning (docs/configuration.md's table is generated from these)."""
 
-    # [m] one point per voxel (centroid) before the octree; 0 = no voxel filter
-    voxel_size: float = key(0.02, range=Range(0.0, 1.0, unit="m"))
-    # a voxel with fewer points is dropped (a lone noisy point beyond a surface); 1 = every voxel kept
-    min_points_per_voxel: int = key(1, range=Range(1, integer=True))
-    octree_resolution: float = key(0.02, range=Range(0.001, 1.0, unit="m"))  # [m] leaf size of the coal OcTree
-    # [m] points this close to the robot's collision geometry are its own
-    self_filter_padding: float = key(0.03, range=Range(0.0, 1.0, unit="m"))
-    crop_min: list[float] = key(factory=lambda: [-math.inf, -math.inf, -math.inf])  # [m] world frame
-    crop_max: list[float] = key(factory=lambda: [math.inf, math.inf, math.inf])  # [m] world frame
-    max_age: float = key(0.5, range=Range(0.0, 3600.0, lo_open=True, unit="s"))  # a cloud older (no newer) is stale
-    # "keep" (the last cloud stays an obstacle) | "clear" (removed, said in ~/status)
-    on_stale: str = key("keep", choices=ON_STALE)
-    max_points: int = key(1000000, range=Range(1, integer=True))  # clouds with more points (width * height): refused
-
+    voxel_size: float = key(0.02, range=Range(0.0, 1.0, unit="m"),
+                            doc="one point (centroid) per voxel before the octree; 0: none")
+    min_points_per_voxel: int = key(
+        1, range=Range(1, integer=True),
+        doc="a voxel with fewer points is dropped (PCL's minimum points per voxel: a camera's lone noisy point a voxel "
+            "in front of a surface); > 1 needs `voxel_size` > 0")
+    octree_resolution: float = key(0.02, range=Range(0.001, 1.0, unit="m"), doc="the octree's leaf size")
+    self_filter_padding: float = key(
+        0.03, range=Range(0.0, 1.0, unit="m"),
+        doc="points this close to the robot's collision geometry (convex hulls: their faces pushed out by it) are "
+            "the robot's")
+    crop_min: list[float] = key(factory=lambda: [-math.inf, -math.inf, -math.inf], doc=_CROP_BOX)
+    crop_max: list[float] = key(factory=lambda: [math.inf, math.inf, math.inf], doc=_CROP_BOX)
+    max_age: float = key(0.5, range=Range(0.0, 3600.0, lo_open=True, unit="s"),
+                         doc="a cloud older than this (no newer one) is stale")
+    on_stale: str = key("keep", choices=ON_STALE,
+                        doc="`keep` (the last cloud stays an obstacle) or `clear` (removed, said in `~/status`)")
+    max_points: int = key(1000000, range=Range(1, integer=True),
+                          doc="clouds with more points (width x height) are refused")
 
 RANGES.update(declared_ranges("perception", PerceptionConfig))  # perception.<key>
 
