@@ -1,14 +1,21 @@
-"""The reference tables of docs/configuration.md, row by row: what the docs tests read (the user's reference).
+"""The reference tables of docs/configuration.md: the ones the declarations give, and the file's, row by row.
+
+The ``node``, ``robot``, ``solver`` and ``perception`` tables are generated from the sections' key declarations
+(core/key_table.py): :data:`SECTION_CONFIGS` names the dataclass of each, :func:`generated_docs` is the file with
+every marked table regenerated (what ``scripts/docs_tables.py --write`` writes). The parsers below read the
+file's rows as a user reads them (what the docs tests and the range edge tests probe).
 
 A row of a section's table (``node``, ``solver``, ``robot``, ``perception``) names one key (``node.state_timeout``)
 or several (``node.goal_smoothing.max_linear_speed``, ``max_angular_speed``: relative to the first's section; a
 name that starts with the section is absolute), then their defaults (one backticked YAML value per key) and the
 meaning, where a key's accepted numbers are written as the cell's first words or right after its unit:
-``in (0, 60]`` (an interval), ``> 0`` / ``>= 0`` (a half-line, finite), ``integer >= 1`` (a count), and for
-several keys ``each in [0, 1]`` / ``each > 0`` (one for all) or one per key in order."""
+``in (0, 60]`` (an interval), ``> 0`` / ``>= 0`` (a half-line, finite; ``> 0 or `.inf``` also .inf),
+``integer >= 1`` (a count), and for several keys ``each in [0, 1]`` / ``each > 0`` (one for all) or one per key
+in order."""
 
 from __future__ import annotations
 
+import difflib
 import math
 import re
 from pathlib import Path
@@ -16,7 +23,31 @@ from typing import NamedTuple
 
 import yaml
 
+from roboplan_ik_ros.core.config import PerceptionConfig, RobotConfig, SolverConfig
+from roboplan_ik_ros.core.key_table import marked_tables, with_generated_tables
+from roboplan_ik_ros.node.node_config import NodeConfig
+
 DOCS = Path(__file__).resolve().parents[2] / "docs" / "configuration.md"
+#: each section whose table is generated, and the dataclass that declares its keys
+SECTION_CONFIGS = {"node": NodeConfig, "robot": RobotConfig, "solver": SolverConfig, "perception": PerceptionConfig}
+
+
+def generated_docs(text: str | None = None) -> str:
+    """docs/configuration.md's text (or ``text``) with every marked key table regenerated from the declarations."""
+    return with_generated_tables(DOCS.read_text(encoding="utf-8") if text is None else text, SECTION_CONFIGS)
+
+
+def table_difference(block: str) -> str:
+    """Why docs/configuration.md's ``keys:<block>`` table is not the one the declarations give (a unified diff and
+    what to run), or "" when it is."""
+    now = marked_tables(DOCS.read_text(encoding="utf-8"))
+    assert block in now, f"{DOCS.name}: no <!-- keys:{block} begin --> ... <!-- keys:{block} end --> block"
+    generated = marked_tables(generated_docs())[block]
+    if now[block] == generated:
+        return ""
+    diff = "\n".join(difflib.unified_diff(now[block].splitlines(), generated.splitlines(), "docs", "declarations",
+                                          lineterm="", n=0))
+    return f"{DOCS.name}'s {block} table is not the declarations'; run python scripts/docs_tables.py --write\n{diff}"
 
 
 class Row(NamedTuple):
@@ -28,7 +59,7 @@ class Row(NamedTuple):
 
 class DocumentedRange(NamedTuple):
     """The numbers a row says a key accepts: [lo, hi] closed or open at each end (hi = inf: a half-line of finite
-    numbers); ``integer``: counts only."""
+    numbers, closed when .inf is accepted too); ``integer``: counts only."""
 
     lo: float
     hi: float
@@ -73,7 +104,7 @@ _NUMBER = r"-?[\d.]+(?:e-?\d+)?"
 #: "each in", "[m], >= 0", "integer >= 1"); not an interval elsewhere in the text (command_in_type's
 #: "components in [-1, 1]")
 _RANGE = re.compile(rf"(?:^|\],? |each )(integer )?(?:in ([(\[])\s*({_NUMBER}),\s*({_NUMBER})\s*([)\]])"
-                    rf"|(>=?) ({_NUMBER}))")
+                    rf"|(>=?) ({_NUMBER})( or `\.inf`)?)")
 _EACH = re.compile(r"each (?:integer )?(?:in |>)")
 
 
@@ -84,8 +115,8 @@ def documented_ranges(section: str) -> dict[str, DocumentedRange]:
     for row in rows(section):
         keys = row.keys
         ranges = [DocumentedRange(float(lo), float(hi), a == "[", b == "]", bool(integer)) if a else
-                  DocumentedRange(float(low), math.inf, op == ">=", False, bool(integer))
-                  for integer, a, lo, hi, b, op, low in _RANGE.findall(row.meaning)]
+                  DocumentedRange(float(low), math.inf, op == ">=", bool(inf), bool(integer))
+                  for integer, a, lo, hi, b, op, low, inf in _RANGE.findall(row.meaning)]
         if not ranges:
             continue
         if len(ranges) == 1 and (len(keys) == 1 or _EACH.search(row.meaning)):

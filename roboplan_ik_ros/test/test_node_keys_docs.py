@@ -1,18 +1,20 @@
 """The ``node:`` section's reference table (docs/configuration.md) against the keys the code declares.
 
 Every key of the section is declared once, in its dataclass (core/control/loop_config.py and the config
-dataclasses it holds, node/node_config.py): default, range or choices, and the runtime parameter's
-description. The YAML check, the ranges the objects and the runtime parameters read, and the parameters
-themselves come from that declaration; this test makes the user's reference follow it: a declared key without
-a row, a row for a key the code does not have, or a default that differs fails here. (The ranges' edges are
-probed from the rows by test_parameter_range_edges.py.)"""
+dataclasses it holds, node/node_config.py): default, range or choices, its meaning (``doc``, the row's text) and
+whether it is a runtime parameter. The YAML check, the ranges the objects and the runtime parameters read, the
+parameters themselves (their description: the doc) and the docs table come from that declaration: the table is
+generated (core/key_table.py, ``scripts/docs_tables.py --write``), and this test fails until the file holds the
+generated one. The file's rows are also read back as a user reads them: every declared key has a row with its
+default as a YAML value, and no row names a key the code does not have. (The ranges' edges are probed from the
+rows by test_parameter_range_edges.py.)"""
 
 from __future__ import annotations
 
 import dataclasses
 
-from docs_tables import documented_defaults
-from roboplan_ik_ros.core.keys import runtime_fields
+from docs_tables import documented_defaults, table_difference
+from roboplan_ik_ros.core.keys import plain_text, runtime_fields
 from roboplan_ik_ros.core.control.loop_config import LoopConfig
 from roboplan_ik_ros.node.node_config import NodeConfig, OutputConfig
 from roboplan_ik_ros.node.parameters import loop_specs
@@ -32,6 +34,11 @@ def declared_defaults(config: type = NodeConfig, prefix: str = "node.") -> dict[
         else:
             out[name] = default
     return out
+
+
+def test_the_node_table_in_the_docs_is_the_one_generated_from_the_declarations():
+    difference = table_difference("node")
+    assert not difference, difference
 
 
 def test_every_declared_node_key_has_a_row_and_every_row_a_declared_key():
@@ -62,3 +69,15 @@ def test_the_runtime_parameters_are_the_keys_declared_runtime_with_their_values(
             assert rng.describe() in specs[name].descriptor.description, name
         else:
             assert specs[name].validate("no such value") != "", f"{name}: a value outside its choices was accepted"
+
+
+def test_each_runtime_parameter_is_described_by_its_keys_doc():
+    """The description ``ros2 param describe`` shows is the key's doc (its docs row's text, as plain text), then
+    for a number its range: one text, written once in the declaration."""
+    cfg = NodeConfig()
+    specs = {s.name: s for s in loop_specs(cfg, lambda v: None, lambda v: None, lambda v: None)}
+    for name, f in runtime_fields(cfg):
+        description = specs[name].descriptor.description
+        assert f.metadata["doc"], f"{name}: a runtime parameter without a doc"
+        assert description.startswith(plain_text(f.metadata["doc"])), f"{name}: {description!r}"
+        assert "`" not in description, f"{name}: markdown in the description: {description!r}"

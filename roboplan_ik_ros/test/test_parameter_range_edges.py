@@ -7,7 +7,7 @@ and one just outside refused, naming the key: by the YAML loader and, for the no
 node's parameter validation (node/parameters.py, what a ``ros2 param set`` meets), and for the solver keys that
 Oink takes, by Oink's constructor. "Just" is one float step (numpy.nextafter): an open edge refuses the edge
 itself, a closed one accepts it; a count's step is 1 (and a number between two counts is refused); a
-half-line's far edge is the largest finite float (accepted) and .inf (refused)."""
+half-line's far edge is the largest finite float (accepted) and .inf (refused, unless the row says ``or .inf``)."""
 
 from __future__ import annotations
 
@@ -51,16 +51,17 @@ def _edges(r: DocumentedRange) -> tuple[list[float], list[float]]:
         outside.append(np.nextafter(r.hi, up) if r.hi_closed else r.hi)
     else:
         inside.append(sys.float_info.max)
-        outside.append(math.inf)
+        (inside if r.hi_closed else outside).append(math.inf)  # closed: ".inf" is accepted too (a leash: none)
     return [float(v) for v in inside], [float(v) for v in outside]
 
 
 def _node_section(key: str, value: float) -> dict:
-    """{"goal_smoothing": {"time_constant": value}} for node.goal_smoothing.time_constant."""
+    """{"goal_smoothing": {"time_constant": value}} for node.goal_smoothing.time_constant; a list item's key
+    (node.outputs[].time_from_start) in a list of one item."""
     *parents, leaf = key.split(".")[1:]
     section = {leaf: value}
     for p in reversed(parents):
-        section = {p: section}
+        section = {p.removesuffix("[]"): [section] if p.endswith("[]") else section}
     return section
 
 
@@ -84,7 +85,7 @@ def test_the_yaml_loader_accepts_just_inside_and_refuses_just_outside_each_edge(
     for value in inside:
         load_node_config(_node_section(key, value))  # accepted: no exception
     for value in outside:
-        with pytest.raises(InvalidInputError, match=re.escape(key)):
+        with pytest.raises(InvalidInputError, match=re.escape(key.replace("[]", "[0]"))):  # the list's one item
             load_node_config(_node_section(key, value))
 
 

@@ -2,11 +2,13 @@
 code declares.
 
 Every key of these sections is declared once, in its dataclass (core/oink/solver_config.py,
-core/model/robot_config.py, core/model/perception_config.py): default, range or choices. The YAML check, the
-ranges the objects read (Oink, the Scene) and RANGES come from that declaration; this test makes the user's
-reference follow it: a field not declared with key(), a declared key without a row, a row for a key the code does
-not have, a default, a range or a choice that differs fails here. (The ranges' edges are probed from the rows by
-test_parameter_range_edges.py.)"""
+core/model/robot_config.py, core/model/perception_config.py): default, range or choices, and its meaning (``doc``,
+the row's text). The YAML check, the ranges the objects read (Oink, the Scene), RANGES and the docs tables come
+from that declaration: the tables are generated (core/key_table.py, ``scripts/docs_tables.py --write``), and this
+test fails until the file holds the generated ones. The file's rows are also read back as a user reads them: a
+field not declared with key(), a declared key without a row, a row for a key the code does not have, a default
+that does not read back as the declared one, a range or a choice that differs fails here. (The ranges' edges are
+probed from the rows by test_parameter_range_edges.py.)"""
 
 from __future__ import annotations
 
@@ -16,7 +18,7 @@ import re
 
 import pytest
 
-from docs_tables import DocumentedRange, documented_defaults, documented_ranges, rows
+from docs_tables import DocumentedRange, documented_defaults, documented_ranges, rows, table_difference
 from roboplan_ik_ros.core.config import PerceptionConfig, RobotConfig, SolverConfig
 from roboplan_ik_ros.core.errors import Range
 from roboplan_ik_ros.core.keys import declared_fields
@@ -38,6 +40,12 @@ def as_documented(rng: Range) -> DocumentedRange:
     """A declared range as the docs state it (a half-line's far edge: hi = inf, open unless .inf is accepted)."""
     hi_closed = (math.isfinite(rng.hi) and not rng.hi_open) or rng.inf_ok
     return DocumentedRange(rng.lo, rng.hi, not rng.lo_open, hi_closed, rng.integer)
+
+
+@pytest.mark.parametrize("block", ["robot,solver", "perception"])
+def test_the_sections_tables_in_the_docs_are_the_ones_generated_from_the_declarations(block):
+    difference = table_difference(block)
+    assert not difference, difference
 
 
 @pytest.mark.parametrize("section", SECTIONS)
