@@ -28,6 +28,9 @@ from roboplan_ik_ros.core.key_table import marked_tables, with_generated_tables
 from roboplan_ik_ros.node.node_config import NodeConfig
 
 DOCS = Path(__file__).resolve().parents[2] / "docs" / "configuration.md"
+README = Path(__file__).resolve().parents[2] / "README.md"
+#: the README's list of the node keys that are runtime parameters (between these markers)
+RUNTIME_BEGIN, RUNTIME_END = "<!-- keys:runtime begin -->\n", "<!-- keys:runtime end -->"
 #: each section whose table is generated, and the dataclass that declares its keys
 SECTION_CONFIGS = {"node": NodeConfig, "robot": RobotConfig, "solver": SolverConfig, "perception": PerceptionConfig}
 
@@ -35,6 +38,30 @@ SECTION_CONFIGS = {"node": NodeConfig, "robot": RobotConfig, "solver": SolverCon
 def generated_docs(text: str | None = None) -> str:
     """docs/configuration.md's text (or ``text``) with every marked key table regenerated from the declarations."""
     return with_generated_tables(DOCS.read_text(encoding="utf-8") if text is None else text, SECTION_CONFIGS)
+
+
+def runtime_list() -> str:
+    """The README's list of the runtime parameters the ``node:`` declarations make (``key(..., runtime=True)``),
+    in declaration order, wrapped at 120 characters."""
+    from roboplan_ik_ros.core.keys import runtime_fields
+
+    names = [f"`{name}`" for name, _ in runtime_fields(NodeConfig)]
+    lines, line = [], ""
+    for k, name in enumerate(names):
+        word = name + ("," if k < len(names) - 1 else "")
+        if line and len(line) + 1 + len(word) > 120:
+            lines.append(line)
+            line = word
+        else:
+            line = f"{line} {word}" if line else word
+    return "\n".join([*lines, line])
+
+
+def generated_readme(text: str | None = None) -> str:
+    """README.md's text (or ``text``) with the runtime parameter list regenerated from the declarations."""
+    text = README.read_text(encoding="utf-8") if text is None else text
+    i, j = text.index(RUNTIME_BEGIN) + len(RUNTIME_BEGIN), text.index(RUNTIME_END)
+    return text[:i] + runtime_list() + "\n" + text[j:]
 
 
 def table_difference(block: str) -> str:
