@@ -4,8 +4,14 @@ from glob import glob
 from pathlib import Path
 
 from setuptools import Extension, find_packages, setup
+from setuptools.command.build_ext import build_ext
+from setuptools.errors import CompileError
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from daqp_sources import COMPILE_FLAGS as DAQP_FLAGS, find_daqp_sources  # noqa: E402
 
 package_name = "roboplan_ik_ros"
+REPOSITORY = Path(__file__).resolve().parent.parent  # requirements.txt, build/ (scripts/fetch_daqp_sources.sh)
 
 
 def coal_prefix() -> Path | None:
@@ -64,6 +70,50 @@ def pair_distance_kernel() -> list[Extension]:
 
 
 KERNEL_MATH = "roboplan_ik_ros/core/kernel"  # kernel_math.h: the C math both C kernels include
+OINK_KERNEL = "roboplan_ik_ros/core/oink/kernel"  # oink_kernel.c, daqp_workspace.c/.h
+
+
+class BuildExt(build_ext):
+    """build_ext, plus DAQP for an extension that has ``daqp`` (DaqpSources): its C files compiled with DAQP's own
+    flags (not the kernel's) into objects linked into the extension, which is compiled with OINK_WITH_DAQP. The
+    objects are compiled at every build and are dependencies of the extension: a kernel built without them is
+    rebuilt once they are found. If they do not compile, the extension is built without them (the QP then runs in
+    the daqp Python module)."""
+
+    def build_extension(self, ext):
+        daqp = getattr(ext, "daqp", None)
+        if daqp is not None:
+            try:
+                ext.extra_objects = self.compiler.compile(
+                    daqp.sources, output_dir=self.build_temp, include_dirs=[daqp.include],
+                    extra_postargs=list(DAQP_FLAGS), depends=daqp.headers, debug=self.debug)
+                ext.depends = ext.depends + ext.extra_objects
+                ext.include_dirs.append(daqp.include)
+                ext.define_macros.append(("OINK_WITH_DAQP", None))
+                print(f"[setup] DAQP's C sources ({os.path.dirname(daqp.include)}) are built into {ext.name}")
+            except CompileError as exc:
+                print(f"[setup] DAQP's C sources did not compile ({exc}): {ext.name} is built without its QP "
+                      "(the daqp Python module solves it)")
+        super().build_extension(ext)
+
+
+def oink_kernel() -> Extension:
+    """OInK's step kernel; with DAQP's C sources when found (daqp_sources.py), else without its QP."""
+    daqp, why = find_daqp_sources(REPOSITORY)
+    if daqp is None:
+        print(f"[setup] {why}: the OInK kernel is built without its QP (the daqp Python module solves it)")
+    ext = Extension(
+        package_name + ".core.oink._oink_kernel",
+        sources=[OINK_KERNEL + "/oink_kernel.c", OINK_KERNEL + "/daqp_workspace.c"],
+        include_dirs=[KERNEL_MATH],
+        depends=[KERNEL_MATH + "/kernel_math.h", OINK_KERNEL + "/daqp_workspace.h",
+                 *(daqp.sources + daqp.headers if daqp else [])],
+        extra_compile_args=["-O3", "-fno-math-errno"],
+        optional=True,  # a failed build (no C compiler) leaves the numpy path
+    )
+    ext.daqp = daqp
+    return ext
+
 
 NO_COMPILE = os.environ.get("ROBOPLAN_NO_COMPILE", "") not in ("", "0")  # build no kernel: the numpy / Python paths
 if NO_COMPILE:
@@ -82,16 +132,10 @@ setup(
         ("share/" + package_name + "/launch", glob("launch/*.launch.py")),
         ("share/" + package_name + "/config", glob("config/*.yaml") + glob("config/*.srdf")),
     ],
-    # OInK's compiled assembly: a plain C shared library (no Python API) that the core loads with
-    # ctypes (core/oink/compiled_assembly.py); without a C compiler the core runs its numpy path.
+    # OInK's compiled step: a plain C shared library (no Python API) that the core loads with ctypes
+    # (core/oink/compiled_assembly.py, compiled_qp.py); without a C compiler the core runs its numpy path.
     ext_modules=[
-        Extension(
-            package_name + ".core.oink._oink_kernel",
-            sources=["roboplan_ik_ros/core/oink/kernel/oink_kernel.c"],
-            include_dirs=[KERNEL_MATH], depends=[KERNEL_MATH + "/kernel_math.h"],
-            extra_compile_args=["-O3", "-fno-math-errno"],
-            optional=True,  # a failed build (no C compiler) leaves the numpy path
-        ),
+        oink_kernel(),
         # SimpleIK's step (core/simple_ik/compiled_step.py; without it SimpleIK runs its Python step)
         Extension(
             package_name + ".core.simple_ik._simple_ik_kernel",
@@ -102,6 +146,7 @@ setup(
         ),
         *pair_distance_kernel(),
     ] if not NO_COMPILE else [],
+    cmdclass={"build_ext": BuildExt},
     install_requires=["setuptools"],
     zip_safe=False,
     maintainer="roboplan_ik_ros maintainers",

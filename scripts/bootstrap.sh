@@ -90,11 +90,25 @@ if ! stage_done interfaces "$h_itf" || [ ! -d "$VENV/share/roboplan_ik_interface
     mark_done interfaces "$h_itf"
 fi
 
-# 4. roboplan_ik_ros (editable: imports resolve to the source tree) ---------------------------
-h_pkg=$(hash_files scripts/bootstrap.sh roboplan_ik_ros/setup.py roboplan_ik_ros/setup.cfg \
+# 4. DAQP's C sources (the OInK kernel's QP): the sdist of the pinned version, by name and version -----------
+daqp_version=$(sed -n 's/^daqp==\([0-9][0-9A-Za-z.]*\).*/\1/p' requirements.txt)
+DAQP_SOURCES=$BUILD/daqp-$daqp_version  # setup.py looks here (roboplan_ik_ros/daqp_sources.py)
+if [ ! -f "$DAQP_SOURCES/csrc/src/daqp.c" ]; then
+    say "fetching DAQP $daqp_version's C sources into build/ (log: build/logs/daqp-sources.log)"
+    if ! scripts/fetch_daqp_sources.sh "${PIP[@]}" >"$LOGS/daqp-sources.log" 2>&1; then
+        say "note: DAQP's C sources could not be fetched (see $LOGS/daqp-sources.log): the OInK kernel is built"
+        say "      without its QP, which the daqp Python module then solves (same results, slower)"
+    fi
+fi
+
+# 5. roboplan_ik_ros (editable: imports resolve to the source tree) ---------------------------
+h_pkg=$(hash_files scripts/bootstrap.sh roboplan_ik_ros/setup.py roboplan_ik_ros/daqp_sources.py \
+    roboplan_ik_ros/setup.cfg \
     roboplan_ik_ros/package.xml roboplan_ik_ros/launch/*.launch.py roboplan_ik_ros/config/*.yaml \
     roboplan_ik_ros/config/*.srdf \
-    roboplan_ik_ros/roboplan_ik_ros/core/oink/kernel/*.c roboplan_ik_ros/roboplan_ik_ros/core/simple_ik/kernel/*.c \
+    roboplan_ik_ros/roboplan_ik_ros/core/oink/kernel/*.c roboplan_ik_ros/roboplan_ik_ros/core/oink/kernel/*.h \
+    "$DAQP_SOURCES"/csrc/src/*.c "$DAQP_SOURCES"/csrc/include/*.h \
+    roboplan_ik_ros/roboplan_ik_ros/core/simple_ik/kernel/*.c \
     roboplan_ik_ros/roboplan_ik_ros/core/model/kernel/*.cpp roboplan_ik_ros/roboplan_ik_ros/core/model/kernel/*.hpp \
     roboplan_ik_ros/roboplan_ik_ros/core/kernel/*.h)
 kernel_built() {
@@ -121,6 +135,10 @@ if ! stage_done package "$h_pkg" || ! kernel_built; then
     for exe in ik_controller mock_robot mock_camera roboplan_ik_demo; do  # where `ros2 run`/launch_ros look
         ln -sf "$VENV/bin/$exe" "$VENV/lib/roboplan_ik_ros/$exe"
     done
+    if ! grep -q "DAQP's C sources (.*) are built into" "$LOGS/pip-package.log"; then
+        say "note: the OInK kernel was built without DAQP (its C sources not found or not compiled): the daqp"
+        say "      Python module solves its QP (same results, slower); see $LOGS/pip-package.log"
+    fi
     if ! compgen -G "roboplan_ik_ros/roboplan_ik_ros/core/model/_pair_distance_kernel*.so" >/dev/null; then
         say "note: the collision distance kernel was not built (coal's or Eigen's headers not found, or no C++"
         say "      compiler): collision barriers run their Python path (same rows, slower); see $LOGS/pip-package.log"
@@ -128,7 +146,7 @@ if ! stage_done package "$h_pkg" || ! kernel_built; then
     mark_done package "$h_pkg"
 fi
 
-# 5. optional benchmark peers -----------------------------------------------------------------
+# 6. optional benchmark peers -----------------------------------------------------------------
 if [ "${BENCH:-0}" = 1 ]; then
     h_bench=$(hash_files requirements.txt requirements-bench.txt)
     if ! stage_done bench "$h_bench"; then
