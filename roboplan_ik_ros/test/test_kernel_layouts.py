@@ -26,8 +26,7 @@ def _library(module):
     return ctypes.CDLL(str(path))
 
 
-OINK_STRUCTS = (oink_kernel._FrameRef, oink_kernel._FrameTask, oink_kernel._FramePositionBarrier,
-                oink_kernel._KernelProblem, oink_kernel.AccelerationBox)
+OINK_STRUCTS = oink_kernel.LAYOUT_STRUCTS
 SIK_STRUCTS = (sik_kernel._Step, sik_kernel._Bounds, sik_kernel._Descent)
 
 

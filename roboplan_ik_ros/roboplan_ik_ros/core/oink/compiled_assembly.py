@@ -1,9 +1,10 @@
 """The compiled assembly of an OInK step: kernel/oink_kernel.c, loaded with ctypes.
 
-One C call per step does what the numpy path of :mod:`solver` does in ~100 small numpy calls: the
+One C call per step (``oink_step``) does what the numpy path of :mod:`solver` does in ~100 small numpy calls: the
 nullspace projectors, H and c, the rows of every barrier that uses :class:`Barrier`'s own
 ``constraint``/``regularization_weight``/``safe_displacement``, the box of the box limits, and the
-unconstrained shortcut ``-H^{-1} c`` with its feasibility check over every row. Tasks, limits and
+unconstrained shortcut ``-H^{-1} c`` with its feasibility check over every row; then, when the shortcut does not
+apply and the kernel has DAQP built in, the QP (:mod:`compiled_qp`). Tasks, limits and
 barriers stay Python objects that fill their arrays in place (``Task.update``, ``Barrier.update``,
 ``Limit.bounds``): a new type is a Python file, with no change here. Objects of exactly FrameTask and
 PositionBarrier (not subclasses) are updated by the kernel itself from pinocchio's Data (joint
@@ -28,6 +29,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from ..compiled_library import check_layout, library_path, load_library
+from .compiled_qp import CompiledQp, QpFunctions, _KernelQp, bind_qp
 
 if TYPE_CHECKING:
     from .barriers.barrier import Barrier
@@ -35,9 +37,9 @@ if TYPE_CHECKING:
     from .tasks.task import Task
 
 _LIBRARY_STEM = "_oink_kernel"
-LAYOUT_VERSION = 4  # oink_kernel.c's oink_layout_version(): the structs below and the parameter arrays
+LAYOUT_VERSION = 5  # oink_kernel.c's oink_layout_version(): the structs below and the parameter arrays
 
-# Return codes of oink_assemble (see oink_kernel.c).
+# Return codes of oink_assemble and oink_step (see oink_kernel.c; oink_step's QP codes: compiled_qp.py).
 SHORTCUT_FEASIBLE = 0
 NEEDS_QP = 1
 VIOLATED_BARRIER = 2
@@ -77,7 +79,7 @@ class _KernelProblem(ctypes.Structure):
         ("box_lower", _p), ("box_upper", _p), ("lower", _p), ("upper", _p), ("negative_lower", _p),
         ("K", _p), ("d", _p), ("Kdq", _p), ("dq", _p), ("summary", _p),
         ("n_frame_tasks", _i64), ("frame_tasks", _p), ("n_frame_barriers", _i64), ("frame_barriers", _p),
-        ("frame_J", _p), ("barrier_braking", _p), ("weighted_nullspace", _i64),
+        ("frame_J", _p), ("barrier_braking", _p), ("weighted_nullspace", _i64), ("qp", _p),
     ]
 
 
@@ -168,15 +170,15 @@ def _bind(lib: ctypes.CDLL):
     if version() != LAYOUT_VERSION:
         raise AttributeError(f"layout version {version()} of a stale build, expected {LAYOUT_VERSION} "
                              "(rebuild: setup.py build_ext --inplace)")
-    check_layout(lib, "oink_layout", (_FrameRef, _FrameTask, _FramePositionBarrier, _KernelProblem, AccelerationBox))
-    fn = lib.oink_assemble
+    check_layout(lib, "oink_layout", LAYOUT_STRUCTS)
+    fn = lib.oink_step
     fn.argtypes = [ctypes.c_void_p]
     fn.restype = ctypes.c_int
     return fn
 
 
 def load_kernel():
-    """(the ctypes function oink_assemble, "") or (None, why it is not available)."""
+    """(the ctypes function oink_step, "") or (None, why it is not available)."""
     global _kernel, _kernel_error
     if _kernel is None and not _kernel_error:
         _kernel, _kernel_error = load_library(_library_path(), _LIBRARY_STEM, _bind, "OInK uses its numpy assembly",
@@ -191,6 +193,9 @@ class AccelerationBox(ctypes.Structure):
                 ("u1", _p), ("u2", _p), ("alpha", _p), ("delta", _p), ("V", _p), ("E", _p),
                 ("d_up", _p), ("d_lo", _p), ("lo", _p), ("hi", _p)]
 
+
+# The ctypes mirrors of oink_kernel.c's structs, in its order (check_layout compares them with the build)
+LAYOUT_STRUCTS = (_FrameRef, _FrameTask, _FramePositionBarrier, _KernelQp, _KernelProblem, AccelerationBox)
 
 _acceleration_box = None
 
@@ -213,6 +218,31 @@ def load_acceleration_box():
     return _acceleration_box or None
 
 
+_qp_functions: QpFunctions | None = None
+_qp_error = ""
+NO_DAQP = ("{stem} was built without DAQP's C sources (make bootstrap fetches them into build/daqp-<version>: "
+           "scripts/fetch_daqp_sources.sh; or set $ROBOPLAN_DAQP_SOURCES and rebuild); the QP runs in the daqp "
+           "Python module (same results, slower)")
+
+
+def load_qp() -> tuple[QpFunctions | None, str]:
+    """(the kernel's QP functions, "") or (None, why the daqp Python module solves the QP): no kernel, or a kernel
+    built without DAQP's C sources."""
+    global _qp_functions, _qp_error
+    if _qp_functions is None and not _qp_error:
+
+        def bind(lib: ctypes.CDLL) -> QpFunctions:
+            _bind(lib)  # the same checks (layout version, struct layout) as the assembly's
+            return bind_qp(lib)
+
+        functions, why = load_library(_library_path(), _LIBRARY_STEM, bind, "the QP runs in the daqp Python module",
+                                      keep_gil=True)  # as the assembly's (the same call of the tick)
+        if functions is not None and not functions.available():
+            functions, why = None, NO_DAQP.format(stem=_LIBRARY_STEM)
+        _qp_functions, _qp_error = functions, why
+    return _qp_functions, _qp_error
+
+
 def _usable(a: np.ndarray, shape: tuple) -> bool:
     return isinstance(a, np.ndarray) and a.dtype == np.float64 and a.flags.c_contiguous and a.shape == shape
 
@@ -229,7 +259,7 @@ class CompiledAssembly:
     def build(cls, fn, n: int, levels, nullspace_rows: int, K: np.ndarray, d: np.ndarray, box: list[Limit],
               box_arrays, barriers: list[Barrier], outputs: dict, oink=None,
               all_barriers: list[Barrier] = (), barrier_braking: np.ndarray | None = None,
-              weighted_nullspace: bool = False) -> CompiledAssembly | None:
+              weighted_nullspace: bool = False, qp: CompiledQp | None = None) -> CompiledAssembly | None:
         tasks = [t for level in levels for t in level]
         for t in tasks:
             m = len(t.error)
@@ -247,12 +277,13 @@ class CompiledAssembly:
                 raise ValueError(f"kernel output {name} must be a C-contiguous float64 array")
         native = _NativeFrames(oink, tasks, all_barriers) if oink is not None else None
         return cls(fn, n, levels, tasks, nullspace_rows, K, d, box, box_arrays, barriers, outputs, native,
-                   barrier_braking, weighted_nullspace)
+                   barrier_braking, weighted_nullspace, qp)
 
     def __init__(self, fn, n, levels, tasks, nullspace_rows, K, d, box, box_arrays, barriers, outputs,
                  native: _NativeFrames | None = None, barrier_braking: np.ndarray | None = None,
-                 weighted_nullspace: bool = False) -> None:
+                 weighted_nullspace: bool = False, qp: CompiledQp | None = None) -> None:
         self._fn = fn
+        self.qp = qp  # the layout's QP, which oink_step solves when asked (run's solve_qp) and the shortcut fails
         # (1 + n): lag steps (< 0: off) and per-joint braking alpha of the barrier rows (Oink.barrier_braking)
         if barrier_braking is None:
             barrier_braking = np.concatenate([[-1.0], np.zeros(n)])
@@ -322,6 +353,7 @@ class CompiledAssembly:
             frame_J=native.frame_J.ctypes.data if native else None,
             barrier_braking=barrier_braking.ctypes.data,
             weighted_nullspace=int(bool(weighted_nullspace)),
+            qp=None,
         )
         self._address = ctypes.addressof(self.problem)
 
@@ -364,10 +396,12 @@ class CompiledAssembly:
             self._box_ptrs[0][k] = stage[0].ctypes.data
             self._box_ptrs[1][k] = stage[1].ctypes.data
 
-    def run(self, regularization: float, extra_diagonal: float, shortcut: bool) -> int:
-        """One assembly (after the tasks, barriers and box limits were updated at q); a return code above."""
+    def run(self, regularization: float, extra_diagonal: float, shortcut: bool, solve_qp: bool = False) -> int:
+        """One assembly (after the tasks, barriers and box limits were updated at q); with ``solve_qp`` (and a
+        layout QP) also the QP when the assembly needs one. A return code above or compiled_qp's."""
         p = self.problem
         p.regularization = regularization
         p.extra_diagonal = extra_diagonal
         p.shortcut = shortcut
+        p.qp = self.qp.address if solve_qp and self.qp is not None else None
         return self._fn(self._address)

@@ -1,5 +1,15 @@
-"""The QP's buffers for one list of tasks, limits and barriers (the "Buffers" section of the solver's module
-docstring): made once per list, refilled in place at every step."""
+"""The QP's buffers for one list of tasks, limits and barriers: made once per list, refilled in place at every step.
+
+A :class:`QpLayout` holds (the math of the solver's module docstring is unchanged; this is speed)
+
+    M = [W_k J_k N_k | alpha_k W_k e_k], one row block per task, so that M^T M = [[H_tasks, c], ...]
+        (the tasks' part of H and c in one product; the diagonal terms are added after), and
+    K = [I; G_c; G_b; -I; -G_c], d = [upper; u_c; h_b; -lower; -l_c], so that ``K dq <= d`` is
+        every constraint (the shortcut's feasibility check is one product). The QP's rows are the
+        first n + m rows of K (the box first, as DAQP and OSQP take them) with lower bounds
+        [lower; l_c; -inf]. Barriers write their rows straight into K and d
+        (:meth:`Barrier.write_rows_into`).
+"""
 
 from __future__ import annotations
 
@@ -9,6 +19,7 @@ import numpy as np
 
 from .barriers.barrier import Barrier
 from .compiled_assembly import CompiledAssembly
+from .compiled_qp import CompiledQp
 from .limits.limit import Limit
 
 INF = 1e30  # the QP solvers' infinity
@@ -101,6 +112,11 @@ class QpLayout:
         self.needs_geometry = any(b.needs_geometry for b in barriers)
         self._osqp_l = np.zeros(n + m)
         self._osqp_u = np.zeros(n + m)
+        # ---- the kernel's QP of this layout (None: the daqp Python module solves it, or OSQP does)
+        self.qp = None
+        if oink.daqp_workspace is not None:
+            self.qp = CompiledQp(oink.daqp_workspace, oink.H, oink.c, self.A, self.upper_qp, self.lower_qp, oink._dq,
+                                 n + m_c)
         # ---- the compiled assembly (None: the numpy path serves this layout)
         self.python_barriers = [b for b in barriers if not _assembled_by_kernel(b)]
         self.kernel_barriers = [b for b in barriers if _assembled_by_kernel(b)]
@@ -112,7 +128,7 @@ class QpLayout:
             self.compiled = CompiledAssembly.build(
                 oink.kernel, n, grouped, n_above, self.K, self.d, self.box_limits, box_arrays,
                 [b for b in barriers if _assembled_by_kernel(b)], outputs, oink, barriers, oink.barrier_braking,
-                weighted_nullspace=weighted)
+                weighted_nullspace=weighted, qp=self.qp)
 
     def osqp_bounds(self) -> tuple[np.ndarray, np.ndarray]:
         """The QP's bounds clipped to OSQP's +-1e30."""

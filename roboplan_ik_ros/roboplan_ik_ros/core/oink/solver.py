@@ -47,22 +47,14 @@ its iterates). The box holds exactly: the solution is clipped into it. Any failu
 a status; only a recovery step whose OSQP run hit max_iter is still used if its last iterate keeps
 every row of the slack problem (within eps_abs).
 
-Buffers (speed; the math above is unchanged): a :class:`QpLayout` is made once per list of tasks,
-limits and barriers. It holds
-
-    M = [W_k J_k N_k | alpha_k W_k e_k], one row block per task, so that M^T M = [[H_tasks, c], ...]
-        (the tasks' part of H and c in one product; the diagonal terms are added after), and
-    K = [I; G_c; G_b; -I; -G_c], d = [upper; u_c; h_b; -lower; -l_c], so that ``K dq <= d`` is
-        every constraint (the shortcut's feasibility check is one product). The QP's rows are the
-        first n + m rows of K (the box first, as DAQP and OSQP take them) with lower bounds
-        [lower; l_c; -inf]. Barriers write their rows straight into K and d
-        (:meth:`Barrier.write_rows_into`).
+Buffers (speed; the math above is unchanged): a :class:`QpLayout` per list of tasks, limits and barriers
+(qp_layout.py: the tasks' rows M, every constraint as ``K dq <= d``, the QP's rows).
 
 Assembly: when the C kernel is built (the default install builds it), one call of
 :mod:`compiled_assembly` fills N_k, M, H, c, the generic barrier rows, the box and tries the
-shortcut, reading the objects' arrays in place; the numpy code of this module (``compiled=False``,
-or a layout whose arrays the kernel cannot read) is the same math. Both are tested against each
-other and against the seed's formulas (test_oink_compiled.py, test_oink_oracle.py).
+shortcut, reading the objects' arrays in place, then solves the QP when DAQP is built in (:mod:`compiled_qp`);
+the numpy code of this module (``compiled=False``, or a layout whose arrays the kernel cannot read) and the daqp
+module are the same math, tested against each other and the seed's formulas (test_oink_compiled*.py, *_oracle.py).
 """
 
 from __future__ import annotations
@@ -81,8 +73,9 @@ from scipy.linalg.lapack import dposv
 from ..errors import InvalidInputError, check_positive
 from ..model.scene import Scene
 from ..ranges import check_key
-from . import compiled_assembly
-from .compiled_assembly import CompiledAssembly, load_kernel
+from . import compiled_assembly, compiled_qp
+from .compiled_assembly import CompiledAssembly, load_kernel, load_qp
+from .compiled_qp import DaqpWorkspace, daqp_status as _daqp_status
 from .barrier_check import BarrierCheck, most_violated_row
 from .barriers.barrier import Barrier
 from .osqp_workspace import OsqpResult, OsqpWorkspace
@@ -100,10 +93,6 @@ except ImportError:  # a colcon install without `pip install daqp`: only qp_solv
 
 _OSQP_SOLVED = (osqp.SolverStatus.OSQP_SOLVED, osqp.SolverStatus.OSQP_SOLVED_INACCURATE)
 _OSQP_MAX_ITER = osqp.SolverStatus.OSQP_MAX_ITER_REACHED
-_DAQP_STATUS = {
-    1: "solved", 2: "solved with soft constraints relaxed", -1: "infeasible", -2: "cycling", -3: "unbounded",
-    -4: "iteration limit reached", -5: "non-convex", -6: "overdetermined initial active set", -7: "time limit reached",
-}
 # [m] per step: a violated barrier row that no dq inside the box moves back by more than this is stuck
 # (5 um/s at 500 Hz; above the noise of distance Jacobians whose witness points slide on flat faces).
 _MIN_RECOVERY_DISPLACEMENT = 1e-8
@@ -158,8 +147,9 @@ class Oink(BarrierCheck):
             must exceed the pull of the tasks on a barrier row (~0.1-10 with unit task weights).
         eps_abs, eps_rel: OSQP's tolerances (DAQP's solution is exact for its active set; a row holds to 1e-9).
         max_iter: iteration limit of either solver.
-        compiled: assemble each step with the compiled kernel when it is built (see
-            :mod:`compiled_assembly`; :attr:`assembly` says which path runs, :attr:`assembly_note` why).
+        compiled: assemble each step with the compiled kernel when it is built, and with "daqp" solve its QP there
+            when DAQP is built in (:mod:`compiled_assembly`, :mod:`compiled_qp`; :attr:`assembly` and
+            :attr:`daqp_workspace` say which path runs, :attr:`assembly_note` why a part runs in Python).
         weighted_nullspace: build the priority levels' projectors from the rows with a nonzero weight
             only (see the module docstring); False: RoboPlan's projector of the unweighted Jacobians.
 
@@ -209,7 +199,9 @@ class Oink(BarrierCheck):
         # The compiled assembly (compiled_assembly.py) when built and asked for, else the numpy path.
         self.kernel, why = load_kernel() if compiled else (None, "compiled=False")
         self.assembly = "compiled" if self.kernel is not None else "numpy"
-        self.assembly_note = why  # why the numpy path is used ("" when compiled)
+        # The kernel's DAQP (compiled_qp.py; None: the daqp module solves the QP); the note: why a part runs in Python
+        functions, self.assembly_note = load_qp() if self.kernel is not None and qp_solver == "daqp" else (None, why)
+        self.daqp_workspace = DaqpWorkspace(functions, _DAQP_PRIMAL_TOL, max_iter) if functions else None
         self.data, self.geom_data = scene.create_data()
         self._geometry_version = scene.collision_structure_version  # geom_data is remade when obstacles come or go
         n = self.nv
@@ -372,10 +364,13 @@ class Oink(BarrierCheck):
             ca.c_offset.fill(0.0)
             extra_diagonal = self._barrier_terms(q, lay.python_barriers, ca.c_offset)
         referenced = self.barrier_reference is not None and bool(lay.kernel_barriers)
-        code = ca.run(self.regularization, extra_diagonal, self.unconstrained_shortcut and not referenced)
+        code = ca.run(self.regularization, extra_diagonal, self.unconstrained_shortcut and not referenced,
+                      solve_qp=not referenced)
         if code < 0:
             which = "J J^T + lambda I of a priority level" if code == compiled_assembly.NULLSPACE_NOT_PD else "H"
             raise np.linalg.LinAlgError(f"matrix not positive definite ({which})")
+        if code >= compiled_qp.QP_SOLVED:  # the kernel solved the QP too
+            return self._daqp_result(lay, code, lay.qp.exitflag, lay.qp.iterations)
         if referenced:  # the kernel's rows bound the step from q: rewrite them from the reference (rare: measured feedback)
             for b in lay.kernel_barriers:
                 b.constraint(self.barrier_reference, self.barrier_braking)
@@ -520,6 +515,8 @@ class Oink(BarrierCheck):
         return self._solve_qp_osqp(lay)
 
     def _solve_qp_daqp(self, lay: QpLayout) -> OinkResult:
+        if lay.qp is not None:  # DAQP in the kernel (the workspace oink_step solves with)
+            return self._daqp_result(lay, lay.qp.solve(), lay.qp.exitflag, lay.qp.iterations)
         m = len(lay.lower_qp)
         qp = self._qp
         if qp is None or self._qp_rows != m:
@@ -527,20 +524,30 @@ class Oink(BarrierCheck):
             qp.settings = self.daqp_settings
             flag, _ = qp.setup(self.H, self.c, lay.A, lay.upper_qp, lay.lower_qp)
             if flag < 0:
-                return self._fail(f"QP failed: DAQP setup: {_daqp_status(flag)}")
+                return self._daqp_result(lay, compiled_qp.QP_SETUP_FAILED, flag, 0)
             self._qp, self._qp_rows = qp, m
         else:
             qp.update(H=self.H, f=self.c, A=lay.A_daqp, bupper=lay.upper_qp, blower=lay.lower_qp)
         x, _, flag, info = qp.solve()
-        if flag >= 1:
-            dq = self._clip_into_box(x, lay)
-            if math.isfinite(dq @ dq):  # a NaN or inf in x shows here (as would |dq| > 1e154: no step either)
-                return OinkResult(dq, True, _daqp_status(flag), used_qp=True, qp_iterations=info["iterations"])
-        self._qp = None  # do not warm-start from a failed solve
+        if flag >= 1 and math.isfinite((dq := self._clip_into_box(x, lay)) @ dq):  # NaN, inf, |dq| > 1e154: no
+            return self._daqp_result(lay, compiled_qp.QP_SOLVED, flag, info["iterations"])
+        self._qp = None  # do not warm-start from a failed solve (the kernel drops its problem likewise)
+        return self._daqp_result(lay, compiled_qp.QP_FAILED, flag, 0)
+
+    def _daqp_result(self, lay: QpLayout, code: int, flag: int, iterations: int) -> OinkResult:
+        """The step from DAQP's outcome (``code``: compiled_qp's; DAQP's exit flag), the kernel's or the module's."""
+        if code == compiled_qp.QP_SOLVED:
+            return OinkResult(self._dq, True, _daqp_status(flag), used_qp=True, qp_iterations=iterations)
+        if code == compiled_qp.QP_SETUP_FAILED:
+            return self._fail(f"QP failed: DAQP setup: {_daqp_status(flag)}")
+        return self._qp_failed(lay, f"DAQP {_daqp_status(flag)}")
+
+    def _qp_failed(self, lay: QpLayout, solver_status: str) -> OinkResult:
+        """The hard QP failed: the braking problem's step, else a failure naming a row the box cannot satisfy."""
         braked = self._solve_braking(lay)
         if braked is not None:
             return braked
-        return self._fail(f"QP failed: DAQP {_daqp_status(flag)}{self._explain_infeasibility(lay)}")
+        return self._fail(f"QP failed: {solver_status}{self._explain_infeasibility(lay)}")
 
     def _solve_qp_osqp(self, lay: QpLayout) -> OinkResult:
         l, u = lay.osqp_bounds()
@@ -557,10 +564,7 @@ class Oink(BarrierCheck):
         res = self._qp.solve()
         if not _osqp_solved(res):
             self._qp = None  # do not warm-start from a failed solve
-            braked = self._solve_braking(lay)
-            if braked is not None:
-                return braked
-            return self._fail(f"QP failed: OSQP status {res.status!r}{self._explain_infeasibility(lay)}")
+            return self._qp_failed(lay, f"OSQP status {res.status!r}")
         dq = self._clip_into_box(res.x, lay)
         return OinkResult(dq, True, res.status, used_qp=True, qp_iterations=res.iterations)
 
@@ -691,10 +695,6 @@ def _set_compiled_box(q: np.ndarray, ca: CompiledAssembly) -> bool:
             return False
         ca.set_box_bounds(k, lower, upper)
     return True
-
-
-def _daqp_status(flag: int) -> str:
-    return _DAQP_STATUS.get(flag, f"exit flag {flag}")
 
 
 def _osqp_solved(res: OsqpResult) -> bool:

@@ -1,5 +1,7 @@
-/* OInK's dense assembly in one call: the nullspace projectors, H and c, the barrier rows, the box,
- * and the unconstrained shortcut -H^{-1} c with its feasibility check.
+/* OInK's step in one call (oink_step): the dense assembly - the nullspace projectors, H and c, the barrier rows,
+ * the box, and the unconstrained shortcut -H^{-1} c with its feasibility check - then, when the shortcut does not
+ * apply, the QP with DAQP's C API (daqp_workspace.c: DAQP built in from its sources; without them the solver
+ * solves the QP with the daqp Python module). Recovery, braking and the slack problems stay in solver.py.
  *
  * The same arithmetic as the numpy path of solver.py (Oink._build_objective, Barrier.constraint,
  * Barrier.regularization_weight, Oink._build_limits for box limits, _unconstrained_optimum_is_feasible),
@@ -17,7 +19,8 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "kernel_math.h" /* log3, Cholesky, the braking law and the fade: shared with simple_ik_kernel.c */
+#include "daqp_workspace.h" /* the QP's DAQP workspace, kept between steps */
+#include "kernel_math.h"     /* log3, Cholesky, the braking law and the fade: shared with simple_ik_kernel.c */
 
 #define MIN_JACOBIAN_NORM2 1e-12 /* as barrier.py: below it the regularization weight is 0 */
 #define LARGE 1e300              /* as barrier.py: |h| capped so that an unused row (h = inf) gives inf */
@@ -57,6 +60,25 @@ typedef struct {
     double *h;            /* (rows) out: barrier.value */
     double *J;            /* (rows x n) out: barrier.jacobian */
 } frame_position_barrier;
+
+/* The step's QP as solver.py's _solve_qp_daqp gives it to DAQP: min 1/2 dq^T H dq + c^T dq s.t. lower <= dq <= upper
+ * on the first n rows (the box: simple bounds) and lower <= A dq <= upper on the others (the other limits' rows,
+ * then the barrier rows); dq = DAQP's solution clipped into the box. One per QpLayout (its arrays), the workspace
+ * one per solver (compiled_qp.py; the field order matches _KernelQp there). */
+typedef struct {
+    daqp_workspace *workspace; /* oink_daqp_create's */
+    int64_t n;
+    int64_t rows;          /* n + the rows of A */
+    int64_t barrier_begin; /* the first barrier row (rows barrier_begin.. of upper) */
+    double *H;             /* (n x n) */
+    double *c;             /* (n) */
+    double *A;             /* ((rows - n) x n) */
+    double *upper;         /* (rows) */
+    double *lower;         /* (rows) */
+    double *dq;            /* (n) out */
+    double *x;             /* (n) scratch: DAQP's solution */
+    double *result;        /* (2) out: DAQP's exit flag, its iterations */
+} oink_qp;
 
 /* The layout of one list of tasks, limits and barriers; the field order matches _KernelProblem in
  * compiled_assembly.py. */
@@ -114,12 +136,16 @@ typedef struct {
     double *frame_J;           /* (6 x n) scratch */
     const double *barrier_braking; /* (1 + n) lag steps (< 0: off), per-joint braking alpha [per step^2] */
     int64_t weighted_nullspace;    /* 1: J_s keeps only the rows with a nonzero weight (solver.py docstring) */
+    oink_qp *qp;                   /* oink_step solves this QP when the shortcut does not apply (NULL: it does not) */
 } oink_problem;
 
 enum {
     OINK_SHORTCUT_FEASIBLE = 0, /* dq = -H^{-1} c satisfies K dq <= d: the optimum */
     OINK_NEEDS_QP = 1,          /* H, c, rows and box are assembled; the shortcut did not apply */
     OINK_VIOLATED_BARRIER = 2,  /* a barrier row has a negative bound: the slack problem is needed */
+    OINK_QP_SOLVED = 3,         /* oink_step / oink_solve_qp: DAQP solved the QP (exit flag >= 1), dq is finite */
+    OINK_QP_FAILED = 4,         /* DAQP's exit flag < 1, or a non-finite dq: the workspace is set up again next time */
+    OINK_QP_SETUP_FAILED = 5,   /* DAQP's setup failed (its flag in result[0]) */
     OINK_H_NOT_PD = -1,         /* Cholesky of H failed */
     OINK_NULLSPACE_NOT_PD = -2, /* Cholesky of J J^T + lambda I failed */
 };
@@ -272,8 +298,8 @@ static int tasks(oink_problem *p, double *damping) {
 /* The layout version of oink_problem and its parameter arrays: compiled_assembly.py refuses a library
  * built from another version (a stale build would read the arrays with the wrong strides). Bump it with
  * every change of a struct or of what an array holds. 2: barrier_params has 5 values per barrier.
- * 3: oink_problem ends with weighted_nullspace. */
-int64_t oink_layout_version(void) { return 4; }
+ * 3: oink_problem ends with weighted_nullspace. 5: oink_qp, and oink_problem ends with qp. */
+int64_t oink_layout_version(void) { return 5; }
 
 
 /* G = -J_h, upper = min(dt gain h / (1 + |h|), braking bound where h >= 0) - margin, weight = r / ||J_h||^2
@@ -385,6 +411,40 @@ int oink_assemble(oink_problem *p) {
     return feasible ? OINK_SHORTCUT_FEASIBLE : OINK_NEEDS_QP;
 }
 
+/* The QP of q (solver.py's _solve_qp_daqp with the daqp module): DAQP from the workspace's last active set, dq its
+ * solution clipped into the box (np.maximum, np.minimum); a failed solve drops the workspace's problem. */
+int oink_solve_qp(oink_qp *q) {
+    int flag = 0, iterations = 0;
+    const int outcome = daqp_workspace_solve(q->workspace, (int)q->n, (int)q->rows, q->H, q->c, q->A, q->upper,
+                                             q->lower, q->x, &flag, &iterations);
+    q->result[0] = flag;
+    q->result[1] = iterations;
+    if (outcome == DAQP_WORKSPACE_SETUP_FAILED) return OINK_QP_SETUP_FAILED;
+    if (outcome == DAQP_WORKSPACE_SOLVED) {
+        double norm2 = 0.0; /* finite unless an entry is NaN or inf (or |dq| > 1e154: no step either) */
+        for (int64_t j = 0; j < q->n; ++j) {
+            q->dq[j] = nan_min(nan_max(q->x[j], q->lower[j]), q->upper[j]);
+            norm2 += q->dq[j] * q->dq[j];
+        }
+        if (isfinite(norm2)) return OINK_QP_SOLVED;
+    }
+    daqp_workspace_reset(q->workspace); /* no warm start from a failed solve */
+    return OINK_QP_FAILED;
+}
+
+/* The step: the assembly, then the QP when the assembly needs one and p->qp is set - unless the box conflicts or a
+ * barrier row assembled in Python is violated (np.min over the barrier rows < 0; a NaN row hides the others, as
+ * there): those steps go back to solver.py as NEEDS_QP, which reports the conflict or solves the slack problem. */
+int oink_step(oink_problem *p) {
+    const int code = oink_assemble(p);
+    oink_qp *q = p->qp;
+    if (code != OINK_NEEDS_QP || q == NULL || p->summary[1] != 0.0) return code;
+    double least = INFINITY;
+    for (int64_t i = q->barrier_begin; i < q->rows; ++i) least = nan_min(least, q->upper[i]);
+    if (least < 0.0) return code;
+    return oink_solve_qp(q);
+}
+
 /* ------------------------------------------------------------------------------------------------
  * AccelerationLimit's box (acceleration_limit.py: AccelerationLimit.bounds, its numpy path, whose
  * arithmetic this mirrors joint by joint; test_acceleration_limit.py checks the two equal). In
@@ -475,12 +535,13 @@ const char *oink_layout_names(void) {
     return
         "frame_ref:J_world,J_row_stride,J_col_stride,p,p_stride,R,R_row_stride,R_col_stride,columns,support;"
         "frame_task:frame,p_target,R_target,max_error,J,e,norms;frame_position_barrier:frame,rows,select,"
-        "offset,h,J;oink_problem:n,n_tasks,n_levels,n_barriers,n_box,n_K,shortcut,level_end,task_rows,task_J,"
-        "task_e,task_w,task_params,A,b,J_above,JJt,X,N,H,c,L,regularization,extra_diagonal,c_offset,"
-        "barrier_rows,barrier_h,barrier_J,barrier_G,barrier_upper,barrier_params,barrier_weight,box_lower,"
-        "box_upper,lower,upper,negative_lower,K,d,Kdq,dq,summary,n_frame_tasks,frame_tasks,n_frame_barriers,"
-        "frame_barriers,frame_J,barrier_braking,weighted_nullspace;accel_box:n,has_jerk,bisection_steps,"
-        "round_off,u1,u2,alpha,delta,V,E,d_up,d_lo,lo,hi";
+        "offset,h,J;oink_qp:workspace,n,rows,barrier_begin,H,c,A,upper,lower,dq,x,result;oink_problem:n,"
+        "n_tasks,n_levels,n_barriers,n_box,n_K,shortcut,level_end,task_rows,task_J,task_e,task_w,task_params,"
+        "A,b,J_above,JJt,X,N,H,c,L,regularization,extra_diagonal,c_offset,barrier_rows,barrier_h,barrier_J,"
+        "barrier_G,barrier_upper,barrier_params,barrier_weight,box_lower,box_upper,lower,upper,"
+        "negative_lower,K,d,Kdq,dq,summary,n_frame_tasks,frame_tasks,n_frame_barriers,frame_barriers,frame_J,"
+        "barrier_braking,weighted_nullspace,qp;accel_box:n,has_jerk,bisection_steps,round_off,u1,u2,alpha,"
+        "delta,V,E,d_up,d_lo,lo,hi";
 }
 
 int64_t oink_layout(int64_t *out, int64_t capacity) {
@@ -505,6 +566,13 @@ int64_t oink_layout(int64_t *out, int64_t capacity) {
         sizeof(((frame_position_barrier *)0)->offset), offsetof(frame_position_barrier, h),
         sizeof(((frame_position_barrier *)0)->h), offsetof(frame_position_barrier, J),
         sizeof(((frame_position_barrier *)0)->J),
+        sizeof(oink_qp), offsetof(oink_qp, workspace), sizeof(((oink_qp *)0)->workspace), offsetof(oink_qp, n),
+        sizeof(((oink_qp *)0)->n), offsetof(oink_qp, rows), sizeof(((oink_qp *)0)->rows),
+        offsetof(oink_qp, barrier_begin), sizeof(((oink_qp *)0)->barrier_begin), offsetof(oink_qp, H),
+        sizeof(((oink_qp *)0)->H), offsetof(oink_qp, c), sizeof(((oink_qp *)0)->c), offsetof(oink_qp, A),
+        sizeof(((oink_qp *)0)->A), offsetof(oink_qp, upper), sizeof(((oink_qp *)0)->upper),
+        offsetof(oink_qp, lower), sizeof(((oink_qp *)0)->lower), offsetof(oink_qp, dq), sizeof(((oink_qp *)0)->dq),
+        offsetof(oink_qp, x), sizeof(((oink_qp *)0)->x), offsetof(oink_qp, result), sizeof(((oink_qp *)0)->result),
         sizeof(oink_problem), offsetof(oink_problem, n), sizeof(((oink_problem *)0)->n),
         offsetof(oink_problem, n_tasks), sizeof(((oink_problem *)0)->n_tasks), offsetof(oink_problem, n_levels),
         sizeof(((oink_problem *)0)->n_levels), offsetof(oink_problem, n_barriers),
@@ -546,6 +614,7 @@ int64_t oink_layout(int64_t *out, int64_t capacity) {
         offsetof(oink_problem, frame_J), sizeof(((oink_problem *)0)->frame_J),
         offsetof(oink_problem, barrier_braking), sizeof(((oink_problem *)0)->barrier_braking),
         offsetof(oink_problem, weighted_nullspace), sizeof(((oink_problem *)0)->weighted_nullspace),
+        offsetof(oink_problem, qp), sizeof(((oink_problem *)0)->qp),
         sizeof(accel_box), offsetof(accel_box, n), sizeof(((accel_box *)0)->n), offsetof(accel_box, has_jerk),
         sizeof(((accel_box *)0)->has_jerk), offsetof(accel_box, bisection_steps),
         sizeof(((accel_box *)0)->bisection_steps), offsetof(accel_box, round_off),
