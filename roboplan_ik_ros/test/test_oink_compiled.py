@@ -117,6 +117,7 @@ def test_compiled_equals_numpy_step_by_step(panda, variant):
         (fast, slow) = results
         assert fast.status == slow.status and fast.ok == slow.ok and fast.used_qp == slow.used_qp
         assert fast.recovering == slow.recovering
+        assert fast.qp_iterations == slow.qp_iterations  # the kernel's DAQP (when built in) and the daqp module's
         np.testing.assert_allclose(fast.dq, slow.dq, rtol=0, atol=1e-10)
         a, b = runs[0][0].last_qp(), runs[1][0].last_qp()
         for x, y in zip(a, b):
