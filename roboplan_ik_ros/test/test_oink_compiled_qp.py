@@ -112,7 +112,8 @@ def _step(runs, q):
 
 
 def _assert_same_step(fast, slow) -> None:
-    assert (fast.status, fast.ok, fast.used_qp, fast.recovering) == (slow.status, slow.ok, slow.used_qp, slow.recovering)
+    outcome = lambda r: (r.status, r.ok, r.used_qp, r.recovering)  # noqa: E731
+    assert outcome(fast) == outcome(slow)
     assert fast.qp_iterations == slow.qp_iterations, fast.status
     np.testing.assert_allclose(fast.dq, slow.dq, rtol=0, atol=1e-9)
 

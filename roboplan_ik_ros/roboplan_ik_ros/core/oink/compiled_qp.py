@@ -60,7 +60,8 @@ class QpFunctions(NamedTuple):
 
 def bind_qp(lib: ctypes.CDLL) -> QpFunctions:
     """The QP functions of an OInK kernel whose layout the caller has checked (AttributeError if missing)."""
-    available, create, free, solve = lib.oink_daqp_available, lib.oink_daqp_create, lib.oink_daqp_free, lib.oink_solve_qp
+    available, create = lib.oink_daqp_available, lib.oink_daqp_create
+    free, solve = lib.oink_daqp_free, lib.oink_solve_qp
     available.argtypes, available.restype = [], ctypes.c_int64
     create.argtypes, create.restype = [ctypes.c_double, ctypes.c_int64], ctypes.c_void_p
     free.argtypes, free.restype = [ctypes.c_void_p], None
