@@ -319,6 +319,9 @@ def test_streaming_examples_are_accepted_by_the_node(controller):
     me = client.node
     name = node.get_name()
     ran, unchecked = [], []
+    reasons: list[str] = []  # every rejection's text, as the node notes it
+    note = node._note_rejection
+    node._note_rejection = lambda text: (reasons.append(text), note(text))
     for argv in ros2_commands(section(README, STREAMING_HEADING)):
         verb = argv[1:3]
         target = pub_parts(argv)[0] if verb == ["topic", "pub"] else argv[3]
@@ -360,7 +363,12 @@ def test_streaming_examples_are_accepted_by_the_node(controller):
                            what=f"the goal of {argv[-1]}; rejected: {node._last_rejection}")
             else:
                 pytest.fail(f"no effect check for {target}")
-            assert node.loop.counts.goals_rejected == rejected, f"{' '.join(argv)}: rejected: {node._last_rejection}"
+            # nothing refused but a stamped stream message that waited > command_timeout to be read (a busy machine:
+            # the node rightly drops it and follows the next ones)
+            refused = reasons[len(reasons) - (node.loop.counts.goals_rejected - rejected):] \
+                if node.loop.counts.goals_rejected > rejected else []
+            late = [r for r in refused if "old on arrival" in r and kind in ("target_twist", "target_joint_velocities")]
+            assert refused == late, f"{' '.join(argv)}: rejected: {[r for r in refused if r not in late]}"
             _wait_rest(node)
         elif verb == ["service", "call"]:
             cls = interface_class(argv[4], "srv")
