@@ -260,7 +260,6 @@ class Recording:
     joint_states: list = field(default_factory=list)  # (t, np.ndarray[7] arm positions, valid)
     status: list = field(default_factory=list)  # (t, node_time, ControllerStatus)
     drive_status: list = field(default_factory=list)  # (t, mock name, dict): each mock's ~/drive_status
-    lost_commands: int = 0  # DDS "message lost" events on the command subscription
 
 
 class Spinner:
@@ -334,7 +333,10 @@ class Rig:
         self.rec = Recording()
         self.node = rclpy.create_node(unique("e2e_recorder"))
         deep = QoSProfile(depth=1000, history=HistoryPolicy.KEEP_LAST, reliability=ReliabilityPolicy.RELIABLE)
-        self._cmd_sub = self._create_command_subscription(Float64MultiArray, deep)
+        # 20 s of commands at 500 Hz: a test process starved of its executor thread that long still loses none
+        self._cmd_sub = self._create_command_subscription(
+            Float64MultiArray, QoSProfile(depth=10_000, history=HistoryPolicy.KEEP_LAST,
+                                          reliability=ReliabilityPolicy.RELIABLE))
         self._js_sub = self.node.create_subscription(JointState, "/joint_states", self._on_js, deep)
         self._arm_index: tuple | None = None
         self.events: dict[str, float] = {}
@@ -344,19 +346,13 @@ class Rig:
 
     # -------------------------------------------------------------- recorder callbacks
     def _create_command_subscription(self, msg_type, qos):
-        """The recorder's command subscription, counting DDS message-lost events. rclpy with Fast DDS
-        (the RMW conftest and scripts/env.sh pick) supports them; an RMW that does not raises here
-        (UnsupportedEventTypeError) and every scenario fails loudly, rather than running without the
-        lost-commands check."""
-        from rclpy.event_handler import SubscriptionEventCallbacks
-
+        """The recorder's command subscription. No DDS message-lost event: with the rmw_fastrtps of these wheels,
+        taking that event (this process's executor thread, holding the GIL) and Fast DDS reporting a lost sample (its
+        receive thread, holding the reader's lock) take two locks in opposite orders and can hang this whole
+        process (seen once in test_e2e_chaos under load; ros2/rmw_fastrtps#890, fixed upstream in 2026). A lost
+        command shows as a jump in :func:`check_commands` instead, which names the time since the previous one."""
         cb = lambda m: self.rec.commands.append((time.perf_counter(), np.array(m.data, dtype=float)))  # noqa: E731
-
-        def lost(info):
-            self.rec.lost_commands += info.total_count_change
-
-        return self.node.create_subscription(msg_type, COMMAND_TOPIC, cb, qos,
-                                             event_callbacks=SubscriptionEventCallbacks(message_lost=lost))
+        return self.node.create_subscription(msg_type, COMMAND_TOPIC, cb, qos)
 
     def _on_js(self, msg) -> None:
         t = time.perf_counter()
@@ -772,7 +768,8 @@ def check_commands(rec: Recording, robot: Panda, *, rate_hz: float = 500.0, rate
        jumps (at most one per run, received before the run's next non-stale status + 0.5 s),
        compared with the first valid /joint_states received after the run's first status;
     4. ``guard_cuts`` is 0 in every status;
-    5. no command was lost (DDS message-lost events on the reliable, deep recorder subscription).
+    (A command lost between the node and the recorder shows as a jump in 2: the recorder's reliable subscription
+    keeps 20 s of commands; no DDS message-lost event, see :meth:`Rig._create_command_subscription`.)
 
     Figures: ``activation_reseeds`` (the first command, 0 or 1) and ``stale_gap_reseeds`` (jumps after a
     stale run that were checked as re-seeds; a re-seed at the last command, no jump, is not counted)."""
@@ -844,14 +841,12 @@ def check_commands(rec: Recording, robot: Panda, *, rate_hz: float = 500.0, rate
             raise AssertionError(
                 f"command {k} jumps: |step| = {step[j]:.6g} rad at {ARM[j]} > v_max*dt = {bound[j]:.6g} "
                 f"(ratio {ratio:.3f}, dt {dt:g} s); previous {c0.tolist()}, this {c1.tolist()}; "
-                f"status modes within 0.3 s: {near}; received {(t1 - t0) * 1e3:.1f} ms after the previous; "
-                f"{rec.lost_commands} commands reported lost by DDS so far")
+                f"status modes within 0.3 s: {near}; received {(t1 - t0) * 1e3:.1f} ms after the previous (a "
+                f"command lost in transport shows here too)")
         window_used[w] = True
         check_reseed(k, "the first command after a stale gap", after=reseed_windows[w][0])
     for t, _, s in rec.status:
         assert s.guard_cuts == 0, f"~/status guard_cuts = {s.guard_cuts}: the last-line guard had to cut a step"
-    assert rec.lost_commands == 0, f"{rec.lost_commands} commands lost between the node and the recorder"
-    figures["lost_commands"] = rec.lost_commands
     return figures
 
 

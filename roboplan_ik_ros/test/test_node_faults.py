@@ -163,17 +163,16 @@ def test_an_error_in_any_callback_stops_the_arm_and_takes_the_error_transition(r
     spinner = Spinner(node)
     client = LifecycleClient(name)
     # every command, in a reliable subscription deep enough for any stall of this process (the client's
-    # keeps 100); a lost one would show as a jump
-    recorded, lost = [], []
-    from rclpy.event_handler import SubscriptionEventCallbacks
+    # keeps 100); a lost one would show as a jump (no DDS message-lost event: it can hang this process, see
+    # e2e.Rig._create_command_subscription)
+    recorded = []
     from rclpy.qos import QoSProfile, ReliabilityPolicy
     from std_msgs.msg import Float64MultiArray
 
     client.node.create_subscription(
         Float64MultiArray, "/forward_position_controller/commands",
         lambda m: recorded.append((time.perf_counter(), tuple(m.data))),
-        QoSProfile(depth=100_000, reliability=ReliabilityPolicy.RELIABLE),
-        event_callbacks=SubscriptionEventCallbacks(message_lost=lambda info: lost.append(info.total_count_change)))
+        QoSProfile(depth=100_000, reliability=ReliabilityPolicy.RELIABLE))
     try:
         assert client.transition(Transition.TRANSITION_CONFIGURE) and client.transition(Transition.TRANSITION_ACTIVATE)
         if kind == "parameter set":  # a runtime parameter whose apply raises (configured by then)
@@ -227,7 +226,6 @@ def test_an_error_in_any_callback_stops_the_arm_and_takes_the_error_transition(r
         assert any(expected in what for what in node.faults.by_callback), dict(node.faults.by_callback)
         assert "raised RuntimeError: injected fault" in node.last_error or "injected fault" in node.faults.last
         # every command, the braking ones included, within v_max*dt of the previous one (shipped 500 Hz)
-        assert not lost, f"{sum(lost)} commands lost on the way to the recorder"
         cmds = np.array([c for _, c in recorded])
         steps = np.abs(np.diff(cmds, axis=0))
         bound = _v_max(scene) * (1.0 / 500.0)
