@@ -112,6 +112,7 @@ class ComTask(Task):
     """
 
     goal = "point"  # set_target(np.ndarray (3,)) in the world frame
+    follower = "point"  # a goal moves the target along a straight line (core/control/follower_kinds.py)
 
     def __init__(
         self,
@@ -163,6 +164,10 @@ class ComTask(Task):
 
     def hold(self, q: np.ndarray) -> None:
         self.set_target(self.com.at(q))
+
+    def leash_point(self, data: pin.Data, out: np.ndarray) -> np.ndarray:
+        """The centre of mass."""
+        return self.com.evaluate(data, out)
 
     def set_parameter(self, name: str, value: Any) -> None:
         if name == "cost":

@@ -28,6 +28,10 @@ class ConfigurationTaskConfig(TaskConfig):
                                              runtime="posture cost per joint")
     max_target_speed: float = key(0.5, range=Range(lo_open=True, unit="rad/s"))  # per joint: a goal is shaped (target_shaper.py)
 
+    def configured_goal(self, robot: Robot, q: np.ndarray) -> np.ndarray | None:
+        """The group q ``target`` names (:func:`configured_target`); None for "current"."""
+        return None if self.target == "current" else configured_target(self, robot, q)
+
 
 def configured_target(config: ConfigurationTaskConfig, robot: Robot, q: np.ndarray) -> np.ndarray:
     """The group q that the ``target`` key names at configuration q (full nq; "current": q's)."""
@@ -55,6 +59,8 @@ class ConfigurationTask(JointTargetTask):
         q_target: target of the group's joints, size group nq (cos/sin pairs for continuous joints).
         weights: cost per joint (scalar or group nv) [cost]/[rad]; W = diag(sqrt(weights)).
     """
+
+    follower = "posture"  # joint goals, shaped, and joint jog streams (core/control/follower_kinds.py)
 
     def __init__(
         self,

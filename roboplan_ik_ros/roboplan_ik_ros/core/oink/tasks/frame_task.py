@@ -58,6 +58,7 @@ class FrameTask(PoseTask):
     The target defaults to the frame's pose at the first update (hold still).
     """
 
+    follower = "frame_pose"  # world pose goals, smoothed; twist streams (core/control/follower_kinds.py)
     native_form = "frame_task"  # the compiled assembly updates this exact class itself (compiled_assembly.py)
 
     def __init__(

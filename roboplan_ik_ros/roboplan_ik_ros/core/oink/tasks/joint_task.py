@@ -47,6 +47,10 @@ class JointTaskConfig(TaskConfig):
                                         f"{self.joints}; expected one per joint (or "
                                         f"{'a group_state name' if name == 'target' else 'one number'})")
 
+    def configured_goal(self, robot: Robot, q: np.ndarray) -> np.ndarray | None:
+        """The group q ``target`` names (:func:`configured_joint_target`); None for "current"."""
+        return None if self.target == "current" else configured_joint_target(self, robot, q)
+
 
 def configured_joint_target(config: JointTaskConfig, robot: Robot, q: np.ndarray) -> np.ndarray:
     """The group q that the ``target`` key names at configuration q (full nq; "current" and the joints not
@@ -90,6 +94,8 @@ class JointTask(JointTargetTask):
         q_target: target of the group's joints, size group nq; only the listed joints' values are used.
         weights: cost per listed joint (scalar or one each) [cost]/[rad]; W = diag(sqrt(weights)).
     """
+
+    follower = "joint_positions"  # joint goals, shaped within target_leash (core/control/follower_kinds.py)
 
     def __init__(
         self,

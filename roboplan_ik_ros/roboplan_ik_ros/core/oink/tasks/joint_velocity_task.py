@@ -45,6 +45,7 @@ class JointVelocityTask(StepReferenceTask):
     """
 
     goal = "velocities"
+    follower = "velocities"  # a reference stream, zeroed after command_timeout (core/control/follower_kinds.py)
 
     def __init__(self, robot: Robot, dt: float, cost=1.0, task_gain: float = 1.0, lm_damping: float = 0.0,
                  priority: int = 1, name: str = "joint_velocity") -> None:

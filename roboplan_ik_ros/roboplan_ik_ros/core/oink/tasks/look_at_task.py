@@ -88,6 +88,10 @@ class LookAtTaskConfig(TaskConfig):
         if self.point is not None:
             as_vector(self.point, 3, f"{path}.point")
 
+    def configured_goal(self, robot: Robot, q: np.ndarray) -> np.ndarray | None:
+        """``point`` [m, world]; None when null."""
+        return None if self.point is None else as_vector(self.point, 3, f"{self.name}.point")
+
 
 def build_look_at_task(config: LookAtTaskConfig, context: BuildContext) -> LookAtTask:
     """The task, aimed at ``point``, or (none given) at a point ahead along the axis at the start."""
@@ -119,6 +123,7 @@ class LookAtTask(Task):
     """
 
     goal = "point"  # set_target(np.ndarray (3,)) in the world frame
+    follower = "line_of_sight"  # a goal turns the line of sight to it (core/control/follower_kinds.py)
 
     def __init__(
         self,
@@ -231,6 +236,13 @@ class LookAtTask(Task):
     def hold(self, q: np.ndarray) -> None:
         pin.framesForwardKinematics(self.scene.model, self.scene.data, q)
         self.set_target(self._ahead(self.scene.data.oMf[self.frame_id]))
+
+    def leash_point(self, data: pin.Data, out: np.ndarray) -> np.ndarray:
+        """A point the axis looks at: 1 m ahead of the frame along it (the direction is what the leash bounds)."""
+        T = pin.updateFramePlacement(self.scene.model, data, self.frame_id)
+        np.dot(T.rotation, self.axis, out=out)
+        out += T.translation
+        return out
 
     def set_parameter(self, name: str, value: Any) -> None:
         if name == "pointing_cost":

@@ -103,6 +103,7 @@ class RelativeFrameTask(PoseTask):
     """
 
     # goal "pose" (PoseTask): set_target(T_reference_target), a pose in the reference frame
+    follower = "relative_pose"  # pose goals smoothed as a frame task's (core/control/follower_kinds.py)
 
     def __init__(
         self,

@@ -35,6 +35,13 @@ class TaskConfig:
         """Check the keys' ranges and the kind's own rules (an InvalidInputError naming the key under ``path``)."""
         check_declared(self, path)
 
+    def configured_goal(self, robot: Robot, q: np.ndarray) -> Any:
+        """The goal this entry's keys configure at configuration q (full nq), in the form of its kind's
+        :attr:`Task.goal` (a configuration or joint task's ``target``, a look_at's ``point``): what the control
+        loop's ``apply_configured_targets`` hands to the task's follower. None: no configured goal (the default;
+        a ``target: current``, a null point)."""
+        return None
+
 
 declare_ranges("tasks", TaskConfig)
 
@@ -71,6 +78,11 @@ class Task(ABC):
     # The target set_target last took (the kind's own form: pin.SE3, a point, q, ...); None for a kind without one
     # (damping) and until a target is set
     target = None
+    # The follower the control loop gives this kind's goals, by name; it decides the goal inputs the kind accepts
+    # (the loop's methods, the node's topics). "" takes no goals. The names and what each asks of a kind:
+    # core/control/follower_kinds.py ("frame_pose", "relative_pose", "posture", "joint_positions", "point",
+    # "line_of_sight", "velocities").
+    follower = ""
 
     def __init__(self, robot: Robot, m: int, task_gain: float, lm_damping: float, priority: int, name: str) -> None:
         gain = check_key(task_gain, "tasks[].task_gain", f"{name}.task_gain")
@@ -108,6 +120,22 @@ class Task(ABC):
     def hold(self, q: np.ndarray) -> None:
         """Point the task's target at configuration q (full nq), so that it asks for no motion there; a
         task without a target (damping, ...) has nothing to do."""
+
+    def leash_point(self, data: pin.Data, out: np.ndarray) -> np.ndarray:
+        """For a kind whose goals are world points (follower "point" or "line_of_sight"): the point [m, world] its
+        target is leashed to, from the joint placements in ``data`` (forward kinematics at the tick's q), written
+        into ``out`` (3,) and returned."""
+        raise NotImplementedError(f"{type(self).__name__} ({self.name!r}) takes no point goals")
+
+    @property
+    def position_error(self) -> float:
+        """[m] |position error| at the last update, for reports; 0 for a kind without a pose."""
+        return 0.0
+
+    @property
+    def orientation_error(self) -> float:
+        """[rad] |rotation error| at the last update, for reports; 0 for a kind without a pose."""
+        return 0.0
 
     def set_parameter(self, name: str, value: Any) -> None:
         """A runtime parameter of this task's kind changed (already checked against its range)."""
