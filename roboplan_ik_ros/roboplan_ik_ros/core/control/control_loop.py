@@ -54,18 +54,11 @@ from ..config import IKConfig, load_config
 from ..errors import InvalidInputError
 from ..model.closest_pairs import ClosestObstacle
 from ..model.scene import Scene
-from ..oink import AccelerationLimit, ConfigurationTask, FollowingErrorLimit, FrameTask, VelocityLimit
+from ..oink import AccelerationLimit, FollowingErrorLimit, VelocityLimit
 from ..oink.controller import OinkController, StepOutcome
-from ..oink.tasks.com_task import ComTask
-from ..oink.tasks.joint_target_task import JointTargetTask
-from ..oink.tasks.look_at_task import LookAtTask
-from ..oink.tasks.relative_frame_task import RelativeFrameTask
 from .binding_bounds import JOINT_BOUND  # noqa: F401 - re-exported: a motion-limit code callers read
 from .command_guard import CommandGuard
 from .following_speed import following_speed, min_jerk  # noqa: F401 - following_speed re-exported
-from .goal_feedback import GoalJudge
-from .goal_followers import GoalSmoother
-from .joint_jog_follower import JointJogFollower
 from .loop_config import (LoopConfig, UnappliedConfigWarning, check_loop_config, load_loop_config,  # noqa: F401
                           split_node_section, unapplied_loop_keys)
 from .loop_goals import LoopGoals
@@ -73,9 +66,7 @@ from .loop_modes import (COMMAND_TIMEOUT, HOLDING, INACTIVE, LEASH, LIMIT_PAUSED
                          PAUSED, RAMP_ACCELERATION_SHARE, RECOVERING, SINGULARITY, STALE,  # re-exported: the modes
                          TRACKING, WAITING_FOR_GOAL)  # and codes callers read
 from .loop_view import LoopView
-from .singularity_scale import SingularityScale
 from .state_tracker import StateTracker
-from .twist_follower import TwistFollower
 
 @dataclass
 class LoopCounters:
@@ -160,14 +151,11 @@ class ControlLoop(LoopGoals, LoopView):
         accel = self._accel
         self.guard = CommandGuard(scene, self.group, self._guard_v_max(), self.dt,
                                   None if accel is None else accel.a_max, None if accel is None else accel.j_max)
-        self._smoothers = {n: GoalSmoother(settings.goal_smoothing) for n, t in self.ctrl.tasks.items()
-                           if isinstance(t, FrameTask)}
-        self._twists = {n: TwistFollower(settings.streaming) for n in self._smoothers}
-        st = settings.streaming
-        self._singularity = {n: SingularityScale(scene, self.group, self.ctrl.tasks[n].frame_id,
-                                                 st.lower_singularity_threshold, st.hard_stop_singularity_threshold,
-                                                 row_weights=self.ctrl.tasks[n].sqrt_weight)
-                             for n in self._smoothers}
+        # every goal (pose, joint and point goals, streams) reaches its task through the follower its kind names
+        # (follower_kinds.py): joint and point goals through a jerk-limited shaper (target_shaper.py); the leash's
+        # anchors are computed where the tick needs them
+        self._build_followers()
+        self._point_here = np.zeros(3)  # the point task's leash point at the tick's q (the leash's anchor)
         # why each task's latest stream stopped (kept until its next input: the status says why it is still)
         self._stream_end: dict[str, str] = {}
         self.paused = False
@@ -175,32 +163,14 @@ class ControlLoop(LoopGoals, LoopView):
         self._stream_limit: dict[str, str] = {}  # per task: the motion limit of its stream at the last tick
         self._leash_cause = ""  # the code the last motion_limit() gave a target held at the leash ("" = none)
         self._sampled_limit = ""  # the sampled code (barrier or a leash cause) at the last note_motion_limit
-        # every joint goal (configuration and joint tasks) and point goal (look_at, com) reaches its task through
-        # a jerk-limited shaper (target_shaper.py); the leash's anchors are computed where the tick needs them
-        self._ramps = {n: self._joint_shaper(n, t) for n, t in self.ctrl.tasks.items() if isinstance(t, JointTargetTask)}
-        self._points = {n: self._point_shaper(n) for n, t in self.ctrl.tasks.items()
-                        if isinstance(t, (LookAtTask, ComTask))}
-        self._point_here = np.zeros(3)  # the look_at's or com's measured point at the tick's q (the leash's anchor)
-        # relative_frame pose goals: node.goal_smoothing, as frame goals (leashed to the measured relative pose)
-        self._relative = {n: GoalSmoother(settings.goal_smoothing) for n, t in self.ctrl.tasks.items()
-                          if isinstance(t, RelativeFrameTask)}
-        jog_accel = None if accel is None else RAMP_ACCELERATION_SHARE * accel.a_max  # per group joint
-        self._jogs = {n: JointJogFollower(scene, self.group, settings.streaming, jog_accel)
-                      for n, t in self.ctrl.tasks.items() if isinstance(t, ConfigurationTask)}
-        # the other tasks whose kind takes a goal (Task.goal), on set_task_target: joint, point and relative pose
-        # goals through the followers above; a "velocities" goal is a reference set as it arrives, a stream zeroed
-        # after streaming.command_timeout without a newer one (time of the latest here)
-        self._direct_goals = {n: t.goal for n, t in self.ctrl.tasks.items()
-                              if t.goal and n not in self._smoothers and n not in self._jogs}
+        # a "velocities" goal is a reference set as it arrives, a stream zeroed after streaming.command_timeout
+        # without a newer one (time of the latest here)
         self._velocity_stamps: dict[str, float] = {}
         if accel is not None and settings.goal_smoothing.type not in ("max_acceleration", "jerk_limited"):
             self.notes.append(
                 f"node.goal_smoothing.type {settings.goal_smoothing.type!r} with an acceleration limit: a pose goal "
                 "that jumps is reached at the acceleration bounds and overshot by the braking distance; "
                 "'jerk_limited' or 'max_acceleration' brakes the target into the goal instead")
-        self._reach = {n: scene.arm_reach(self.group, t.frame)
-                       for n, t in self.ctrl.tasks.items() if isinstance(t, FrameTask)}
-        self._judges = {n: GoalJudge() for n in self._smoothers}  # goal feedback (status reports)
         self._feedback_data = scene.model.createData()
 
     @classmethod

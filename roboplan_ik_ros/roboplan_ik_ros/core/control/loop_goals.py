@@ -1,5 +1,6 @@
-"""The control loop's goals: every input that sets a task's goal (pose, twist, joints, jog, a kind's direct goal,
-the configured targets), the shapers that bring each to its task jerk-limited, and their step in the tick.
+"""The control loop's goals: the followers of every task that takes goals (built from the follower its kind names,
+:mod:`.follower_kinds`), every input that sets a task's goal (pose, twist, joints, jog, a kind's direct goal, the
+configured targets), the shapers that bring each to its task jerk-limited, and their step in the tick.
 A part of :class:`~.control_loop.ControlLoop` (its base class), on the loop's state."""
 
 from __future__ import annotations
@@ -12,37 +13,73 @@ import numpy as np
 import pinocchio as pin
 
 from ..errors import InvalidInputError, as_vector
-from ..oink import ConfigurationTask
-from ..oink.tasks.com_task import ComTask
-from ..oink.tasks.joint_task import JointTask, configured_joint_target
-from ..oink.tasks.look_at_task import LookAtTask
 from ..oink.tasks.pose_task import as_se3
-from .following_speed import MIN_TARGET_SPEED, following_speed
-from .line_of_sight_shaper import LineOfSightShaper
 from .binding_bounds import JOINT_BOUND
+from .follower_kinds import JOINT_JOG, TARGET, goal_inputs
+from .following_speed import MIN_TARGET_SPEED, following_speed
+from .goal_feedback import GoalJudge
+from .goal_followers import GoalSmoother
+from .joint_jog_follower import JointJogFollower
+from .line_of_sight_shaper import LineOfSightShaper
 from .loop_modes import (COMMAND_TIMEOUT, GOAL_REACH_FACTOR, INACTIVE, LEASH, RAMP_ACCELERATION_SHARE, SINGULARITY,
                          STALE, TRACKING, WAITING_FOR_GOAL)
+from .singularity_scale import SingularityScale
 from .target_shaper import JointTargetShaper, TargetShaper
-from .twist_follower import scale_joint_velocities, scale_twist
+from .twist_follower import TwistFollower, scale_joint_velocities, scale_twist
 
 
 class LoopGoals:
-    """Goal inputs and shaping, for :class:`~.control_loop.ControlLoop`: its followers (``_smoothers``, ``_twists``,
-    ``_ramps``, ``_jogs``, ``_points``, ``_relative``, ``_direct_goals``) are built in its ``__init__``."""
+    """Goal inputs and shaping, for :class:`~.control_loop.ControlLoop`, which calls :meth:`_build_followers` once
+    its controller and limits are built."""
+
+    def _build_followers(self) -> None:
+        """Each goal-taking task's followers, by the follower its kind names (Task.follower; :mod:`.follower_kinds`)."""
+        settings, streaming, accel = self.settings, self.settings.streaming, self._accel
+        jog_accel = None if accel is None else RAMP_ACCELERATION_SHARE * accel.a_max  # per group joint
+        self._goal_inputs: dict[str, tuple[str, ...]] = {}  # every task that takes goals: the inputs it accepts
+        self._direct_goals: dict[str, str] = {}  # the tasks whose goals arrive on set_task_target: their form
+        # frame_pose: the pose goal's smoother, the twist stream, its singularity scale, the goal's judge and reach
+        self._smoothers, self._twists, self._singularity, self._judges, self._reach = {}, {}, {}, {}, {}
+        self._ramps, self._jogs = {}, {}  # joint goals (posture, joint_positions); joint jog streams (posture)
+        self._relative, self._points = {}, {}  # relative_pose; point and line_of_sight goals
+        for name, task in self.ctrl.tasks.items():
+            inputs = goal_inputs(task)
+            if not inputs:
+                continue
+            self._goal_inputs[name] = inputs
+            if TARGET in inputs:
+                self._direct_goals[name] = task.goal
+            follower = task.follower
+            if follower == "frame_pose":
+                self._smoothers[name] = GoalSmoother(settings.goal_smoothing)
+                self._twists[name] = TwistFollower(streaming)
+                self._singularity[name] = SingularityScale(
+                    self.scene, self.group, task.frame_id, streaming.lower_singularity_threshold,
+                    streaming.hard_stop_singularity_threshold, row_weights=task.sqrt_weight)
+                self._judges[name] = GoalJudge()  # goal feedback (status reports)
+                self._reach[name] = self.scene.arm_reach(self.group, task.frame)
+            elif follower == "relative_pose":  # node.goal_smoothing, as frame goals (leashed to the relative pose)
+                self._relative[name] = GoalSmoother(settings.goal_smoothing)
+            elif follower in ("posture", "joint_positions"):
+                self._ramps[name] = self._joint_shaper(name, leashed=follower == "joint_positions")
+                if JOINT_JOG in inputs:
+                    self._jogs[name] = JointJogFollower(self.scene, self.group, streaming, jog_accel)
+            elif follower in ("point", "line_of_sight"):
+                self._points[name] = self._point_shaper(name, line_of_sight=follower == "line_of_sight")
 
     def _task_config(self, name: str):
         return next(tc for tc in self.config.tasks if tc.name == name)
 
-    def _joint_shaper(self, name: str, task) -> JointTargetShaper:
-        """The shaper of a joint-target task's goals: per joint at most the velocity limit and the task's
+    def _joint_shaper(self, name: str, leashed: bool) -> JointTargetShaper:
+        """The shaper of a task's joint goals: per joint at most the velocity limit and the task's
         ``max_target_speed`` (a joint task's null: the velocity limit); with an acceleration limit, its a_max and
         j_max times RAMP_ACCELERATION_SHARE (without one none: the target's velocity steps, a max-speed ramp).
-        A joint task's target stays within ``target_leash`` of the joint; a configuration task's is not leashed
-        (a posture below other tasks is by design reached only as far as they leave room)."""
+        ``leashed`` (joint_positions): the target stays within the entry's ``target_leash`` of the joint; a
+        posture's is not leashed (a posture below other tasks is by design reached only as far as they leave room)."""
         tc, accel = self._task_config(name), self._accel
         share = RAMP_ACCELERATION_SHARE
         a_max, j_max = (math.inf, math.inf) if accel is None else (share * accel.a_max, share * accel.j_max)
-        leash = getattr(tc, "target_leash", math.inf) if isinstance(task, JointTask) else math.inf
+        leash = tc.target_leash if leashed else math.inf
         return JointTargetShaper(self.scene, self.group, self.dt, self._joint_target_speed(name), a_max, j_max,
                                  None if math.isinf(leash) else leash)
 
@@ -67,24 +104,23 @@ class LoopGoals:
         for name, ramp in self._ramps.items():
             ramp.set_speed(self._joint_target_speed(name))
 
-    def _point_shaper(self, name: str) -> TargetShaper | LineOfSightShaper:
-        """The shaper of a point goal: a look_at's turns its line of sight at max_turn_speed, _acceleration and
-        _jerk, its target's direction within ``target_leash`` [rad] of the axis; a com's moves along a straight
-        line at max_target_speed, _acceleration and _jerk, within ``target_leash`` [m] of the centre of mass."""
+    def _point_shaper(self, name: str, line_of_sight: bool) -> TargetShaper | LineOfSightShaper:
+        """The shaper of a point goal: ``line_of_sight`` (a look_at's) turns the line of sight at max_turn_speed,
+        _acceleration and _jerk, its target's direction within ``target_leash`` [rad] of the axis; else (a com's)
+        it moves along a straight line at max_target_speed, _acceleration and _jerk, within ``target_leash`` [m]
+        of the task's leash point (the centre of mass)."""
         tc = self._task_config(name)
         leash = None if math.isinf(tc.target_leash) else tc.target_leash
-        if isinstance(self.ctrl.tasks[name], LookAtTask):
+        if line_of_sight:
             return LineOfSightShaper(self.dt, tc.max_turn_speed, tc.max_turn_acceleration, tc.max_turn_jerk, leash)
         return TargetShaper(3, self.dt, tc.max_target_speed, tc.max_target_acceleration, tc.max_target_jerk,
                             euclidean=True, leash=leash)
 
-    def _eye(self, name: str) -> np.ndarray | None:
-        """A look_at task's frame origin [m] at the last command (None for another task)."""
-        task = self.ctrl.tasks[name]
-        if not isinstance(task, LookAtTask):
-            return None
+    def _eye(self, name: str) -> np.ndarray:
+        """A line_of_sight task's frame origin [m] at the last command (where its line of sight starts)."""
         pin.forwardKinematics(self.scene.model, self._fk_data, self.guard.last)
-        return pin.updateFramePlacement(self.scene.model, self._fk_data, task.frame_id).translation.copy()
+        return pin.updateFramePlacement(self.scene.model, self._fk_data,
+                                        self.ctrl.tasks[name].frame_id).translation.copy()
 
     def _set_point_goal(self, name: str, point: np.ndarray) -> None:
         shaper = self._points[name]
@@ -231,6 +267,12 @@ class LoopGoals:
         self._start_tracking()
 
     @property
+    def goal_inputs(self) -> Mapping[str, tuple[str, ...]]:
+        """Task name -> the goal inputs it accepts (:mod:`.follower_kinds`: "pose", "twist", "joints", "joint_jog",
+        "target"), for every task whose kind takes goals, in the configured order."""
+        return MappingProxyType(self._goal_inputs)
+
+    @property
     def direct_goals(self) -> Mapping[str, str]:
         """Task name -> the goal its kind takes ("pose", "point", "joints", "velocities"), for the tasks whose
         goals arrive on :meth:`set_task_target` (frame and configuration tasks have their own inputs); joint and
@@ -258,19 +300,19 @@ class LoopGoals:
     def _apply_configured_targets(self) -> None:
         """Each task at rest with a configured target (not "current"; a look_at's point not null) gets it as
         its goal, through its shaper; a task that is moving to a goal keeps it."""
-        q = self.guard.last
+        q, robot = self.guard.last, self.ctrl.oink.robot
         for name, ramp in self._ramps.items():
-            tc = self._task_config(name)
-            if ramp.moving or tc.target == "current" or (name in self._jogs and self._jogs[name].streaming):
+            if ramp.moving or (name in self._jogs and self._jogs[name].streaming):
                 continue
-            if isinstance(self.ctrl.tasks[name], ConfigurationTask):
-                ramp.set_goal(self.ctrl.configured_target(tc, q))
-            else:
-                ramp.set_goal(configured_joint_target(tc, self.ctrl.oink.robot, q))
+            q_group = self._task_config(name).configured_goal(robot, q)  # None: "current"
+            if q_group is not None:
+                ramp.set_goal(q_group)
         for name, shaper in self._points.items():
-            point = getattr(self._task_config(name), "point", None)  # look_at's (com has no configured target)
-            if point is not None and not shaper.moving:
-                self._set_point_goal(name, as_vector(point, 3, f"{name}.point"))
+            if shaper.moving:
+                continue
+            point = self._task_config(name).configured_goal(robot, q)  # a look_at's point (None: null; a com's)
+            if point is not None:
+                self._set_point_goal(name, point)
 
     def goal(self, task_name: str):
         """The latest goal of a task (pin.SE3 for frame tasks, group q for joint-target tasks, a world point
@@ -353,14 +395,8 @@ class LoopGoals:
 
     def _leashed_point_step(self, task, shaper):
         """A point shaper's step with its leash's anchor from the joint placements at the tick's q (in
-        _leash_data): a com's, the centre of mass; a look_at's, a point its axis looks at (1 m ahead)."""
-        data, here = self._leash_data, self._point_here
-        if isinstance(task, ComTask):
-            return shaper.step(task.com.evaluate(data, here))
-        T = pin.updateFramePlacement(self.scene.model, data, task.frame_id)
-        np.dot(T.rotation, task.axis, out=here)
-        here += T.translation
-        return shaper.step(here)
+        _leash_data): the task's leash point (a com's, the centre of mass; a look_at's, a point its axis looks at)."""
+        return shaper.step(task.leash_point(self._leash_data, self._point_here))
 
     def _expire_velocity_goals(self, now: float) -> None:
         """A velocity reference older than command_timeout is zeroed (no newer command: no motion)."""
