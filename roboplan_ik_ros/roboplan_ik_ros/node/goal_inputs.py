@@ -1,12 +1,13 @@
 """The inputs of the configured tasks as ROS endpoints, decoded into the :class:`ControlLoop`.
 
-Per frame task ``~/<task>/target_pose`` (geometry_msgs/PoseStamped) and ``~/<task>/target_twist``
-(TwistStamped); per configuration task ``~/<task>/target_joints`` and ``~/<task>/target_joint_velocities``
-(sensor_msgs/JointState) and, where control_msgs is installed, ``~/<task>/joint_jog``; per task of another
-kind that takes a goal (its class's ``goal``): ``~/<task>/target_pose`` (a pose in the task's reference frame,
-relative_frame), ``~/<task>/target_point`` (geometry_msgs/PointStamped: com, look_at), ``~/<task>/target_joints``
-or ``~/<task>/target_joint_velocities`` (JointState); the services ``~/pause`` (std_srvs/SetBool) and
-``~/apply_configured_targets`` (Trigger).
+Per task, the endpoints of the goal inputs its kind's follower accepts (``ControlLoop.goal_inputs``,
+core/control/follower_kinds.py): ``pose`` ``~/<task>/target_pose`` (geometry_msgs/PoseStamped) and ``twist``
+``~/<task>/target_twist`` (TwistStamped), a frame task's; ``joints`` ``~/<task>/target_joints`` and ``joint_jog``
+``~/<task>/target_joint_velocities`` (sensor_msgs/JointState) and, where control_msgs is installed,
+``~/<task>/joint_jog``, a configuration task's; ``target``, a goal in the form of the kind's ``goal``:
+``~/<task>/target_pose`` (a pose in the task's reference frame, relative_frame), ``~/<task>/target_point``
+(geometry_msgs/PointStamped: com, look_at), ``~/<task>/target_joints`` or ``~/<task>/target_joint_velocities``
+(JointState). And the services ``~/pause`` (std_srvs/SetBool) and ``~/apply_configured_targets`` (Trigger).
 
 Each callback decodes and checks its message, then hands the input to the loop under the node's
 lock. A bad input changes nothing: it is rejected (counted in the loop, logged throttled, kept as
@@ -26,8 +27,8 @@ from sensor_msgs.msg import JointState
 from std_srvs.srv import SetBool, Trigger
 
 from ..core.control.control_loop import ControlLoop
+from ..core.control.follower_kinds import JOINT_JOG, JOINTS, POSE, TARGET, TWIST
 from ..core.errors import InvalidInputError
-from ..core.oink import ConfigurationTask, FrameTask
 from .goal_frames import FrameResolver, joint_goal_configuration, joint_jog_velocities
 from .message_conversions import PoseError, se3_from_pose
 from .node_config import NodeConfig
@@ -62,34 +63,42 @@ class GoalInputs:
     def create_endpoints(self) -> None:
         """Subscriptions and services on the node (call inside its configured session)."""
         node = self.node
-        for name, task in self.loop.tasks.items():
-            if isinstance(task, FrameTask):
-                node.create_subscription(PoseStamped, f"~/{name}/target_pose",
-                                         lambda m, n=name: self.on_pose_goal(n, m), GOAL_QOS)
-                node.create_subscription(TwistStamped, f"~/{name}/target_twist",
-                                         lambda m, n=name: self.on_twist(n, m), STREAM_QOS)
-            elif isinstance(task, ConfigurationTask):
-                node.create_subscription(JointState, f"~/{name}/target_joints",
-                                         lambda m, n=name: self.on_joint_goal(n, m), GOAL_QOS)
-                node.create_subscription(JointState, f"~/{name}/target_joint_velocities",
-                                         lambda m, n=name: self.on_joint_jog(n, m, m.velocity), STREAM_QOS)
-                if JointJog is not None:
-                    node.create_subscription(JointJog, f"~/{name}/joint_jog",
-                                             lambda m, n=name: self.on_joint_jog(n, m, m.velocities), STREAM_QOS)
-        for name, goal in self.loop.direct_goals.items():  # the other kinds that take a goal (Task.goal)
+        for name, inputs in self.loop.goal_inputs.items():
+            for goal_input in inputs:
+                for topic, msg_type, callback, qos in self._endpoints(name, goal_input):
+                    node.create_subscription(msg_type, f"~/{name}/{topic}", callback, qos)
+        if JointJog is None and any(JOINT_JOG in inputs for inputs in self.loop.goal_inputs.values()):
+            node.get_logger().info("control_msgs is not installed: no ~/<task>/joint_jog (control_msgs/JointJog); "
+                                   "jog with sensor_msgs/JointState velocities on ~/<task>/target_joint_velocities")
+        node.create_service(Trigger, "~/apply_configured_targets", self.on_apply_configured_targets)
+        node.create_service(SetBool, "~/pause", self.on_pause)
+
+    def _endpoints(self, name: str, goal_input: str) -> list[tuple[str, type, Callable, QoSProfile]]:
+        """(topic under ~/<name>/, message type, callback, QoS) of each subscription of task ``name``'s goal input
+        (core/control/follower_kinds.py); a ``target`` input's topic follows the form of the kind's goal."""
+        if goal_input == POSE:
+            return [("target_pose", PoseStamped, lambda m: self.on_pose_goal(name, m), GOAL_QOS)]
+        if goal_input == TWIST:
+            return [("target_twist", TwistStamped, lambda m: self.on_twist(name, m), STREAM_QOS)]
+        if goal_input == JOINTS:
+            return [("target_joints", JointState, lambda m: self.on_joint_goal(name, m), GOAL_QOS)]
+        if goal_input == JOINT_JOG:
+            jogs = [("target_joint_velocities", JointState, lambda m: self.on_joint_jog(name, m, m.velocity),
+                     STREAM_QOS)]
+            if JointJog is not None:
+                jogs.append(("joint_jog", JointJog, lambda m: self.on_joint_jog(name, m, m.velocities), STREAM_QOS))
+            return jogs
+        if goal_input == TARGET:
+            goal = self.loop.direct_goals[name]
             topic, msg_type, callback = {
                 "pose": ("target_pose", PoseStamped, self.on_direct_pose),
                 "point": ("target_point", PointStamped, self.on_direct_point),
                 "joints": ("target_joints", JointState, self.on_direct_joints),
                 "velocities": ("target_joint_velocities", JointState, self.on_direct_velocities),
             }[goal]
-            node.create_subscription(msg_type, f"~/{name}/{topic}", lambda m, n=name, c=callback: c(n, m),
-                                     STREAM_QOS if goal == "velocities" else GOAL_QOS)
-        if JointJog is None and any(isinstance(t, ConfigurationTask) for t in self.loop.tasks.values()):
-            node.get_logger().info("control_msgs is not installed: no ~/<task>/joint_jog (control_msgs/JointJog); "
-                                   "jog with sensor_msgs/JointState velocities on ~/<task>/target_joint_velocities")
-        node.create_service(Trigger, "~/apply_configured_targets", self.on_apply_configured_targets)
-        node.create_service(SetBool, "~/pause", self.on_pause)
+            return [(topic, msg_type, lambda m: callback(name, m), STREAM_QOS if goal == "velocities" else GOAL_QOS)]
+        raise ValueError(f"task {name!r}: goal input {goal_input!r} has no endpoint; expected one of "
+                         f"{POSE}, {TWIST}, {JOINTS}, {JOINT_JOG}, {TARGET}")
 
     def reject(self, topic: str, reason: str) -> None:
         with self._lock:

@@ -50,11 +50,11 @@ from roboplan_ik_interfaces.msg import ControllerStatus
 
 from ..core.config import IKConfig, load_config
 from ..core.control.control_loop import STALE, ControlLoop
+from ..core.control.follower_kinds import POSE
 from ..core.control.stale_hold import StaleHold
 from ..core.model.scene_config import scene_from_config
 from ..core.errors import InvalidInputError
 from ..core.simple_ik.worker import WorkerSpec, start_forkserver
-from ..core.oink import FrameTask
 from ..core.simple_ik.objective_config import check_objective_frames
 from ..core.simple_ik.solver import SimpleIK
 from .descriptions import LATCHED, LatchedDescriptions
@@ -443,7 +443,7 @@ class IKControllerNode(ParameterHandling, NodeReports, ConfigureInputs, Autostar
             raise ConfigureError(f"config_file {path!r}: {exc}") from exc
         self._stale_hold = StaleHold(self._outputs.velocity)
         self._root = root_frame_name(scene)
-        self._frame_tasks = [n for n, t in loop.tasks.items() if isinstance(t, FrameTask)]
+        self._frame_tasks = [n for n, inputs in loop.goal_inputs.items() if POSE in inputs]  # world pose goals
         self._setup_frames()
         self._setup_ros_entities()
         self._setup_parameters()

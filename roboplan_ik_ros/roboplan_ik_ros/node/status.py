@@ -12,7 +12,6 @@ from roboplan_ik_interfaces.msg import BarrierStatus, ControllerStatus, TaskStat
 
 from ..core.control.control_loop import TRACKING, WAITING_FOR_GOAL, ControlLoop
 from ..core.control.goal_feedback import GoalVerdict
-from ..core.oink.tasks.pose_task import PoseTask
 from . import diagnostics as diag
 
 
@@ -66,8 +65,8 @@ class LoopSnapshot:
         return cls(
             mode=loop.mode, holding=loop.holding, hold_reason=loop.hold_reason,
             qp_status=out.result.status if out is not None else "",
-            tasks=[(n, float(np.linalg.norm(t.error)), t.position_error if isinstance(t, PoseTask) else 0.0,
-                    t.orientation_error if isinstance(t, PoseTask) else 0.0) for n, t in loop.tasks.items()],
+            tasks=[(n, float(np.linalg.norm(t.error)), t.position_error, t.orientation_error)
+                   for n, t in loop.tasks.items()],
             barriers=barriers,
             counters={"guard_cuts": loop.guard_cuts, "joint_states_rejected": loop.joint_states_rejected,
                       "goals_rejected": c.goals_rejected, "holds": c.holds, "reseeds": c.reseeds,
