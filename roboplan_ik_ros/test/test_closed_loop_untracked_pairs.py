@@ -15,7 +15,7 @@ import pytest
 
 from models import robot
 from roboplan_ik_ros.core.config import load_config
-from roboplan_ik_ros.core.control import control_loop as control_loop_module
+from roboplan_ik_ros.core.control.braking import Braking
 from roboplan_ik_ros.core.control.control_loop import ControlLoop
 from roboplan_ik_ros.core.model.obstacles import Obstacle
 from roboplan_ik_ros.core.model.scene_config import scene_from_config
@@ -137,7 +137,7 @@ def test_without_urgent_tracking_a_refused_hold_brakes_joint_by_joint_and_ends_f
     braking along the path coasts deeper than the hardest braking joint by joint, which the hold takes."""
     hardest, loop = WallAndSphere(SEEDS[0], n_collision_pairs=1, urgent_pairs=0).run()
     assert loop.counts.hardest_stops > 0
-    monkeypatch.setattr(control_loop_module.ControlLoop, "_safest_stop_from", lambda self, q: self._stop_from(q))
+    monkeypatch.setattr(Braking, "safest_from", lambda self, q, previous: self.from_start(q, previous))
     along_path, _ = WallAndSphere(SEEDS[0], n_collision_pairs=1, urgent_pairs=0).run()
     assert hardest > along_path + 0.001, (hardest, along_path)
 

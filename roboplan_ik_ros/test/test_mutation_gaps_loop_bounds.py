@@ -48,7 +48,7 @@ def _arm_bounds(names):
 
 # ----------------------------------------------------------------------------- configure
 def test_the_joint_whose_braking_reserve_exceeds_the_leash_is_refused_even_when_it_is_not_the_first(panda):
-    """_check_braking_reserve: a_max dt^2 (ceil(a_max / (j_max dt)) - 1)^2 per joint must fit in
+    """Braking.check_reserve: a_max dt^2 (ceil(a_max / (j_max dt)) - 1)^2 per joint must fit in
     max_state_divergence (0.1 rad). Franka's bounds reserve nothing (ceil(15 / (7500 dt)) = 1), except panda_joint3
     given a_max 4, j_max 20: ceil(100) - 1 = 99 steps, 4 dt^2 99^2 = 0.157 rad. Refused, naming panda_joint3 and the
     least j_max that fits (n_C^2 a_max dt^2 < 0.1: n_C = 79, j_max = a_max / (dt (n_C + 1)) = 25)."""
@@ -133,7 +133,7 @@ def _held_tick(loop, q0: np.ndarray, u: np.ndarray, monkeypatch):
 @pytest.mark.parametrize("share", [0.89, 0.99], ids=["path-braking-corrected", "hardest-braking-corrected"])
 def test_a_held_step_whose_braking_crosses_the_floor_is_turned_back_and_counted_once(panda, monkeypatch, share):
     """A QP failure holds (the solve runs at q, then reports failure): the hold brakes, and a stop must be no less
-    safe than the step it replaces (_safest_stop_from). Braking along the path (every increment scaled by one factor,
+    safe than the step it replaces (Braking.safest_from). Braking along the path (every increment scaled by one factor,
     each dropping by at most min(a_max dt^2, j_max dt^3)) would end beyond the face by more than the tolerance, so
     the stop is turned back along the barrier rows within the box limits: the command ends within the check's floor
     (x <= face + tolerance), every increment within the acceleration and jerk bounds, and the tick counts one
@@ -172,7 +172,7 @@ def test_a_held_step_whose_braking_crosses_the_floor_is_turned_back_and_counted_
 
 
 def test_a_held_stop_takes_the_braking_that_ends_higher_above_the_floor_at_the_configured_tolerance(panda, monkeypatch):
-    """_safest_stop_from weighs the braking along the path against the hardest braking (each joint toward rest at its
+    """Braking.safest_from weighs the braking along the path against the hardest braking (each joint toward rest at its
     bound, min(a_max dt^2, j_max dt^3) from the steady stream) by how far each ends above the check's floor at
     solver.barrier_tolerance, here 1e-5 (a tenth of panda.yaml's). At 0.99 U both end beyond the face by more than
     that and neither is turned back within it (no corrected stop); the hardest braking ends farther beyond (the

@@ -32,10 +32,14 @@ decodes messages into it and publishes what it returns.
   (deactivate) brake along the path at the bounds (:meth:`AccelerationLimit.braking_step`) instead of
   repeating the last command; only stale joint states (a lost robot) stop the stream at once.
 
-Times are seconds of a monotonic clock passed in by the caller. The class is split by concern: this file holds
-the tick, the safety rules above and the lifecycle; :class:`~.loop_goals.LoopGoals` the goal inputs and their
-shaping; :class:`~.loop_view.LoopView` what callers read (motion limits, goal feedback, barrier rows, a
-read-only view); :mod:`.loop_modes` the modes and codes.
+Times are seconds of a monotonic clock passed in by the caller. The loop is split by concern: this file holds
+the tick (which rule applies when), the lifecycle, the pause and the runtime settings; its collaborators the
+rules themselves: :class:`StateTracker` the measurements, :class:`~.stream_limits.StreamLimits` the limits of the
+command stream and where each step starts, :class:`~.braking.Braking` where a hold, a refused step and a
+controlled stop go, :class:`CommandGuard` the last check of every command. Its bases hold the goals
+(:class:`~.loop_goals.LoopGoals`: the followers each task's kind names, :mod:`.follower_kinds`, the goal inputs
+and their shaping) and what callers read (:class:`~.loop_view.LoopView`: motion limits, goal feedback, barrier
+rows, a read-only view); :mod:`.loop_modes` the modes and codes.
 """
 
 from __future__ import annotations
@@ -48,17 +52,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
-import pinocchio as pin
 
 from ..config import IKConfig, load_config
 from ..errors import InvalidInputError
 from ..model.closest_pairs import ClosestObstacle
 from ..model.scene import Scene
-from ..oink import AccelerationLimit, FollowingErrorLimit, VelocityLimit
 from ..oink.controller import OinkController, StepOutcome
 from .binding_bounds import JOINT_BOUND  # noqa: F401 - re-exported: a motion-limit code callers read
+from .braking import Braking
 from .command_guard import CommandGuard
-from .following_speed import following_speed, min_jerk  # noqa: F401 - following_speed re-exported
+from .following_speed import following_speed  # noqa: F401 - re-exported
 from .loop_config import (LoopConfig, UnappliedConfigWarning, check_loop_config, load_loop_config,  # noqa: F401
                           split_node_section, unapplied_loop_keys)
 from .loop_goals import LoopGoals
@@ -67,6 +70,7 @@ from .loop_modes import (COMMAND_TIMEOUT, HOLDING, INACTIVE, LEASH, LIMIT_PAUSED
                          TRACKING, WAITING_FOR_GOAL)  # and codes callers read
 from .loop_view import LoopView
 from .state_tracker import StateTracker
+from .stream_limits import StreamLimits
 
 @dataclass
 class LoopCounters:
@@ -130,26 +134,19 @@ class ControlLoop(LoopGoals, LoopView):
         self._reseed_pending = True
         self._q_start = scene.neutral()
         self._previous = scene.neutral()
-        nv = scene.model.nv
         self._gv = self.group.v_indices
-        self._others_q = np.setdiff1d(np.arange(scene.model.nq), self.group.q_indices)
         self._fk_data = scene.model.createData()  # goal checks (the caller's thread)
         self._leash_data = scene.model.createData()  # the frames' poses for the goal smoothers' leash (the tick)
-        self._diff = np.zeros(nv)
-        self._dq_brake = np.zeros(nv)
-        self._dq_stop = np.zeros(nv)  # _safest_stop_from's hardest braking
-        self._room_up = np.zeros(len(self._gv))  # travel left to the following-error leash [rad or m]
-        self._room_lo = np.zeros(len(self._gv))
         self.dt = 1.0 / settings.control_rate_hz
         self._build(self.dt, scene.neutral())
-        self._check_braking_reserve()
+        self._braking.check_reserve(self.group.joint_names, self.dt, settings.max_state_divergence)
         oink = self.ctrl.oink
         self.notes.append(f"OInK: {oink.assembly} assembly, qp_solver {oink.qp_solver}"
                           + (f" ({oink.assembly_note})" if oink.assembly_note else ""))
         for b in self.ctrl.barriers:
             self.notes += b.configure_notes()
         accel = self._accel
-        self.guard = CommandGuard(scene, self.group, self._guard_v_max(), self.dt,
+        self.guard = CommandGuard(scene, self.group, self._limits.v_max, self.dt,
                                   None if accel is None else accel.a_max, None if accel is None else accel.j_max)
         # every goal (pose, joint and point goals, streams) reaches its task through the follower its kind names
         # (follower_kinds.py): joint and point goals through a jerk-limited shaper (target_shaper.py); the leash's
@@ -208,60 +205,13 @@ class ControlLoop(LoopGoals, LoopView):
 
     # ------------------------------------------------------------------ building
     def _build(self, dt: float, q: np.ndarray) -> None:
-        """The OinkController for period dt, the velocity limits the guard uses, the following-error limit."""
+        """The OinkController for period dt, the limits of its command stream and its stops."""
         ctrl = OinkController(self.scene, self.config, dt, q)
-        velocity = [lim for lim in ctrl.limits if isinstance(lim, VelocityLimit)]
-        if not velocity:
-            try:
-                velocity = [VelocityLimit(ctrl.oink, dt)]
-            except InvalidInputError as exc:
-                raise InvalidInputError(f"limits: no velocity limit configured, and {exc}") from exc
-            ctrl.limits.append(velocity[0])
-            self.notes.append("limits: no velocity limit configured: using the URDF's (commands never "
-                              "move faster than v_max)")
-        self._velocity_limits = velocity
-        accel = [lim for lim in ctrl.limits if isinstance(lim, AccelerationLimit)]
-        if len(accel) > 1:
-            raise InvalidInputError("limits: more than one acceleration limit; expected at most one (it bounds the "
-                                    "command stream, whose history it keeps)")
-        self._accel = accel[0] if accel else None
-        if self._accel is not None:  # viability under the jerk bound uses the velocity bound the commands keep
-            self._accel.set_velocity_bound(np.min([lim.v_max for lim in velocity], axis=0))
-        self._following = FollowingErrorLimit(ctrl.oink, self.settings.max_state_divergence)
-        self._base_limits = list(ctrl.limits)
+        self._limits = StreamLimits(self.scene, self.group, ctrl, dt, self.settings.max_state_divergence, self.notes)
+        self._accel = self._limits.accel  # None without an acceleration limit
+        self._braking = Braking(self.scene, ctrl, self._accel, self.config.solver.barrier_tolerance, self.counts)
         self.ctrl = ctrl
-        self._apply_feedback_limits()
-
-    def _check_braking_reserve(self) -> None:
-        """Refuse an acceleration limit whose braking reserve E (the travel its braking policy counts for
-        easing the acceleration back to zero: a_max dt^2 (ceil(a_max / (j_max dt)) - 1)^2, per joint) does
-        not fit in the following leash: under commanded feedback a joint could never start moving (its
-        corridor of +-max_state_divergence is narrower than what the policy reserves), and a jerk ramp that
-        long (a_max / j_max) makes the one-step tasks overshoot and oscillate around their goals anyway."""
-        accel = self._accel
-        if accel is None or not np.isfinite(accel.E).all():
-            return
-        k = int(np.argmax(accel.E))
-        leash = self.settings.max_state_divergence
-        if accel.E[k] >= leash:
-            joint = self.group.joint_names[k]
-            a_max, j_max = float(accel.a_max[k]), float(accel.j_max[k])
-            raise InvalidInputError(
-                f"limits (acceleration): joint {joint!r}: a_max {a_max:g} and j_max {j_max:g} at {1 / self.dt:g} Hz "
-                f"take {a_max / j_max:.3g} s to reach a_max, and braking reserves {accel.E[k]:.3g} rad or m, more than "
-                f"node.max_state_divergence {leash:g}: the joint could not start moving within its following leash. "
-                f"Expected j_max >= {min_jerk(a_max, self.dt, leash):.4g} (or a larger max_state_divergence)")
-
-    def _guard_v_max(self) -> np.ndarray:
-        return np.min([lim.v_max for lim in self._velocity_limits], axis=0)
-
-    def _apply_feedback_limits(self) -> None:
-        if self.settings.state_feedback == "commanded":
-            self.ctrl.limits = [*self._base_limits, self._following]
-            for lim in self._velocity_limits:
-                lim.set_reference(None)
-        else:
-            self.ctrl.limits = list(self._base_limits)
+        self._limits.apply_feedback(self.settings.state_feedback)
 
     # ------------------------------------------------------------------ lifecycle
     def activate(self, now: float) -> str:
@@ -365,12 +315,12 @@ class ControlLoop(LoopGoals, LoopView):
     def set_state_feedback(self, mode: str) -> None:
         """Switch feedback without a jump: the command stream continues from the last command."""
         self.settings.state_feedback = mode
-        self._apply_feedback_limits()
+        self._limits.apply_feedback(mode)
         self._refresh_joint_target_speeds()
 
     def set_max_state_divergence(self, value: float) -> None:
         self.settings.max_state_divergence = float(value)
-        self._following.max_error = float(value)
+        self._limits.following.max_error = float(value)
         self._refresh_joint_target_speeds()
 
     # ------------------------------------------------------------------ the tick
@@ -403,7 +353,7 @@ class ControlLoop(LoopGoals, LoopView):
         if self._accel is None:
             return TickResult(True, guard.last, guard.last)
         self._accel.set_history(guard.u1, guard.u2)
-        q_next = self._braked(guard.last)
+        q_next = self._braking.braked(guard.last)
         self.mode, self.hold_reason = HOLDING, "stopping (deactivate)"
         return TickResult(True, guard.apply(q_next), self._previous)
 
@@ -425,16 +375,8 @@ class ControlLoop(LoopGoals, LoopView):
         self._closest_obstacle.prepare()  # the status report's tables too (queried under the loop's lock)
 
     def braking_time_bound(self) -> float:
-        """[s] A generous bound on a stop from any velocity within the bounds: twice the slowest joint's
-        v_max/a_max + a_max/j_max, + 0.1 s (1 s without an acceleration limit). inf when that exceeds the float
-        range (a v_max near it, a subnormal a_max): v_max and a_max are finite and > 0, j_max > 0 or inf, so a
-        term is infinite only by overflow, and a stop that long must not be cut short."""
-        accel = self._accel
-        if accel is None:
-            return 1.0
-        with np.errstate(over="ignore"):
-            t = self.guard.v_max / accel.a_max + accel.a_max / accel.j_max
-        return 2.0 * float(t.max()) + 0.1
+        """[s] A generous bound on a stop from any velocity within the bounds (:meth:`Braking.time_bound`)."""
+        return self._braking.time_bound(self.guard.v_max)
 
     @property
     def acceleration_limit(self):
@@ -448,11 +390,6 @@ class ControlLoop(LoopGoals, LoopView):
         guard = self.guard
         return bool(np.abs(guard.u1).max(initial=0.0) <= REST_INCREMENT
                     and np.abs(guard.u2).max(initial=0.0) <= REST_INCREMENT)
-
-    def _braked(self, q: np.ndarray) -> np.ndarray:
-        """q ⊕ the acceleration limit's braking step at q (its history set for this tick)."""
-        dq = self.ctrl.oink.scatter(self._accel.braking_step(q), out=self._dq_brake)
-        return self.scene.integrate(q, dq)
 
     def command_not_sent(self, result: TickResult) -> None:
         """``result`` (this loop's last tick) never reached the robot (its publish failed): the next
@@ -497,7 +434,9 @@ class ControlLoop(LoopGoals, LoopView):
                 self._reseed()  # the robot is (a driver that restarted elsewhere included)
             return TickResult(True, guard.last, guard.last)
         self._previous[:] = guard.last
-        q = self._start_state()
+        guard = self.guard
+        q = self._limits.start_state(self._q_start, self.state.measured, guard.last, guard.u1, guard.u2,
+                                     s.state_feedback)
         if self.paused or self._resume_pending:
             return self._paused_tick(q)
         if not self._awaiting_goal:
@@ -508,13 +447,13 @@ class ControlLoop(LoopGoals, LoopView):
         if not out.result.ok:
             self.counts.qp_failures += 1
             self._hold(out.result.status)
-            q_next = self._safest_stop_from(q)
+            q_next = self._braking.safest_from(q, self._previous)
         elif not out.barriers_ok:
             self.counts.barrier_refusals += 1
             self._hold("the barrier check refused the step (dq = 0)")
-            q_next = self._safest_stop_from(q)
+            q_next = self._braking.safest_from(q, self._previous)
         elif self._awaiting_goal:
-            q_next = self._stop_from(q)
+            q_next = self._braking.from_start(q, self._previous)
             self.hold_reason = "waiting for a goal (holding the current pose)"
             if out.result.recovering:
                 self.hold_reason += f"; {out.result.status}: a goal starts the recovery"
@@ -524,7 +463,7 @@ class ControlLoop(LoopGoals, LoopView):
 
     def _paused_tick(self, q: np.ndarray) -> TickResult:
         """Brake along the path (hold without an acceleration limit); resuming re-targets once at rest."""
-        q_next = self._stop_from(q)
+        q_next = self._braking.from_start(q, self._previous)
         result = TickResult(True, self.guard.apply(q_next), self._previous)
         if self._resume_pending and self.at_rest:
             self._resume_pending = False
@@ -532,76 +471,6 @@ class ControlLoop(LoopGoals, LoopView):
             self._retarget_all()
             self.mode, self.hold_reason = WAITING_FOR_GOAL, "resumed: waiting for a goal (holding the current pose)"
         return result
-
-    def _stop_from(self, q: np.ndarray) -> np.ndarray:
-        """Where a hold goes from the step's start q: the previous command, or with an acceleration
-        limit the braking step (zero once at rest)."""
-        if self._accel is None:
-            return self._previous
-        return self._braked(q)
-
-    def _safest_stop_from(self, q: np.ndarray) -> np.ndarray:
-        """Where a hold goes from q when the step failed. A stop is a motion too (with an acceleration limit the
-        arm brakes over many ticks), and it must be no less safe than what it replaces: the braking along the
-        path (:meth:`_stop_from`) when the barrier check accepts it, else that braking corrected back along the
-        failing rows' gradients within the box limits (:meth:`Oink.correct_step`), else the hardest braking joint by
-        joint (corrected the same way if it fails the check) when that ends farther above the check's floors
-        (:meth:`Oink.step_margin`; it brakes every joint at its bound, where the path's braking brakes all at the
-        pace of the slowest)."""
-        q_brake = self._stop_from(q)
-        barriers, accel = self.ctrl.barriers, self._accel
-        if accel is None or not barriers:  # the previous command again: no motion of the stream
-            return q_brake
-        oink, tolerance = self.ctrl.oink, self.config.solver.barrier_tolerance
-        margin = oink.step_margin(q, self._dq_brake, barriers, tolerance)
-        if margin >= 0.0:
-            return q_brake
-        # the path's braking crosses a floor (an arm sliding along a curved surface brakes straight on, into it):
-        # turned back along the rows' gradients within the box limits, it brakes along the surface
-        dq = self._dq_stop
-        dq[:] = self._dq_brake
-        if oink.correct_step(q, dq, barriers, tolerance):
-            self.counts.corrected_stops += 1
-            return self.scene.integrate(q, dq)
-        dq = oink.scatter(accel.hardest_braking_step(q), out=self._dq_stop)
-        hardest = oink.step_margin(q, dq, barriers, tolerance)
-        if hardest < 0.0 and oink.correct_step(q, dq, barriers, tolerance):
-            self.counts.corrected_stops += 1
-            return self.scene.integrate(q, dq)
-        if hardest <= margin:
-            return q_brake
-        self.counts.hardest_stops += 1
-        return self.scene.integrate(q, dq)
-
-    def _start_state(self) -> np.ndarray:
-        """The configuration this step linearizes at (full nq, a reused buffer)."""
-        q, measured, last, accel = self._q_start, self.state.measured, self.guard.last, self._accel
-        if self.settings.state_feedback == "commanded":
-            q[:] = last
-            q[self._others_q] = measured[self._others_q]  # e.g. gripper fingers: never commanded here
-            self._diff[:] = pin.difference(self.scene.model, measured, last)
-            self._following.set_following_error(self._diff[self._gv])  # commanded ⊖ measured
-            self.ctrl.oink.set_barrier_reference(None)
-            if accel is not None:
-                # the leash is braked for like a position limit (it moves with the robot: conservative)
-                e, err = self._following.max_error, self._diff[self._gv]
-                if np.isfinite(e):
-                    np.subtract(e, err, out=self._room_up)
-                    np.add(e, err, out=self._room_lo)
-                    accel.set_following_room(self._room_up, self._room_lo)
-                accel.set_history(self.guard.u1, self.guard.u2)
-                self._following.include(accel.nearest_to_rest())  # a moving joint brakes, never jumps
-        else:
-            q[:] = measured
-            self._diff[:] = pin.difference(self.scene.model, measured, last)
-            offset = self._diff[self._gv]  # previous command ⊖ measured
-            for lim in self._velocity_limits:
-                lim.set_reference(offset)
-            self.ctrl.oink.set_barrier_reference(offset)  # barriers bound the command's approach, as the box does
-            if accel is not None:
-                accel.set_following_room(None)
-                accel.set_history(self.guard.u1, self.guard.u2, offset)
-        return q
 
     def _hold(self, reason: str) -> None:
         if self.mode != HOLDING:

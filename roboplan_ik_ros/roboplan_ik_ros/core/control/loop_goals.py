@@ -89,7 +89,7 @@ class LoopGoals:
         from which the joint still brakes within the following window (max_state_divergence: the QP brakes for
         its edge like a position limit, so a faster target would run ahead of the command and be caught up at
         the acceleration bounds, overshooting)."""
-        speed = self._guard_v_max()
+        speed = self._limits.v_max
         tc = self._task_config(name)
         if tc.max_target_speed is not None:
             speed = np.minimum(speed, tc.max_target_speed)
