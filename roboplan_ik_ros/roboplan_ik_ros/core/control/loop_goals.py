@@ -249,19 +249,18 @@ class LoopGoals:
         reference frame, "point" a world point, "joints" the group's q, "velocities" the group's v [rad/s], a
         stream received at ``now`` [s]), or raise InvalidInputError. The step's limits apply as to every goal."""
         self._check_goal_allowed()
-        kind = self._direct_goals.get(task_name)
-        if kind is None:
+        if task_name not in self._direct_goals:
             raise InvalidInputError(f"task {task_name!r} takes no such goal; tasks with direct goals: "
                                     f"{list(self._direct_goals)}")
-        if task_name in self._ramps:  # joint goals: shaped (the group's q)
+        follower = self.ctrl.tasks[task_name].follower  # the follower it was given (_build_followers)
+        if follower == "joint_positions":  # shaped (the group's q)
             self._ramps[task_name].set_goal(as_vector(value, self.group.nq, f"{task_name}.target"))
-        elif task_name in self._points:  # point goals: shaped
+        elif follower in ("point", "line_of_sight"):  # shaped
             self._set_point_goal(task_name, as_vector(value, 3, f"{task_name}.target"))
-        elif task_name in self._relative:  # relative poses: smoothed as frame goals
+        elif follower == "relative_pose":  # smoothed as frame goals
             self._relative[task_name].set_goal(as_se3(value, f"{task_name}.target"))
-        else:
+        else:  # "velocities": a reference stream, set as it arrives
             self.ctrl.tasks[task_name].set_target(value)
-        if kind == "velocities":
             self._velocity_stamps[task_name] = now
             self._stream_end.pop(task_name, None)
         self._start_tracking()
