@@ -28,6 +28,7 @@ import yaml
 
 from conftest import CONFIG_DIR
 from models import robot, scene
+from roboplan_ik_ros.core import Obstacle
 from roboplan_ik_ros.core.config import load_config
 from roboplan_ik_ros.core.control.binding_bounds import ACCELERATION_BOUND, binding_bounds
 from roboplan_ik_ros.core.control.control_loop import (HOLDING, STALE, TRACKING, WAITING_FOR_GOAL,
@@ -37,7 +38,7 @@ from roboplan_ik_ros.core.control.goal_feedback import LIMITED, PROGRESS_TIME, R
 from roboplan_ik_ros.core.control.singularity_scale import SingularityScale
 from roboplan_ik_ros.core.control.state_tracker import StateTracker
 from roboplan_ik_ros.core.oink import AccelerationLimit, Oink
-from test_control_loop import TIP, SimRobot, panda  # noqa: F401 - panda is a fixture
+from test_control_loop import TIP, SimRobot, make_loop, panda  # noqa: F401 - panda is a fixture
 
 DT = 0.002  # [s] panda.yaml's control period (500 Hz)
 
@@ -428,3 +429,149 @@ def test_a_jacobian_with_a_nan_raises_numpys_linalg_error_from_the_singularity_s
     sc = SingularityScale(s, s.group("arm"), s.model.getFrameId(TIP), lower=17.0, hard=30.0)
     with pytest.raises(np.linalg.LinAlgError):
         sc.scale(q, np.array([0.05, 0.0, 0.0]), np.zeros(3))
+
+
+# ----------------------------------------------------------------------------- seed 3 (docs/mutation.md)
+def test_activation_gives_the_reason_that_the_loop_waits_for_a_goal_and_the_waiting_ticks_keep_it(panda):
+    """README (lifecycle): activate holds the current pose until a goal arrives, and the status says so: the hold
+    reason names the wait for a goal, and the ticks that wait without a goal give the same reason."""
+    loop = loop_of(panda, {**panda_yaml(), "barriers": []})
+    sim = SimRobot(loop, panda.named_configuration("default"))
+    assert loop.activate(sim.t) == ""
+    at_activation = loop.hold_reason
+    assert loop.mode == WAITING_FOR_GOAL and "waiting for a goal" in at_activation, at_activation
+    sim.tick(3)
+    assert loop.mode == WAITING_FOR_GOAL and loop.hold_reason == at_activation
+
+
+def test_waiting_for_a_goal_outside_a_barrier_the_reason_keeps_the_wait_and_adds_the_recovery(panda):
+    """Activated with the TCP above the workspace box (as test_starting_outside_the_box_recovers_monotonically):
+    the step would recover, but no goal, no motion; the hold reason is the wait's (as at activation) followed by
+    the step's status, which says a goal starts the recovery."""
+    loop = make_loop(panda)
+    q = panda.named_configuration("default")
+    q[3] += 0.75  # the TCP ~20 mm above the box's top
+    q[5] -= 0.375
+    sim = SimRobot(loop, q)
+    assert loop.activate(sim.t) == ""
+    waiting = loop.hold_reason
+    sim.tick(3)
+    result = loop.last_outcome.result
+    assert result.recovering and loop.mode == WAITING_FOR_GOAL  # the premise: outside, no goal
+    assert loop.hold_reason.startswith(waiting), loop.hold_reason
+    assert result.status in loop.hold_reason and "a goal starts the recovery" in loop.hold_reason
+
+
+def test_a_hold_is_logged_once_as_a_warning_that_names_its_reason(panda):
+    """Entering a hold (here: the step raises, three ticks running) logs one warning with the hold's reason (the
+    error's traceback is logged at error level, every tick)."""
+    messages: list[tuple[str, str]] = []
+    loop = loop_of(panda, {**panda_yaml(), "barriers": []}, log=lambda level, text: messages.append((level, text)))
+    sim = SimRobot(loop, panda.named_configuration("default"))
+    assert loop.activate(sim.t) == ""
+    T = sim.tcp()
+    loop.set_pose_goal("ee", pin.SE3(T.rotation, T.translation + np.array([0.0, 0.0, 0.02])))
+    sim.tick(5)
+    assert loop.mode == TRACKING
+    step = loop.ctrl.step
+
+    def boom(q):
+        raise RuntimeError("boom")
+
+    messages.clear()
+    loop.ctrl.step = boom
+    try:
+        sim.tick(3)
+    finally:
+        loop.ctrl.step = step
+    assert loop.mode == HOLDING and loop.counts.holds == 1
+    warnings = [text for level, text in messages if level == "warning"]
+    assert len(warnings) == 1 and loop.hold_reason in warnings[0], messages
+
+
+def test_the_ticks_while_stale_with_hold_repeat_the_last_command_with_nothing_to_take_back(panda):
+    """stale_behavior hold: while no joint states arrive, every tick publishes the last command again as a hold:
+    previous is command (TickResult), so command_not_sent on it leaves the guard's last command as it was."""
+    loop, sim = started(panda, stale_behavior="hold", state_timeout=0.02)
+    while loop.mode != STALE:
+        sim.tick(measure=False)
+        assert sim.t < 1.0
+    last = loop.guard.last.copy()
+    sim.t += loop.dt
+    res = loop.tick(sim.t)
+    assert loop.mode == STALE and res.publish
+    assert res.previous is res.command
+    np.testing.assert_array_equal(res.command, last)
+    loop.command_not_sent(res)
+    np.testing.assert_array_equal(loop.guard.last, last)
+
+
+def _targets(loop) -> dict[str, np.ndarray]:
+    """Every task's target as an array (a pose as its homogeneous matrix); None kept."""
+    out = {}
+    for name, task in loop.tasks.items():
+        target = task.target
+        out[name] = None if target is None else np.array(
+            target.homogeneous if isinstance(target, pin.SE3) else target, dtype=float)
+    return out
+
+
+def test_a_rate_change_keeps_every_tasks_target(panda):
+    """set_rate rebuilds the controller for the new period and keeps the targets: after a pose goal 2 cm up was
+    followed to rest (the posture task's configured target taken too), every task's target is the same after
+    set_rate(250 Hz) as before, not the new controller's (its tasks built at the last command)."""
+    loop, sim = started(panda)
+    T = sim.tcp()
+    loop.set_pose_goal("ee", pin.SE3(T.rotation, T.translation + np.array([0.0, 0.0, 0.02])))
+    sim.tick(50)
+    while not loop.at_rest:
+        sim.tick()
+        assert sim.t < 10.0
+    before = _targets(loop)
+    assert any(t is not None for t in before.values())
+    loop.set_rate(250.0)
+    assert loop.dt == pytest.approx(1.0 / 250.0)
+    after = _targets(loop)
+    assert after.keys() == before.keys()
+    for name, target in before.items():
+        if target is None:
+            assert after[name] is None, name
+        else:
+            np.testing.assert_array_equal(after[name], target, err_msg=name)
+
+
+def test_obstacles_expected_to_be_prepared_keep_the_ticks_on_the_previous_tables_until_prepared():
+    """expect_collision_prepare (the node, under its lock, right after changing the obstacles; prepare_collisions
+    follows outside it): the ticks in between go on with the collision barrier's previous pair tables instead of
+    rebuilding them in the tick; the tick after prepare_collisions has the tables of the new scene."""
+    r = robot("panda")
+    data = panda_yaml()
+    data["barriers"] = [b for b in data["barriers"] if b["name"] == "obstacles"]
+    loop = ControlLoop.from_config(data, r.urdf_xml, r.srdf_xml, r.package_paths)
+    barrier = loop.ctrl.barriers[0]
+    assert barrier.compiled  # the kernel goes on with its own copy of the geometries; the Python path cannot
+    s = loop.scene
+    q = s.named_configuration("default")
+    loop.state.incoming[:] = q
+    assert loop.state.accept(0.0) == "" and loop.activate(0.0) == ""
+    t = 0.0
+    for _ in range(2):
+        t += loop.dt
+        assert loop.state.accept(t) == ""
+        loop.tick(t)
+    old = barrier.pairs.version
+    assert old == s.collision_version
+    hand = s.frame_pose(q, TIP).translation
+    s.add_obstacle(Obstacle("post", "sphere", (0.03,), position=tuple(hand + [0.0, 0.12, 0.0])))
+    assert s.collision_version != old
+    loop.expect_collision_prepare()
+    t += loop.dt
+    assert loop.state.accept(t) == ""
+    loop.tick(t)
+    assert barrier.pairs.version == old  # the previous tables: a prepare is under way
+    loop.prepare_collisions()
+    t += loop.dt
+    assert loop.state.accept(t) == ""
+    loop.tick(t)
+    assert barrier.pairs.version == s.collision_version
+    assert loop.counts.tick_errors == 0, loop.hold_reason
