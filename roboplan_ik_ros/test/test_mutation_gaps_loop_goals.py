@@ -6,8 +6,10 @@
   "Goal shaping"); a pose goal's target within leash_distance of the TCP when a barrier blocks the arm.
 - Relative poses: each relative_frame task's goal is followed on its own, also when one listed before it is at rest.
 - Switching: a twist takes over a moving (jerk_limited) pose goal's target and velocity (README, "Switching"); a
-  twist stream that timed out leaves the pose goal where its target stopped.
-- Velocity references: one that times out reports its command's age (motion_limit: "the command's age").
+  twist stream that timed out leaves the pose goal where its target stopped; a twist takes over a moving
+  max_acceleration pose target too; a joint goal takes over a moving jog at its speed.
+- Velocity references: one that times out reports its command's age (motion_limit: "the command's age"), until a
+  new reference arrives.
 - Motion limits: a jog away from its joint limits is not reported as a joint bound (motion_limit's docstring).
 - Configured targets: a group_state that names some of the group's joints leaves the others at the last command.
 """
@@ -24,7 +26,7 @@ import pytest
 from models import robot
 from roboplan_ik_ros.core.control.binding_bounds import JOINT_BOUND
 from roboplan_ik_ros.core.control.control_loop import ControlLoop
-from roboplan_ik_ros.core.control.loop_modes import COMMAND_TIMEOUT
+from roboplan_ik_ros.core.control.loop_modes import COMMAND_TIMEOUT, RAMP_ACCELERATION_SHARE
 from roboplan_ik_ros.core.oink.tasks.com_task import ComTaskConfig
 from roboplan_ik_ros.core.oink.tasks.joint_task import JointTaskConfig
 from roboplan_ik_ros.core.oink.tasks.look_at_task import LookAtTaskConfig
@@ -274,3 +276,81 @@ def test_a_configured_target_naming_some_of_the_groups_joints_keeps_the_others_w
     expected = q0[g].copy()
     expected[list(loop.group.joint_names).index("panda_joint7")] = 0.3
     np.testing.assert_array_equal(loop.goal("posture"), expected)
+
+
+# ----------------------------------------------------------------------------- seed 3 (docs/mutation.md)
+def test_a_twist_takes_over_a_moving_max_acceleration_pose_goal_target_and_its_velocity(panda):
+    """README (Switching), as for jerk_limited: under goal_smoothing.type max_acceleration, the other type that
+    brakes the target, a zero twist sent mid-way through a 20 cm pose step goes on at the pose target's speed and
+    brakes at most streaming.max_linear_acceleration: its first step differs from the step before by at most
+    2 a dt^2 (not starting from rest)."""
+    loop, sim = started(panda, goal_smoothing={"type": "max_acceleration"})
+    assert loop.settings.goal_smoothing.type == "max_acceleration"
+    a = loop.settings.streaming.max_linear_acceleration
+    T = sim.tcp()
+    loop.set_pose_goal("ee", pin.SE3(T.rotation, T.translation + np.array([0.0, 0.2, 0.0])))
+    sim.tick(200)
+    before = loop.tasks["ee"].target.translation.copy()
+    sim.tick()
+    after = loop.tasks["ee"].target.translation.copy()
+    step = after - before
+    assert np.linalg.norm(step) / loop.dt > 0.1  # [m/s] the pose target moves
+    loop.set_twist("ee", np.zeros(3), np.zeros(3), sim.t)
+    sim.tick()
+    step_twist = loop.tasks["ee"].target.translation - after
+    assert np.linalg.norm(step_twist - step) <= 2.0 * a * loop.dt**2 + 1e-9, (step_twist, step)
+
+
+def test_a_joint_goal_takes_over_a_moving_jog_at_its_speed(panda):
+    """A joint goal sent while a jog moves the target (posture task, panda_joint1 at 0.25 rad/s) continues from the
+    jog's target and velocity: the shaped target's first step differs from the jog's last by at most the shaper's
+    acceleration bound (RAMP_ACCELERATION_SHARE a_max) dt^2, instead of starting again from rest."""
+    data = panda_yaml()
+    data["tasks"] = [t for t in data["tasks"] if t["name"] == "posture"]
+    data["tasks"][0]["weights"] = 1.0
+    data["barriers"] = []
+    loop = loop_of(panda, data, streaming={"command_in_type": "speed_units"})
+    sim = SimRobot(loop, panda.named_configuration("default"))
+    assert loop.activate(sim.t) == ""
+    dq = np.zeros(loop.group.nv)
+    dq[0] = 0.25  # [rad/s]
+    for _ in range(50):  # the jog's ramp reaches its speed in ~0.03 s
+        loop.set_joint_velocities("posture", dq, sim.t)
+        sim.tick()
+    before = loop.tasks["posture"].target.copy()
+    loop.set_joint_velocities("posture", dq, sim.t)
+    sim.tick()
+    after = loop.tasks["posture"].target.copy()
+    step = after - before
+    assert step[0] == pytest.approx(dq[0] * loop.dt, rel=1e-6)  # the premise: the jog cruises
+    goal = after.copy()
+    goal[0] += 0.5  # [rad] ahead, inside the limits
+    loop.set_joint_goal("posture", goal)
+    sim.tick()
+    step_goal = loop.tasks["posture"].target - after
+    a_ramp = RAMP_ACCELERATION_SHARE * loop.acceleration_limit.a_max[0]
+    assert abs(step_goal[0] - step[0]) <= a_ramp * loop.dt**2 + 1e-12, (step_goal[0], step[0])
+
+
+def test_a_new_velocity_reference_after_a_timeout_ends_the_timeout_report(panda):
+    """motion_limit keeps saying why a stream stopped until its task's next input: a velocity reference that timed
+    out is reported (COMMAND_TIMEOUT) until a new reference arrives; from then on nothing is reported."""
+    data = panda_yaml()
+    data["barriers"] = []
+    data["tasks"] = [dict(name="jv", type="joint_velocity", priority=1)]
+    loop = loop_of(panda, data)
+    sim = SimRobot(loop, panda.named_configuration("default"))
+    assert loop.activate(sim.t) == ""
+    v = np.zeros(loop.group.nv)
+    v[0] = 0.05  # [rad/s]
+    loop.set_task_target("jv", v, now=sim.t)
+    while loop.counts.stream_timeouts == 0:
+        sim.tick()
+        assert sim.t < 1.0
+    assert loop.motion_limit(sim.t)[0] == COMMAND_TIMEOUT
+    sim.tick(3)
+    assert loop.motion_limit(sim.t)[0] == COMMAND_TIMEOUT  # kept while no new input
+    loop.set_task_target("jv", v, now=sim.t)
+    assert loop.motion_limit(sim.t) == ("", "")
+    sim.tick()
+    assert loop.motion_limit(sim.t) == ("", "")
