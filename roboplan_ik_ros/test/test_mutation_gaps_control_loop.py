@@ -3,10 +3,11 @@
 - Lifecycle: a re-activation waits for a goal like the first one; a loop built from a config logs through its ``log``;
   the hold reason says the loop waits for a goal (and, outside a barrier, that a goal starts the recovery); a rate
   change keeps every task's target; obstacles expected to be prepared keep the ticks on the previous tables.
-- Stale state: the ticks while stale (hold) and the tick that waits for a still robot are holds (``previous is command``: nothing to take back); a
-  held stream goes on after the outage when the group's joints (not the gripper's) are near the last command.
-- Holds: entering a hold logs one warning with its reason, leaving it logs why the loop held; a refused step whose braking along the path crosses a barrier's
-  floor brakes joint by joint at the jerk bound, without an internal error.
+- Stale state: the ticks while stale (hold) and the tick that waits for a still robot are holds (``previous is
+  command``: nothing to take back); a held stream goes on after the outage when the group's joints (not the
+  gripper's) are near the last command.
+- Holds: entering a hold logs one warning with its reason, leaving it logs why the loop held; a refused step whose
+  braking along the path crosses a barrier's floor brakes joint by joint at the jerk bound, without an internal error.
 - Joint jogs ramp their target's speed at half the acceleration limit's a_max (README, "Joint jog").
 - braking_time_bound: inf when it exceeds the float range (it was 1 s or 0.1 s: a stop cut short).
 - Reports: a joint at its jerk bound is reported with its jerk (the last three commands), a fresh StateTracker
