@@ -9,8 +9,11 @@ import pytest
 import yaml
 
 from models import robot, scene
+from roboplan_ik_ros.core.config import load_config
+from roboplan_ik_ros.core.control.loop_config import load_loop_config
 from roboplan_ik_ros.core.control.loop_from_config import control_loop_from_config
 from roboplan_ik_ros.core.control.target_shaper import TargetShaper
+from roboplan_ik_ros.core.control.twist_follower import StreamingConfig
 
 DT = 0.002  # [s]
 PANDA_YAML = Path(__file__).resolve().parents[1] / "config" / "panda.yaml"
@@ -42,3 +45,20 @@ def test_control_loop_from_config_builds_the_yamls_loop_with_the_given_srdf_over
     loop.state.incoming[:] = q_default
     assert loop.state.accept(0.0) == "" and loop.activate(0.0) == ""
     assert any(level == "info" and "command stream (re)started" in text for level, text in messages), messages
+
+
+def test_overrides_of_some_keys_of_a_section_keep_the_yamls_other_keys_of_it():
+    """load_loop_config(overrides=): a nested mapping replaces only the keys it names (its docstring): overriding
+    streaming.speed_override keeps every other streaming key panda.yaml sets, max_joint_speed set here to twice its
+    default included (panda.yaml's other streaming values are the defaults)."""
+    data = yaml.safe_load(PANDA_YAML.read_text())
+    streaming = data["node"]["streaming"]
+    streaming["max_joint_speed"] = 2.0 * StreamingConfig().max_joint_speed
+    override = 0.5 * streaming["speed_override"]
+    settings = load_loop_config(load_config(data), overrides={"streaming": {"speed_override": override}})
+    assert settings.streaming.speed_override == override
+    defaults = StreamingConfig()
+    others = {key: value for key, value in streaming.items() if key != "speed_override"}
+    assert any(getattr(defaults, key) != value for key, value in others.items())  # the premise: not the defaults
+    for key, value in others.items():
+        assert getattr(settings.streaming, key) == value, key

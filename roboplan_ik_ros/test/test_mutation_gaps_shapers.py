@@ -14,6 +14,8 @@ JointJogFollower: a float32 max_acceleration ramps the jog in float64.
 LineOfSightShaper: a turn about a diagonal axis is bounded by the turn speed (Euclidean); reset sets the goal;
     set_dt takes the new period for the turn and the range.
 TargetShaper: a new shaper is not leashed (False). scale_twist: unitless angular components times max_angular_speed.
+TargetShaper: a per-coordinate leash drops the acceleration away from the anchor too. scale_joint_velocities: a
+    float32 command is scaled in float64.
 """
 
 from __future__ import annotations
@@ -31,7 +33,7 @@ from roboplan_ik_ros.core.control.joint_jog_follower import JointJogFollower
 from roboplan_ik_ros.core.control.line_of_sight_shaper import LineOfSightShaper
 from roboplan_ik_ros.core.control.pose_shaper import PoseShaper
 from roboplan_ik_ros.core.control.target_shaper import TargetShaper
-from roboplan_ik_ros.core.control.twist_follower import StreamingConfig, scale_twist
+from roboplan_ik_ros.core.control.twist_follower import StreamingConfig, scale_joint_velocities, scale_twist
 
 DT = 0.002  # [s]
 
@@ -404,3 +406,36 @@ def test_a_unitless_twist_is_the_components_times_the_max_speeds(max_angular_spe
     v, w = scale_twist(cfg, np.array([0.5, 0.0, 0.0]), np.array([0.0, 0.0, -0.5]))
     assert_allclose(v, [0.1, 0.0, 0.0], rtol=0, atol=1e-15)
     assert_allclose(w, [0.0, 0.0, -0.5 * max_angular_speed], rtol=0, atol=1e-15)
+
+
+# --- seed 3 (docs/mutation.md) -------------------------------------------------------------------------------
+
+def test_a_per_coordinate_leash_drops_the_acceleration_away_from_the_anchor():
+    """As the Euclidean leash: a per-coordinate shaper (leash [0.05, 0.2]) accelerating from its anchor toward
+    [1, -1]: at every leashed step no coordinate held at its leash keeps a velocity or an acceleration pointing away
+    from the anchor (they would wind it up again next tick)."""
+    leash = np.array([0.05, 0.2])
+    s = TargetShaper(2, DT, 1.5, 6.0, 3000.0, leash=leash)
+    s.reset([0.0, 0.0])
+    s.set_goal([1.0, -1.0])
+    anchor, leashed = np.zeros(2), 0
+    for _ in range(500):
+        x = s.step(anchor)
+        if s.leashed:
+            leashed += 1
+            held = np.abs(x) >= leash - 1e-12
+            assert held.any()
+            assert (s.velocity * x)[held].max() <= 1e-12 and (s.acceleration * x)[held].max() <= 1e-12
+    assert leashed > 100
+
+
+def test_a_float32_joint_jog_command_is_scaled_in_float64():
+    """scale_joint_velocities takes any real array and works in float64: a float32 command (unitless, and in speed
+    units) gives the float64 product of its values with max_joint_speed and speed_override, not a float32 one."""
+    dq32 = np.array([0.1, -0.3, 0.0], dtype=np.float32)
+    for unit in ("unitless", "speed_units"):
+        cfg = StreamingConfig(command_in_type=unit, max_joint_speed=0.7, speed_override=0.3)
+        out = scale_joint_velocities(cfg, dq32)
+        factor = cfg.max_joint_speed if unit == "unitless" else 1.0
+        assert out.dtype == np.float64, unit
+        assert_array_equal(out, dq32.astype(np.float64) * factor * cfg.speed_override)
