@@ -59,6 +59,10 @@ Parameters (read-only unless marked runtime):
 
 Killing the process (SIGKILL) simulates a crashed driver; a new mock started with other
 ``initial_positions`` simulates a driver that was restarted with the robot somewhere else.
+
+``mock_robot --arms N`` (or ``--namespaces /left,/right``) drives N arms from one process, each a
+:class:`MockRobot` in its own namespace with its topics under it (:mod:`.mock_arms`); the parameters
+apply to every arm.
 """
 
 from __future__ import annotations
@@ -115,8 +119,16 @@ def load_robot(robot: str, srdf_path: str = "") -> tuple[str, str, list[str], st
 
 
 class MockRobot(Node):
-    def __init__(self, node_name: str = "mock_robot", **kwargs) -> None:
+    """See the module docstring. Two keywords serve :class:`.mock_arms.MockArms` (several arms in one process):
+    ``namespace_topics`` takes the absolute topic names (/joint_states, /robot_description(_semantic), an absolute
+    ``command_topic``) under the node's namespace (``/arm1/joint_states``); ``external_drive`` (with
+    ``drive_thread`` true) starts no drive thread: the owner's thread calls :meth:`drive_tick` every
+    :attr:`drive_period` seconds."""
+
+    def __init__(self, node_name: str = "mock_robot", *, namespace_topics: bool = False, external_drive: bool = False,
+                 **kwargs) -> None:
         super().__init__(node_name, **kwargs)
+        self._namespace_topics = namespace_topics
         d = ParameterDescriptor
         robot = self.declare_parameter("robot", "panda", d(
             description=f"example robot ({', '.join(EXAMPLE_ROBOTS)}) or a URDF file path", read_only=True)).value
@@ -215,14 +227,15 @@ class MockRobot(Node):
         self.latencies = np.zeros(1 << 16)  # [s] command receipt - latest joint_states publication
         self.n_latencies = 0
 
-        self.create_publisher(String, "/robot_description", LATCHED).publish(String(data=urdf))
-        self.create_publisher(String, "/robot_description_semantic", LATCHED).publish(String(data=srdf))
-        self._js_pub = self.create_publisher(JointState, "/joint_states", 10)
+        self.create_publisher(String, self._topic("/robot_description"), LATCHED).publish(String(data=urdf))
+        self.create_publisher(String, self._topic("/robot_description_semantic"), LATCHED).publish(String(data=srdf))
+        self._js_pub = self.create_publisher(JointState, self._topic("/joint_states"), 10)
         self._js = JointState(name=list(self.scene.joint_names))
         self._js_values = np.empty(len(self.scene.joint_names))
         msg_type = {"forward_command": Float64MultiArray, "joint_trajectory": JointTrajectory,
                     "joint_state": JointState}[ctype]
         self.lost_commands = 0
+        topic = self._topic(topic)
         self.create_subscription(msg_type, topic, getattr(self, f"_on_{ctype}"), COMMAND_QUEUE_DEPTH,
                                  **self._lost_events())
         self._drive_pub = self.create_publisher(String, "~/drive_status", LATCHED)
@@ -234,18 +247,28 @@ class MockRobot(Node):
         self._last_step = time.perf_counter()
         self._drive_lock = threading.Lock()  # the robot's state: the drive step against the command callbacks
         self._drive_loop: LoopThread | None = None
-        if drive_thread:
+        #: stepped by :meth:`drive_tick` from a drive thread (its own, or with ``external_drive`` its owner's)
+        self.uses_drive_thread = bool(drive_thread)
+        if drive_thread and not external_drive:
             shorten_gil_switch_interval()  # the drive thread, woken for its step, waits less for a command callback
-            self._drive_loop = LoopThread(self._dt, self._drive_tick, name="mock_drive", priority=self.rt_priority,
-                                          on_priority=self._on_drive_priority)
+            self._drive_loop = LoopThread(self._dt, self.drive_tick, name="mock_drive", priority=self.rt_priority,
+                                          on_priority=self.on_drive_priority)
             self._drive_loop.start()
-        else:
+        elif not drive_thread:
             self.create_timer(self._dt, self._drive_step)
         self.get_logger().info(f"mock {robot}: {n} commanded joints {names}, {ctype} ({self.interface}) on "
-                               f"{topic}, /joint_states at {rate:g} Hz, lag {self.lag:g} s, "
+                               f"{topic}, {self._js_pub.topic_name} at {rate:g} Hz, lag {self.lag:g} s, "
                                f"start {np.round(self._pos, 4).tolist()}")
         if self.strict_drive:
             self.get_logger().info(f"strict drive: {self._drive_summary()}")
+
+    def _topic(self, name: str) -> str:
+        """``name`` as this mock uses it: an absolute name under the node's namespace with ``namespace_topics``
+        (``/joint_states`` -> ``/arm1/joint_states``), else as given (a relative name resolves in the namespace
+        anyway)."""
+        if self._namespace_topics and name.startswith("/"):
+            return self.get_namespace().rstrip("/") + name
+        return name
 
     # ------------------------------------------------------------------ strict drive
     def _make_drive(self, robot, limits_file, names, period, gap_periods, start_offset, tolerance) -> sd.StrictDrive:
@@ -447,13 +470,19 @@ class MockRobot(Node):
             self._pos[:] = self._target
 
     # ---------------------------------------------------------------- simulation
-    def _on_drive_priority(self, ok: bool, message: str) -> None:
+    @property
+    def drive_period(self) -> float:
+        """[s] the simulation's step and /joint_states period (1 / ``rate_hz``)."""
+        return self._dt
+
+    def on_drive_priority(self, ok: bool, message: str) -> None:
+        """The drive thread's report of its SCHED_FIFO request (``rt_priority``), logged."""
         if ok:
             self.get_logger().info(f"drive thread: {message}")
         else:
             self.get_logger().warning(f"drive thread: rt_priority {self.rt_priority}: {message}")
 
-    def _drive_tick(self, _start: float) -> None:
+    def drive_tick(self, _start: float) -> None:
         """The drive thread's step: nothing once the ROS context is shut down (Ctrl-C before destroy_node); an
         error is logged and the next period steps again (a drive thread that died would stop the robot's
         /joint_states without a word)."""
@@ -510,6 +539,17 @@ class MockRobot(Node):
 
 def main(args=None) -> None:
     rclpy.init(args=args)
+    from .mock_arms import namespaces_from_command_line, spin_arms
+
+    try:
+        namespaces = namespaces_from_command_line(args)
+    except InvalidInputError as exc:
+        rclpy.logging.get_logger("mock_robot").error(str(exc))
+        rclpy.try_shutdown()
+        raise SystemExit(1) from exc
+    if namespaces is not None:  # --arms N / --namespaces: several arms in this process
+        spin_arms(namespaces)
+        return
     try:
         node = MockRobot()
     except (InvalidInputError, OSError) as exc:
