@@ -17,8 +17,9 @@ import yaml
 
 from .children import BENCH_NODE, VARIANT_ENV
 from .configs import dual_arm_goals, node_config
+from .node_figures import js_on_time_pct, loop_thread, tick_figures
 from .perceived import camera_command, perceived_summary
-from .process_stats import RSS_SETTLE_S, TICK_THREAD, TRACEMALLOC_ENV, RssRecorder, _counters, cpu_seconds
+from .process_stats import RSS_SETTLE_S, TRACEMALLOC_ENV, RssRecorder, _counters, cpu_seconds
 from .processes import _wait, manage_startup, stop_processes
 from .service_stream import ServiceStream
 
@@ -176,40 +177,20 @@ def bench_run(k: int, config: str, trigger: str, load: str, args, tmp: Path, svc
         raise RuntimeError(f"the node wrote no statistics (exit code {child.returncode}); its log ends with:\n"
                            + node_log.read_text()[-3000:])
     stats = json.loads(stats_out.read_text())
-    starts, durations = np.array(stats["starts"]), np.array(stats["durations"])
-    keep = (starts >= t_start) & (starts <= t_end)
-    starts, durations = starts[keep], durations[keep]
-    cpu_starts, cpu_durations = np.array(stats["cpu_starts"]), np.array(stats["cpu_durations"])
-    cpu_durations = cpu_durations[(cpu_starts >= t_start) & (cpu_starts <= t_end)]
-    if len(starts) < 0.5 * (t_end - t_start) * args.rate:
-        print(f"  [{label}: only {len(starts)} ticks in the window; the node's log ends with:]\n"
+    ticks = tick_figures(stats, t_start, t_end, args.rate)  # the definitions: node_figures.py
+    if ticks["ticks"] < 0.5 * (t_end - t_start) * args.rate:
+        print(f"  [{label}: only {ticks['ticks']} ticks in the window; the node's log ends with:]\n"
               + node_log.read_text()[-3000:])
-    period = 1.0 / args.rate
     window = t_end - t_start
-    n_cpu_window = len(cpu_durations)
-    gaps = np.diff(starts)
-    on_time = int(np.sum(gaps <= 1.5 * period))
-    expected = window * args.rate
     with np.load(mock_out) as m:
         lat = m["latencies"][(m["lat_times"] >= t_start) & (m["lat_times"] <= t_end)] * 1e3
         js = m["js_times"]
-    js = js[(js >= t_start) & (js <= t_end)]
-    js_on_time = int(np.sum(np.diff(js) <= 1.5 * period))
 
     # CPU of the threads over the window (threads present at both ends)
     cpu = {tid: (thr1[tid][0], thr1[tid][1] - thr0[tid][1]) for tid in thr1 if tid in thr0}
     main_cpu = cpu.get(child.pid, ("", float("nan")))[1]
-    if trigger == "timer":
-        named = [tid for tid, (name, _) in cpu.items() if name == TICK_THREAD]
-        if named:
-            loop_tid, loop_how = named[0], TICK_THREAD
-        else:  # fall back to the busiest thread other than the main one
-            others = {tid: c for tid, (_, c) in cpu.items() if tid != child.pid}
-            loop_tid = max(others, key=others.get) if others else child.pid
-            loop_how = f"busiest thread '{cpu[loop_tid][0]}'?"
-        loop_cpu = cpu[loop_tid][1]
-    else:
-        loop_tid, loop_how, loop_cpu = child.pid, "main thread", main_cpu
+    loop_tid, loop_how = loop_thread(cpu, child.pid, trigger)
+    loop_cpu = cpu[loop_tid][1] if trigger == "timer" else main_cpu
     top_threads = sorted(((name, c) for _, (name, c) in cpu.items()), key=lambda x: -x[1])[:6]
     # Python threads other than the main and the loop thread: the ~/solve_ik thread (named for the OS) and
     # unnamed ones (Python 3.11 does not name its threads for the OS), e.g. the IK worker's monitor thread
@@ -230,20 +211,11 @@ def bench_run(k: int, config: str, trigger: str, load: str, args, tmp: Path, svc
         "config": config, "trigger": trigger, "load": load, "variant": variant, "repeat": repeat,
         "rate_set_hz": args.rate,
         "duration_s": window,
-        "ticks": int(len(starts)),
-        "rate_hz": (len(starts) - 1) / (starts[-1] - starts[0]) if len(starts) > 1 else 0.0,
-        "expected_ticks": expected,
-        "on_time_pct": min(100.0, 100.0 * on_time / expected) if expected > 0 else 0.0,
-        "late_gaps_pct": 100.0 * float(np.mean(gaps > 1.5 * period)) if len(gaps) else 100.0,
-        "robot_js_on_time_pct": min(100.0, 100.0 * js_on_time / expected) if expected > 0 else 0.0,
-        "gap_p99_ms": float(np.percentile(gaps, 99) * 1e3) if len(gaps) else float("nan"),
-        "gap_max_ms": float(gaps.max() * 1e3) if len(gaps) else float("nan"),
-        "tick_p50_us": float(np.percentile(durations, 50) * 1e6) if len(durations) else float("nan"),
-        "tick_p99_us": float(np.percentile(durations, 99) * 1e6) if len(durations) else float("nan"),
-        "tick_max_us": float(durations.max() * 1e6) if len(durations) else float("nan"),
-        "_durations": durations,  # [s] the window's tick durations, for the pooled figures (not written)
-        "tick_cpu_p50_us": float(np.percentile(cpu_durations, 50) * 1e6) if len(cpu_durations) else float("nan"),
-        "tick_cpu_p99_us": float(np.percentile(cpu_durations, 99) * 1e6) if len(cpu_durations) else float("nan"),
+        **{k: ticks[k] for k in ("ticks", "rate_hz", "expected_ticks", "on_time_pct", "late_gaps_pct")},
+        "robot_js_on_time_pct": js_on_time_pct(js, t_start, t_end, args.rate),
+        **{k: ticks[k] for k in ("gap_p99_ms", "gap_max_ms", "tick_p50_us", "tick_p99_us", "tick_max_us")},
+        "_durations": ticks["_durations"],  # [s] the window's tick durations, for the pooled figures (not written)
+        **{k: ticks[k] for k in ("tick_cpu_p50_us", "tick_cpu_p99_us")},
         "latency_kind": "js->command round trip" if trigger == "joint_states" else "state age at command",
         "latency_p50_ms": float(np.percentile(lat, 50)) if len(lat) else float("nan"),
         "latency_p99_ms": float(np.percentile(lat, 99)) if len(lat) else float("nan"),
@@ -255,10 +227,7 @@ def bench_run(k: int, config: str, trigger: str, load: str, args, tmp: Path, svc
         "pool_cpu_pct": 100.0 * pool_cpu / window,
         "mock_cpu_pct": 100.0 * (mock1 - mock0) / window,
         "camera_cpu_pct": 100.0 * (camera1 - camera0) / window if camera is not None else None,
-        # cross-check of the loop thread's /proc figure (10 ms ticks of the kernel's accounting): the sum of the
-        # ticks' own CPU (time.thread_time) over the window; the loop thread also spends CPU between ticks
-        # (the sleep until the next start, waking up), so this is a lower bound of it
-        "tick_cpu_sum_pct": 100.0 * float(np.sum(cpu_durations)) / window if n_cpu_window else float("nan"),
+        "tick_cpu_sum_pct": ticks["tick_cpu_sum_pct"],  # a lower bound of loop_cpu_pct (node_figures.py)
         "perceived": perceived_summary(perceived) if camera is not None else None,
         "n_children": len(kids1),
         "top_threads": [(name, 100.0 * c / window) for name, c in top_threads],
