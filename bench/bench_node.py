@@ -77,6 +77,14 @@ upper bound); the steady tool-velocity tracking error (FK of the commands per co
 0.5 s of each segment); peak acceleration/jerk ratios; the stop after the stream ends (at rest, ~/status
 ``command_timeout``).
 
+Arms (``--arms N``, N >= 2; default 1: one node as above): N nodes, each the shipped config in its own namespace
+``/armK`` (started as ``--ros-args -r __ns:=/armK`` with remaps of its absolute topics: the robot's /joint_states and
+/robot_description(_semantic), its command output), against one mock process driving N arms (``mock_robot --arms
+N``: one executor, one drive thread), each node tracking its own 50 Hz goal circle. Printed per node: on time, tick
+p50/p99 and their CPU, the loop thread's and the process's CPU (the definitions above, ``node_figures``); per run:
+the lowest on-time share, the total CPU in cores (the nodes with their IK workers + the mock; the bench's own goal
+streams shown apart) and per arm. Configs b, c, d; loads idle and busy; no motion or twist runs.
+
 Memory: the node's RSS every second (slope after 60 s, "flat" below 0.1 MB/min); ``--tracemalloc``
 reports the node's top growing Python allocation sites.
 
@@ -90,6 +98,7 @@ idle run of the same repetition; "other py threads" is the "solve_ik" thread plu
 
     python bench/bench_node.py [--duration 20] [--configs bc] [--trigger both] [--load] [--json PATH]
     python bench/bench_node.py --configs b --trigger timer --loads idle,service --variants full,reject --repeat 3
+    python bench/bench_node.py --arms 4 --configs c --trigger timer --duration 15 [--json PATH]
 """
 
 from __future__ import annotations
@@ -101,12 +110,13 @@ import tempfile
 from pathlib import Path
 
 from common import machine_note, print_table, verdict, write_json  # also puts roboplan_ik_ros on sys.path
+from node_bench.arms_run import bench_arms_run
 from node_bench.children import (MOCK_PRIORITY_ENV, VARIANT_ENV, VARIANTS, _patch_worker_solver, run_child,
-                                 run_child_mock, run_child_server)
+                                 run_child_mock, run_child_mock_arms, run_child_server)
 from node_bench.configs import start_pose
 from node_bench.motion import MOTION_VARIANTS, motion_targets, print_motion, run_motion
-from node_bench.report import (issue20_targets, print_memory, print_perceived, print_report, print_variant_summary,
-                               target_rows)
+from node_bench.report import (issue20_targets, print_arms, print_memory, print_perceived, print_report,
+                               print_variant_summary, target_rows)
 from node_bench.service_stream import service_goals
 from node_bench.tracking_run import bench_run
 from node_bench.twist import TWIST_HZ, TWIST_QUICK_SEGMENT_S, TWIST_RATES, print_twist, run_twist, twist_targets
@@ -129,6 +139,9 @@ def main() -> None:
         return
     if len(sys.argv) > 1 and sys.argv[1] == "--child-mock":
         run_child_mock(float(sys.argv[2]), sys.argv[3], int(sys.argv[4]), *sys.argv[5:6])
+        return
+    if len(sys.argv) > 1 and sys.argv[1] == "--child-mock-arms":
+        run_child_mock_arms(float(sys.argv[2]), sys.argv[3], int(sys.argv[4]), int(sys.argv[5]))
         return
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--duration", type=float, default=20.0, help="measured seconds per run")
@@ -178,6 +191,10 @@ def main() -> None:
                         "/joint_states were on time 96.6-99.9 %% (97.9-99.0 %% with a core busy), the node's ticks "
                         "following them; at 40, 99.85-99.99 %% and the node 98.91-99.99 %% (11 of 12 runs of (c) and (d), idle and busy, at "
                         "least 99.5 %%)")
+    p.add_argument("--arms", type=int, default=1,
+                   help="N >= 2: N nodes (the shipped config, namespaces /arm1 ... /armN) against one mock process "
+                        "driving N arms, a table row per node and the total CPU (configs b, c, d; loads idle, busy; "
+                        "no motion or twist runs); 1 = one node, as without it")
     p.add_argument("--repeat", type=int, default=1, help="repetitions (interleaved: repetition > variant > load)")
     p.add_argument("--service-pairs", type=int, default=1,
                    help="repeat the idle and service runs until there are this many pairs per config, trigger and "
@@ -211,6 +228,13 @@ def main() -> None:
         args.load = set(loads) != {"idle"}
     if "x" in args.configs and "service" in loads:
         raise SystemExit("--configs x: idle and busy loads only (the ~/solve_ik stream's goals are the Panda's)")
+    if args.arms < 1:
+        raise SystemExit("--arms: at least 1")
+    if args.arms > 1:
+        if set(args.configs) - set("bcd") or "service" in loads or variants != ["full"] or args.tracemalloc:
+            raise SystemExit("--arms N: configs b, c, d, loads idle and busy, variant full, no --tracemalloc")
+        run_arms(args, triggers, loads)
+        return
     runs = [(c, t, ld, v, i, rate) for i in range(max(args.repeat, args.service_pairs if "service" in loads else 1))
             for rate in args.rate_list for c in args.configs for t in triggers for v in variants for ld in loads
             if i < args.repeat or ld in ("idle", "service")]
@@ -274,6 +298,32 @@ def main() -> None:
     print_twist(twist_rows, targets_twist)
     write_json(args.json, [{k: v for k, v in r.items() if not k.startswith("_")} for r in rows] + motion_rows
                + twist_rows + targets + targets_twist + [{**t, "issue": 20} for t in targets_20])
+
+
+def run_arms(args, triggers, loads) -> None:
+    """``--arms N``: one N-arm run per (repetition, rate, config, trigger, load), interleaved in that order."""
+    import rclpy
+
+    runs = [(c, t, ld, i, rate) for i in range(args.repeat) for rate in args.rate_list for c in args.configs
+            for t in triggers for ld in loads]
+    T0 = start_pose()
+    print(f"[start] {machine_note()}")
+    rclpy.init()
+    rows = []
+    with tempfile.TemporaryDirectory(prefix="bench_node.") as tmp:
+        for k, (config, trigger, load, i, rate) in enumerate(runs):
+            print(f"[bench_node arms {k + 1}/{len(runs)}] config ({config}), trigger {trigger}, load {load}, "
+                  f"repetition {i + 1}: {args.arms} nodes + one mock process of {args.arms} Panda arms at {rate:g} "
+                  f"Hz, {args.warmup:g} + {args.duration:g} s")
+            run_args = argparse.Namespace(**{**vars(args), "rate": rate})
+            try:
+                rows.append(bench_arms_run(k, config, trigger, load, args.arms, run_args, Path(tmp), T0, i))
+            except Exception as exc:  # report, keep the other runs
+                print(f"  [run failed: {type(exc).__name__}: {exc}]")
+    rclpy.try_shutdown()
+    print(f"[end] {machine_note()}")
+    print_arms(rows)
+    write_json(args.json, rows)
 
 
 if __name__ == "__main__":

@@ -1,6 +1,7 @@
 """The child processes' entry points, which bench_node.py's main() dispatches its ``--child-node`` (the
-node), ``--child-mock`` (the mock robot) and ``--child-server`` (variant "external"'s ~/solve_ik server)
-command lines to, and the ~/solve_ik handling variants patched into the node's process."""
+node; ROS arguments after its own, e.g. an arm's namespace and remaps, go to rclpy), ``--child-mock`` (the mock
+robot), ``--child-mock-arms`` (``--arms N``'s N-arm mock) and ``--child-server`` (variant "external"'s ~/solve_ik
+server) command lines to, and the ~/solve_ik handling variants patched into the node's process."""
 
 from __future__ import annotations
 
@@ -250,5 +251,45 @@ def run_child_mock(rate: float, out: str, capacity: int, robot: str = "panda") -
         np.savez(f, latencies=mock.latencies[:n], lat_times=mock.lat_times[:n], js_times=mock.js_times[:mock.n_js],
                  commands=mock.commands)
     mock.destroy_node()
+    executor.shutdown()
+    rclpy.try_shutdown()
+
+
+def run_child_mock_arms(rate: float, out: str, capacity: int, n_arms: int) -> None:
+    """``--arms N``: the N-arm mock (sim/mock_arms.py: the Panda in /arm1 ... /armN, one process, one executor, one
+    drive thread), each arm timed as :func:`run_child_mock`'s. Writes every arm's timings to ``out`` (npz, keys
+    suffixed ``_1`` ... ``_N``)."""
+    from functools import partial
+
+    import rclpy
+    from rclpy.parameter import Parameter
+
+    from roboplan_ik_ros.node.spin import make_executor, spin_until_shutdown
+    from roboplan_ik_ros.sim.mock_arms import MockArms, arm_namespaces
+
+    rclpy.init()
+    priority = int(os.environ.get(MOCK_PRIORITY_ENV, "0"))
+    arms = MockArms(arm_namespaces(n_arms), make_arm=partial(timed_mock_class(), capacity=capacity),
+                    parameter_overrides=[Parameter("rate_hz", value=rate), Parameter("robot", value="panda"),
+                                         Parameter("rt_priority", value=priority)])
+    if priority > 0:  # this (main) thread runs the executor: every arm's command callbacks (as mock_arms.spin_arms)
+        from roboplan_ik_ros.node.loop_thread import set_fifo_priority
+
+        why_not = set_fifo_priority(priority)
+        if why_not:
+            print(f"mock arms: SCHED_FIFO {priority} refused: {why_not}", flush=True)
+    executor = make_executor()
+    for arm in arms.arms:
+        executor.add_node(arm)
+    arms.start()
+    spin_until_shutdown(executor)
+    arrays = {}
+    for k, mock in enumerate(arms.arms, start=1):
+        n = mock.n_latencies
+        arrays.update({f"latencies_{k}": mock.latencies[:n], f"lat_times_{k}": mock.lat_times[:n],
+                       f"js_times_{k}": mock.js_times[:mock.n_js], f"commands_{k}": mock.commands})
+    with open(out, "wb") as f:
+        np.savez(f, **arrays)
+    arms.destroy()
     executor.shutdown()
     rclpy.try_shutdown()

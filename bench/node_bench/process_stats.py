@@ -70,6 +70,14 @@ def children_cpu(pid: int) -> dict[int, float]:
     return out
 
 
+def machine_busy_seconds() -> float:
+    """CPU seconds every core of the machine spent busy so far (/proc/stat: all but idle, iowait and steal),
+    whoever used them: over a window, the load beside what a benchmark measures of its own processes."""
+    fields = [int(x) for x in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]]
+    idle, iowait, steal = fields[3], fields[4], fields[7] if len(fields) > 7 else 0
+    return (sum(fields[:8]) - idle - iowait - steal) / CLK_TCK
+
+
 def rss_mb(pid: int) -> float:
     for line in Path(f"/proc/{pid}/status").read_text().splitlines():
         if line.startswith("VmRSS:"):

@@ -319,3 +319,37 @@ def print_memory(rows: list[dict]) -> None:
               "top growing sites:")
         for d in tm["top_growth"]:
             print(f"  {d['size_diff_kb']:+9.1f} kB {d['count_diff']:+7d} blocks (now {d['size_kb']:.1f} kB)  {d['site']}")
+
+
+ISSUE32_ON_TIME_PCT = 99.5  # [%] every node of an N-arm run (issue 32: four arms at 500 Hz on this 2-core machine)
+
+
+def print_arms(rows: list[dict]) -> None:
+    """``--arms N``: one row per node of each run, then a summary line per run (min on-time share, total CPU)."""
+    if not rows:
+        return
+    table = []
+    for r in rows:
+        run = f"({r['config']}) {r['trigger']}, {r['load']}, {r['arms']} arms, {r['rate_set_hz']:g} Hz" + (
+            f" #{r['repeat'] + 1}" if r["repeat"] else "")
+        for n in r["nodes"]:
+            table.append([run, n["namespace"], fmt(n["on_time_pct"], ".2f"), fmt(n["late_gaps_pct"], ".2f"),
+                          fmt(n["robot_js_on_time_pct"], ".2f"),
+                          f"{fmt(n['gap_p99_ms'], '.2f')} / {fmt(n['gap_max_ms'], '.1f')}",
+                          f"{fmt(n['tick_p50_us'], '.0f')} / {fmt(n['tick_p99_us'], '.0f')}",
+                          f"{fmt(n['tick_cpu_p50_us'], '.0f')} / {fmt(n['tick_cpu_p99_us'], '.0f')}",
+                          f"{fmt(n['loop_cpu_pct'])} ({n['loop_thread']})", fmt(n["process_cpu_pct"]),
+                          fmt(n["children_cpu_pct"]) if n["n_children"] else "-", fmt(n["moving_pct"], ".0f")])
+    print_table("N ik_controller nodes (the shipped config, one namespace each) against one mock process driving N "
+                "arms; each node its own 50 Hz goal circle. On time, ticks and CPU as the single node's tables; CPU "
+                "in % of one core over the window",
+                ["run", "node", "on time %", "late gaps %", "robot js on time %", "gap p99/max ms", "tick p50/p99 us",
+                 "tick CPU p50/p99 us", "loop thread %", "process %", "IK worker %", "moving %"], table)
+    for r in rows:
+        ok = r["min_on_time_pct"] >= ISSUE32_ON_TIME_PCT
+        print(f"{r['arms']} arms ({r['config']}) {r['trigger']}, {r['load']}, {r['rate_set_hz']:g} Hz: min on time "
+              f"{r['min_on_time_pct']:.2f} % (every node >= {ISSUE32_ON_TIME_PCT:g} %: {verdict(ok)}); total CPU "
+              f"{r['total_cpu_cores']:.2f} cores = nodes {r['nodes_cpu_pct'] / 100.0:.2f} (with their IK workers) + "
+              f"mock {r['mock_cpu_pct'] / 100.0:.2f}; {r['cpu_cores_per_arm']:.2f} cores per arm (the goal streams' "
+              f"process, not counted: {r['goal_stream_cpu_pct'] / 100.0:.2f}); the machine busy "
+              f"{r['machine_busy_cores']:.2f} of {r['machine_cores']} cores (every process, others' too)")

@@ -187,3 +187,34 @@ def test_twist_schedule_square_then_quick_turns():
     path = np.cumsum([np.array(d) * T for _, T, d in s], axis=0)
     assert np.allclose(path[3], 0.0) and np.allclose(path[7], 0.0)
     assert np.abs(path).max() <= TWIST_SEGMENT_S + 1e-12  # [s of motion along an axis] the tool stays near
+
+
+def test_tick_figures_count_a_stall_of_n_periods_as_n_ticks_within_the_window_only():
+    from node_bench.node_figures import tick_figures
+
+    rate = 500.0
+    starts = np.delete(np.arange(0.0, 2.0, 1.0 / rate), np.arange(600, 610))  # 10 ticks missing at 1.2 s
+    stats = {"starts": starts.tolist(), "durations": [1e-4] * len(starts), "cpu_starts": starts.tolist(),
+             "cpu_durations": [5e-5] * len(starts)}
+    f = tick_figures(stats, 1.0, 1.999, rate)  # the window holds the stall; the first second does not count
+    assert f["ticks"] == 490 and f["expected_ticks"] == pytest.approx(499.5)
+    assert f["on_time_pct"] == pytest.approx(100.0 * 488 / 499.5)  # 489 gaps, one of them 11 periods long
+    assert f["gap_max_ms"] == pytest.approx(22.0)
+    assert f["tick_cpu_sum_pct"] == pytest.approx(100.0 * 490 * 5e-5 / 0.999)
+
+
+def test_arm_ros_args_put_the_namespace_and_every_absolute_topic_of_the_node_under_the_arm():
+    from node_bench.arms_run import arm_ros_args
+
+    data = {"node": {"joint_states_topic": "/joint_states",
+                     "outputs": [{"topic": "/forward_position_controller/commands"}, {"topic": "/arm_traj"}]}}
+    args = arm_ros_args("/arm2", data)
+    assert args[0] == "--ros-args" and args[1::2] == ["-r"] * (len(args) // 2)
+    rules = dict(rule.split(":=") for rule in args[2::2])
+    assert rules == {"__ns": "/arm2", "/joint_states": "/arm2/joint_states",
+                     "/robot_description": "/arm2/robot_description",
+                     "/robot_description_semantic": "/arm2/robot_description_semantic",
+                     "/forward_position_controller/commands": "/arm2/forward_position_controller/commands",
+                     "/arm_traj": "/arm2/arm_traj"}
+    # without node keys: the node's defaults (its /joint_states and its one forward_command output)
+    assert "/forward_position_controller/commands:=/arm1/forward_position_controller/commands" in arm_ros_args("/arm1", {})
