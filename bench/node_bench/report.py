@@ -353,3 +353,8 @@ def print_arms(rows: list[dict]) -> None:
               f"mock {r['mock_cpu_pct'] / 100.0:.2f}; {r['cpu_cores_per_arm']:.2f} cores per arm (the goal streams' "
               f"process, not counted: {r['goal_stream_cpu_pct'] / 100.0:.2f}); the machine busy "
               f"{r['machine_busy_cores']:.2f} of {r['machine_cores']} cores (every process, others' too)")
+        retried = [f"{n['namespace']} {n['startup']['activate_attempts']}" for n in r["nodes"]
+                   if n["startup"].get("activate_attempts", 1) > 1]
+        if retried:
+            print(f"  activate requests (the node's activation_timeout passed without an arm's /joint_states): "
+                  f"{', '.join(retried)}")
