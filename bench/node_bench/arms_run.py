@@ -148,7 +148,7 @@ def bench_arms_run(k: int, config: str, trigger: str, load: str, n_arms: int, ar
     box = next(b for b in data["barriers"] if b["type"] == "position")
     cfg_path = tmp / f"bench_{tag}.yaml"
     cfg_path.write_text(yaml.safe_dump(data))
-    # every tick of the run, start-up (the nodes configure in turn) included
+    # every tick of the run, start-up included
     capacity = int((args.duration + args.warmup + 60 + 15 * n_arms) * args.rate * 1.2)
     namespaces = [arm_namespace(i) for i in range(1, n_arms + 1)]
 
