@@ -99,6 +99,12 @@ COMMAND_TYPES = ("forward_command", "joint_trajectory", "joint_state")
 DEFAULT_JOINT_LIMITS = {"panda": "package://roboplan_ik_ros/config/panda_joint_limits.yaml"}
 DRIVE_STATUS_PERIOD = 0.2  # [s] ~/drive_status while the strict drive is on (and at once on a change)
 COMMAND_QUEUE_DEPTH = 1000  # a mock stalled for up to 2 s at 500 Hz drops no command (the drive would see a jump)
+#: Why ``count_lost_commands`` exists: rmw_fastrtps (the pip wheels here) takes a subscription's event mutex, then the
+#: DataReader's, in ``take_event`` (the EventsExecutor's thread, holding the GIL), while a DDS receive thread delivering
+#: ``on_sample_lost`` takes them in the other order: a process whose commands are lost in transport can deadlock
+#: (fixed upstream in rmw_fastrtps PR 890). Seen in the four-arm mock under load: its executor and drive thread stopped,
+#: every node went stale, and SIGINT no longer ended it.
+LOST_EVENT_DEADLOCK = "rmw_fastrtps take_event / on_sample_lost lock-order inversion"
 
 
 def load_robot(robot: str, srdf_path: str = "") -> tuple[str, str, list[str], str]:
@@ -119,14 +125,16 @@ def load_robot(robot: str, srdf_path: str = "") -> tuple[str, str, list[str], st
 
 
 class MockRobot(Node):
-    """See the module docstring. Two keywords serve :class:`.mock_arms.MockArms` (several arms in one process):
+    """See the module docstring. Three keywords serve :class:`.mock_arms.MockArms` (several arms in one process):
     ``namespace_topics`` takes the absolute topic names (/joint_states, /robot_description(_semantic), an absolute
     ``command_topic``) under the node's namespace (``/arm1/joint_states``); ``external_drive`` (with
     ``drive_thread`` true) starts no drive thread: the owner's thread calls :meth:`drive_tick` every
-    :attr:`drive_period` seconds."""
+    :attr:`drive_period` seconds; ``count_lost_commands`` false leaves out the command subscription's
+    message-lost event (``lost_commands`` is then None, not counted): with the EventsExecutor that event can
+    deadlock the process (see :data:`LOST_EVENT_DEADLOCK`)."""
 
     def __init__(self, node_name: str = "mock_robot", *, namespace_topics: bool = False, external_drive: bool = False,
-                 **kwargs) -> None:
+                 count_lost_commands: bool = True, **kwargs) -> None:
         super().__init__(node_name, **kwargs)
         self._namespace_topics = namespace_topics
         d = ParameterDescriptor
@@ -234,10 +242,10 @@ class MockRobot(Node):
         self._js_values = np.empty(len(self.scene.joint_names))
         msg_type = {"forward_command": Float64MultiArray, "joint_trajectory": JointTrajectory,
                     "joint_state": JointState}[ctype]
-        self.lost_commands = 0
+        self.lost_commands: int | None = 0 if count_lost_commands else None  # None: not counted
         topic = self._topic(topic)
         self.create_subscription(msg_type, topic, getattr(self, f"_on_{ctype}"), COMMAND_QUEUE_DEPTH,
-                                 **self._lost_events())
+                                 **(self._lost_events() if count_lost_commands else {}))
         self._drive_pub = self.create_publisher(String, "~/drive_status", LATCHED)
         self.create_service(Trigger, "~/reset_drive", self._on_reset_drive)
         self.create_service(Trigger, "~/clear_drive_peaks", self._on_clear_drive_peaks)
