@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
 import threading
@@ -110,6 +111,23 @@ def arm_ros_args(namespace: str, data: dict) -> list[str]:
     for topic in topics:
         args += ["-r", f"{topic}:={namespace}/{topic.lstrip('/')}"]
     return args
+
+
+def stop_nodes(children: list[subprocess.Popen], timeout: float = 60.0) -> None:
+    """SIGINT every node at once (each then brakes, stops its loop and writes its statistics), SIGKILL those still
+    running after ``timeout`` [s]. One after the other (``stop_processes``), a node stopping at normal priority
+    beside the others' real-time loops outlived its 20 s and was killed before writing its ticks (four arms on
+    the loaded machine); a second SIGINT is not sent (it would interrupt that writing)."""
+    running = [c for c in children if c.poll() is None]
+    for child in running:
+        child.send_signal(signal.SIGINT)
+    deadline = time.monotonic() + timeout
+    for child in running:
+        try:
+            child.wait(max(0.0, deadline - time.monotonic()))
+        except subprocess.TimeoutExpired:
+            child.kill()
+            child.wait()
 
 
 def _node_counters(pid: int) -> tuple:
@@ -236,7 +254,8 @@ def bench_arms_run(k: int, config: str, trigger: str, load: str, n_arms: int, ar
         counting["on"] = False
         print()
     finally:
-        stop_processes(*children, mock)  # the nodes first: they must not see the robot vanish
+        stop_nodes(children)  # the nodes first: they must not see the robot vanish
+        stop_processes(mock)
         if busy is not None:
             busy.kill()
             busy.wait()
