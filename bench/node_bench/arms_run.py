@@ -31,17 +31,16 @@ from .processes import _wait, stop_processes
 NODE_NAME = "ik_controller"
 GOAL_RATE_HZ = 50.0  # each arm's goal stream, as the single node's run
 #: activate requests per node (each row says how many it took): the node's activate waits ``activation_timeout``
-#: (5 s) for a valid /joint_states, which a node still at normal priority may not get to read in time while the
-#: active nodes' SCHED_FIFO loops (and, on a shared machine, others' real-time processes) take the cores
+#: (5 s) for a valid /joint_states. Three refusals in a row were seen while the N-arm mock had frozen (the deadlock
+#: in mock_arms' docstring, since avoided); a node still at normal priority beside the active nodes' SCHED_FIFO
+#: loops can also miss it on a loaded machine
 ACTIVATE_ATTEMPTS = 6
 
 
 def start_nodes(aux, names: list[str], spawned_at: list[float], procs) -> list[dict]:
     """Configure all the nodes ``/<name>`` at once over their lifecycle services, then activate them at once (as
     a cell's launch file with autostart brings its nodes up), asking again for those whose activate failed, up
-    to ACTIVATE_ATTEMPTS requests each (on a 2-core machine loaded by other work, with two nodes active, the third
-    did not read a valid /joint_states within its 5 s three times in a row, one after the other or all at once;
-    alone, the same node in the same namespace activated at once). Returns per node the start-up times (as
+    to ACTIVATE_ATTEMPTS requests each (see there). Returns per node the start-up times (as
     ``processes.manage_startup``'s, the configure and activate calls shared) and ``activate_attempts``."""
     from lifecycle_msgs.msg import Transition
     from lifecycle_msgs.srv import ChangeState
