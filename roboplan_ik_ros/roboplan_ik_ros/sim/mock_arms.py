@@ -7,10 +7,10 @@ it: ``/arm1/joint_states``, ``/arm1/robot_description(_semantic)``, its command 
 ``/arm1/mock_robot/drive_status``, ``reset_drive`` and ``clear_drive_peaks``. Each arm keeps its own state, its
 own command subscription and its own strict drive: a command to one arm never moves another. The parameters
 (``--ros-args -p``) apply to every arm; a parameters file can set one arm's under its node name
-(``/arm2/mock_robot``). Each arm's namespace is its own: a global ``__ns`` remap does not move the arms. The arms
-do not count commands lost in transport (``lost_commands`` null in ``~/drive_status``): the event that counts
-them can deadlock a process with the EventsExecutor (:data:`.mock_robot.LOST_EVENT_DEADLOCK`), and N arms' command
-streams lose commands under load often enough to hit it (four arms of bench_node --arms on the loaded 2-core
+(``/arm2/mock_robot``). Each arm's namespace is its own: a global ``__ns`` remap does not move the arms. No mock
+counts commands lost in transport: the event that counts them can deadlock a process with the EventsExecutor
+(:data:`.mock_robot.LOST_EVENT_DEADLOCK`), and N arms' command streams lose commands under load often enough to hit
+it (four arms of bench_node --arms on the loaded 2-core
 machine: in each of six runs; the stacks of one showed the two threads waiting on each other).
 
 One executor spins all the arms' nodes (their command callbacks and drive-status timers, in the main thread, at
@@ -95,7 +95,7 @@ class MockArms:
                 # the namespace as a node-local remap: it wins over a global __ns remap (which would put every arm
                 # in one namespace)
                 self.arms.append(make_arm(node_name, namespace=ns, cli_args=["--ros-args", "-r", f"__ns:={ns}"],
-                                          namespace_topics=True, external_drive=True, count_lost_commands=False,
+                                          namespace_topics=True, external_drive=True,
                                           **node_kwargs))
         except BaseException:
             for arm in self.arms:

@@ -99,11 +99,12 @@ COMMAND_TYPES = ("forward_command", "joint_trajectory", "joint_state")
 DEFAULT_JOINT_LIMITS = {"panda": "package://roboplan_ik_ros/config/panda_joint_limits.yaml"}
 DRIVE_STATUS_PERIOD = 0.2  # [s] ~/drive_status while the strict drive is on (and at once on a change)
 COMMAND_QUEUE_DEPTH = 1000  # a mock stalled for up to 2 s at 500 Hz drops no command (the drive would see a jump)
-#: Why ``count_lost_commands`` exists: rmw_fastrtps (the pip wheels here) takes a subscription's event mutex, then the
-#: DataReader's, in ``take_event`` (the EventsExecutor's thread, holding the GIL), while a DDS receive thread delivering
-#: ``on_sample_lost`` takes them in the other order: a process whose commands are lost in transport can deadlock
-#: (fixed upstream in rmw_fastrtps PR 890). Seen in the four-arm mock under load: its executor and drive thread stopped,
-#: every node went stale, and SIGINT no longer ended it.
+#: Why no mock counts commands lost in transport (DDS's message-lost event): rmw_fastrtps (the pip wheels here) takes a
+#: subscription's event mutex, then the DataReader's, in ``take_event`` (the EventsExecutor's thread, holding the GIL),
+#: while a DDS receive thread delivering ``on_sample_lost`` takes them in the other order: a process whose commands are
+#: lost in transport can deadlock (fixed upstream in rmw_fastrtps PR 890). Seen in the four-arm mock under load (its
+#: executor and drive thread stopped, every node went stale, SIGINT no longer ended it) and in the e2e recorder. A lost
+#: command reaches the strict drive as a step it judges like any other.
 LOST_EVENT_DEADLOCK = "rmw_fastrtps take_event / on_sample_lost lock-order inversion"
 
 
@@ -129,12 +130,10 @@ class MockRobot(Node):
     ``namespace_topics`` takes the absolute topic names (/joint_states, /robot_description(_semantic), an absolute
     ``command_topic``) under the node's namespace (``/arm1/joint_states``); ``external_drive`` (with
     ``drive_thread`` true) starts no drive thread: the owner's thread calls :meth:`drive_tick` every
-    :attr:`drive_period` seconds; ``count_lost_commands`` false leaves out the command subscription's
-    message-lost event (``lost_commands`` is then None, not counted): with the EventsExecutor that event can
-    deadlock the process (see :data:`LOST_EVENT_DEADLOCK`)."""
+    :attr:`drive_period` seconds;"""
 
     def __init__(self, node_name: str = "mock_robot", *, namespace_topics: bool = False, external_drive: bool = False,
-                 count_lost_commands: bool = True, **kwargs) -> None:
+                 **kwargs) -> None:
         super().__init__(node_name, **kwargs)
         self._namespace_topics = namespace_topics
         d = ParameterDescriptor
@@ -242,10 +241,9 @@ class MockRobot(Node):
         self._js_values = np.empty(len(self.scene.joint_names))
         msg_type = {"forward_command": Float64MultiArray, "joint_trajectory": JointTrajectory,
                     "joint_state": JointState}[ctype]
-        self.lost_commands: int | None = 0 if count_lost_commands else None  # None: not counted
         topic = self._topic(topic)
-        self.create_subscription(msg_type, topic, getattr(self, f"_on_{ctype}"), COMMAND_QUEUE_DEPTH,
-                                 **(self._lost_events() if count_lost_commands else {}))
+        # no message-lost event on it: it can deadlock this process (LOST_EVENT_DEADLOCK)
+        self.create_subscription(msg_type, topic, getattr(self, f"_on_{ctype}"), COMMAND_QUEUE_DEPTH)
         self._drive_pub = self.create_publisher(String, "~/drive_status", LATCHED)
         self.create_service(Trigger, "~/reset_drive", self._on_reset_drive)
         self.create_service(Trigger, "~/clear_drive_peaks", self._on_clear_drive_peaks)
@@ -302,21 +300,8 @@ class MockRobot(Node):
                 f"command period {d.period:g} s, a stream ends after {d.max_gap:g} s without a command"
                 + (f"; acceleration or jerk unchecked for {unchecked}" if unchecked else ""))
 
-    def _lost_events(self) -> dict:
-        try:
-            from rclpy.event_handler import SubscriptionEventCallbacks
-        except ImportError:
-            return {}
-
-        def lost(info):
-            self.lost_commands += info.total_count_change
-            self.get_logger().warning(f"{info.total_count_change} command(s) lost in transport: the strict drive "
-                                      "compares commands that were not consecutive", throttle_duration_sec=2.0)
-
-        return {"event_callbacks": SubscriptionEventCallbacks(message_lost=lost)}
-
     def _publish_drive_status(self) -> None:
-        status = {"strict_drive": self.strict_drive, "lost_commands": self.lost_commands,
+        status = {"strict_drive": self.strict_drive,
                   "last_command_age_s": round(time.perf_counter() - self._last_cmd_time, 4)
                   if math.isfinite(self._last_cmd_time) else None}
         if self.drive is not None:
@@ -462,10 +447,9 @@ class MockRobot(Node):
             if not drive.check(v, self._last_cmd_time, self._pos):
                 if not was_faulted:  # the first refused command: hold where the robot is, say so
                     self._target[:] = self._pos
-                    lost = (f" ({self.lost_commands} command(s) were lost in transport so far: the drive may have "
-                            f"compared commands that were not consecutive)" if self.lost_commands else "")
+                    lost = ""
                     if self._idle_before_command > drive.max_gap:
-                        lost += (f" (this mock had not run for {self._idle_before_command:.3f} s before this command: "
+                        lost = (f" (this mock had not run for {self._idle_before_command:.3f} s before this command: "
                                  f"commands received in a burst after a stall hide any gap in the stream; see "
                                  f"rt_priority)")
                     self.get_logger().error(
