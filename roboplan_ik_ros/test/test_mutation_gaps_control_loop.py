@@ -176,10 +176,8 @@ def test_back_from_stale_a_gripper_moved_meanwhile_does_not_end_a_held_stream(pa
     np.testing.assert_array_equal(res.command[g.q_indices], last[g.q_indices])
 
 
-# ----------------------------------------------------------------------------- holds
-def test_leaving_a_hold_logs_that_the_loop_resumed_and_why_it_held(panda):
-    """An exception in the step holds (tick's docstring: the next tick tries again); the next step that moves
-    logs at info level that it resumed, naming the hold's reason."""
+def tracking_with_a_log(panda):
+    """The shipped config without barriers, tracking a 2 cm pose goal after 5 ticks; every log line in ``messages``."""
     messages: list[tuple[str, str]] = []
     loop = loop_of(panda, {**panda_yaml(), "barriers": []}, log=lambda level, text: messages.append((level, text)))
     sim = SimRobot(loop, panda.named_configuration("default"))
@@ -188,6 +186,14 @@ def test_leaving_a_hold_logs_that_the_loop_resumed_and_why_it_held(panda):
     loop.set_pose_goal("ee", pin.SE3(T.rotation, T.translation + np.array([0.0, 0.0, 0.02])))
     sim.tick(5)
     assert loop.mode == TRACKING
+    return loop, sim, messages
+
+
+# ----------------------------------------------------------------------------- holds
+def test_leaving_a_hold_logs_that_the_loop_resumed_and_why_it_held(panda):
+    """An exception in the step holds (tick's docstring: the next tick tries again); the next step that moves
+    logs at info level that it resumed, naming the hold's reason."""
+    loop, sim, messages = tracking_with_a_log(panda)
     step = loop.ctrl.step
 
     def boom(q):
@@ -468,14 +474,7 @@ def test_waiting_for_a_goal_outside_a_barrier_the_reason_keeps_the_wait_and_adds
 def test_a_hold_is_logged_once_as_a_warning_that_names_its_reason(panda):
     """Entering a hold (here: the step raises, three ticks running) logs one warning with the hold's reason (the
     error's traceback is logged at error level, every tick)."""
-    messages: list[tuple[str, str]] = []
-    loop = loop_of(panda, {**panda_yaml(), "barriers": []}, log=lambda level, text: messages.append((level, text)))
-    sim = SimRobot(loop, panda.named_configuration("default"))
-    assert loop.activate(sim.t) == ""
-    T = sim.tcp()
-    loop.set_pose_goal("ee", pin.SE3(T.rotation, T.translation + np.array([0.0, 0.0, 0.02])))
-    sim.tick(5)
-    assert loop.mode == TRACKING
+    loop, sim, messages = tracking_with_a_log(panda)
     step = loop.ctrl.step
 
     def boom(q):
