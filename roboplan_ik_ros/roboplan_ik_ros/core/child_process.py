@@ -93,6 +93,23 @@ def lower_priority(nice: int, sched_idle: bool) -> None:
 
 
 # ----------------------------------------------------------------------------------------- parent
+def answer(conn, rid: int, work: Callable[[], tuple]) -> bool:
+    """A child's answer to request ``rid``: ``work()``'s reply, ``("invalid", rid, why)`` when it raised
+    InvalidInputError, ``("failed", rid, "Type: message")`` on any other error (a bug: the child stays alive for the
+    next request); sent on ``conn``. False when the parent is gone (the child then ends)."""
+    try:
+        reply = work()
+    except InvalidInputError as exc:
+        reply = ("invalid", rid, str(exc))
+    except Exception as exc:  # noqa: BLE001 - a bug: answer, and stay alive for the next request
+        reply = ("failed", rid, f"{type(exc).__name__}: {exc}")
+    try:
+        conn.send(reply)
+    except OSError:
+        return False
+    return True
+
+
 class _Child:
     """One started child process (a generation) and the parent's end of its pipe."""
 

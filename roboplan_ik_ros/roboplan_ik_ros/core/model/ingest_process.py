@@ -36,7 +36,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..child_process import SupervisedChild, child_started, preload_in_forkserver
+from ..child_process import SupervisedChild, answer, child_started, preload_in_forkserver
 from ..errors import InvalidInputError
 from .cloud_filter import FilteredCloud, cloud_rows
 from .point_cloud import PointCloudLayout
@@ -87,7 +87,9 @@ def _ingest_main(conn, spec: IngestSpec, parent_pid: int) -> None:
                 return  # the parent closed its end or died
             _, rid, segment, layout, R_world_sensor, t_world_sensor, new_shapes, rotations, translations = msg
             started, started_cpu = time.perf_counter(), time.thread_time()
-            try:
+
+            def ingest() -> tuple:
+                nonlocal slot, shapes
                 if segment is not None:  # a new (bigger) slot
                     if slot is not None:
                         slot.close()
@@ -99,14 +101,9 @@ def _ingest_main(conn, spec: IngestSpec, parent_pid: int) -> None:
                                             lambda points: robot_mask_at(points, shapes, rotations, translations,
                                                                          padding))
                 slot.write(rid, filtered)
-                reply = ("done", rid, time.perf_counter() - started, time.thread_time() - started_cpu)
-            except InvalidInputError as exc:
-                reply = ("invalid", rid, str(exc))
-            except Exception as exc:  # a bug: answer, and stay alive for the next request
-                reply = ("failed", rid, f"{type(exc).__name__}: {exc}")
-            try:
-                conn.send(reply)
-            except OSError:
+                return ("done", rid, time.perf_counter() - started, time.thread_time() - started_cpu)
+
+            if not answer(conn, rid, ingest):
                 return
     finally:
         if slot is not None:

@@ -39,7 +39,7 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 
 from ..child_process import (FAILED, READY, RESTARTING, STARTING, STOPPED, SupervisedChild, WorkerError,  # noqa: F401
-                             child_started, lower_priority, preload_in_forkserver, start_forkserver)
+                             answer, child_started, lower_priority, preload_in_forkserver, start_forkserver)
 from ..errors import InvalidInputError
 from .objectives import AxisGoal, PointGoal
 from .goals import FrameGoal, IKResult
@@ -117,7 +117,8 @@ def _worker_main(conn, spec: WorkerSpec, parent_pid: int, nice: int = 0, sched_i
         if msg[0] != "solve":
             return  # "stop"
         _, rid, deadline, goals, q_seed, options, obstacles = msg
-        try:
+
+        def solve() -> tuple:
             if obstacles is not None:  # the parent's obstacles changed since this child last heard
                 _set_obstacles(solver.scene, obstacles)
             budget = max(deadline - time.monotonic(), _MIN_BUDGET)  # what is left of max_time
@@ -126,14 +127,9 @@ def _worker_main(conn, spec: WorkerSpec, parent_pid: int, nice: int = 0, sched_i
             if opt.max_time != options.max_time:  # the message names the requested max_time
                 result.message = result.message.replace(f"max_time {opt.max_time:g} s",
                                                         f"max_time {options.max_time:g} s")
-            reply = ("result", rid, result)
-        except InvalidInputError as exc:
-            reply = ("invalid", rid, str(exc))
-        except Exception as exc:  # a bug: answer, and stay alive for the next request
-            reply = ("failed", rid, f"{type(exc).__name__}: {exc}")
-        try:
-            conn.send(reply)
-        except OSError:
+            return ("result", rid, result)
+
+        if not answer(conn, rid, solve):
             return
 
 
