@@ -111,14 +111,20 @@ def call_when_ready(node, ready: Callable[[], bool], action: Callable[[], None],
     return timer
 
 
-def spin_node_until_shutdown(node, logger_name: str) -> None:
-    """A plain node's main loop (the mocks): spin it until shutdown, then release it and rclpy."""
+def spin_node_until_shutdown(node, logger_name: str, *, more_nodes=(), release=None) -> None:
+    """A plain node's main loop (the mocks): spin it (and ``more_nodes``) in one executor until shutdown, then
+    release them (``release()``, default: destroy each node) and rclpy."""
     executor = make_executor()
-    executor.add_node(node)
+    for n in (node, *more_nodes):
+        executor.add_node(n)
     try:
         spin_until_shutdown(executor, logger_name=logger_name)
     finally:
-        node.destroy_node()
+        if release is not None:
+            release()
+        else:
+            for n in (node, *more_nodes):
+                n.destroy_node()
         executor.shutdown()
         rclpy.try_shutdown()
 

@@ -33,7 +33,7 @@ from rclpy.utilities import remove_ros_args
 
 from ..core.errors import InvalidInputError
 from ..node.loop_thread import LoopThread, set_fifo_priority, shorten_gil_switch_interval
-from ..node.spin import make_executor, spin_until_shutdown
+from ..node.spin import spin_node_until_shutdown
 from .mock_robot import MockRobot
 
 NODE_NAME = "mock_robot"  # every arm's node name (in its own namespace)
@@ -144,13 +144,5 @@ def spin_arms(namespaces: Sequence[str]) -> None:
             log.warning(f"rt_priority {arms.rt_priority}: {why_not}")
         else:
             log.info(f"SCHED_FIFO priority {arms.rt_priority}")
-    executor = make_executor()
-    for arm in arms.arms:
-        executor.add_node(arm)
     arms.start()
-    try:
-        spin_until_shutdown(executor, logger_name=NODE_NAME)
-    finally:
-        arms.destroy()
-        executor.shutdown()
-        rclpy.try_shutdown()
+    spin_node_until_shutdown(arms.arms[0], NODE_NAME, more_nodes=arms.arms[1:], release=arms.destroy)
