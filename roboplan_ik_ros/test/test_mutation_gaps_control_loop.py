@@ -268,10 +268,9 @@ def test_an_acceleration_limit_with_a_smoothing_that_does_not_brake_is_noted(pan
 
 
 # ----------------------------------------------------------------------------- joint jog
-def test_a_joint_jog_ramps_its_target_speed_at_half_the_acceleration_limit(panda):
-    """README (Joint jog): the target's joint velocities change by at most half the acceleration limit's a_max
-    per second: panda_joint1 jogged at 0.5 rad/s (a_max 15 rad/s^2) speeds up by 7.5 rad/s^2 * dt per tick, its
-    target moving v dt a tick."""
+def posture_jog_loop(panda):
+    """The shipped config with only its posture task (all weights 1, no barrier), jogs in speed units, activated
+    at "default": (loop, sim)."""
     data = panda_yaml()
     data["tasks"] = [t for t in data["tasks"] if t["name"] == "posture"]
     data["tasks"][0]["weights"] = 1.0
@@ -279,6 +278,14 @@ def test_a_joint_jog_ramps_its_target_speed_at_half_the_acceleration_limit(panda
     loop = loop_of(panda, data, streaming={"command_in_type": "speed_units"})
     sim = SimRobot(loop, panda.named_configuration("default"))
     assert loop.activate(sim.t) == ""
+    return loop, sim
+
+
+def test_a_joint_jog_ramps_its_target_speed_at_half_the_acceleration_limit(panda):
+    """README (Joint jog): the target's joint velocities change by at most half the acceleration limit's a_max
+    per second: panda_joint1 jogged at 0.5 rad/s (a_max 15 rad/s^2) speeds up by 7.5 rad/s^2 * dt per tick, its
+    target moving v dt a tick."""
+    loop, sim = posture_jog_loop(panda)
     sim.tick(2)
     a_ramp = 0.5 * franka_limits()["panda_joint1"]["max_acceleration"]  # [rad/s^2]
     dq = np.zeros(7)

@@ -31,7 +31,7 @@ from roboplan_ik_ros.core.oink.tasks.com_task import ComTaskConfig
 from roboplan_ik_ros.core.oink.tasks.joint_task import JointTaskConfig
 from roboplan_ik_ros.core.oink.tasks.look_at_task import LookAtTaskConfig
 from test_control_loop import TIP, SimRobot, panda  # noqa: F401 - panda is a fixture
-from test_mutation_gaps_control_loop import loop_of, panda_yaml, started
+from test_mutation_gaps_control_loop import loop_of, panda_yaml, posture_jog_loop, started
 
 J4 = 3  # panda_joint4 in the group
 
@@ -284,13 +284,7 @@ def test_a_joint_goal_takes_over_a_moving_jog_at_its_speed(panda):
     """A joint goal sent while a jog moves the target (posture task, panda_joint1 at 0.25 rad/s) continues from the
     jog's target and velocity: the shaped target's first step differs from the jog's last by at most the shaper's
     acceleration bound (RAMP_ACCELERATION_SHARE a_max) dt^2, instead of starting again from rest."""
-    data = panda_yaml()
-    data["tasks"] = [t for t in data["tasks"] if t["name"] == "posture"]
-    data["tasks"][0]["weights"] = 1.0
-    data["barriers"] = []
-    loop = loop_of(panda, data, streaming={"command_in_type": "speed_units"})
-    sim = SimRobot(loop, panda.named_configuration("default"))
-    assert loop.activate(sim.t) == ""
+    loop, sim = posture_jog_loop(panda)
     dq = np.zeros(loop.group.nv)
     dq[0] = 0.25  # [rad/s]
     for _ in range(50):  # the jog's ramp reaches its speed in ~0.03 s

@@ -93,6 +93,29 @@ def lower_priority(nice: int, sched_idle: bool) -> None:
 
 
 # ----------------------------------------------------------------------------------------- parent
+def build_or_report(conn, build: Callable[[], object]) -> tuple[bool, object]:
+    """A child's start-up: ``(True, build())``, or ``(False, None)`` after telling the parent why it failed
+    (``("error", "Type: message")``; the child then exits)."""
+    try:
+        return True, build()
+    except BaseException as exc:  # noqa: BLE001 - report why, then exit
+        try:
+            conn.send(("error", f"{type(exc).__name__}: {exc}"))
+        except OSError:
+            pass
+        return False, None
+
+
+def report_ready(conn, t0: float) -> bool:
+    """Tell the parent the child is ready (its pid, the start-up's duration since ``t0`` = time.perf_counter());
+    False when the parent is gone."""
+    try:
+        conn.send(("ready", os.getpid(), time.perf_counter() - t0))
+    except OSError:
+        return False
+    return True
+
+
 def answer(conn, rid: int, work: Callable[[], tuple]) -> bool:
     """A child's answer to request ``rid``: ``work()``'s reply, ``("invalid", rid, why)`` when it raised
     InvalidInputError, ``("failed", rid, "Type: message")`` on any other error (a bug: the child stays alive for the

@@ -36,7 +36,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..child_process import SupervisedChild, answer, child_started, preload_in_forkserver
+from ..child_process import (SupervisedChild, answer, build_or_report, child_started, preload_in_forkserver,
+                             report_ready)
 from ..errors import InvalidInputError
 from .cloud_filter import FilteredCloud, cloud_rows
 from .point_cloud import PointCloudLayout
@@ -58,22 +59,16 @@ def _ingest_main(conn, spec: IngestSpec, parent_pid: int) -> None:
     """The child process: build the filter, say "ready", answer requests until "stop" or EOF."""
     child_started(parent_pid)
     t0 = time.perf_counter()
-    try:
+    def build():
         from .cloud_filter import CloudFilter
         from .self_filter import robot_mask_at
 
-        cloud_filter = CloudFilter(spec.config)
-        padding = float(spec.config.self_filter_padding)
-    except BaseException as exc:  # report why, then exit
-        try:
-            conn.send(("error", f"{type(exc).__name__}: {exc}"))
-        except OSError:
-            pass
-        return
-    try:
-        conn.send(("ready", os.getpid(), time.perf_counter() - t0))
-    except OSError:
-        return  # the parent is gone
+        return CloudFilter(spec.config), float(spec.config.self_filter_padding), robot_mask_at
+
+    built, value = build_or_report(conn, build)
+    if not built or not report_ready(conn, t0):
+        return  # the start-up failed (the parent was told why) or the parent is gone
+    cloud_filter, padding, robot_mask_at = value
     slot: SharedCloudSlot | None = None
     shapes: Sequence = ()
     try:

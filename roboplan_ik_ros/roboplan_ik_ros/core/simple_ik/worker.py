@@ -39,7 +39,8 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 
 from ..child_process import (FAILED, READY, RESTARTING, STARTING, STOPPED, SupervisedChild, WorkerError,  # noqa: F401
-                             answer, child_started, lower_priority, preload_in_forkserver, start_forkserver)
+                             answer, build_or_report, child_started, lower_priority, preload_in_forkserver,
+                             report_ready, start_forkserver)
 from ..errors import InvalidInputError
 from .objectives import AxisGoal, PointGoal
 from .goals import FrameGoal, IKResult
@@ -94,20 +95,17 @@ def _worker_main(conn, spec: WorkerSpec, parent_pid: int, nice: int = 0, sched_i
     """The child process: build the solver, say "ready", answer requests until "stop" or EOF."""
     child_started(parent_pid)
     t0 = time.perf_counter()
-    try:
+
+    def build():
         from .solver import SimpleIK
 
-        solver = SimpleIK(spec.build_scene(), spec.options)
-    except BaseException as exc:  # report why, then exit
-        try:
-            conn.send(("error", f"{type(exc).__name__}: {exc}"))
-        except OSError:
-            pass
-        return
+        return SimpleIK(spec.build_scene(), spec.options)
+
+    built, solver = build_or_report(conn, build)
+    if not built:
+        return  # the parent was told why
     lower_priority(nice, sched_idle)  # after the start-up, which would be slow at a low priority
-    try:
-        conn.send(("ready", os.getpid(), time.perf_counter() - t0))
-    except OSError:
+    if not report_ready(conn, t0):
         return  # the parent is gone
     while True:
         try:
