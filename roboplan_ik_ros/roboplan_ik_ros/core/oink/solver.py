@@ -41,14 +41,11 @@ solver. Otherwise ``qp_solver`` solves the problem:
   active set it ends with (round-off only); every row holds to within _DAQP_PRIMAL_TOL = 1e-9.
 - "osqp": OSQP (ADMM), accurate to eps_abs / eps_rel, with max_iter iterations at most.
 
-Each problem (hard, slack) has its own workspace, kept between steps (values updated, set up again
-only when its size changes) and warm-started from the previous step (DAQP: its active set; OSQP:
-its iterates). The box holds exactly: the solution is clipped into it. Any failure gives dq = 0 and
-a status; only a recovery step whose OSQP run hit max_iter is still used if its last iterate keeps
-every row of the slack problem (within eps_abs).
-
-Buffers (speed; the math above is unchanged): a :class:`QpLayout` per list of tasks, limits and barriers
-(qp_layout.py: the tasks' rows M, every constraint as ``K dq <= d``, the QP's rows).
+Each problem (hard, slack) has its own workspace, kept between steps (set up again only when its size
+changes), warm-started from the previous step (DAQP: its active set; OSQP: its iterates). The box holds
+exactly (the solution is clipped into it). A failure gives dq = 0 and a status; a recovery step whose
+OSQP run hit max_iter is still used if its last iterate keeps every row of the slack problem (eps_abs).
+Buffers: a :class:`QpLayout` per list of tasks, limits and barriers (qp_layout.py).
 
 Assembly: when the C kernel is built (the default install builds it), one call of
 :mod:`compiled_assembly` fills N_k, M, H, c, the generic barrier rows, the box and tries the
