@@ -13,6 +13,7 @@ from rclpy.parameter import Parameter
 from conftest import Spinner, unique_name, wait_until
 from roboplan_ik_ros.core.errors import InvalidInputError
 from roboplan_ik_ros.sim.mock_arms import MockArms, arm_namespaces, checked_namespaces, namespaces_from_command_line
+from roboplan_ik_ros.sim.mock_robot import MockRobot
 
 TIMEOUT = 60.0  # [s] generous: discovery on a busy machine; nothing here judges a speed
 
@@ -41,7 +42,7 @@ def test_each_arm_follows_its_own_commands_and_a_command_to_one_arm_does_not_mov
     from std_msgs.msg import Float64MultiArray
 
     namespaces = [f"/{unique_name('arm_a')}", f"/{unique_name('arm_b')}"]
-    arms = MockArms(namespaces, parameter_overrides=[Parameter("rate_hz", value=100.0)])
+    arms = MockArms(namespaces, MockRobot, parameter_overrides=[Parameter("rate_hz", value=100.0)])
     client = rclpy.create_node(unique_name("arms_client"))
     latest: dict[str, np.ndarray] = {}
 

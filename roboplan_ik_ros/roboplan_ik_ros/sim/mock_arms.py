@@ -34,7 +34,6 @@ from rclpy.utilities import remove_ros_args
 from ..core.errors import InvalidInputError
 from ..node.loop_thread import LoopThread, set_fifo_priority, shorten_gil_switch_interval
 from ..node.spin import spin_node_until_shutdown
-from .mock_robot import MockRobot
 
 NODE_NAME = "mock_robot"  # every arm's node name (in its own namespace)
 
@@ -74,22 +73,22 @@ def namespaces_from_command_line(args: Sequence[str] | None = None) -> list[str]
     return None
 
 
-def _step_arms(arms: tuple[MockRobot, ...], start: float) -> None:
+def _step_arms(arms: tuple, start: float) -> None:
     """One drive period: each arm's step and /joint_states, in turn (each logs its own failure)."""
     for arm in arms:
         arm.drive_tick(start)
 
 
 class MockArms:
-    """One :class:`MockRobot` per namespace (``make_arm(node_name, namespace=..., ...)``, e.g. a subclass that
-    records) and the drive threads that step them; see the module docstring. ``node_kwargs`` go to every arm
+    """One :class:`.mock_robot.MockRobot` per namespace (``make_arm(node_name, namespace=..., ...)``: the class, or
+    e.g. a subclass that records; passed in, so that mock_robot's ``--arms`` can use this module without a circle) and the drive threads that step them; see the module docstring. ``node_kwargs`` go to every arm
     (``parameter_overrides``, ...). :meth:`start` starts the drive threads, :meth:`destroy` stops them and
     destroys the nodes."""
 
-    def __init__(self, namespaces: Sequence[str], make_arm: Callable[..., MockRobot] = MockRobot,
-                 node_name: str = NODE_NAME, **node_kwargs) -> None:
+    def __init__(self, namespaces: Sequence[str], make_arm: Callable, node_name: str = NODE_NAME,
+                 **node_kwargs) -> None:
         self.namespaces = checked_namespaces(namespaces)
-        self.arms: list[MockRobot] = []
+        self.arms: list = []  # MockRobot nodes
         try:
             for ns in self.namespaces:
                 # the namespace as a node-local remap: it wins over a global __ns remap (which would put every arm
@@ -101,7 +100,7 @@ class MockArms:
             for arm in self.arms:
                 arm.destroy_node()
             raise
-        by_period: dict[float, list[MockRobot]] = {}
+        by_period: dict[float, list] = {}
         for arm in self.arms:
             if arm.uses_drive_thread:  # (drive_thread false: the arm steps from its own executor timer)
                 by_period.setdefault(arm.drive_period, []).append(arm)
@@ -128,10 +127,11 @@ class MockArms:
             arm.destroy_node()
 
 
-def spin_arms(namespaces: Sequence[str]) -> None:
-    """``mock_robot --arms N``'s main loop (rclpy initialized): the arms in one executor until shutdown."""
+def spin_arms(namespaces: Sequence[str], make_arm: Callable) -> None:
+    """``mock_robot --arms N``'s main loop (rclpy initialized): the arms (``make_arm``: MockRobot) in one executor
+    until shutdown."""
     try:
-        arms = MockArms(namespaces)
+        arms = MockArms(namespaces, make_arm)
     except (InvalidInputError, OSError) as exc:
         rclpy.logging.get_logger(NODE_NAME).error(str(exc))
         rclpy.try_shutdown()

@@ -540,7 +540,7 @@ def main(args=None) -> None:
         rclpy.try_shutdown()
         raise SystemExit(1) from exc
     if namespaces is not None:  # --arms N / --namespaces: several arms in this process
-        spin_arms(namespaces)
+        spin_arms(namespaces, MockRobot)
         return
     try:
         node = MockRobot()
