@@ -218,8 +218,8 @@ class PointCloudInput:
             return
         self.report.ingest_ms = (time.perf_counter() - t0) * 1e3
         self.report.ingest_child_ms = child_ms
-        self.report.accepted += 1
         self._swap(cloud, "fresh", arrival)
+        self.report.accepted += 1  # after the swap: a reader that sees the count sees the cloud in use and "fresh"
         self.report.ingest_node_cpu_ms = (time.thread_time() - cpu0) * 1e3
 
     def _ingest_by_process(self, process: IngestProcess, msg: PointCloud2, T: pin.SE3, q: np.ndarray, stamp: float):
