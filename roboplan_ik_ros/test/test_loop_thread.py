@@ -1,4 +1,4 @@
-"""LoopThread (node/loop_thread.py): its schedule and its SCHED_FIFO request (no DDS)."""
+"""LoopThread and WokenLoopThread (node/loop_thread.py): their schedule and SCHED_FIFO request (no DDS)."""
 
 import os
 import threading
@@ -7,33 +7,45 @@ import pytest
 
 from conftest import fifo_permitted, wait_until
 from roboplan_ik_ros.node import loop_thread
-from roboplan_ik_ros.node.loop_thread import BorrowedThreadPriority, LoopThread, SharedThreadPriority, TickGap
+from roboplan_ik_ros.node.loop_thread import (BorrowedThreadPriority, LoopThread, SharedThreadPriority, TickGap,
+                                              WokenLoopThread)
 
 pytestmark = pytest.mark.skipif(not hasattr(os, "SCHED_FIFO"), reason="Linux scheduling API")
 
 
-def run_briefly(**kwargs):
-    """Start a LoopThread, record what its ticks see of their own thread's scheduling, stop it."""
+def run_briefly(woken: bool = False, **kwargs):
+    """Start a LoopThread (``woken``: a WokenLoopThread, woken from here), record what its ticks see of their own
+    thread's scheduling, stop it."""
     outcome, seen = [], []
 
     def tick(t0: float) -> None:
         seen.append((threading.current_thread().name, os.sched_getscheduler(0), os.sched_getparam(0).sched_priority))
 
-    loop = LoopThread(0.002, tick, on_priority=lambda ok, message: outcome.append((ok, message)), **kwargs)
+    on_priority = lambda ok, message: outcome.append((ok, message))  # noqa: E731
+    if woken:
+        loop = WokenLoopThread(tick, lambda now: None, 0.05, on_priority=on_priority, **kwargs)
+    else:
+        loop = LoopThread(0.002, tick, on_priority=on_priority, **kwargs)
     loop.start()
     try:
-        wait_until(lambda: len(seen) >= 5, what="five ticks")
+        def ticked_five() -> bool:
+            if woken:
+                loop.wake()
+            return len(seen) >= 5
+        wait_until(ticked_five, what="five ticks")
     finally:
         loop.stop()
+    assert not loop.is_alive()
     return outcome, seen
 
 
-def test_the_loop_thread_gets_the_fifo_priority_it_asks_for_or_says_why_not():
+@pytest.mark.parametrize("woken", [False, True], ids=["timer", "woken"])
+def test_the_loop_thread_gets_the_fifo_priority_it_asks_for_or_says_why_not(woken):
     """Where the machine permits SCHED_FIFO 10 (root, CAP_SYS_NICE or an rtprio limit: asked of the
     kernel first) the loop thread must get it; elsewhere it must say why not (the refusal is also
     forced everywhere by the next test)."""
     permitted = fifo_permitted(10)
-    outcome, seen = run_briefly(priority=10)
+    outcome, seen = run_briefly(woken, priority=10)
     assert len(outcome) == 1
     ok, message = outcome[0]
     name, policy, priority = seen[-1]
@@ -46,12 +58,13 @@ def test_the_loop_thread_gets_the_fifo_priority_it_asks_for_or_says_why_not():
     assert os.sched_getscheduler(0) == os.SCHED_OTHER  # only the loop thread, never the caller's
 
 
-def test_a_refused_priority_is_reported_and_the_loop_still_ticks(monkeypatch):
+@pytest.mark.parametrize("woken", [False, True], ids=["timer", "woken"])
+def test_a_refused_priority_is_reported_and_the_loop_still_ticks(monkeypatch, woken):
     def refuse(pid, policy, param):
         raise PermissionError(1, "Operation not permitted")
 
     monkeypatch.setattr(loop_thread.os, "sched_setscheduler", refuse)
-    outcome, seen = run_briefly(priority=50)
+    outcome, seen = run_briefly(woken, priority=50)
     assert outcome and not outcome[0][0]
     message = outcome[0][1]
     for words in ("Operation not permitted", "normal priority", "rtprio", "node.loop_priority: 0"):
@@ -62,6 +75,49 @@ def test_a_refused_priority_is_reported_and_the_loop_still_ticks(monkeypatch):
 def test_priority_zero_asks_nothing():
     outcome, seen = run_briefly(priority=0)
     assert outcome == [] and all(policy == os.SCHED_OTHER for _, policy, _ in seen)
+
+
+def test_a_woken_loop_ticks_only_when_woken_once_per_wakes_pending_and_ticks_the_watchdog_meanwhile():
+    """No wake, no tick: only the watchdog's idle calls, each after an idle period without a wake. Each wake gives a
+    tick in the loop's own thread; the wakes that come while a tick runs give one more tick, not one each."""
+    ticks, idles, threads = [], [], set()
+    release, in_tick = threading.Event(), threading.Event()
+
+    def tick(t0: float) -> None:
+        ticks.append(t0)
+        threads.add(threading.current_thread().name)
+        in_tick.set()
+        release.wait(10.0)
+
+    loop = WokenLoopThread(tick, idles.append, idle_period=0.02, name="woken_test")
+    loop.start()
+    try:
+        wait_until(lambda: len(idles) >= 3, what="the watchdog's idle calls")
+        assert ticks == []
+        loop.wake()
+        assert in_tick.wait(10.0)
+        for _ in range(5):  # while the first tick runs
+            loop.wake()
+        release.set()
+        wait_until(lambda: len(ticks) == 2, what="the tick for the wakes that came during the first")
+        idled = len(idles)
+        wait_until(lambda: len(idles) >= idled + 3, what="idle again")
+        assert len(ticks) == 2 and threads == {"woken_test"}, (ticks, threads)
+    finally:
+        release.set()
+        loop.stop()
+    assert not loop.is_alive()
+
+
+def test_stopping_a_woken_loop_ends_its_wait_at_once():
+    """A WokenLoopThread waiting out a long idle period still stops when asked (stop wakes it): after stop() its
+    thread has ended (stop waits at most 5 s for it, the idle period is 60 s)."""
+    idles = []
+    loop = WokenLoopThread(lambda t0: None, idles.append, idle_period=60.0)
+    loop.start()
+    wait_until(loop.is_alive, what="the thread started")
+    loop.stop()
+    assert not loop.is_alive() and idles == []
 
 
 @pytest.mark.parametrize("refused", [False, True])

@@ -1,6 +1,7 @@
 """Lifecycle of ik_controller over real DDS, driven from another node through lifecycle_msgs."""
 
 import os
+import threading
 
 import numpy as np
 import pytest
@@ -110,16 +111,20 @@ def test_refused_parameter_override_fails_configure(ros, mock_robot, tmp_path):
         node.destroy_node()
 
 
-def test_timer_trigger_raises_the_executor_thread_below_the_loop_while_active(make_node, mock_robot, tmp_path):
-    """trigger: timer: the executor's thread holds the GIL the ticks need, so while active it runs at
-    node.other_threads_priority (null: one below loop_priority 50) where the machine permits it, and gets its
-    own scheduling back on deactivate."""
-    node, client = make_node(write_config(tmp_path))
+@pytest.mark.parametrize("trigger", ["timer", "joint_states"])
+def test_either_trigger_raises_the_executor_thread_below_the_loop_while_active(make_node, mock_robot, tmp_path,
+                                                                                trigger):
+    """The executor's thread holds the GIL the ticks need (it receives /joint_states, goals, parameters), so while
+    active it runs at node.other_threads_priority (null: one below loop_priority 50) where the machine permits it,
+    with either trigger, and gets its own scheduling back on deactivate."""
+    keys = {"trigger": trigger} if trigger == "timer" else {"trigger": trigger, "state_feedback": "measured"}
+    node, client = make_node(write_config(tmp_path, node=keys))
     assert client.transition(T.TRANSITION_CONFIGURE) and client.transition(T.TRANSITION_ACTIVATE)
     wait_until(lambda: node._stats.count > 50, what="ticks")
     tid = node._executor_priority.applied_to if node._executor_priority is not None else None
     assert (tid is not None) == fifo_permitted(49), node.other_threads_scheduling()
     if tid is not None:
+        assert tid != node._loop_thread.native_id  # the ticks run in a thread of their own
         assert os.sched_getscheduler(tid) == os.SCHED_FIFO and os.sched_getparam(tid).sched_priority == 49
         assert node.other_threads_scheduling().startswith("SCHED_FIFO 49: executor")
     assert client.transition(T.TRANSITION_DEACTIVATE)
@@ -130,9 +135,9 @@ def test_timer_trigger_raises_the_executor_thread_below_the_loop_while_active(ma
 
 @pytest.mark.parametrize("refused", [False, True])
 def test_trigger_on_joint_states(make_node, mock_robot, tmp_path, refused, monkeypatch):
-    """The shipped loop_priority 50 raises the executor thread that runs the ticks where the machine
-    permits it (asked of the kernel first), and gives it back on deactivate; refused (forced here, or
-    not permitted) the node says so and the ticks run at normal priority."""
+    """trigger: joint_states: each /joint_states message wakes the control_loop thread, which runs the tick at the
+    shipped loop_priority 50 where the machine permits it (asked of the kernel first); refused (forced here, or
+    not permitted) the node says so and the ticks run at normal priority. Deactivate ends that thread."""
     permitted = fifo_permitted(50) and not refused
     if refused:
         from roboplan_ik_ros.node import loop_thread
@@ -144,25 +149,23 @@ def test_trigger_on_joint_states(make_node, mock_robot, tmp_path, refused, monke
     node, client = make_node(write_config(tmp_path, node={"trigger": "joint_states", "state_feedback": "measured"}))
     assert client.transition(T.TRANSITION_CONFIGURE) and client.transition(T.TRANSITION_ACTIVATE)
     wait_until(lambda: node._stats.count > 250, what="ticks driven by /joint_states")
-    assert node._loop_thread is None  # no timer loop: every tick comes from a /joint_states message
+    thread = node._loop_thread
+    assert thread.name == "control_loop" and thread.native_id != threading.get_native_id()
     # commanded feedback, which this trigger cannot take: refused as the YAML refuses it (was accepted and ignored)
     bad = client.set_parameter("state_feedback", "commanded")
     assert not bad.successful and bad.reason == (
         "state_feedback: 'commanded' with trigger 'joint_states'; expected 'measured' (that trigger steps on each "
         "/joint_states message, from the measurement)"), bad.reason
     assert node.get_parameter("state_feedback").value == "measured" and node.loop.settings.state_feedback == "measured"
-    tid = node._borrowed.applied_to
-    assert (tid is not None) == permitted, (permitted, node.loop_scheduling)
+    tid = thread.native_id
     if permitted:
-        assert node.loop_scheduling.startswith("SCHED_FIFO priority 50")
+        assert node.loop_scheduling == "SCHED_FIFO priority 50", node.loop_scheduling
         assert os.sched_getscheduler(tid) == os.SCHED_FIFO and os.sched_getparam(tid).sched_priority == 50
     else:
         assert node.loop_scheduling == "normal (SCHED_FIFO 50 refused)"
-    assert client.transition(T.TRANSITION_DEACTIVATE)
-    if tid is not None:  # given back: that thread also runs this test's other callbacks
         assert os.sched_getscheduler(tid) == os.SCHED_OTHER
-
-
+    assert client.transition(T.TRANSITION_DEACTIVATE)
+    assert node._loop_thread is None and not thread.is_alive()
 def test_mock_robot_velocity_interface_and_lag(ros):
     from std_msgs.msg import Float64MultiArray
 

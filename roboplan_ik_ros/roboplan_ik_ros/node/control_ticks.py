@@ -1,7 +1,7 @@
 """The control ticks: one :meth:`ControlLoop.tick <roboplan_ik_ros.core.control.control_loop.ControlLoop.tick>`
 under the loop's lock and its publication, the watchdog's tick (``trigger: joint_states``), when the next tick is
 due, and the command ~/solve_ik seeds from. A part of :class:`~.ik_controller.IKControllerNode` (its base
-class), run in the loop thread (``trigger: timer``) or the executor's (``trigger: joint_states``). Each tick
+class), run in the loop thread (on a timer, or woken by /joint_states). Each tick
 tells ``tick_observer``, if one is set, when it starts and ends (:mod:`.tick_observer`)."""
 
 from __future__ import annotations
@@ -23,9 +23,9 @@ class ControlTicks:
     #: told of each tick's start and end (benchmarks, profilers: see :mod:`.tick_observer`); None: no one
     tick_observer: TickObserver | None = None
 
-    def _on_watchdog(self) -> None:
-        """trigger: joint_states: tick when the measurements stop (the loop reports stale)."""
-        now = time.perf_counter()
+    def _on_watchdog(self, now: float) -> None:
+        """trigger: joint_states, no measurement for a while (``now``: time.perf_counter()): tick when the
+        measurements stopped (the loop reports stale)."""
         if self.loop is not None and self.loop.measurement_age(now) > self.node_cfg.state_timeout:
             self._tick(now)
 

@@ -16,7 +16,7 @@ What a tick does, and every safety rule, is :class:`~roboplan_ik_ros.core.contro
 (ROS-free; the hold commands sent besides its steps while the joint states are stale:
 :class:`~roboplan_ik_ros.core.control.stale_hold.StaleHold`); this node decodes messages into it and publishes
 what it returns. The loop runs in
-its own thread (``trigger: timer``) or in the /joint_states callback (``trigger: joint_states``);
+its own thread, on a timer (``trigger: timer``) or woken by the /joint_states callback (``trigger: joint_states``);
 goals and parameters run in the executor's thread, status, markers and diagnostics in a thread of their own
 (``report_thread.py``), ``~/solve_ik`` in another (see ``solve_ik_service.py``), ``~/solve_path`` in another
 (``solve_path_service.py``). One lock
@@ -63,7 +63,7 @@ from .goal_frames import HAVE_TF2, FrameResolver, tf2_ros
 from .goal_inputs import GoalInputs
 from .log_throttle import LogThrottle
 from .collision_objects import CollisionObjectReader, CollisionObjectsEndpoint
-from .loop_thread import (BorrowedThreadPriority, LoopThread, SharedThreadPriority, TickGap,
+from .loop_thread import (BorrowedThreadPriority, LoopThread, SharedThreadPriority, TickGap, WokenLoopThread,
                           shorten_gil_switch_interval)
 from .report_thread import ReportThread
 from .guarded_node import GuardedLifecycleNode
@@ -159,8 +159,7 @@ class IKControllerNode(ParameterHandling, NodeReports, ConfigureInputs, Autostar
         self._perception: PointCloudInput | None = None
         self._decoder: JointStateDecoder | None = None
         self._outputs: CommandOutputs | None = None
-        self._loop_thread: LoopThread | None = None
-        self._watchdog = None
+        self._loop_thread: LoopThread | WokenLoopThread | None = None
         self._diag: DiagnosticsReporter | None = None
         self._status_pub = None
         self._marker_pub = None
@@ -182,14 +181,10 @@ class IKControllerNode(ParameterHandling, NodeReports, ConfigureInputs, Autostar
         self._markers_dirty = False
         self._q_snapshot: np.ndarray | None = None
         self.loop_scheduling = "not running"  # how the ticks are scheduled (diagnostics), set on activate
-        self._borrowed: BorrowedThreadPriority | None = None  # trigger: joint_states, loop_priority > 0
         # node.other_threads_priority: each of the node's other threads takes it as it starts; the executor's
-        # thread (trigger: timer) while active
+        # thread while active
         self._other_threads = SharedThreadPriority(0)
         self._executor_priority: BorrowedThreadPriority | None = None
-        # the next joint_states tick raises its thread, once per activation (with a multi-threaded
-        # executor: only the thread that ran that tick)
-        self._borrow_pending = False
 
     def on_configure(self, state: LifecycleState) -> TransitionCallbackReturn:
         self._configured = Session("configured", self.on_fault)
@@ -260,22 +255,22 @@ class IKControllerNode(ParameterHandling, NodeReports, ConfigureInputs, Autostar
         self._active = True
         self._stale_hold.restart()
         activation = self._activation = Session("active", self.on_fault)
+        if self._other_threads.priority > 0:  # the executor's thread (this one) holds the GIL too
+            self._executor_priority = BorrowedThreadPriority(self._other_threads.priority)
+            why_not = self._executor_priority.apply_here()
+            self._on_other_threads_priority(
+                not why_not, f"executor: {why_not or f'SCHED_FIFO priority {self._other_threads.priority}'}")
+        self.loop_scheduling = "normal" if cfg.loop_priority == 0 else f"SCHED_FIFO {cfg.loop_priority} requested"
+        tick = activation.guard(self._tick, "control tick")
         if cfg.trigger == "timer":
-            if self._other_threads.priority > 0:  # the executor's thread (this one) holds the GIL too
-                self._executor_priority = BorrowedThreadPriority(self._other_threads.priority)
-                why_not = self._executor_priority.apply_here()
-                self._on_other_threads_priority(
-                    not why_not, f"executor: {why_not or f'SCHED_FIFO priority {self._other_threads.priority}'}")
-            self.loop_scheduling = "normal" if cfg.loop_priority == 0 else f"SCHED_FIFO {cfg.loop_priority} requested"
-            self._loop_thread = LoopThread(1.0 / cfg.control_rate_hz, activation.guard(self._tick, "control tick"),
-                                           priority=cfg.loop_priority, on_priority=self._on_loop_priority)
-            self._loop_thread.start()
-        else:  # the ticks run in the executor's thread: its first tick raises it (see _on_joint_states)
-            self._borrowed = BorrowedThreadPriority(cfg.loop_priority) if cfg.loop_priority > 0 else None
-            self._borrow_pending = self._borrowed is not None
-            self.loop_scheduling = ("executor thread, normal" if self._borrowed is None else
-                                    f"executor thread, SCHED_FIFO {cfg.loop_priority} requested")
-            self._watchdog.reset()
+            self._loop_thread = LoopThread(1.0 / cfg.control_rate_hz, tick, priority=cfg.loop_priority,
+                                           on_priority=self._on_loop_priority)
+        else:  # woken by /joint_states (_on_joint_states); without them it ticks the staleness watchdog
+            self._loop_thread = WokenLoopThread(
+                tick, activation.guard(self._on_watchdog, "staleness watchdog"),
+                watchdog_period(1.0 / cfg.control_rate_hz, cfg.state_timeout), priority=cfg.loop_priority,
+                on_priority=self._on_loop_priority)
+        self._loop_thread.start()
         self.last_error = ""
         self.get_logger().info("active: holding the current pose until a goal arrives")
         return ret
@@ -288,18 +283,12 @@ class IKControllerNode(ParameterHandling, NodeReports, ConfigureInputs, Autostar
             running = activation.retire(_RETIRE_TIMEOUT)
             if running:
                 self.get_logger().error(f"the control loop did not stop within {_RETIRE_TIMEOUT:g} s: {running}")
-        if self._borrowed is not None:  # the executor's thread back at its own priority
-            self._borrowed.restore()
-            self._borrowed = None
-        if self._executor_priority is not None:
+        if self._executor_priority is not None:  # the executor's thread back at its own priority
             self._executor_priority.restore()
             self._executor_priority = None
-        self._borrow_pending = False
         if self._loop_thread is not None:
             self._loop_thread.stop()
             self._loop_thread = None
-        if self._watchdog is not None:
-            self._watchdog.cancel()
 
     def on_deactivate(self, state: LifecycleState) -> TransitionCallbackReturn:
         cause = self.error_cause
@@ -417,11 +406,6 @@ class IKControllerNode(ParameterHandling, NodeReports, ConfigureInputs, Autostar
         loop = ControlLoop(scene, config, node_cfg, self._log_loop_event)
         for note in [*getattr(scene, "notes", []), *loop.notes]:
             self.get_logger().info(note)
-        if node_cfg.trigger != "timer" and node_cfg.loop_priority > 0:
-            self.get_logger().info(
-                f"node.loop_priority {node_cfg.loop_priority}: with trigger: {node_cfg.trigger} the ticks run in the "
-                f"executor's thread, which gets SCHED_FIFO while active (with every callback it runs; "
-                f"loop_priority: 0 leaves it alone)")
         group = loop.group
         try:  # every simple_ik key, group defaulting to robot.group; the standing objectives' frames named by key
             check_objective_frames(config.simple_ik.objectives, scene.frame_id, "simple_ik.objectives")
@@ -495,9 +479,6 @@ class IKControllerNode(ParameterHandling, NodeReports, ConfigureInputs, Autostar
         # its thread stays at normal priority: the octree it builds holds the GIL whatever its priority, and a starved
         # thread drops stale clouds (newest wins) instead of taking a core
         session.own("~/pointcloud thread", self._perception.destroy)
-        if cfg.trigger == "joint_states":  # ticks come from /joint_states; this timer only watches for staleness
-            period = watchdog_period(1.0 / cfg.control_rate_hz, cfg.state_timeout)
-            self._watchdog = self.create_timer(period, self._on_watchdog, autostart=False)
         self._diag = DiagnosticsReporter(self, "control loop", self._diagnostics_report, 1.0 / cfg.diagnostics_rate_hz,
                                          own_timer=False)
         session.own("diagnostics", self._diag.destroy)
@@ -594,13 +575,9 @@ class IKControllerNode(ParameterHandling, NodeReports, ConfigureInputs, Autostar
             return
         if self._active and self.node_cfg.trigger == "joint_states" and \
                 now - self._last_tick_start > 0.5 / self.node_cfg.control_rate_hz:
-            if self._borrow_pending:
-                self._borrow_pending = False
-                borrowed = self._borrowed
-                why_not = borrowed.apply_here()
-                self._on_loop_priority(not why_not, why_not or f"SCHED_FIFO priority {borrowed.priority} (the "
-                                                               f"executor thread that runs the ticks)")
-            self._tick(now)
+            thread = self._loop_thread
+            if thread is not None:
+                thread.wake()  # the tick runs in the loop thread, the executor goes on
 
     def _note_rejection(self, text: str) -> None:
         self._last_rejection = text

@@ -13,8 +13,9 @@ RT throttling (95 % of each second by default) still leaves time to everything e
 permission (an rtprio limit in /etc/security/limits.conf, or CAP_SYS_NICE) the thread runs at
 normal priority and ``on_priority`` says why.
 
-With ``trigger: joint_states`` the ticks run in the executor's thread, which this code does not
-own: :class:`BorrowedThreadPriority` raises it at the first tick and gives it back on deactivate.
+With ``trigger: joint_states`` the ticks run in a thread of their own too (:class:`WokenLoopThread`), woken by
+the /joint_states callback; the executor's thread, which this code does not own, gets ``other_threads_priority``
+while active (:class:`BorrowedThreadPriority`, given back on deactivate).
 
 Measured (bench_node, config c, timer, 4 interleaved pairs of 20 s runs, ticks pooled): with a
 ~/solve_ik stream of 20 calls/s, tick p99 588 -> 756 us (+28.5 %) at normal priority; with the
@@ -67,10 +68,9 @@ def set_fifo_priority(priority: int) -> str:
 
 
 class BorrowedThreadPriority:
-    """SCHED_FIFO for a thread this code does not own (``trigger: joint_states`` ticks in the
-    executor's thread), given back on :meth:`restore`.
+    """SCHED_FIFO for a thread this code does not own (the executor's, while active), given back on :meth:`restore`.
 
-    :meth:`apply_here` is called from that thread (by its first tick); it remembers the thread's
+    :meth:`apply_here` is called from that thread (on activate); it remembers the thread's
     policy and :meth:`restore` (from any thread: Linux sets a policy by thread id) puts it back."""
 
     def __init__(self, priority: int) -> None:
@@ -142,17 +142,14 @@ class SharedThreadPriority:
             self._report(not why_not, f"{what}: {why_not or f'SCHED_FIFO priority {self.priority}'}")
 
 
-class LoopThread:
-    """Calls ``tick(start_time)`` every ``period`` seconds in a thread named ``name``.
+class _TickThread:
+    """A thread named ``name`` that runs :meth:`_loop` until :meth:`stop`.
 
     ``priority`` > 0: the thread asks for SCHED_FIFO at that priority when it starts and reports the
-    outcome once through ``on_priority(ok, message)`` (called from the loop thread)."""
+    outcome once through ``on_priority(ok, message)`` (called from the thread); ``on_start`` is called next."""
 
-    def __init__(self, period: float, tick: Callable[[float], None], name: str = "control_loop",
-                 priority: int = 0, on_priority: Callable[[bool, str], None] | None = None,
-                 on_start: Callable[[], None] | None = None) -> None:
-        self.period = period  # [s]
-        self._tick = tick  # called with the tick's start time (time.perf_counter())
+    def __init__(self, name: str, priority: int, on_priority: Callable[[bool, str], None] | None,
+                 on_start: Callable[[], None] | None) -> None:
         self._name = name
         self.priority = priority
         self._on_priority = on_priority
@@ -160,19 +157,36 @@ class LoopThread:
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
 
+    @property
+    def name(self) -> str:
+        return self._name
+
+    @property
+    def native_id(self) -> int | None:
+        """The OS thread id (top -H, sched_getscheduler), None before the start."""
+        thread = self._thread
+        return None if thread is None else thread.native_id
+
+    def is_alive(self) -> bool:
+        thread = self._thread
+        return thread is not None and thread.is_alive()
+
     def start(self) -> None:
-        if self._thread is not None:
+        if self.is_alive():
             return
         self._stop.clear()
         self._thread = threading.Thread(target=self._run, name=self._name, daemon=True)
         self._thread.start()
 
     def stop(self) -> None:
-        """Stop and wait for the tick in progress to finish."""
+        """Stop and wait for the tick in progress to finish (at most 5 s)."""
         self._stop.set()
+        self._interrupt()
         if self._thread is not None and self._thread is not threading.current_thread():
             self._thread.join(timeout=5.0)
-        self._thread = None
+
+    def _interrupt(self) -> None:
+        """Wake the thread from its wait so that it sees the stop (nothing to do for a bounded sleep)."""
 
     def _run(self) -> None:
         _set_os_thread_name(self._name)
@@ -182,6 +196,26 @@ class LoopThread:
                 self._on_priority(not why_not, why_not or f"SCHED_FIFO priority {self.priority}")
         if self._on_start is not None:
             self._on_start()
+        self._loop()
+
+    def _loop(self) -> None:
+        raise NotImplementedError
+
+
+class LoopThread(_TickThread):
+    """Calls ``tick(start_time)`` every ``period`` seconds in a thread named ``name`` (``trigger: timer``).
+
+    ``priority`` > 0: the thread asks for SCHED_FIFO at that priority when it starts and reports the
+    outcome once through ``on_priority(ok, message)`` (called from the loop thread)."""
+
+    def __init__(self, period: float, tick: Callable[[float], None], name: str = "control_loop",
+                 priority: int = 0, on_priority: Callable[[bool, str], None] | None = None,
+                 on_start: Callable[[], None] | None = None) -> None:
+        super().__init__(name, priority, on_priority, on_start)
+        self.period = period  # [s]
+        self._tick = tick  # called with the tick's start time (time.perf_counter())
+
+    def _loop(self) -> None:
         next_start = time.perf_counter()
         while not self._stop.is_set():
             now = time.perf_counter()
@@ -194,6 +228,54 @@ class LoopThread:
             start = time.perf_counter()
             self._tick(start)
             next_start += self.period
+
+
+class WokenLoopThread(_TickThread):
+    """Calls ``tick(start_time)`` in a thread named ``name`` each time :meth:`wake` is called (``trigger:
+    joint_states``: the /joint_states callback wakes it), and ``idle(now)`` after each ``idle_period`` [s] without
+    a wake (the staleness watchdog). Wakes that come while a tick runs give one more tick, not a burst.
+
+    The ticks run in a thread of their own, not in the executor's that receives the measurement: the executor goes
+    on with its callbacks while the tick runs at ``priority``. :meth:`wake` is one lock release (a C call, no
+    Python-level Condition as an Event's ``set``): the thread waits in ``Lock.acquire(timeout=...)`` with the GIL
+    released, and takes the GIL back within the switch interval (:func:`shorten_gil_switch_interval`)."""
+
+    def __init__(self, tick: Callable[[float], None], idle: Callable[[float], None], idle_period: float,
+                 name: str = "control_loop", priority: int = 0,
+                 on_priority: Callable[[bool, str], None] | None = None,
+                 on_start: Callable[[], None] | None = None) -> None:
+        super().__init__(name, priority, on_priority, on_start)
+        self.idle_period = idle_period  # [s]
+        self._tick = tick  # called with the tick's start time (time.perf_counter())
+        self._idle = idle
+        self._wake = threading.Lock()  # released = a wake is pending
+        self._wake.acquire()
+
+    def start(self) -> None:
+        if not self.is_alive():
+            self._wake.acquire(blocking=False)  # no wake left pending by a stop
+        super().start()
+
+    def wake(self) -> None:
+        """Ask for a tick (any thread; a wake already pending is kept, not doubled)."""
+        try:
+            self._wake.release()
+        except RuntimeError:  # released already: a wake is pending
+            pass
+
+    def _interrupt(self) -> None:
+        self.wake()
+
+    def _loop(self) -> None:
+        while not self._stop.is_set():
+            woken = self._wake.acquire(timeout=self.idle_period)
+            if self._stop.is_set():
+                break
+            start = time.perf_counter()
+            if woken:
+                self._tick(start)
+            else:
+                self._idle(start)
 
 
 class TickGap:

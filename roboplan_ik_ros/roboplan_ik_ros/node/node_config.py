@@ -69,21 +69,19 @@ class NodeConfig(LoopConfig):
     trigger: str = key(
         "timer", choices=TRIGGERS,
         doc="`timer`, or `joint_states`: step on each measurement (needs `state_feedback: measured`, in the YAML and "
-            "at runtime)")
+            "at runtime); either way the ticks run in the `control_loop` thread, on a timer or woken by the "
+            "/joint_states callback")
     # checked by check_node_config (an integer in [0, 99]; other_threads_priority below loop_priority)
     loop_priority: int = key(
         50,
-        doc="SCHED_FIFO priority (1-99) of the thread that runs the ticks, like ros2_control's `thread_priority`: the "
-            "`control_loop` thread (`trigger: timer`), or, while active, the executor's thread (`trigger: "
-            "joint_states`; its other callbacks then run at that priority too, and it gets its own scheduling back "
-            "on deactivate); `0` = normal scheduling. Needs an rtprio limit (`/etc/security/limits.conf`) or "
+        doc="SCHED_FIFO priority (1-99) of the `control_loop` thread that runs the ticks (both triggers), like "
+            "ros2_control's `thread_priority`; `0` = normal scheduling. Needs an rtprio limit (`/etc/security/limits.conf`) or "
             "CAP_SYS_NICE; if refused, the node logs why and runs at normal priority (diagnostics: "
             "`loop_scheduling`)")
     other_threads_priority: Union[None, int] = key(
         None,
         doc="SCHED_FIFO priority (0-99, below `loop_priority`) of the node's other threads that run Python: the "
-            "executor's thread while active (`trigger: timer`; with `joint_states` it runs the ticks at "
-            "`loop_priority`), `reporting`, `solve_ik` and `solve_path` (not `pointcloud`: an ingest is "
+            "executor's thread while active (it gets its own scheduling back on deactivate), `reporting`, `solve_ik` and `solve_path` (not `pointcloud`: an ingest is "
             "milliseconds of numpy calls that hold the GIL whatever its priority, and a starved ingest drops stale "
             "clouds instead of taking a core; at 1 kHz with the 15 Hz camera it made the loop later). They hold the "
             "GIL the ticks need in turns; a normal process that preempts one of them while it holds it stalls the "
@@ -162,6 +160,6 @@ def load_node_config(mapping: Mapping[str, Any] | None, path: str = "node") -> N
 
 
 def watchdog_period(dt: float, state_timeout: float) -> float:
-    """[s] The staleness watchdog's period under ``trigger: joint_states`` (ticks come from /joint_states, the
+    """[s] The staleness watchdog's period under ``trigger: joint_states`` (/joint_states wakes the ticks, the
     watchdog ticks when they stop): a quarter of state_timeout, at most 50 ms, at least one control period."""
     return max(dt, min(0.05, state_timeout / 4.0))

@@ -20,18 +20,10 @@ class NodeReports:
             return
         self._tick_gap.wait(3.0 / self.node_cfg.control_rate_hz)
 
-    def _wait_for_loop_thread_gap(self) -> None:
-        """:meth:`_wait_for_tick_gap` when the ticks run in the loop thread (``trigger: timer``): status and
-        diagnostics then take their snapshot under the lock in the idle part of the period, not while a
-        tick waits for the lock (a snapshot holds it ~0.3 ms: the closest obstacle, the binding rows). With
-        ``trigger: joint_states`` the ticks run in this (the executor's) thread: nothing to wait for."""
-        if self._loop_thread is not None:
-            self._wait_for_tick_gap()
-
     def _publish_status(self) -> None:
         if self.loop is None:
             return
-        self._wait_for_loop_thread_gap()
+        self._wait_for_tick_gap()
         with self._lock:  # copy what the message needs; build it outside the lock
             snap = LoopSnapshot.take(self.loop)
         msg = snap.status_message(self._last_tick_us, self._last_solve_us)
@@ -61,7 +53,7 @@ class NodeReports:
     def _diagnostics_report(self):
         if self.loop is None:
             return diag.WARN, "unconfigured", []
-        self._wait_for_loop_thread_gap()
+        self._wait_for_tick_gap()
         with self._lock:
             snap = LoopSnapshot.take(self.loop)
         level, message, values = diagnostics_report(snap, self._stats.summary(), self.node_cfg, self._service,

@@ -8,6 +8,7 @@ import traceback
 
 from rcl_interfaces.msg import SetParametersResult
 
+from .loop_thread import WokenLoopThread
 from .node_config import watchdog_period
 from .parameters import DESCRIPTION_TIMEOUT, unknown_parameter_reason
 
@@ -78,10 +79,11 @@ class ParameterHandling:
             return
         self.loop.set_rate(hz)
         self._outputs.set_dt(self.loop.dt)
-        if self._loop_thread is not None:
-            self._loop_thread.period = self.loop.dt
-        if self._watchdog is not None:
-            self._watchdog.timer_period_ns = int(watchdog_period(self.loop.dt, self.node_cfg.state_timeout) * 1e9)
+        thread = self._loop_thread
+        if isinstance(thread, WokenLoopThread):  # trigger: joint_states: the watchdog's period follows the rate
+            thread.idle_period = watchdog_period(self.loop.dt, self.node_cfg.state_timeout)
+        elif thread is not None:
+            thread.period = self.loop.dt
         self._stats.reset(self.loop.dt)
         self.get_logger().info(f"control rate: {hz:g} Hz")
 
