@@ -29,7 +29,7 @@ run labels then say the rate).
 
 Triggers: ``timer`` (the shipped default: the loop runs in its own thread "control_loop" on an
 absolute schedule, commanded state feedback) and ``joint_states`` (``trigger: joint_states`` +
-``state_feedback: measured``: the node ticks in its executor's (main) thread on each joint state;
+``state_feedback: measured``: each joint state wakes the node's "control_loop" thread for a tick;
 the mock publishes at the control rate).
 
 Loads: ``idle`` (default); with ``--load`` also ``busy`` (one core kept busy by another process,
@@ -45,9 +45,9 @@ Measured over --duration seconds after --warmup seconds of tracking:
 * tick p50/p99: the node's own per-tick durations (lock + ControlLoop.tick + publish + stats);
   tick CPU p50/p99: the loop thread's CPU time in the same ticks (time.thread_time): where the
   wall p99 exceeds it, the tick waited (GIL, a lock, preemption) rather than computed.
-* CPU: from /proc/<pid>/task/<tid>/stat over the window, in % of one core: the loop thread (timer:
-  the thread whose OS name is "control_loop", else the busiest non-main thread, flagged "?";
-  joint_states: the main thread), the main (executor) thread, the whole process, and the node's
+* CPU: from /proc/<pid>/task/<tid>/stat over the window, in % of one core: the loop thread (the
+  thread whose OS name is "control_loop", else the busiest non-main thread, flagged "?"), the main
+  (executor) thread, the whole process, and the node's
   child processes (a SimpleIK worker, if the node runs one).
 * latency: joint_states-to-command age at the mock robot (timer mode: the age of the newest joint
   state when a command arrives; the timer is not synchronized with the robot, so it spans one

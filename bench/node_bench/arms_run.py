@@ -285,8 +285,8 @@ def bench_arms_run(k: int, config: str, trigger: str, load: str, n_arms: int, ar
         cpu = {tid: (thr1[tid][0], thr1[tid][1] - thr0[tid][1]) for tid in thr1 if tid in thr0}
         pid = children[i].pid
         main_cpu = cpu.get(pid, ("", float("nan")))[1]
-        loop_tid, loop_how = loop_thread(cpu, pid, trigger)
-        loop_cpu = cpu[loop_tid][1] if trigger == "timer" else main_cpu
+        loop_tid, loop_how = loop_thread(cpu, pid)
+        loop_cpu = cpu[loop_tid][1]
         n_status = sum(modes[i].values())
         nodes.append({
             "arm": i + 1, "namespace": ns,

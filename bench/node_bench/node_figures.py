@@ -7,8 +7,8 @@ N-arm run).
   ticks, not one; late gaps % = late gaps / gaps.
 * tick p50/p99/max: the node's own per-tick durations; tick CPU p50/p99: the loop thread's CPU time in the
   same ticks (time.thread_time); their sum over the window, a lower bound of the loop thread's CPU.
-* loop thread: timer trigger: the thread whose OS name is "control_loop", else the busiest non-main thread
-  (flagged "?"); joint_states trigger: the main (executor) thread.
+* loop thread: the thread whose OS name is "control_loop" (either trigger: /joint_states wakes it with
+  ``trigger: joint_states``), else the busiest non-main thread (flagged "?").
 """
 
 from __future__ import annotations
@@ -63,11 +63,9 @@ def js_on_time_pct(js_times: np.ndarray, t_start: float, t_end: float, rate: flo
     return min(100.0, 100.0 * on_time / expected) if expected > 0 else 0.0
 
 
-def loop_thread(cpu: dict[int, tuple[str, float]], pid: int, trigger: str) -> tuple[int, str]:
+def loop_thread(cpu: dict[int, tuple[str, float]], pid: int) -> tuple[int, str]:
     """(thread id, how it was found) of the thread that runs the ticks, among ``cpu`` = {tid: (OS name, CPU s)}
     of process ``pid`` (see the module docstring)."""
-    if trigger != "timer":
-        return pid, "main thread"
     named = [tid for tid, (name, _) in cpu.items() if name == TICK_THREAD]
     if named:
         return named[0], TICK_THREAD

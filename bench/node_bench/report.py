@@ -161,8 +161,8 @@ def add_memory_targets(add, r: dict, run: str) -> None:
 
 def issue20_targets(rows: list[dict]) -> list[dict]:
     """Issue 20's targets for the loop, each judged on every run it applies to (variant "full"): loop thread
-    CPU and tick p99 at 500 Hz, timer, idle (the issue measures with the timer trigger unless it says; with the
-    joint_states trigger the "loop thread" is the executor's, which also runs every callback), on time at 1 kHz (timer; idle, and busy for (c)/(d)),
+    CPU and tick p99 at 500 Hz, timer, idle (the issue measures with the timer trigger unless it says; with
+    either trigger the "loop thread" is "control_loop"), on time at 1 kHz (timer; idle, and busy for (c)/(d)),
     on time with the joint_states trigger at 500 Hz (idle and busy)."""
     out = []
 

@@ -189,8 +189,8 @@ def bench_run(k: int, config: str, trigger: str, load: str, args, tmp: Path, svc
     # CPU of the threads over the window (threads present at both ends)
     cpu = {tid: (thr1[tid][0], thr1[tid][1] - thr0[tid][1]) for tid in thr1 if tid in thr0}
     main_cpu = cpu.get(child.pid, ("", float("nan")))[1]
-    loop_tid, loop_how = loop_thread(cpu, child.pid, trigger)
-    loop_cpu = cpu[loop_tid][1] if trigger == "timer" else main_cpu
+    loop_tid, loop_how = loop_thread(cpu, child.pid)
+    loop_cpu = cpu[loop_tid][1]
     top_threads = sorted(((name, c) for _, (name, c) in cpu.items()), key=lambda x: -x[1])[:6]
     # Python threads other than the main and the loop thread: the ~/solve_ik thread (named for the OS) and
     # unnamed ones (Python 3.11 does not name its threads for the OS), e.g. the IK worker's monitor thread
