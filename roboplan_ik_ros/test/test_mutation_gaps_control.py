@@ -10,10 +10,12 @@ import yaml
 
 from models import robot, scene
 from roboplan_ik_ros.core.config import load_config
+from roboplan_ik_ros.core.control.command_guard import CommandGuard
 from roboplan_ik_ros.core.control.loop_config import load_loop_config
 from roboplan_ik_ros.core.control.loop_from_config import control_loop_from_config
 from roboplan_ik_ros.core.control.target_shaper import TargetShaper
 from roboplan_ik_ros.core.control.twist_follower import StreamingConfig
+from roboplan_ik_ros.core.errors import InvalidInputError
 
 DT = 0.002  # [s]
 PANDA_YAML = Path(__file__).resolve().parents[1] / "config" / "panda.yaml"
@@ -62,3 +64,18 @@ def test_overrides_of_some_keys_of_a_section_keep_the_yamls_other_keys_of_it():
     assert any(getattr(defaults, key) != value for key, value in others.items())  # the premise: not the defaults
     for key, value in others.items():
         assert getattr(settings.streaming, key) == value, key
+
+
+# ----------------------------------------------------------------------------- seed 4 (docs/mutation.md)
+@pytest.mark.parametrize("bad", [0.0, -1.0, np.inf, np.nan], ids=["zero", "negative", "inf", "nan"])
+def test_the_command_guard_refuses_a_velocity_limit_of_zero_or_one_not_finite_and_positive(bad):
+    """CommandGuard's v_max: finite and > 0 on every joint of the group (a zero limit would freeze the joint, every
+    step of it counted as a cut). The edge: 0 exactly is refused, naming the joints; the model's own limits are
+    accepted (the premise)."""
+    s = scene("panda")
+    g = s.group("arm")
+    v_max = s.v_max[g.v_indices].copy()
+    CommandGuard(s, g, v_max, DT)  # the premise: the model's limits are accepted
+    v_max[3] = bad
+    with pytest.raises(InvalidInputError, match=r"finite velocity limits > 0 for \['panda_joint1'"):
+        CommandGuard(s, g, v_max, DT)
