@@ -15,6 +15,8 @@
 - min_jerk is the least j_max whose braking reserve fits in the leash, also when the leash is exactly n^2 a dt^2.
 - GoalJudge: an improvement by more than PROGRESS_SHARE of the best distance is progress.
 - SingularityScale: kappa over the constrained rows that ``row_weights`` names; a NaN Jacobian raises LinAlgError.
+- Seed 4: every hold episode is counted; a restarted stream logs where it starts (the measurement, the last command);
+  the singularity motion limit says a twist away is not scaled; a move of exactly rest_tolerance keeps the rest clock.
 """
 
 from __future__ import annotations
@@ -34,7 +36,7 @@ from models import robot, scene
 from roboplan_ik_ros.core import Obstacle
 from roboplan_ik_ros.core.config import load_config
 from roboplan_ik_ros.core.control.binding_bounds import ACCELERATION_BOUND, binding_bounds
-from roboplan_ik_ros.core.control.control_loop import (HOLDING, STALE, TRACKING, WAITING_FOR_GOAL,
+from roboplan_ik_ros.core.control.control_loop import (HOLDING, SINGULARITY, STALE, TRACKING, WAITING_FOR_GOAL,
                                                        ControlLoop, load_loop_config)
 from roboplan_ik_ros.core.control.following_speed import min_jerk
 from roboplan_ik_ros.core.control.goal_feedback import LIMITED, PROGRESS_TIME, REACHABLE, GoalJudge
@@ -42,6 +44,7 @@ from roboplan_ik_ros.core.control.singularity_scale import SingularityScale
 from roboplan_ik_ros.core.control.state_tracker import StateTracker
 from roboplan_ik_ros.core.oink import AccelerationLimit, Oink
 from test_control_loop import TIP, SimRobot, make_loop, panda  # noqa: F401 - panda is a fixture
+from test_singularity_scale import kappa, outward, stretched
 
 DT = 0.002  # [s] panda.yaml's control period (500 Hz)
 
@@ -584,3 +587,92 @@ def test_obstacles_expected_to_be_prepared_keep_the_ticks_on_the_previous_tables
     loop.tick(t)
     assert barrier.pairs.version == s.collision_version
     assert loop.counts.tick_errors == 0, loop.hold_reason
+
+
+# ----------------------------------------------------------------------------- seed 4 (docs/mutation.md)
+def test_every_hold_episode_is_counted_a_second_hold_after_resuming_makes_two(panda):
+    """counts.holds: "times the loop entered a hold" (the status report's holds). The step raises (a hold), works
+    again (tracking), raises again: two episodes, two holds; the ticks of one episode count once."""
+    loop, sim, _ = tracking_with_a_log(panda)
+    assert loop.counts.holds == 0  # the premise: no hold before
+    step = loop.ctrl.step
+
+    def boom(q):
+        raise RuntimeError("boom")
+
+    for episode in (1, 2):
+        loop.ctrl.step = boom
+        try:
+            sim.tick(2)
+        finally:
+            loop.ctrl.step = step
+        assert loop.mode == HOLDING and loop.counts.holds == episode
+        sim.tick()
+        assert loop.mode == TRACKING
+
+
+def test_a_restarted_command_stream_logs_whether_it_starts_at_the_measurement_or_at_the_last_command(panda):
+    """The info line of a (re)started command stream says where it starts: activation, at the measured position;
+    back from stale (hold) with the still robot near the last command, the stream goes on from the last command,
+    and the line says so (an operator reads which of the two happened)."""
+    messages: list[tuple[str, str]] = []
+    data = panda_yaml()
+    data["barriers"] = [b for b in data["barriers"] if b["name"] != "self_collision"]
+    loop = loop_of(panda, data, log=lambda level, text: messages.append((level, text)), stale_behavior="hold",
+                   state_timeout=0.02, reseed_settle_time=0.1)
+    sim = SimRobot(loop, panda.named_configuration("default"))
+
+    def restarts() -> list[str]:
+        return [text for level, text in messages if level == "info" and text.startswith("command stream (re)started")]
+
+    assert loop.activate(sim.t) == ""
+    assert len(restarts()) == 1 and "at the measured position;" in restarts()[0], messages
+    sim.tick(20, measure=False)  # 40 ms without joint states: stale
+    assert loop.mode == STALE
+    for _ in range(int(2 * loop.settings.reseed_settle_time / loop.dt)):  # measured again, still at the command
+        sim.tick()
+        if loop.mode != STALE:
+            break
+    assert loop.mode == WAITING_FOR_GOAL and loop.counts.reseeds == 2, loop.hold_reason
+    assert len(restarts()) == 2 and "at the last command;" in restarts()[1], messages
+
+
+def test_the_singularity_motion_limit_says_a_twist_away_is_not_scaled(panda):
+    """A twist toward the elbow singularity (the arm stretched, as test_singularity_scale's) between the
+    thresholds: the motion limit is SINGULARITY, and its text ends by saying that a twist away is not scaled (the
+    README's promise, SingularityScale: away is never slowed). The thresholds are set around the start's kappa."""
+    q0 = stretched(panda, -1.3)
+    k0 = kappa(panda, q0, panda.model.getFrameId(TIP), panda.group("arm").v_columns)
+    lower, hard = max(1.0, 0.5 * k0), 4.0 * k0
+    loop = loop_of(panda, {**panda_yaml(), "barriers": []},  # the workspace box would stop the stretch first
+                   streaming=dict(command_in_type="speed_units", lower_singularity_threshold=lower,
+                                  hard_stop_singularity_threshold=hard))
+    st = loop.settings.streaming
+    assert st.lower_singularity_threshold < k0 < st.hard_stop_singularity_threshold  # the premise: between them
+    sim = SimRobot(loop, q0)
+    assert loop.activate(sim.t) == ""
+    loop.set_twist("ee", 0.1 * outward(panda, q0), np.zeros(3), sim.t)
+    sim.tick(3)
+    code, text = loop.motion_limit(sim.t)
+    assert code == SINGULARITY, (code, text)
+    assert text.endswith("(away: not scaled)"), text
+
+
+def test_a_move_of_exactly_rest_tolerance_is_within_it_and_keeps_the_rest_clock():
+    """rest_duration counts while every group coordinate stays *within* rest_tolerance of the run's first
+    measurement (reseed_tolerance: "every joint within"): a move of exactly the tolerance, either way, keeps the run;
+    the next float beyond it starts a new one. Binary fractions: the differences are exact."""
+    s = scene("panda")
+    tol = 2.0**-11  # [rad]
+    st = StateTracker(s, s.group("arm"), limit_tolerance=0.01, rest_tolerance=tol)
+    q = s.named_configuration("default")
+
+    def measure(t: float, q1: float) -> float:
+        q[0] = q1
+        st.incoming[:] = q
+        assert st.accept(t) == ""
+        return st.rest_duration()
+
+    assert measure(0.0, 0.0) == 0.0
+    assert measure(0.25, tol) == 0.25 and measure(0.5, -tol) == 0.5  # at the edge: the same run
+    assert measure(0.75, math.nextafter(tol, math.inf)) == 0.0  # beyond it: a new run
