@@ -16,6 +16,11 @@ LineOfSightShaper: a turn about a diagonal axis is bounded by the turn speed (Eu
 TargetShaper: a new shaper is not leashed (False). scale_twist: unitless angular components times max_angular_speed.
 TargetShaper: a per-coordinate leash drops the acceleration away from the anchor too. scale_joint_velocities: a
     float32 command is scaled in float64.
+Seed 4: GoalSmoother (jerk_limited) takes over a turning target with its angular velocity. JointJogFollower: on a
+    group with a continuous joint only the bounded joint brakes at its limit; a stopped jog has no command (age inf).
+    LineOfSightShaper: a goal on the line of sight never turns it. PoseShaper.set_dt takes the new period.
+    JointTargetShaper: a goal across a continuous joint's seam takes the short way on the circle. TwistFollower: a
+    stream that timed out ends with its target at rest.
 """
 
 from __future__ import annotations
@@ -28,12 +33,15 @@ import pytest
 from numpy.testing import assert_allclose, assert_array_equal
 
 from models import scene
+from roboplan_ik_ros.core import Scene
 from roboplan_ik_ros.core.control.goal_followers import GoalSmoother, GoalSmoothingConfig, braking_speed
 from roboplan_ik_ros.core.control.joint_jog_follower import JointJogFollower
 from roboplan_ik_ros.core.control.line_of_sight_shaper import LineOfSightShaper
 from roboplan_ik_ros.core.control.pose_shaper import PoseShaper
-from roboplan_ik_ros.core.control.target_shaper import TargetShaper
-from roboplan_ik_ros.core.control.twist_follower import StreamingConfig, scale_joint_velocities, scale_twist
+from roboplan_ik_ros.core.control.target_shaper import JointTargetShaper, TargetShaper
+from roboplan_ik_ros.core.control.twist_follower import (StreamingConfig, TwistFollower, scale_joint_velocities,
+                                                         scale_twist)
+from test_scene import CONTINUOUS_URDF
 
 DT = 0.002  # [s]
 
@@ -439,3 +447,144 @@ def test_a_float32_joint_jog_command_is_scaled_in_float64():
         factor = cfg.max_joint_speed if unit == "unitless" else 1.0
         assert out.dtype == np.float64, unit
         assert_array_equal(out, dq32.astype(np.float64) * factor * cfg.speed_override)
+
+
+# --- seed 4 (docs/mutation.md) -------------------------------------------------------------------------------
+
+def test_a_jerk_limited_smoother_takes_over_a_turning_target_with_its_angular_velocity():
+    """GoalSmoother.continue_from (a twist stream handing over, loop_goals.set_pose_goal) with jerk_limited: the
+    shaper starts from the target's angular velocity too, not from rest. A target turning about z at half
+    max_angular_speed, a goal further along that turn: after one step the angular velocity is within the
+    acceleration bound's change (max_angular_acceleration dt) of the handed-over one."""
+    cfg = GoalSmoothingConfig(type="jerk_limited")
+    s = GoalSmoother(cfg)
+    start = pin.SE3(np.eye(3), np.array([0.3, 0.0, 0.5]))
+    w = np.array([0.0, 0.0, 0.5 * cfg.max_angular_speed])  # [rad/s] world
+    s.continue_from(start, np.zeros(3), w)
+    s.set_goal(pin.SE3(pin.exp3(np.array([0.0, 0.0, 0.3])), start.translation))
+    assert s.step(DT) is not None
+    assert np.linalg.norm(s.angular_velocity - w) <= cfg.max_angular_acceleration * DT
+    assert np.linalg.norm(s.linear_velocity) <= cfg.max_linear_acceleration * DT  # the premise: no linear motion
+
+
+def test_a_jog_of_a_group_with_a_continuous_joint_brakes_only_the_bounded_joint_at_its_limit():
+    """JointJogFollower on a group whose first joint is continuous (no position limit, nq 2) and whose second is
+    at its upper limit, both jogged upward (no acceleration bound: the velocity is the command): the continuous
+    joint turns at the commanded speed, the bounded one stays on its limit and alone is reported there."""
+    s = Scene(CONTINUOUS_URDF)
+    g = s.group("")
+    assert list(g.bounded_v) == [1]  # the premise: j_cont unbounded, j_rev bounded
+    upper = float(s.q_max_v[g.v_indices[1]])
+    f = JointJogFollower(s, g, StreamingConfig(command_timeout=10.0), None)
+    q = s.q_from_joint_positions(["j_cont", "j_rev"], [0.0, upper])
+    f.start(q[g.q_indices])
+    speed = 0.5  # [rad/s]
+    f.command(np.array([speed, speed]), 0.0)
+    target = q.copy()
+    target[g.q_indices] = f.step(DT, DT)
+    assert_allclose(s.joint_positions(target, ["j_cont", "j_rev"]), [speed * DT, upper], rtol=0, atol=1e-14)
+    assert f.bounds_reached() == [(1, "upper", upper)]
+
+
+def test_a_stopped_jog_has_no_command_its_age_is_infinite_and_a_restart_without_one_times_out():
+    """JointJogFollower.stop forgets the command: its age is inf, as a new follower's (no command), so a stream
+    started again without a command is timed out at its first step and ends (at rest: nothing to brake)."""
+    s = scene("panda")
+    g = s.group("arm")
+    cfg = StreamingConfig(command_timeout=0.1)
+    assert JointJogFollower(s, g, cfg, None).command_age(1.0) == math.inf  # the premise: a new one has none
+    f = JointJogFollower(s, g, cfg, None)
+    f.start(s.named_configuration("default")[g.q_indices])
+    f.command(np.full(g.nv, 0.1), 0.0)
+    f.step(DT, DT)
+    assert f.command_age(DT) == DT  # the premise: a command, DT old
+    f.stop()
+    assert f.command_age(1.0) == math.inf
+    f.start(f.target)
+    f.step(DT, 1.0)
+    assert f.timed_out and not f.streaming
+
+
+def test_a_goal_on_the_line_of_sight_changes_only_the_range_and_never_turns_it():
+    """A look_at goal on the start's own line of sight (nearer or farther: only the range changes): the direction
+    stays the start's, every point on that ray (a direction cosine that rounds to just below 1 is still straight
+    ahead, not behind), for random eyes, directions and ranges."""
+    rng = np.random.default_rng(4)
+    s = LineOfSightShaper(DT, 2.0, 10.0, 500.0)  # [rad/s, rad/s^2, rad/s^3]
+    worst = 0.0  # [m] the farthest a point got from the start's ray
+    for _ in range(24):
+        eye, u = rng.normal(size=3), rng.normal(size=3)
+        u /= np.linalg.norm(u)
+        r0, r1 = rng.uniform(0.2, 2.0, size=2)
+        s.reset(eye + r0 * u, eye)
+        s.set_goal(eye + r1 * u, eye)
+        for _ in range(5000):
+            p = s.step()
+            if p is None:
+                break
+            d = p - eye
+            worst = max(worst, float(np.linalg.norm(np.cross(d, u))), -float(d @ u))
+        assert not s.moving
+    assert worst <= 1e-9
+
+
+def test_a_pose_shaper_set_to_a_new_period_moves_as_one_built_for_it():
+    """PoseShaper.set_dt (GoalSmoother calls it when the control rate changes): a shaper built at 2 ms and set to
+    4 ms moves a step in position and rotation exactly as one built at 4 ms, step by step, to the goal."""
+    linear, angular = (0.5, 1.0, 50.0), (1.5, 6.0, 300.0)  # (v, a, j) [m/s..., rad/s...]
+    changed, built = PoseShaper(DT, linear, angular), PoseShaper(2 * DT, linear, angular)
+    changed.set_dt(2 * DT)
+    assert changed.dt == built.dt
+    start = pin.SE3(np.eye(3), np.array([0.3, 0.0, 0.5]))
+    goal = pin.SE3(pin.exp3(np.array([0.2, -0.1, 0.3])), start.translation + np.array([0.1, -0.05, 0.02]))
+    for s in (changed, built):
+        s.reset(start)
+        s.set_goal(goal)
+    steps = 0
+    for steps in range(2000):
+        a, b = changed.step(), built.step()
+        if a is None or b is None:
+            break
+        assert_array_equal(a.homogeneous, b.homogeneous)
+    assert a is None and b is None and steps > 50  # both at rest at the goal, in the same number of steps
+
+
+def test_a_joint_goal_across_the_seam_of_a_continuous_joint_takes_the_short_way_on_the_circle():
+    """JointTargetShaper on a group with a continuous joint (its q is (cos, sin): pin.integrate from the anchor):
+    from 3.0 rad to -3.0 rad the short way is 0.28 rad through pi. Every target is on the unit circle, its angle
+    increases monotonically past pi, and it arrives exactly at the goal; the bounded joint moves to its goal too."""
+    s = Scene(CONTINUOUS_URDF)
+    g = s.group("")
+    names = ["j_cont", "j_rev"]
+    start, goal = s.q_from_joint_positions(names, [3.0, 0.0]), s.q_from_joint_positions(names, [-3.0, 0.5])
+    shaper = JointTargetShaper(s, g, DT, 1.0, 10.0, 500.0)
+    shaper.reset(start[g.q_indices])
+    shaper.set_goal(goal[g.q_indices])
+    q, turned = start.copy(), []
+    for _ in range(5000):
+        target = shaper.step()
+        if target is None:
+            break
+        q[g.q_indices] = target
+        assert abs(math.hypot(q[0], q[1]) - 1.0) <= 1e-12
+        turned.append(float(s.difference(start, q)[0]))  # [rad] j_cont's turn from the start
+    assert not shaper.moving and len(turned) > 10
+    assert np.diff(turned).min() >= -1e-12 and turned[-1] == pytest.approx(2 * math.pi - 6.0, abs=1e-12)
+    assert_allclose(s.joint_positions(q, names), [-3.0, 0.5], rtol=0, atol=1e-12)
+
+
+def test_a_twist_stream_that_timed_out_and_braked_to_rest_ends_with_its_target_at_rest():
+    """TwistFollower: after its last command times out the target brakes within the acceleration limits and the
+    stream ends once still; the target's velocities it then reports (what a pose goal would continue from) are
+    zero, linear and angular."""
+    cfg = StreamingConfig(command_timeout=0.1)
+    f = TwistFollower(cfg)
+    f.start(pin.SE3(np.eye(3), np.array([0.3, 0.0, 0.5])))
+    f.command(np.array([0.1, 0.0, 0.0]), np.array([0.0, 0.0, 0.5]), 0.0)
+    t = 0.0
+    while f.streaming and t < 2.0:
+        t += DT
+        f.step(DT, t)
+    assert not f.streaming and t > cfg.command_timeout and f.timed_out
+    assert_array_equal(f.linear_velocity, np.zeros(3))
+    assert_array_equal(f.angular_velocity, np.zeros(3))
