@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import importlib.util
 import math
+import time
 
 import numpy as np
 import pinocchio as pin
@@ -121,14 +122,20 @@ def test_clear_pointcloud_removes_the_perceived_cloud_and_the_next_cloud_replace
     cloud = cloud_msg(_box_points(CLOUD_CENTER, CLOUD_SIZE).astype(np.float32), ROOT_FRAME)
 
     def wait_cloud(what: str):
+        sent = [-math.inf]
+
         def fresh():
-            pub.publish(cloud)  # best effort: again until it arrived
+            if time.monotonic() - sent[0] > 0.25:  # best effort: again until it arrived (not a flood in flight)
+                pub.publish(cloud)
+                sent[0] = time.monotonic()
             s = rig.wait_status(lambda s: True, WAIT, "a status")
             return s.perception_state == "fresh" and s.perceived_points > 0 and s
         return rig.wait(fresh, WAIT, what)
 
     st = wait_cloud("the cloud held (fresh, points)")
     n_points = st.perceived_points
+    # no cloud in flight when the service clears: the held one has aged past perception.max_age (on_stale: keep)
+    rig.wait_status(lambda s: s.perception_state == "stale", WAIT, "the held cloud stale (nothing in flight)")
     res = trigger(rig, "clear_pointcloud")
     assert res.success, res.message
     t_clear = rig.rec.status[-1][0]
