@@ -22,7 +22,9 @@ medians of the per-second values) and the on-time share between two readings: (t
 (elapsed x rate), bench_node's rule (a tick is on time when it starts at most 1.5 periods after the
 previous one; a stall of n periods costs n ticks); the counters (QP failures, undelivered, guard cuts,
 holds, tick errors, solve_ik calls/failures); the commands received by a reliable subscriber of
-depth 1000 and its DDS message-lost events (lost commands); the loop thread's CPU ("control_loop",
+depth 1000, against the node's ticks (a command lost in transport shows as fewer commands than ticks; no DDS
+message-lost event: with the rmw_fastrtps of these wheels it can deadlock this process, see
+sim/mock_robot.py's LOST_EVENT_DEADLOCK); the loop thread's CPU ("control_loop",
 /proc/<pid>/task/<tid>/stat); the closest obstacle distance (~/status); the load average.
 
 The figures exclude the first --warmup s (RSS: least-squares slope in MB/min over the rest, flat
@@ -65,7 +67,6 @@ BALL = {"id": "soak_ball", "radius": 0.05, "position": [0.52, -0.2, 0.42]}  # on
 # per-second series written to the JSON (one list each)
 SERIES = ("t_s", "rss_mb", "worker_rss_mb", "tick_p50_us", "tick_p99_us", "tick_max_us", "on_time_pct", "ticks",
           "late_ticks", "rate_hz", "loop_cpu_pct", "process_cpu_pct", "mock_cpu_pct", "commands", "commands_at_diag",
-          "lost_commands",
           "qp_failures", "undelivered", "guard_cuts", "holds", "tick_errors", "solve_sent", "solve_answered",
           "solve_ok", "solve_ik_calls", "solve_ik_failures", "closest_obstacle_m", "mode", "load1", "twist_gap_max_ms",
           "sample_ms")
@@ -116,8 +117,6 @@ class Observer:
         self.modes: dict[str, int] = {}
         self.motion_limits: dict[str, int] = {}
         self.commands = 0
-        self.lost = 0
-        self.lost_supported = True
         self.drive: dict = {}
         node.create_subscription(DiagnosticArray, "/diagnostics", self._on_diag, 10)
         node.create_subscription(ControllerStatus, f"/{NODE}/status", self._on_status, 10)
@@ -125,14 +124,7 @@ class Observer:
                              durability=DurabilityPolicy.TRANSIENT_LOCAL)
         node.create_subscription(String, f"/{MOCK}/drive_status", self._on_drive, latched)
         deep = QoSProfile(depth=1000, history=HistoryPolicy.KEEP_LAST, reliability=ReliabilityPolicy.RELIABLE)
-        try:  # as test/e2e.py's recorder: DDS tells a reliable subscriber about samples it lost
-            from rclpy.event_handler import SubscriptionEventCallbacks
-
-            node.create_subscription(Float64MultiArray, COMMAND_TOPIC, self._on_command, deep,
-                                     event_callbacks=SubscriptionEventCallbacks(message_lost=self._on_lost))
-        except Exception:  # noqa: BLE001 - message-lost events not supported by this RMW
-            self.lost_supported = False
-            node.create_subscription(Float64MultiArray, COMMAND_TOPIC, self._on_command, deep)
+        node.create_subscription(Float64MultiArray, COMMAND_TOPIC, self._on_command, deep)  # no message-lost event
 
     def _on_diag(self, msg) -> None:
         for st in msg.status:
@@ -159,15 +151,12 @@ class Observer:
     def _on_command(self, msg) -> None:
         self.commands += 1
 
-    def _on_lost(self, info) -> None:
-        self.lost += info.total_count_change
-
     def take(self, restart: bool = True) -> dict:
         """The latest readings; the closest-obstacle minimum restarts (``restart``)."""
         with self.lock:
             out = {"diag": dict(self.diag), "diag_stamp": self.diag_stamp, "n_diag": self.n_diag,
                    "mode": self.status.mode if self.status is not None else "",
-                   "closest": self.closest_min, "commands": self.commands, "lost": self.lost,
+                   "closest": self.closest_min, "commands": self.commands,
                    "commands_at_diag": self.commands_at_diag}
             if restart:
                 self.closest_min = math.inf
@@ -223,7 +212,7 @@ class Sampler:
                "tick_max_us": _float(d, "tick_max_us"), "ticks": ticks, "late_ticks": late,
                "rate_hz": _float(d, "rate_hz (achieved)"), "on_time_pct": float("nan"),
                "loop_cpu_pct": float("nan"), "process_cpu_pct": float("nan"), "mock_cpu_pct": float("nan"),
-               "commands": seen["commands"], "commands_at_diag": seen["commands_at_diag"], "lost_commands": seen["lost"],
+               "commands": seen["commands"], "commands_at_diag": seen["commands_at_diag"],
                "qp_failures": _int(d, "qp_failures"), "undelivered": _int(d, "undelivered"),
                "guard_cuts": _int(d, "guard_cuts"), "holds": _int(d, "holds"), "tick_errors": _int(d, "tick_errors"),
                "solve_sent": self.stream.sent, "solve_answered": self.stream.answered,
@@ -295,7 +284,6 @@ def summarize(series: dict[str, list], warmup: float, rate: float, diag_first: d
         "twist_gap_max_ms": float(col("twist_gap_max_ms").max()),
         "bench_twist_gaps_over_50ms": int(np.sum(col("twist_gap_max_ms") > 50.0)),
         "sample_ms_max": float(col("sample_ms").max()),
-        "lost_commands": delta("lost_commands"), "lost_commands_run": int(s["lost_commands"][-1]),
         "undelivered": delta("undelivered"), "qp_failures": delta("qp_failures"),
         "qp_failures_run": _int(diag_last["diag"], "qp_failures"), "guard_cuts": delta("guard_cuts"),
         "holds": delta("holds"), "tick_errors": delta("tick_errors"),
@@ -325,8 +313,6 @@ def print_summary(sm: dict, args, counters: dict, extra: dict) -> None:
                                                   f"{sm['mock_cpu_pct']:.1f} % of a core"],
         ["commands received (per tick; minus ticks)", f"{sm['commands']} ({fmt(sm['commands_per_tick'], '.5f')}; "
                                                       f"{sm['commands_minus_ticks']:+d})"],
-        ["lost commands (DDS message_lost)", f"{sm['lost_commands']} (whole run {sm['lost_commands_run']})"
-                                             + ("" if extra["lost_supported"] else " [not supported by this RMW]")],
         ["undelivered (node's count)", str(sm["undelivered"])],
         ["QP failures", f"{sm['qp_failures']} (whole run {sm['qp_failures_run']})"],
         ["guard cuts / holds / tick errors", f"{sm['guard_cuts']} / {sm['holds']} / {sm['tick_errors']}"],
@@ -335,8 +321,7 @@ def print_summary(sm: dict, args, counters: dict, extra: dict) -> None:
         ["~/solve_ik calls / failures (node)", f"{sm['solve_ik_calls']} / {sm['solve_ik_failures']}"],
         ["closest obstacle min / median", f"{sm['closest_obstacle_min_m'] * 1e3:.1f} / "
                                           f"{sm['closest_obstacle_median_m'] * 1e3:.1f} mm (d_min 20 mm)"],
-        ["strict drive (mock)", f"{extra['drive'].get('state', '?')}, {extra['drive'].get('streams', '?')} streams, lost "
-                                f"{extra['drive'].get('lost_commands', '?')}"
+        ["strict drive (mock)", f"{extra['drive'].get('state', '?')}, {extra['drive'].get('streams', '?')} streams"
                                 + (f"; {(extra['drive'].get('violation') or {}).get('message', '')}"
                                    if extra['drive'].get('state') == 'faulted' else "")],
         ["bench: longest gap between twists", f"{sm['twist_gap_max_ms']:.1f} ms ({sm['bench_twist_gaps_over_50ms']} s "
@@ -516,8 +501,8 @@ def run(args) -> int:
                     last_print = now
                     print(f"[soak] {t:7.0f} s  RSS {row['rss_mb']:.1f} MB  tick p50/p99/max {row['tick_p50_us']:.0f}/"
                           f"{row['tick_p99_us']:.0f}/{row['tick_max_us']:.0f} us  on time {row['on_time_pct']:.2f} %  "
-                          f"loop CPU {row['loop_cpu_pct']:.0f} %  qp_failures {row['qp_failures']}  lost "
-                          f"{row['lost_commands']}  undelivered {row['undelivered']}  solve_ik {row['solve_ik_calls']}"
+                          f"loop CPU {row['loop_cpu_pct']:.0f} %  qp_failures {row['qp_failures']}  "
+                          f"undelivered {row['undelivered']}  solve_ik {row['solve_ik_calls']}"
                           f"  closest {row['closest_obstacle_m'] * 1e3:.0f} mm  {row['mode']}  load {row['load1']:.2f}",
                           flush=True)
             next_t += 1.0 / args.twist_hz
@@ -567,7 +552,7 @@ def run(args) -> int:
     summary = summarize(sampler.series, args.warmup, args.rate, diag_first, diag_last)
     print(f"[soak] {meta['machine_end']}")
     summary["ran_s"] = float(sampler.series["t_s"][-1])
-    print_summary(summary, args, counters, {"lost_supported": obs.lost_supported, "drive": drive,
+    print_summary(summary, args, counters, {"drive": drive,
                                             "codes": dict(stream.codes)})
     print(f"modes (~/status samples): {obs.modes}; motion_limit codes: {obs.motion_limits}; "
           f"node log WARN/ERROR lines: {meta['node_log_warnings']}")
@@ -579,7 +564,8 @@ def run(args) -> int:
              f"commit {meta['commit'].split()[0]}\nafter warm-up: RSS slope "
              + ("-" if slope is None else f"{slope:+.4f}") + f" MB/min, tick p50/p99 {summary['tick_p50_us']:.0f}/"
              f"{summary['tick_p99_us']:.0f} us (max {summary['tick_max_us'] / 1e3:.1f} ms), on time "
-             f"{summary['on_time_pct']:.2f} %, lost {summary['lost_commands']}, QP failures {summary['qp_failures']}, "
+             f"{summary['on_time_pct']:.2f} %, commands minus ticks {summary['commands_minus_ticks']:+d}, "
+             f"QP failures {summary['qp_failures']}, "
              f"load {summary['load1_mean']:.1f}")
     if plot(sampler.series, args.warmup, summary, out / "soak.png", title):
         print(f"[soak] wrote {out / 'soak.json'} and {out / 'soak.png'}")
