@@ -56,6 +56,8 @@ test: bootstrap
 	@$(WITH_ENV) echo "[test] ROS_DOMAIN_ID=$$ROS_DOMAIN_ID ROS_LOG_DIR=$$ROS_LOG_DIR"; \
 	rc=0; $(PY) -m pytest roboplan_ik_ros/test $(PYTEST_ARGS) || rc=$$?; \
 	if [ $$rc -eq 5 ]; then echo "[test] FAILED: no tests were collected" >&2; fi; \
+	if [ -s build/logs/hung_test.txt ]; then echo "[test] FAILED: a test hung (build/logs/hung_test.txt):" >&2; \
+		cat build/logs/hung_test.txt >&2; fi; \
 	exit $$rc
 
 # the core's tests with no compiled kernel loaded (ROBOPLAN_NO_COMPILE=1: as installed without a compiler): the

@@ -25,8 +25,52 @@ os.environ.setdefault("FASTDDS_DEFAULT_PROFILES_FILE",
                       os.path.join(os.path.dirname(os.path.abspath(__file__)), "fastdds_test_profile.xml"))
 
 
+#: [s] a test (setup, call and teardown) still running after this long is hung (the longest take about a minute):
+#: faulthandler writes every thread's stack to HANG_REPORT and ends the run (exit code 1) instead of letting it wait
+#: for CI's limit; `make test` prints the report. Its watchdog is a C thread: it fires even when the hang holds the
+#: GIL (a DDS deadlock: README, "Fast DDS"). 0: no watchdog.
+HANG_TIMEOUT = float(os.environ.get("ROBOPLAN_TEST_HANG_TIMEOUT", "900"))
+#: the hung test's report; removed when the run ends normally (so it exists only after a hang or a crash)
+HANG_REPORT = os.environ.get("ROBOPLAN_TEST_HANG_REPORT", os.path.join(
+    os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), "build", "logs", "hung_test.txt"))
+_hang_file = None
+
+
 def pytest_configure(config) -> None:
     config.addinivalue_line("markers", "kernel: needs the compiled kernels (skipped under ROBOPLAN_NO_COMPILE)")
+
+
+def pytest_unconfigure(config) -> None:
+    if _hang_file is not None:
+        _hang_file.close()
+        try:
+            os.remove(HANG_REPORT)
+        except FileNotFoundError:  # another run in this tree removed it
+            pass
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_protocol(item, nextitem):
+    """Arms the hang watchdog (HANG_TIMEOUT) for this test, naming it first in the report."""
+    import faulthandler
+
+    global _hang_file
+    if HANG_TIMEOUT <= 0:
+        yield
+        return
+    if _hang_file is None:
+        os.makedirs(os.path.dirname(HANG_REPORT), exist_ok=True)
+        _hang_file = open(HANG_REPORT, "w")  # noqa: SIM115 - open for the whole run, closed in pytest_unconfigure
+    _hang_file.seek(0)
+    _hang_file.truncate()
+    _hang_file.write(f"{item.nodeid}: still running after {HANG_TIMEOUT:g} s (ROBOPLAN_TEST_HANG_TIMEOUT): "
+                     f"hung; every thread's stack (most recent call first):\n")
+    _hang_file.flush()
+    faulthandler.dump_traceback_later(HANG_TIMEOUT, exit=True, file=_hang_file)
+    try:
+        yield
+    finally:
+        faulthandler.cancel_dump_traceback_later()
 
 
 def pytest_collection_modifyitems(config, items) -> None:
