@@ -317,6 +317,31 @@ def test_a_jog_without_an_acceleration_bound_keeps_its_speed_up_to_the_limit_and
     assert f.at_bound[0] and f.bounds_reached() == [(0, "upper", upper)]
 
 
+
+@pytest.mark.parametrize("new_command", [0.0, -0.5], ids=["released", "reversed"])
+def test_a_jog_at_its_limit_is_reported_at_that_limit_until_the_next_step_whatever_command_came_since(new_command):
+    """bounds_reached reports what the last step found (at_bound is the step's): panda_joint1 jogged up onto its
+    upper limit is "upper" at q_max even after a new command (released: 0, or reversed) arrives and before the next
+    step takes it (the node reads motion_limit between ticks: it named the lower limit, -2.8973 rad, for a joint on
+    its upper one). The next step, moving away, reports no bound."""
+    s = scene("panda")
+    g = s.group("arm")
+    f = JointJogFollower(s, g, StreamingConfig(command_timeout=10.0), None)
+    upper = float(s.q_max_v[g.v_indices[0]])
+    q = s.named_configuration("default")[g.q_indices]
+    q[0] = upper
+    f.start(q)
+    dq = np.zeros(g.nv)
+    dq[0] = 0.5
+    f.command(dq, 0.0)
+    f.step(DT, DT)
+    assert f.bounds_reached() == [(0, "upper", upper)]  # the premise: on it, pushed toward it
+    dq[0] = new_command
+    f.command(dq, DT)
+    assert f.bounds_reached() == [(0, "upper", upper)]
+    f.step(DT, 2 * DT)
+    assert f.bounds_reached() == []
+
 def test_a_float32_max_acceleration_ramps_the_jog_in_double_precision():
     """max_acceleration is taken as float64 whatever its dtype: a float32 array (2.1 rad/s^2, not exact in binary)
     ramps the jog's target exactly as the same values in float64 (a_max dt in float32 would round the ramp's

@@ -50,6 +50,7 @@ class JointJogFollower:
         self.streaming = False
         self.timed_out = False
         self.at_bound = np.zeros(nv, dtype=bool)  # jogged toward a limit it has reached
+        self._toward_upper = np.zeros(nv, dtype=bool)  # at the last step: jogged up (else down); at_bound's side
         self.leashed = False
         self._q_previous = scene.neutral()  # the leash's anchor (the configuration) at the previous step, full q
         self._anchored = False
@@ -83,8 +84,9 @@ class JointJogFollower:
 
     def bounds_reached(self) -> list[tuple[int, str, float]]:
         """(group v index, "upper" | "lower", limit) of each joint jogged into a limit it has reached."""
-        return [(int(k), "upper" if self._cmd[k] > 0 else "lower",
-                 float(self._q_max[k] if self._cmd[k] > 0 else self._q_min[k])) for k in np.flatnonzero(self.at_bound)]
+        up = self._toward_upper  # the step's side: a command that came since may point elsewhere, or be 0
+        return [(int(k), "upper" if up[k] else "lower", float(self._q_max[k] if up[k] else self._q_min[k]))
+                for k in np.flatnonzero(self.at_bound)]
 
     def command(self, dq_group: np.ndarray, now: float, age: float = 0.0) -> None:
         """The latest joint velocities (group v order, already scaled), received at ``now`` [s] and
@@ -118,6 +120,7 @@ class JointJogFollower:
         v_des[b] = np.minimum(np.maximum(v_des[b], -lo), up)
         self.at_bound.fill(False)
         self.at_bound[b] = ((pushed > 0.0) & (room_up <= _BOUND_ROOM)) | ((pushed < 0.0) & (room_lo <= _BOUND_ROOM))
+        self._toward_upper[b] = pushed > 0.0
         if a is None:
             v[:] = v_des
         else:
