@@ -21,6 +21,10 @@ Seed 4: GoalSmoother (jerk_limited) takes over a turning target with its angular
     LineOfSightShaper: a goal on the line of sight never turns it. PoseShaper.set_dt takes the new period.
     JointTargetShaper: a goal across a continuous joint's seam takes the short way on the circle. TwistFollower: a
     stream that timed out ends with its target at rest.
+Seed 5: JointJogFollower reports a joint at the limit its last step found (a product bug: the latest command's side).
+    GoalSmoother (max_acceleration) snaps to a goal within _DONE and stops. LineOfSightShaper: an axis point exactly
+    _MIN_RANGE from the eye still leashes. PoseShaper.continue_from is not leashed. JointTargetShaper on a one-joint
+    group.
 """
 
 from __future__ import annotations
@@ -613,3 +617,84 @@ def test_a_twist_stream_that_timed_out_and_braked_to_rest_ends_with_its_target_a
     assert not f.streaming and t > cfg.command_timeout and f.timed_out
     assert_array_equal(f.linear_velocity, np.zeros(3))
     assert_array_equal(f.angular_velocity, np.zeros(3))
+
+
+# --- seed 5 (docs/mutation.md) -------------------------------------------------------------------------------
+
+def test_a_max_acceleration_target_within_the_done_distance_of_its_goal_snaps_to_it_and_stops():
+    """GoalSmoother (max_acceleration): a goal half of _DONE (1 nm) from the target at rest is "reached" at the first
+    step, whose move (the whole distance in one step, shorter than a dt^2) is below _DONE too: the target is exactly
+    the goal, at rest, and the smoother stops moving (it does not creep on at the step's speed)."""
+    cfg = GoalSmoothingConfig(type="max_acceleration")
+    s = GoalSmoother(cfg)
+    start = pin.SE3(np.eye(3), np.array([0.3, 0.0, 0.5]))
+    s.reset(start)
+    offset = 0.5 * GoalSmoother._DONE  # [m]
+    assert offset < cfg.max_linear_acceleration * DT**2  # the premise: the braking law moves it in one step
+    goal = pin.SE3(np.eye(3), start.translation + np.array([offset, 0.0, 0.0]))
+    s.set_goal(goal)
+    assert s.step(DT) is not None
+    assert not s.moving
+    assert_array_equal(s.target.homogeneous, goal.homogeneous)
+    assert not s.linear_velocity.any() and not s.angular_velocity.any()
+
+
+def _leashed_turn(axis_point) -> LineOfSightShaper:
+    """A turn about z from x toward y, leash 0.2 rad, stepped once with ``axis_point`` as the leash's anchor (the
+    eye at the origin: the axis looks straight up, pi/2 from the target's direction)."""
+    s = LineOfSightShaper(DT, 1.0, 10.0, 500.0, leash=0.2)
+    eye = np.zeros(3)
+    s.reset([1.0, 0.0, 0.0], eye)
+    s.set_goal([0.0, 1.0, 0.0], eye)
+    s.step(np.asarray(axis_point, dtype=float))
+    return s
+
+
+def test_an_axis_point_exactly_the_least_range_from_the_eye_leashes_the_line_of_sight_only_a_closer_one_not():
+    """LineOfSightShaper: only a point *closer* than _MIN_RANGE to the eye gives no direction. An axis point exactly
+    _MIN_RANGE above the eye still holds the target's direction at the leash (0.2 rad from straight up); one a float
+    closer leaves it unleashed."""
+    from roboplan_ik_ros.core.control.line_of_sight_shaper import _MIN_RANGE
+
+    at = np.array([0.0, 0.0, _MIN_RANGE])
+    assert float(np.linalg.norm(at)) == _MIN_RANGE  # the premise: exactly at it
+    s = _leashed_turn(at)
+    assert s.leashed
+    assert math.acos(float(_direction(s.position, s.eye)[2])) == pytest.approx(0.2, abs=1e-9)
+    assert not _leashed_turn([0.0, 0.0, math.nextafter(_MIN_RANGE, 0.0)]).leashed
+
+
+def test_a_pose_shaper_taking_over_a_motion_is_not_leashed():
+    """PoseShaper.continue_from (a twist handing over) starts a new motion: ``leashed`` (the last step pulled the
+    target back) is False, also right after a step that was leashed (the premise: a frame 1 m away, leash 1 cm)."""
+    s = PoseShaper(DT, (0.5, 1.0, 50.0), (1.5, 6.0, 300.0))
+    start = pin.SE3(np.eye(3), np.array([0.3, 0.0, 0.5]))
+    s.reset(start)
+    s.set_goal(pin.SE3(np.eye(3), start.translation + np.array([0.1, 0.0, 0.0])))
+    s.step(pin.SE3(np.eye(3), start.translation - np.array([1.0, 0.0, 0.0])), 0.01, 0.1)
+    assert s.leashed
+    s.continue_from(start, np.array([0.05, 0.0, 0.0]), np.zeros(3))
+    assert not s.leashed
+
+
+def test_a_joint_target_shaper_of_a_one_joint_group_moves_its_joint_to_the_goal():
+    """JointTargetShaper on a one-joint group (a joint task's active_joints, Scene.subgroup): panda_joint4 from the
+    default configuration 0.3 rad up, at 1 rad/s, 10 rad/s^2, 500 rad/s^3: every target within the joint's move,
+    arriving exactly at the goal."""
+    s = scene("panda")
+    g = s.subgroup(s.group("arm"), ["panda_joint4"])
+    assert g.nq == 1  # the premise
+    start = s.named_configuration("default")[g.q_indices]
+    goal = start + 0.3
+    shaper = JointTargetShaper(s, g, DT, 1.0, 10.0, 500.0)
+    shaper.reset(start)
+    shaper.set_goal(goal)
+    targets = []
+    for _ in range(2000):
+        target = shaper.step()
+        if target is None:
+            break
+        targets.append(float(target[0]))
+    assert not shaper.moving and len(targets) > 10
+    assert np.diff(targets).min() >= 0.0 and np.diff(targets).max() <= 1.0 * DT * (1 + 1e-9)
+    assert targets[-1] == goal[0]
