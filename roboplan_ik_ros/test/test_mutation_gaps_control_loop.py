@@ -17,6 +17,8 @@
 - SingularityScale: kappa over the constrained rows that ``row_weights`` names; a NaN Jacobian raises LinAlgError.
 - Seed 4: every hold episode is counted; a restarted stream logs where it starts (the measurement, the last command);
   the singularity motion limit says a twist away is not scaled; a move of exactly rest_tolerance keeps the rest clock.
+- Seed 5: the stall clock counts from when the frame became still (a clock not starting at 0); a singularity scale
+  with no constrained rows keeps kappa 1.0; command_started is a bool; a sample of no sampled limit counts nothing.
 """
 
 from __future__ import annotations
@@ -35,11 +37,12 @@ from conftest import CONFIG_DIR
 from models import robot, scene
 from roboplan_ik_ros.core import Obstacle
 from roboplan_ik_ros.core.config import load_config
-from roboplan_ik_ros.core.control.binding_bounds import ACCELERATION_BOUND, binding_bounds
+from roboplan_ik_ros.core.control.binding_bounds import ACCELERATION_BOUND, JOINT_BOUND, binding_bounds
 from roboplan_ik_ros.core.control.control_loop import (HOLDING, SINGULARITY, STALE, TRACKING, WAITING_FOR_GOAL,
                                                        ControlLoop, load_loop_config)
 from roboplan_ik_ros.core.control.following_speed import min_jerk
-from roboplan_ik_ros.core.control.goal_feedback import LIMITED, PROGRESS_TIME, REACHABLE, GoalJudge
+from roboplan_ik_ros.core.control.goal_feedback import LIMITED, PROGRESS_TIME, REACHABLE, STALL_TIME, GoalJudge
+from roboplan_ik_ros.core.control.loop_modes import COMMAND_TIMEOUT
 from roboplan_ik_ros.core.control.singularity_scale import SingularityScale
 from roboplan_ik_ros.core.control.state_tracker import StateTracker
 from roboplan_ik_ros.core.oink import AccelerationLimit, Oink
@@ -676,3 +679,51 @@ def test_a_move_of_exactly_rest_tolerance_is_within_it_and_keeps_the_rest_clock(
     assert measure(0.0, 0.0) == 0.0
     assert measure(0.25, tol) == 0.25 and measure(0.5, -tol) == 0.5  # at the edge: the same run
     assert measure(0.75, math.nextafter(tol, math.inf)) == 0.0  # beyond it: a new run
+
+
+# ----------------------------------------------------------------------------- seed 5 (docs/mutation.md)
+def test_the_stall_clock_counts_from_when_the_frame_became_still_whatever_the_clock_reads():
+    """GoalJudge: a frame still short of its goal is limited STALL_TIME after it became still, not before, also on a
+    clock that does not start at 0 (the node's: seconds since the epoch): a goal at t0 = 64 s is reachable at t0 and
+    half a STALL_TIME later, limited STALL_TIME later (PROGRESS_TIME not yet over)."""
+    judge = GoalJudge()
+    goal = pin.SE3(np.eye(3), np.array([0.1, 0.0, 0.0]))
+    frame, still, t0 = pin.SE3.Identity(), np.zeros(6), 64.0
+    assert STALL_TIME < PROGRESS_TIME  # the premise: the stall, not the progress clock, decides
+    assert judge.judge(t0, frame, goal, still)[0] == REACHABLE
+    assert judge.judge(t0 + 0.5 * STALL_TIME, frame, goal, still)[0] == REACHABLE
+    assert judge.judge(t0 + STALL_TIME, frame, goal, still)[0] == LIMITED
+
+
+def test_a_singularity_scale_with_no_constrained_rows_scales_nothing_and_keeps_kappa_one():
+    """SingularityScale.kappa (the condition number at the last call) is 1.0, a number (the status text formats it),
+    before any call and after one for a task that weighs no row (nothing to be singular): the twist is not scaled
+    and ``value`` stays 1."""
+    s = scene("panda")
+    sc = SingularityScale(s, s.group("arm"), s.model.getFrameId(TIP), lower=17.0, hard=30.0, row_weights=np.zeros(6))
+    assert sc.kappa == 1.0 and sc.value == 1.0
+    assert sc.scale(s.named_configuration("default"), np.array([0.05, 0.0, 0.0]), np.zeros(3)) == 1.0
+    assert sc.kappa == 1.0 and sc.value == 1.0
+
+
+def test_command_started_is_false_before_activation_and_true_after(panda):
+    """ControlLoop.command_started (a bool: the node reads it to decide whether to publish) is False before the
+    first activation (no command stream yet) and True once activation started one."""
+    loop = loop_of(panda, panda_yaml())
+    assert loop.command_started is False
+    sim = SimRobot(loop, panda.named_configuration("default"))
+    assert loop.command_started is False  # a state is not a command stream
+    assert loop.activate(sim.t) == ""
+    assert loop.command_started is True
+
+
+def test_a_sample_without_a_sampled_motion_limit_counts_no_episode(panda):
+    """note_motion_limit counts only BARRIER and a leash's cause (the codes the tick cannot see): a sample of none
+    ("") or of a code the tick counts itself (COMMAND_TIMEOUT, JOINT_BOUND, not the leash's cause here) adds no
+    episode of any code."""
+    loop, _ = started(panda)
+    before = dict(loop.counts.motion_limits)
+    assert loop.leash_cause == ""  # the premise: no stream held at its leash
+    for code in ("", COMMAND_TIMEOUT, JOINT_BOUND, ""):
+        loop.note_motion_limit(code)
+    assert loop.counts.motion_limits == before

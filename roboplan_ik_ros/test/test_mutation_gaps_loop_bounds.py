@@ -285,12 +285,13 @@ def _braking_travel(u, alpha, delta):
 
 
 @pytest.mark.parametrize("a_max, j_max, dt, room", [(15.0, 1000.0, 0.002, 0.1), (4.0, 200.0, 0.004, 0.05),
-                                                    (10.0, math.inf, 0.002, 0.1)],
-                         ids=["n_A-11", "n_A-7", "no-jerk-bound"])
+                                                    (10.0, math.inf, 0.002, 0.1), (10.0, 1.0e4, 0.002, 0.1)],
+                         ids=["n_A-11", "n_A-7", "no-jerk-bound", "n_A-0"])
 def test_the_following_speed_brakes_within_the_room_counting_the_ramp_of_the_acceleration(a_max, j_max, dt, room):
     """following_speed = FOLLOWING_SPEED_MARGIN u / dt, u the steady increment whose braking travel B(u) (n_A steps
     at u while an acceleration of half a_max ramps off, then braking at a_max, then the reserve E) is the room:
-    found by bisection on B, which increases with u."""
+    found by bisection on B, which increases with u. n_A-0: a jerk bound with j_max dt >= (1 + RAMP_ACCELERATION_SHARE)
+    a_max ramps any acceleration off within the step: no step of ramp is counted."""
     alpha, delta = a_max * dt * dt, j_max * dt**3
     lo, hi = 0.0, 1.0
     for _ in range(200):
