@@ -12,6 +12,7 @@
   new reference arrives.
 - Motion limits: a jog away from its joint limits is not reported as a joint bound (motion_limit's docstring).
 - Configured targets: a group_state that names some of the group's joints leaves the others at the last command.
+- Twists on arrival: one exactly command_timeout old is taken, an older one refused with its age (seed 5).
 """
 
 from __future__ import annotations
@@ -25,8 +26,9 @@ import pytest
 
 from models import robot
 from roboplan_ik_ros.core.control.binding_bounds import JOINT_BOUND
-from roboplan_ik_ros.core.control.control_loop import ControlLoop
+from roboplan_ik_ros.core.control.control_loop import TRACKING, WAITING_FOR_GOAL, ControlLoop
 from roboplan_ik_ros.core.control.loop_modes import COMMAND_TIMEOUT, RAMP_ACCELERATION_SHARE
+from roboplan_ik_ros.core.errors import InvalidInputError
 from roboplan_ik_ros.core.oink.tasks.com_task import ComTaskConfig
 from roboplan_ik_ros.core.oink.tasks.joint_task import JointTaskConfig
 from roboplan_ik_ros.core.oink.tasks.look_at_task import LookAtTaskConfig
@@ -327,3 +329,19 @@ def test_a_new_velocity_reference_after_a_timeout_ends_the_timeout_report(panda)
     assert loop.motion_limit(sim.t) == ("", "")
     sim.tick()
     assert loop.motion_limit(sim.t) == ("", "")
+
+
+# ----------------------------------------------------------------------------- seed 5 (docs/mutation.md)
+def test_a_twist_exactly_command_timeout_old_on_arrival_is_taken_only_an_older_one_is_refused(panda):
+    """set_twist refuses a twist *more* than command_timeout old on arrival (its text: the age, "more than
+    command_timeout"); one exactly that old is taken (the loop tracks it). command_timeout 2^-3 s: exact in binary."""
+    loop, sim = started(panda, streaming=dict(command_timeout=0.125))
+    timeout = loop.settings.streaming.command_timeout
+    assert timeout == 0.125  # the premise
+    older = math.nextafter(timeout, math.inf)
+    with pytest.raises(InvalidInputError, match=re.escape(f"the twist is {older:.3f} s old on arrival (header.stamp), "
+                                                          f"more than command_timeout {timeout:g} s: ignored")):
+        loop.set_twist("ee", np.array([0.01, 0.0, 0.0]), np.zeros(3), sim.t, age=older)
+    assert loop.mode == WAITING_FOR_GOAL  # refused: still no goal
+    loop.set_twist("ee", np.array([0.01, 0.0, 0.0]), np.zeros(3), sim.t, age=timeout)
+    assert loop.mode == TRACKING  # taken: the first goal
