@@ -54,10 +54,18 @@ demo: bootstrap
 # pytest exits 5 when it collects no test: that is a failure too (make fails on any non-zero).
 test: bootstrap
 	@$(WITH_ENV) echo "[test] ROS_DOMAIN_ID=$$ROS_DOMAIN_ID ROS_LOG_DIR=$$ROS_LOG_DIR"; \
-	rc=0; $(PY) -m pytest roboplan_ik_ros/test $(PYTEST_ARGS) || rc=$$?; \
+	mkdir -p build/logs; rc=0; \
+	PYTHONUNBUFFERED=1 $(PY) -m pytest roboplan_ik_ros/test $(PYTEST_ARGS) 2>&1 | tee build/logs/test_output.txt || rc=$$?; \
 	if [ $$rc -eq 5 ]; then echo "[test] FAILED: no tests were collected" >&2; fi; \
-	if [ -s build/logs/hung_test.txt ]; then echo "[test] FAILED: a test hung (build/logs/hung_test.txt):" >&2; \
-		cat build/logs/hung_test.txt >&2; fi; \
+	if [ -s build/logs/test_process_end.txt ]; then \
+		echo "[test] FAILED: the test process crashed or hung (build/logs/test_process_end.txt):" >&2; \
+		cat build/logs/test_process_end.txt >&2; \
+		echo "[test] native messages in its output (build/logs/test_output.txt), if any:" >&2; \
+		grep -a -n -B2 -A3 -E "terminate called|what\(\):|double free|corrupted|malloc\(\)|free\(\)|Assertion|Segmentation" \
+			build/logs/test_output.txt | tail -n 40 >&2 || true; \
+		echo "[test] in short (each thread's innermost 3 frames):" >&2; \
+		awk 'NR == 1 || /^(Fatal Python error|Timeout)/ {print; next} /^(Current thread|Thread) / {print; n = 3; next} \
+			n > 0 && /^  File/ {print; n--}' build/logs/test_process_end.txt >&2; fi; \
 	exit $$rc
 
 # the core's tests with no compiled kernel loaded (ROBOPLAN_NO_COMPILE=1: as installed without a compiler): the

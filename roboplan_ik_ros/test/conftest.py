@@ -26,14 +26,18 @@ os.environ.setdefault("FASTDDS_DEFAULT_PROFILES_FILE",
 
 
 #: [s] a test (setup, call and teardown) still running after this long is hung (the longest take about a minute):
-#: faulthandler writes every thread's stack to HANG_REPORT and ends the run (exit code 1) instead of letting it wait
-#: for CI's limit; `make test` prints the report. Its watchdog is a C thread: it fires even when the hang holds the
-#: GIL (a DDS deadlock: README, "Fast DDS"). 0: no watchdog.
+#: faulthandler writes every thread's stack to END_REPORT and ends the run (exit code 1) instead of letting it wait
+#: for CI's limit. Its watchdog is a C thread: it fires even when the hang holds the GIL (a DDS deadlock: README,
+#: "Fast DDS"). 0: no watchdog.
 HANG_TIMEOUT = float(os.environ.get("ROBOPLAN_TEST_HANG_TIMEOUT", "900"))
-#: the hung test's report; removed when the run ends normally (so it exists only after a hang or a crash)
-HANG_REPORT = os.environ.get("ROBOPLAN_TEST_HANG_REPORT", os.path.join(
-    os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), "build", "logs", "hung_test.txt"))
-_hang_file = None
+#: the report of a test process that ended abnormally: the running test's id, then every Python thread's stack as
+#: faulthandler wrote it: after "Timeout" for a hang, after "Fatal Python error" (SIGSEGV, SIGABRT: a native crash
+#: that takes pytest's own report with it) for a crash. Removed when the run ends normally, so it exists only after
+#: one; `make test` prints it.
+END_REPORT = os.environ.get("ROBOPLAN_TEST_END_REPORT", os.path.join(
+    os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), "build", "logs",
+    "test_process_end.txt"))
+_end_file = None
 
 
 def pytest_configure(config) -> None:
@@ -41,32 +45,38 @@ def pytest_configure(config) -> None:
 
 
 def pytest_unconfigure(config) -> None:
-    if _hang_file is not None:
-        _hang_file.close()
+    if _end_file is not None:
+        import faulthandler
+
+        faulthandler.disable()  # not into the closed file (pytest's own unconfigure disables it too)
+        _end_file.close()
         try:
-            os.remove(HANG_REPORT)
+            os.remove(END_REPORT)
         except FileNotFoundError:  # another run in this tree removed it
             pass
 
 
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_protocol(item, nextitem):
-    """Arms the hang watchdog (HANG_TIMEOUT) for this test, naming it first in the report."""
+    """Names this test first in END_REPORT and arms the hang watchdog (HANG_TIMEOUT) for it; on the first test,
+    points faulthandler's fatal-signal dump (which pytest arms on stderr) at the report too."""
     import faulthandler
 
-    global _hang_file
+    global _end_file
+    if _end_file is None:
+        os.makedirs(os.path.dirname(END_REPORT), exist_ok=True)
+        _end_file = open(END_REPORT, "w")  # noqa: SIM115 - open for the whole run, closed in pytest_unconfigure
+        faulthandler.enable(file=_end_file, all_threads=True)
+    _end_file.seek(0)
+    _end_file.truncate()
+    _end_file.write(f"{item.nodeid}: the test process ended while this test ran (its setup, call or teardown); "
+                    f"a hang if the stacks below follow 'Timeout' (still running after {HANG_TIMEOUT:g} s, "
+                    f"ROBOPLAN_TEST_HANG_TIMEOUT), a crash if they follow 'Fatal Python error':\n")
+    _end_file.flush()
     if HANG_TIMEOUT <= 0:
         yield
         return
-    if _hang_file is None:
-        os.makedirs(os.path.dirname(HANG_REPORT), exist_ok=True)
-        _hang_file = open(HANG_REPORT, "w")  # noqa: SIM115 - open for the whole run, closed in pytest_unconfigure
-    _hang_file.seek(0)
-    _hang_file.truncate()
-    _hang_file.write(f"{item.nodeid}: still running after {HANG_TIMEOUT:g} s (ROBOPLAN_TEST_HANG_TIMEOUT): "
-                     f"hung; every thread's stack (most recent call first):\n")
-    _hang_file.flush()
-    faulthandler.dump_traceback_later(HANG_TIMEOUT, exit=True, file=_hang_file)
+    faulthandler.dump_traceback_later(HANG_TIMEOUT, exit=True, file=_end_file)
     try:
         yield
     finally:
