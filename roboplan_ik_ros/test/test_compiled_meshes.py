@@ -19,6 +19,7 @@ from models import robot
 from roboplan_ik_ros.core import CollisionBarrier, Oink
 from roboplan_ik_ros.core.config import load_config
 from roboplan_ik_ros.core.model import compiled_pairs
+from roboplan_ik_ros.core.model.closest_pairs import empty_distances
 from roboplan_ik_ros.core.model.obstacles import Obstacle
 from roboplan_ik_ros.core.model.scene_config import scene_from_config
 from roboplan_ik_ros.core.oink.controller import OinkController
@@ -130,3 +131,23 @@ def test_a_mesh_whose_triangles_cannot_be_read_runs_in_python_with_the_reason(me
     assert not barrier.compiled
     assert "BVHModelOBBRSS" in barrier.compiled_reason and "triangles" in barrier.compiled_reason, \
         barrier.compiled_reason
+
+
+@needs_kernel
+def test_a_cpp_exception_in_the_kernel_is_a_python_error_not_the_end_of_the_process(mesh_scene):
+    """A C++ exception cannot unwind through ctypes: escaping the C API it would end the process (std::terminate,
+    SIGABRT). Every entry point that reaches coal or allocates catches it; Python raises it with what threw.
+    Provoked here by asking for a joint slot the vector cannot hold (std::length_error), in this process: the
+    test ending at all shows that nothing terminated it."""
+    objects = list(mesh_scene.collision_model.geometryObjects)[:2]
+    pairs = compiled_pairs.CompiledPairs(objects, np.array([[0, 1]]))
+    R, t = np.eye(3, order="F"), np.zeros(3)
+    huge_joint = 2 ** 61  # joint_R.resize(huge_joint + 1) asks for 2^64 bytes of pointers: more than max_size
+    with pytest.raises(RuntimeError, match=r"collision kernel: joint placements: coal or the allocator threw: .+"):
+        pairs._check(pairs._step.pdk_set_joint(pairs._handle, huge_joint, R.ctypes.data, t.ctypes.data),
+                     "joint placements")
+    data = mesh_scene.model.createData()
+    pin.forwardKinematics(mesh_scene.model, data, pin.neutral(mesh_scene.model))
+    out = empty_distances(1)
+    assert pairs.closest(data, 1, np.inf, out) == 1  # the kernel still answers after the exception
+    assert np.isfinite(out.distance[0])

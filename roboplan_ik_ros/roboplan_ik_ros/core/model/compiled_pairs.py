@@ -37,6 +37,9 @@ CLOUD_GRID_CELL = 0.05  # [m] grid cell of a point cloud's narrow phase (bench/b
 # shape kinds of pdk_add_geometry
 _BOX, _SPHERE, _CYLINDER, _CAPSULE, _CONVEX, _MESH, _OCTREE = range(1, 8)
 
+#: what a pdk_* call returns when it caught a C++ exception (coal's, or an allocation): pdk_last_error says which
+_THREW = -2
+
 _p = ctypes.c_void_p
 _i64 = ctypes.c_int64
 _f64 = ctypes.c_double
@@ -49,7 +52,8 @@ def _bind(lib: ctypes.CDLL) -> ctypes.CDLL:
     lib.pdk_add_geometry.argtypes = [_p, _i64, _p, _p, _i64, _p, _i64, _i64, _p]
     lib.pdk_truncate.restype, lib.pdk_truncate.argtypes = None, [_p, _i64]
     lib.pdk_add_pair.restype, lib.pdk_add_pair.argtypes = _i64, [_p, _i64, _i64]
-    lib.pdk_set_joint.restype, lib.pdk_set_joint.argtypes = None, [_p, _i64, _p, _p]
+    lib.pdk_set_joint.restype, lib.pdk_set_joint.argtypes = _i64, [_p, _i64, _p, _p]
+    lib.pdk_last_error.restype, lib.pdk_last_error.argtypes = ctypes.c_char_p, [_p]
     lib.pdk_closest.restype = _i64
     lib.pdk_closest.argtypes = [_p, _i64, _f64, _p, _p, _p, _p, _p]
     lib.pdk_narrow_calls.restype, lib.pdk_narrow_calls.argtypes = _i64, [_p]
@@ -184,14 +188,15 @@ class CompiledPairs:
             kind, params, points, triangles = spec
             params = np.ascontiguousarray(params, dtype=float)
             placement = np.concatenate([np.asarray(obj.placement.rotation).ravel(), obj.placement.translation])
-            index = lib.pdk_add_geometry(h, kind, _address(params), _address(points), len(points),
-                                         _address(triangles), len(triangles), int(obj.parentJoint),
-                                         _address(np.ascontiguousarray(placement)))
+            index = self._check(lib.pdk_add_geometry(h, kind, _address(params), _address(points), len(points),
+                                                     _address(triangles), len(triangles), int(obj.parentJoint),
+                                                     _address(np.ascontiguousarray(placement))),
+                                f"adding geometry {obj.name!r}")
             if index != k:
                 raise ValueError(f"geometry {obj.name!r}: coal refused its parameters in the compiled kernel")
             self._joints.add(int(obj.parentJoint))
         for a, b in np.asarray(pairs, dtype=np.int64).reshape(-1, 2):
-            if lib.pdk_add_pair(h, int(a), int(b)) < 0:
+            if self._check(lib.pdk_add_pair(h, int(a), int(b)), "adding a pair") < 0:
                 raise ValueError("a pair names a geometry the kernel does not hold")
         self.n_pairs = len(pairs)
         self._data = None
@@ -202,6 +207,14 @@ class CompiledPairs:
             self._lib.pdk_free(handle)
             self._handle = None
 
+    def _check(self, result: int, what: str) -> int:
+        """``result`` of a pdk_* call, or the C++ exception it caught as a RuntimeError (the kernel is unchanged
+        by a call that threw before it wrote; the caller's step fails and ends as any error of the tick)."""
+        if result == _THREW:
+            message = (self._lib.pdk_last_error(self._handle) or b"").decode(errors="replace").strip()
+            raise RuntimeError(f"collision kernel: {what}: coal or the allocator threw: {message}")
+        return result
+
     def follow(self, data) -> None:
         """Read joint placements from ``data`` (views into it, kept: they follow every kinematics call)."""
         if data is self._data:
@@ -211,7 +224,7 @@ class CompiledPairs:
             R, t = data.oMi[j].rotation, data.oMi[j].translation
             if not (R.flags.f_contiguous and R.dtype == np.float64 and t.flags.c_contiguous):
                 raise ValueError("pinocchio's joint placements are not column-major double arrays")
-            self._step.pdk_set_joint(self._handle, j, _address(R), _address(t))
+            self._check(self._step.pdk_set_joint(self._handle, j, _address(R), _address(t)), "joint placements")
             views.append((R, t))
         self._views, self._data = views, data
 
@@ -243,6 +256,7 @@ class CompiledPairs:
         count = self._step.pdk_closest(self._handle, n, cutoff, *self._addresses(
             ("closest", id(out)), out.pair_index, out.distance, out.point1, out.point2, out.normal))
         if count < 0:
+            self._check(count, "closest pairs")
             raise ValueError("a joint carrying geometry has no placement")
         return count
 
@@ -257,13 +271,16 @@ class CompiledPairs:
                                                  out.point2, out.normal)
         Ja, ca, sa, pa, aa, ba, na, ha, ja = self._addresses(("rows", id(rows)), J, columns, support, rows.pair, rows.a,
                                                              rows.b, rows.normal, rows.h, rows.jacobian)
-        return self._step.pdk_rows(self._handle, out.count, pi, dist, p1, p2, nrm, rows_per_pair, margin, spacing,
-                                  d_min, len(rows.h), Ja, J.shape[1], ca, len(columns), sa, pa, aa, ba, na, ha, ja)
+        count = self._step.pdk_rows(self._handle, out.count, pi, dist, p1, p2, nrm, rows_per_pair, margin, spacing,
+                                   d_min, len(rows.h), Ja, J.shape[1], ca, len(columns), sa, pa, aa, ba, na, ha, ja)
+        return count if count >= 0 else self._check(count, "barrier rows")
 
     def distances(self, data, pairs: np.ndarray, count: int, out: np.ndarray) -> None:
         """Signed distances of ``pairs[:count]`` (int64 kernel pair indices) at ``data``'s placements into
         ``out[:count]``."""
         if data is not self._data:
             self.follow(data)
-        if self._step.pdk_distances(self._handle, count, *self._addresses(("distances", id(out)), pairs, out)) < 0:
+        result = self._step.pdk_distances(self._handle, count, *self._addresses(("distances", id(out)), pairs, out))
+        if result < 0:
+            self._check(result, "pair distances")
             raise ValueError("a joint carrying geometry has no placement")

@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <memory>
 #include <utility>
+#include <string>
 #include <vector>
 
 namespace {
@@ -85,6 +86,7 @@ struct Kernel {
   std::vector<CubeRow> cube_rows;                      // nearest_cubes' rows
   std::vector<std::pair<double, int64_t>> cell_order;  // cloud queries: (bound, cell)
   int64_t narrow_calls = 0;
+  std::string error;  // what the last call that returned PDK_THREW caught (pdk_last_error)
 
   explicit Kernel(double tolerance) : request(true) {
     request.gjk_tolerance = tolerance;

@@ -75,6 +75,23 @@ void add_point_jacobian(const double* J, int64_t nv, const int64_t* columns, int
   (void)nv;
 }
 
+// A C++ exception must not cross the C API: ctypes' frames cannot unwind it, so it would end the process
+// (std::terminate: SIGABRT). Every entry point that reaches coal or allocates runs its body through `guarded`:
+// an exception is kept in k.error (pdk_last_error) and the call returns PDK_THREW; Python raises it.
+constexpr int64_t PDK_THREW = -2;
+
+template <typename Body>
+int64_t guarded(Kernel& k, Body body) {
+  try {
+    return body();
+  } catch (const std::exception& e) {
+    k.error = e.what();
+  } catch (...) {
+    k.error = "an exception that is not a std::exception";
+  }
+  return PDK_THREW;
+}
+
 }  // namespace
 
 extern "C" {
@@ -89,7 +106,10 @@ void* pdk_new(double gjk_tolerance) {
 
 void pdk_free(void* handle) { delete static_cast<Kernel*>(handle); }
 
-// Add a geometry; returns its index, or -1 (unknown kind, bad parameters, or coal refused it).
+// What the last call that returned PDK_THREW (-2) caught; valid until the next such call.
+const char* pdk_last_error(void* handle) { return static_cast<Kernel*>(handle)->error.c_str(); }
+
+// Add a geometry; returns its index, or -1 (unknown kind, bad parameters, or coal refused it), or PDK_THREW.
 // params: BOX (x, y, z full sizes), SPHERE (r), CYLINDER (r, length), CAPSULE (r, length),
 // OCTREE (resolution, grid cell size of its narrow phase [m]; <= 0: 5 resolutions); points (n, 3) row-major:
 // CONVEX (its hull is taken), MESH (vertices), OCTREE (the occupied cells' centres); triangles (m, 3): MESH. placement: R (3 x 3 row-major) then t, in the joint frame.
@@ -163,20 +183,22 @@ int64_t pdk_add_geometry(void* handle, int64_t kind, const double* params, const
   } catch (...) {
     return -1;
   }
-  g.joint = joint;
-  g.kind = kind;
-  for (int r = 0; r < 3; ++r)
-    for (int c = 0; c < 3; ++c) g.R_joint_geom(r, c) = placement[3 * r + c];
-  g.t_joint_geom = Vec3s(placement[9], placement[10], placement[11]);
-  g.center = (g.aabb_lo + g.aabb_hi) / 2;
-  g.radius = (g.aabb_hi - g.aabb_lo).norm() / 2;
-  g.world_vertices.resize(g.vertices.size());
-  if (static_cast<int64_t>(k.joint_R.size()) <= joint) {
-    k.joint_R.resize(joint + 1, nullptr);
-    k.joint_t.resize(joint + 1, nullptr);
-  }
-  k.geoms.push_back(std::move(g));
-  return static_cast<int64_t>(k.geoms.size()) - 1;
+  return guarded(k, [&]() -> int64_t {
+    g.joint = joint;
+    g.kind = kind;
+    for (int r = 0; r < 3; ++r)
+      for (int c = 0; c < 3; ++c) g.R_joint_geom(r, c) = placement[3 * r + c];
+    g.t_joint_geom = Vec3s(placement[9], placement[10], placement[11]);
+    g.center = (g.aabb_lo + g.aabb_hi) / 2;
+    g.radius = (g.aabb_hi - g.aabb_lo).norm() / 2;
+    g.world_vertices.resize(g.vertices.size());
+    if (static_cast<int64_t>(k.joint_R.size()) <= joint) {
+      k.joint_R.resize(joint + 1, nullptr);
+      k.joint_t.resize(joint + 1, nullptr);
+    }
+    k.geoms.push_back(std::move(g));
+    return static_cast<int64_t>(k.geoms.size()) - 1;
+  });
 }
 
 // Drop the geometries from `count` on and every pair (the robot's geometries stay built).
@@ -191,73 +213,81 @@ int64_t pdk_add_pair(void* handle, int64_t g1, int64_t g2) {
   Kernel& k = *static_cast<Kernel*>(handle);
   const int64_t n = static_cast<int64_t>(k.geoms.size());
   if (g1 < 0 || g2 < 0 || g1 >= n || g2 >= n) return -1;
-  k.first.push_back(g1);
-  k.second.push_back(g2);
-  return static_cast<int64_t>(k.first.size()) - 1;
+  return guarded(k, [&]() -> int64_t {
+    k.first.push_back(g1);
+    k.second.push_back(g2);
+    return static_cast<int64_t>(k.first.size()) - 1;
+  });
 }
 
 // Where joint `joint`'s world placement is read: R column-major 3 x 3, t 3 (pinocchio's oMi views).
-void pdk_set_joint(void* handle, int64_t joint, const double* R, const double* t) {
+// Returns 0, or PDK_THREW.
+int64_t pdk_set_joint(void* handle, int64_t joint, const double* R, const double* t) {
   Kernel& k = *static_cast<Kernel*>(handle);
-  if (static_cast<int64_t>(k.joint_R.size()) <= joint) {
-    k.joint_R.resize(joint + 1, nullptr);
-    k.joint_t.resize(joint + 1, nullptr);
-  }
-  k.joint_R[joint] = R;
-  k.joint_t[joint] = t;
+  return guarded(k, [&]() -> int64_t {
+    if (static_cast<int64_t>(k.joint_R.size()) <= joint) {
+      k.joint_R.resize(joint + 1, nullptr);
+      k.joint_t.resize(joint + 1, nullptr);
+    }
+    k.joint_R[joint] = R;
+    k.joint_t[joint] = t;
+    return 0;
+  });
 }
 
 // The n closest pairs (distance, witness points, normal), sorted by distance; returns their count,
-// or -1 if a joint carrying geometry has no placement pointer.
+// or -1 if a joint carrying geometry has no placement pointer, or PDK_THREW.
 int64_t pdk_closest(void* handle, int64_t n, double cutoff, int64_t* pair_out, double* distance_out, double* p1_out,
                     double* p2_out, double* normal_out) {
   Kernel& k = *static_cast<Kernel*>(handle);
-  for (Geometry& g : k.geoms) {
-    if (k.joint_R[g.joint] == nullptr) return -1;
-    place(k, g);
-  }
-  const int64_t npairs = static_cast<int64_t>(k.first.size());
-  k.bound.resize(npairs);
-  k.order.clear();
-  for (int64_t p = 0; p < npairs; ++p) {
-    k.bound[p] = lower_bound(k.geoms[k.first[p]], k.geoms[k.second[p]]);
-    if (k.bound[p] <= cutoff) k.order.push_back(p);
-  }
-  std::sort(k.order.begin(), k.order.end(),
-            [&k](int64_t a, int64_t b) { return k.bound[a] < k.bound[b] || (k.bound[a] == k.bound[b] && a < b); });
-  k.found.clear();
-  k.narrow_calls = 0;
-  double worst = std::numeric_limits<double>::infinity();
-  for (int64_t p : k.order) {
-    if (k.bound[p] >= worst) break;  // neither this pair nor any later one can be closer than the n found
-    Found entry{0.0, p, Vec3s::Zero(), Vec3s::Zero(), Vec3s::Zero()};
-    ++k.narrow_calls;
-    if (!pair_distance(k, k.geoms[k.first[p]], k.geoms[k.second[p]], worst, entry.distance, entry.p1, entry.p2,
-                       entry.normal))
-      continue;  // a cloud with no cube closer than the n found
-    const double d = entry.distance;
-    if (static_cast<int64_t>(k.found.size()) < n) {
-      k.found.push_back(entry);
-      if (static_cast<int64_t>(k.found.size()) == n) worst = std::max_element(k.found.begin(), k.found.end())->distance;
-    } else if (d < worst) {
-      *std::max_element(k.found.begin(), k.found.end()) = entry;
-      worst = std::max_element(k.found.begin(), k.found.end())->distance;
+  return guarded(k, [&]() -> int64_t {
+    for (Geometry& g : k.geoms) {
+      if (k.joint_R[g.joint] == nullptr) return -1;
+      place(k, g);
     }
-  }
-  std::sort(k.found.begin(), k.found.end());
-  const int64_t count = static_cast<int64_t>(k.found.size());
-  for (int64_t row = 0; row < count; ++row) {
-    const Found& f = k.found[row];
-    const Vec3s nrm = unit_normal(f.distance, f.p1, f.p2, f.normal);
-    pair_out[row] = f.pair;
-    distance_out[row] = f.distance;
-    for (int i = 0; i < 3; ++i) {
-      p1_out[3 * row + i] = f.p1[i];
-      p2_out[3 * row + i] = f.p2[i];
-      normal_out[3 * row + i] = nrm[i];
+    const int64_t npairs = static_cast<int64_t>(k.first.size());
+    k.bound.resize(npairs);
+    k.order.clear();
+    for (int64_t p = 0; p < npairs; ++p) {
+      k.bound[p] = lower_bound(k.geoms[k.first[p]], k.geoms[k.second[p]]);
+      if (k.bound[p] <= cutoff) k.order.push_back(p);
     }
-  }
-  return count;
+    std::sort(k.order.begin(), k.order.end(),
+              [&k](int64_t a, int64_t b) { return k.bound[a] < k.bound[b] || (k.bound[a] == k.bound[b] && a < b); });
+    k.found.clear();
+    k.narrow_calls = 0;
+    double worst = std::numeric_limits<double>::infinity();
+    for (int64_t p : k.order) {
+      if (k.bound[p] >= worst) break;  // neither this pair nor any later one can be closer than the n found
+      Found entry{0.0, p, Vec3s::Zero(), Vec3s::Zero(), Vec3s::Zero()};
+      ++k.narrow_calls;
+      if (!pair_distance(k, k.geoms[k.first[p]], k.geoms[k.second[p]], worst, entry.distance, entry.p1, entry.p2,
+                         entry.normal))
+        continue;  // a cloud with no cube closer than the n found
+      const double d = entry.distance;
+      if (static_cast<int64_t>(k.found.size()) < n) {
+        k.found.push_back(entry);
+        if (static_cast<int64_t>(k.found.size()) == n) worst = std::max_element(k.found.begin(), k.found.end())->distance;
+      } else if (d < worst) {
+        *std::max_element(k.found.begin(), k.found.end()) = entry;
+        worst = std::max_element(k.found.begin(), k.found.end())->distance;
+      }
+    }
+    std::sort(k.found.begin(), k.found.end());
+    const int64_t count = static_cast<int64_t>(k.found.size());
+    for (int64_t row = 0; row < count; ++row) {
+      const Found& f = k.found[row];
+      const Vec3s nrm = unit_normal(f.distance, f.p1, f.p2, f.normal);
+      pair_out[row] = f.pair;
+      distance_out[row] = f.distance;
+      for (int i = 0; i < 3; ++i) {
+        p1_out[3 * row + i] = f.p1[i];
+        p2_out[3 * row + i] = f.p2[i];
+        normal_out[3 * row + i] = nrm[i];
+      }
+    }
+    return count;
+  });
 }
 
 int64_t pdk_narrow_calls(void* handle) { return static_cast<Kernel*>(handle)->narrow_calls; }
@@ -275,117 +305,121 @@ int64_t pdk_rows(void* handle, int64_t count, const int64_t* pair, const double*
                  int64_t n_columns, const double* support, int64_t* row_pair, double* a_out, double* b_out,
                  double* n_out, double* h_out, double* jac) {
   Kernel& k = *static_cast<Kernel*>(handle);
-  std::fill(jac, jac + max_rows * n_columns, 0.0);
-  int64_t rows = 0;
-  for (int64_t f = 0; f < count && rows < max_rows; ++f) {
-    const Geometry& g1 = k.geoms[k.first[pair[f]]];
-    const Geometry& g2 = k.geoms[k.second[pair[f]]];
-    const Vec3s w1(p1 + 3 * f), w2(p2 + 3 * f), n(normal + 3 * f);
-    // a row: points a (geometry 1) and b (geometry 2), its normal and value (the distance it bounds)
-    auto emit = [&](const Vec3s& a, const Vec3s& b, const Vec3s& nr, double value) {
-      row_pair[rows] = f;
-      for (int i = 0; i < 3; ++i) {
-        a_out[3 * rows + i] = a[i];
-        b_out[3 * rows + i] = b[i];
-        n_out[3 * rows + i] = nr[i];
+  return guarded(k, [&]() -> int64_t {
+    std::fill(jac, jac + max_rows * n_columns, 0.0);
+    int64_t rows = 0;
+    for (int64_t f = 0; f < count && rows < max_rows; ++f) {
+      const Geometry& g1 = k.geoms[k.first[pair[f]]];
+      const Geometry& g2 = k.geoms[k.second[pair[f]]];
+      const Vec3s w1(p1 + 3 * f), w2(p2 + 3 * f), n(normal + 3 * f);
+      // a row: points a (geometry 1) and b (geometry 2), its normal and value (the distance it bounds)
+      auto emit = [&](const Vec3s& a, const Vec3s& b, const Vec3s& nr, double value) {
+        row_pair[rows] = f;
+        for (int i = 0; i < 3; ++i) {
+          a_out[3 * rows + i] = a[i];
+          b_out[3 * rows + i] = b[i];
+          n_out[3 * rows + i] = nr[i];
+        }
+        h_out[rows] = value - d_min;
+        double* row = jac + rows * n_columns;
+        add_point_jacobian(J, nv, columns, n_columns, support + g2.joint * n_columns, b, nr, 1.0, row);
+        add_point_jacobian(J, nv, columns, n_columns, support + g1.joint * n_columns, a, nr, -1.0, row);
+        ++rows;
+      };
+      emit(w1, w2, n, distance[f]);
+      if (rows_per_pair <= 1 || n.squaredNorm() == 0.0) continue;
+      k.candidates.clear();
+      const double limit = distance[f] + margin;
+      int64_t extra = 0;
+      // a cloud fixed in the world against a convex geometry, the pair within `margin` of d_min: the cubes nearest to
+      // the witness's (nearest_cubes), exact rows of their own, up to half the extra rows; the link's vertices below
+      // get the rest (each costs a GJK call: a pair farther above d_min keeps its witness and vertex rows only)
+      const bool cloud1 = g1.cloud && g1.joint == 0 && g2.convex(), cloud2 = g2.cloud && g2.joint == 0 && g1.convex();
+      if ((cloud1 || cloud2) && distance[f] - d_min <= margin) {
+        nearest_cubes(k, cloud2 ? g1 : g2, cloud2 ? g2 : g1, cloud2 ? n : Vec3s(-n), cloud2 ? w2 : w1, distance[f], limit,
+                      rows_per_pair / 2);
+        for (const CubeRow& c : k.cube_rows) {
+          if (rows >= max_rows) break;
+          if (cloud2) emit(c.p_shape, c.p_cube, c.normal, c.distance);
+          else emit(c.p_cube, c.p_shape, Vec3s(-c.normal), c.distance);
+          ++extra;
+        }
       }
-      h_out[rows] = value - d_min;
-      double* row = jac + rows * n_columns;
-      add_point_jacobian(J, nv, columns, n_columns, support + g2.joint * n_columns, b, nr, 1.0, row);
-      add_point_jacobian(J, nv, columns, n_columns, support + g1.joint * n_columns, a, nr, -1.0, row);
-      ++rows;
-    };
-    emit(w1, w2, n, distance[f]);
-    if (rows_per_pair <= 1 || n.squaredNorm() == 0.0) continue;
-    k.candidates.clear();
-    const double limit = distance[f] + margin;
-    int64_t extra = 0;
-    // a cloud fixed in the world against a convex geometry, the pair within `margin` of d_min: the cubes nearest to
-    // the witness's (nearest_cubes), exact rows of their own, up to half the extra rows; the link's vertices below
-    // get the rest (each costs a GJK call: a pair farther above d_min keeps its witness and vertex rows only)
-    const bool cloud1 = g1.cloud && g1.joint == 0 && g2.convex(), cloud2 = g2.cloud && g2.joint == 0 && g1.convex();
-    if ((cloud1 || cloud2) && distance[f] - d_min <= margin) {
-      nearest_cubes(k, cloud2 ? g1 : g2, cloud2 ? g2 : g1, cloud2 ? n : Vec3s(-n), cloud2 ? w2 : w1, distance[f], limit,
-                    rows_per_pair / 2);
-      for (const CubeRow& c : k.cube_rows) {
-        if (rows >= max_rows) break;
-        if (cloud2) emit(c.p_shape, c.p_cube, c.normal, c.distance);
-        else emit(c.p_cube, c.p_shape, Vec3s(-c.normal), c.distance);
+      // a vertex v of geometry 1 is at least n.(p2 - v) from geometry 2, a vertex w of geometry 2 at least
+      // n.(w - p1) from geometry 1, if that other geometry is convex (it lies beyond the plane through its
+      // witness point): value = m.(v - q) with m = -n, q = p2 (side 0) or m = n, q = p1 (side 1). Against a
+      // point cloud the same value takes the cloud locally as that plane (exact for a flat wall of cells; one
+      // witness row alone lets a flat face turn its far corners into the wall). A geometry fixed in the world
+      // (a table, a wall, the perceived cloud) gets no rows of its own: its vertex does not move, so the row's
+      // Jacobian is the witness row's (the other geometry's witness point) with a looser bound; rows that only
+      // repeat it took the pair's row budget from the moving link's own vertices (a forearm flat on a table:
+      // the table's four top corners tied with it, and its far end, unconstrained, dipped 3.8 mm inside d_min).
+      for (int side = 0; side < 2; ++side) {
+        const Geometry& g = side == 0 ? g1 : g2;
+        const Geometry& other = side == 0 ? g2 : g1;
+        if ((!other.convex() && !other.cloud) || g.joint == 0) continue;
+        const Vec3s m = side == 0 ? Vec3s(-n) : n;
+        const Vec3s& q = side == 0 ? w2 : w1;
+        if (g.cloud) {
+          if (other.convex()) cloud_candidates(k, g, other, m, q, distance[f] - kCloudRowSlack, limit, side);
+          continue;
+        }
+        if (end_points(g, side == 0 ? n : Vec3s(-n), k.ends[side][0], k.ends[side][1])) {
+          for (int64_t i = 0; i < 2; ++i) {
+            const double value = m.dot(k.ends[side][i] - q);
+            if (value <= limit) k.candidates.push_back({std::floor(value * kRowOrderSteps), side, i});
+          }
+          continue;
+        }
+        // a mesh's vertex (not convex: it may lie before the plane through its own witness point) only at or
+        // beyond the pair's distance: never a row more violated than the witness row
+        const double floor = g.convex() ? -std::numeric_limits<double>::infinity() : distance[f] - kCloudRowSlack;
+        for (size_t i = 0; i < g.vertices.size(); ++i) {
+          const Vec3s v = g.T_world_geom.transform(g.vertices[i]);
+          const double value = side == 0 ? n.dot(w2 - v) : n.dot(v - w1);
+          if (value <= limit && value >= floor)
+            k.candidates.push_back({std::floor(value * kRowOrderSteps), side, static_cast<int64_t>(i)});
+        }
+      }
+      std::sort(k.candidates.begin(), k.candidates.end());
+      k.chosen[0].assign(1, w1);
+      k.chosen[1].assign(1, w2);
+      for (const Candidate& c : k.candidates) {
+        if (extra + 1 >= rows_per_pair || rows >= max_rows) break;
+        const Geometry& g = c.side == 0 ? g1 : g2;
+        const Vec3s v = g.cloud ? cloud_vertex_at(g, g.cloud->points[g.cloud->position[c.index]], c.side == 0 ? Vec3s(-n) : n)
+                        : (g.kind == CYLINDER || g.kind == CAPSULE) ? k.ends[c.side][c.index]
+                                                                    : g.T_world_geom.transform(g.vertices[c.index]);
+        if (!far_from(k.chosen[c.side], v, spacing)) continue;
+        k.chosen[c.side].push_back(v);
+        if (c.side == 0) emit(v, w2, n, n.dot(w2 - v)); else emit(w1, v, n, n.dot(v - w1));
         ++extra;
       }
     }
-    // a vertex v of geometry 1 is at least n.(p2 - v) from geometry 2, a vertex w of geometry 2 at least
-    // n.(w - p1) from geometry 1, if that other geometry is convex (it lies beyond the plane through its
-    // witness point): value = m.(v - q) with m = -n, q = p2 (side 0) or m = n, q = p1 (side 1). Against a
-    // point cloud the same value takes the cloud locally as that plane (exact for a flat wall of cells; one
-    // witness row alone lets a flat face turn its far corners into the wall). A geometry fixed in the world
-    // (a table, a wall, the perceived cloud) gets no rows of its own: its vertex does not move, so the row's
-    // Jacobian is the witness row's (the other geometry's witness point) with a looser bound; rows that only
-    // repeat it took the pair's row budget from the moving link's own vertices (a forearm flat on a table:
-    // the table's four top corners tied with it, and its far end, unconstrained, dipped 3.8 mm inside d_min).
-    for (int side = 0; side < 2; ++side) {
-      const Geometry& g = side == 0 ? g1 : g2;
-      const Geometry& other = side == 0 ? g2 : g1;
-      if ((!other.convex() && !other.cloud) || g.joint == 0) continue;
-      const Vec3s m = side == 0 ? Vec3s(-n) : n;
-      const Vec3s& q = side == 0 ? w2 : w1;
-      if (g.cloud) {
-        if (other.convex()) cloud_candidates(k, g, other, m, q, distance[f] - kCloudRowSlack, limit, side);
-        continue;
-      }
-      if (end_points(g, side == 0 ? n : Vec3s(-n), k.ends[side][0], k.ends[side][1])) {
-        for (int64_t i = 0; i < 2; ++i) {
-          const double value = m.dot(k.ends[side][i] - q);
-          if (value <= limit) k.candidates.push_back({std::floor(value * kRowOrderSteps), side, i});
-        }
-        continue;
-      }
-      // a mesh's vertex (not convex: it may lie before the plane through its own witness point) only at or
-      // beyond the pair's distance: never a row more violated than the witness row
-      const double floor = g.convex() ? -std::numeric_limits<double>::infinity() : distance[f] - kCloudRowSlack;
-      for (size_t i = 0; i < g.vertices.size(); ++i) {
-        const Vec3s v = g.T_world_geom.transform(g.vertices[i]);
-        const double value = side == 0 ? n.dot(w2 - v) : n.dot(v - w1);
-        if (value <= limit && value >= floor)
-          k.candidates.push_back({std::floor(value * kRowOrderSteps), side, static_cast<int64_t>(i)});
-      }
+    for (int64_t r = rows; r < max_rows; ++r) {
+      h_out[r] = std::numeric_limits<double>::infinity();
+      row_pair[r] = -1;
     }
-    std::sort(k.candidates.begin(), k.candidates.end());
-    k.chosen[0].assign(1, w1);
-    k.chosen[1].assign(1, w2);
-    for (const Candidate& c : k.candidates) {
-      if (extra + 1 >= rows_per_pair || rows >= max_rows) break;
-      const Geometry& g = c.side == 0 ? g1 : g2;
-      const Vec3s v = g.cloud ? cloud_vertex_at(g, g.cloud->points[g.cloud->position[c.index]], c.side == 0 ? Vec3s(-n) : n)
-                      : (g.kind == CYLINDER || g.kind == CAPSULE) ? k.ends[c.side][c.index]
-                                                                  : g.T_world_geom.transform(g.vertices[c.index]);
-      if (!far_from(k.chosen[c.side], v, spacing)) continue;
-      k.chosen[c.side].push_back(v);
-      if (c.side == 0) emit(v, w2, n, n.dot(w2 - v)); else emit(w1, v, n, n.dot(v - w1));
-      ++extra;
-    }
-  }
-  for (int64_t r = rows; r < max_rows; ++r) {
-    h_out[r] = std::numeric_limits<double>::infinity();
-    row_pair[r] = -1;
-  }
-  return rows;
+    return rows;
+  });
 }
 
 // Signed distances of the given pairs at the current placements (after a new forward kinematics).
 int64_t pdk_distances(void* handle, int64_t count, const int64_t* pairs, double* distance_out) {
   Kernel& k = *static_cast<Kernel*>(handle);
-  for (Geometry& g : k.geoms) {
-    if (k.joint_R[g.joint] == nullptr) return -1;
-    place(k, g);
-  }
-  const double inf = std::numeric_limits<double>::infinity();
-  Vec3s p1, p2, normal;
-  for (int64_t i = 0; i < count; ++i) {
-    distance_out[i] = inf;
-    pair_distance(k, k.geoms[k.first[pairs[i]]], k.geoms[k.second[pairs[i]]], inf, distance_out[i], p1, p2, normal);
-  }
-  return count;
+  return guarded(k, [&]() -> int64_t {
+    for (Geometry& g : k.geoms) {
+      if (k.joint_R[g.joint] == nullptr) return -1;
+      place(k, g);
+    }
+    const double inf = std::numeric_limits<double>::infinity();
+    Vec3s p1, p2, normal;
+    for (int64_t i = 0; i < count; ++i) {
+      distance_out[i] = inf;
+      pair_distance(k, k.geoms[k.first[pairs[i]]], k.geoms[k.second[pairs[i]]], inf, distance_out[i], p1, p2, normal);
+    }
+    return count;
+  });
 }
 
 }  // extern "C"
