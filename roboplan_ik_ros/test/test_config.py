@@ -203,3 +203,19 @@ def test_simple_ik_method_and_weights_from_yaml():
 def test_bad_simple_ik_method_keys_are_named(text, message):
     with pytest.raises(InvalidInputError, match=message):
         parse_config(BASE + text)
+
+
+@pytest.mark.parametrize("text, needed", [
+    (BASE, False),
+    ("robot: {group: arm}\n" + BASE, True),  # a joint group
+    (BASE + "simple_ik: {group_name: arm}", True),  # SimpleIK's own group
+    (BASE.replace("]", ", {name: p, type: configuration, target: current}]"), False),
+    (BASE.replace("]", ", {name: p, type: configuration, target: default}]"), True),  # a group_state
+    (BASE.replace("]", ", {name: p, type: configuration, target: [0, 0, 0, 0, 0, 0, 0]}]"), False),
+    (BASE.replace("]", ", {name: j, type: joint, joints: [panda_joint1], target: current}]"), False),
+    (BASE.replace("]", ", {name: j, type: joint, joints: [panda_joint1], target: ready}]"), True),  # any kind's
+])
+def test_the_config_says_whether_it_needs_the_srdf(text, needed):
+    """The node waits for the semantic description (and fails without one) exactly when the config names what
+    only the SRDF defines: a group, or a group_state as a task's target, a joint task's as a configuration's."""
+    assert parse_config(text).needs_srdf() is needed

@@ -175,6 +175,12 @@ class IKConfig:
         check_perception_config(self.perception)
         self.obstacles = _parse_obstacles(self.obstacles)
 
+    def needs_srdf(self) -> bool:
+        """Whether the config names what only the SRDF defines: a joint group (``robot.group``,
+        ``simple_ik.group_name``) or a group_state (a task's target by name: :meth:`TaskConfig.srdf_states`). The
+        node waits for the semantic description then, and fails without one."""
+        return bool(self.robot.group or self.simple_ik.group_name) or any(t.srdf_states() for t in self.tasks)
+
 
 def _parse_obstacles(items: list) -> list:
     """The ``obstacles`` list as Obstacle objects (shape and key checks; frames and meshes are checked

@@ -160,7 +160,7 @@ class GoalInputs:
         """A pose goal of a task whose target is a pose in its own reference frame (``goal_frame``, e.g.
         relative_frame's reference: header.frame_id must name it or be empty) or in the world frame."""
         topic = f"~/{task_name}/target_pose"
-        reference = getattr(self.loop.tasks[task_name], "goal_frame", "")
+        reference = self.loop.tasks[task_name].goal_frame  # Task.goal_frame: "" the world frame
 
         def target(q):
             if reference:

@@ -394,8 +394,7 @@ class IKControllerNode(ParameterHandling, NodeReports, ConfigureInputs, Autostar
             raise ConfigureError(f"config_file {path!r}: {exc}") from exc
         with self.configure_times.getting_descriptions():
             urdf = self._description("robot_description", self._param("description_timeout"))
-            needs_srdf = bool(config.robot.group) or any(
-                t.type == "configuration" and isinstance(t.target, str) and t.target != "current" for t in config.tasks)
+            needs_srdf = config.needs_srdf()
             srdf = self._description("robot_description_semantic",
                                      self._param("description_timeout") if needs_srdf else 1.0, required=needs_srdf)
         package_paths = [*(p for p in self._param("package_paths") if p), *description_package_paths()]

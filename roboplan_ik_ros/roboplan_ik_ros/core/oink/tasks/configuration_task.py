@@ -13,7 +13,7 @@ from ...ranges import check_key
 from ...keys import key
 from ..kind import BuildContext, register
 from .joint_target_task import JointTargetTask
-from .task import TaskConfig
+from .task import TaskConfig, named_state
 
 if TYPE_CHECKING:
     from ..robot import Robot
@@ -31,6 +31,9 @@ class ConfigurationTaskConfig(TaskConfig):
     def configured_goal(self, robot: Robot, q: np.ndarray) -> np.ndarray | None:
         """The group q ``target`` names (:func:`configured_target`); None for "current"."""
         return None if self.target == "current" else configured_target(self, robot, q)
+
+    def srdf_states(self) -> tuple[str, ...]:
+        return named_state(self.target)
 
 
 def configured_target(config: ConfigurationTaskConfig, robot: Robot, q: np.ndarray) -> np.ndarray:

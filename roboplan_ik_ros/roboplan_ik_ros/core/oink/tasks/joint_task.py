@@ -14,7 +14,7 @@ from ...ranges import check_key
 from ...keys import key
 from ..kind import BuildContext, register
 from .joint_target_task import JointTargetTask
-from .task import TaskConfig
+from .task import TaskConfig, named_state
 
 if TYPE_CHECKING:
     from ..robot import Robot
@@ -50,6 +50,9 @@ class JointTaskConfig(TaskConfig):
     def configured_goal(self, robot: Robot, q: np.ndarray) -> np.ndarray | None:
         """The group q ``target`` names (:func:`configured_joint_target`); None for "current"."""
         return None if self.target == "current" else configured_joint_target(self, robot, q)
+
+    def srdf_states(self) -> tuple[str, ...]:
+        return named_state(self.target)
 
 
 def configured_joint_target(config: JointTaskConfig, robot: Robot, q: np.ndarray) -> np.ndarray:

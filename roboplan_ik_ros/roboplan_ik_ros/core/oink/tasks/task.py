@@ -42,6 +42,16 @@ class TaskConfig:
         a ``target: current``, a null point)."""
         return None
 
+    def srdf_states(self) -> tuple[str, ...]:
+        """The SRDF group_states this entry's keys name (a ``target`` given by name; () by default: none). The
+        node waits for the semantic description (robot_description_semantic) when an entry names one."""
+        return ()
+
+
+def named_state(target: Any) -> tuple[str, ...]:
+    """The SRDF group_state a joint ``target`` key names: ``(name,)``, or () for "current" or joint values."""
+    return (target,) if isinstance(target, str) and target != "current" else ()
+
 
 declare_ranges("tasks", TaskConfig)
 
