@@ -64,7 +64,9 @@ def run_node(tree: str, config: str, stats: str, capacity: int, spawned_at: floa
 
 
 def _patch_trace() -> list:
-    """Wrap the service's steps (whichever of them this tree has) to record perf_counter stamps per request."""
+    """Wrap the service's steps (whichever of them this tree has) to record perf_counter stamps per request.
+    Patched in place, not subclassed (IKControllerNode.solve_ik_server_class), so that trees from before that seam
+    (their steps named _on_request, _solve) are timed the same way."""
     from roboplan_ik_ros.node import ik_controller
     try:
         from roboplan_ik_ros.node import solve_ik_service as service
@@ -87,7 +89,9 @@ def _patch_trace() -> list:
                 current[key] = pc()
         setattr(cls, name, wrapped)
 
-    on_request = service.SolveIKServer._on_request
+    server = service.SolveIKServer
+    request_step = "handle_request" if hasattr(server, "handle_request") else "_on_request"
+    on_request = getattr(server, request_step)
 
     def traced(self, request, response):
         current.clear()
@@ -98,10 +102,10 @@ def _patch_trace() -> list:
             current["exit"] = pc()
             records.append(dict(current))
 
-    service.SolveIKServer._on_request = traced
+    setattr(server, request_step, traced)
     wrap(ik_controller.IKControllerNode, "_wait_for_tick_gap", "gap")
-    wrap(service.SolveIKServer, "parse", "parsed")
-    wrap(service.SolveIKServer, "_solve", "solved")
+    wrap(server, "parse", "parsed")
+    wrap(server, "solve" if hasattr(server, "handle_request") else "_solve", "solved")
     return records
 
 

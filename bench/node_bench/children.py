@@ -1,7 +1,7 @@
 """The child processes' entry points, which bench_node.py's main() dispatches its ``--child-node`` (the
 node; ROS arguments after its own, e.g. an arm's namespace and remaps, go to rclpy), ``--child-mock`` (the mock
 robot), ``--child-mock-arms`` (``--arms N``'s N-arm mock) and ``--child-server`` (variant "external"'s ~/solve_ik
-server) command lines to, and the ~/solve_ik handling variants patched into the node's process."""
+server) command lines to, and the node classes of the ~/solve_ik handling variants."""
 
 from __future__ import annotations
 
@@ -22,8 +22,9 @@ BENCH_NODE = str(Path(__file__).resolve().parents[1] / "bench_node.py")
 
 # ------------------------------------------------------------------------- service-handling variants
 #: --variants: how the node (child process) handles ~/solve_ik, to find out what disturbs the loop.
-#: Applied by monkeypatching in the node's process (and, for "nosolve", in the IK worker process,
-#: which ``spawn`` starts by importing bench_node.py as ``__mp_main__``). Only for measurements.
+#: Applied by the node class the child builds (variant_node_class: its ~/solve_ik server a SolveIKServer subclass),
+#: and for "nosolve" by replacing SimpleIK.solve in the IK worker process (which ``spawn`` starts by importing
+#: bench_node.py as ``__mp_main__``). Only for measurements.
 VARIANTS = {
     "full": "the node as shipped",
     "reject": "~/solve_ik answers NOT_READY at once: rclpy take/decode/encode/send only",
@@ -46,56 +47,66 @@ def _variant_result(q_seed, n_goals: int):
     return IKResult(True, np.array(q_seed, dtype=float), np.zeros(n_goals), np.zeros(n_goals), message="bench")
 
 
-def apply_variant(name: str) -> None:
-    """Patch the node's ~/solve_ik handling for variant ``name`` (see VARIANTS); before the node exists."""
+def variant_node_class(name: str):
+    """The node class of variant ``name`` (see VARIANTS): IKControllerNode, or a subclass whose ~/solve_ik server
+    (``solve_ik_server_class``, ``solve_path_server_class``) is a SolveIKServer subclass that replaces one part of
+    the service (the answer: ``handle_request``; the solve: ``solve``), or none at all."""
     if name not in VARIANTS:
         raise SystemExit(f"unknown variant {name!r}: expected one of {sorted(VARIANTS)}")
     from roboplan_ik_interfaces.srv import SolveIK
-    from roboplan_ik_ros.node import solve_ik_service as service
+    from roboplan_ik_ros.node.ik_controller import IKControllerNode
+    from roboplan_ik_ros.node.solve_ik_service import SolveIKServer
 
-    if name == "reject":
-        def on_request(self, request, response):
-            self.calls += 1
+    class RejectingServer(SolveIKServer):
+        def handle_request(self, request, response):
+            self.count_call()
             response.error_code, response.message = SolveIK.Response.NOT_READY, "bench: rejected"
             return response
-        service.SolveIKServer._on_request = on_request
-    elif name == "parse":
-        def on_request(self, request, response):
-            self.calls += 1
+
+    class ParsingServer(SolveIKServer):
+        def handle_request(self, request, response):
+            self.count_call()
             self.parse(request)
             response.error_code, response.message = SolveIK.Response.NOT_READY, "bench: parsed"
             return response
-        service.SolveIKServer._on_request = on_request
-    elif name == "nopipe":
-        def solve(self, goals, q_seed, options, inline=None):  # _solve's signature (inline: the seeded attempt's options)
+
+    class SeedServer(SolveIKServer):
+        def solve(self, goals, q_seed, options, inline=None):
             return _variant_result(q_seed, len(goals))
-        service.SolveIKServer._solve = solve
-    elif name == "external":
-        class NoServer:
-            calls = failures = fallback_solves = 0
-            worker = None
 
-            def __init__(self, *a, **kw) -> None:
-                pass
+    class NoServer:
+        calls = failures = fallback_solves = 0
+        worker = None
 
-            def destroy(self) -> None:
-                pass
+        def __init__(self, *a, **kw) -> None:
+            pass
 
-            stop_worker = destroy
+        def destroy(self) -> None:
+            pass
 
-        class NoPathServer:  # ~/solve_path lends ~/solve_ik's state: off with it
-            calls = 0
-            busy = False
+        stop_worker = destroy
 
-            def __init__(self, *a, **kw) -> None:
-                pass
+    class NoPathServer:  # ~/solve_path lends ~/solve_ik's state: off with it
+        calls = 0
+        busy = False
 
-            def destroy(self, *a) -> None:
-                pass
+        def __init__(self, *a, **kw) -> None:
+            pass
 
-        from roboplan_ik_ros.node import ik_controller
-        ik_controller.SolveIKServer = NoServer
-        ik_controller.SolvePathServer = NoPathServer
+        def destroy(self, *a) -> None:
+            pass
+
+    servers = {"reject": (RejectingServer, IKControllerNode.solve_path_server_class),
+               "parse": (ParsingServer, IKControllerNode.solve_path_server_class),
+               "nopipe": (SeedServer, IKControllerNode.solve_path_server_class),
+               "external": (NoServer, NoPathServer)}
+    if name not in servers:  # the node as shipped ("nosolve" replaces the worker process's solver instead)
+        return IKControllerNode
+
+    class VariantNode(IKControllerNode):
+        solve_ik_server_class, solve_path_server_class = servers[name]
+
+    return VariantNode
 
 
 def run_child_server(config: str) -> None:
@@ -150,13 +161,12 @@ def run_child(config: str, stats_out: str, capacity: int, spawned_at: float) -> 
     import rclpy
     from rclpy.parameter import Parameter
 
-    from roboplan_ik_ros.node.ik_controller import IKControllerNode
     from roboplan_ik_ros.node.spin import make_executor, spin_until_shutdown
 
     t_imported = time.time()
-    apply_variant(os.environ.get(VARIANT_ENV, "full"))
+    node_class = variant_node_class(os.environ.get(VARIANT_ENV, "full"))
     rclpy.init()
-    node = IKControllerNode(parameter_overrides=[Parameter("config_file", value=config)])
+    node = node_class(parameter_overrides=[Parameter("config_file", value=config)])
     t_created = time.time()
     ticks = TickRecorder(capacity)  # every tick of the run (the node's own statistics keep the last 4096)
     node.tick_observer = ticks

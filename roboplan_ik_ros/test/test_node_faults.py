@@ -150,7 +150,7 @@ def test_an_error_in_any_callback_stops_the_arm_and_takes_the_error_transition(r
     attr = {"subscription (joint_states)": "_on_joint_states", "reporting thread (status)": "_publish_status",
             "reporting thread (diagnostics)": "_diagnostics_report", "control loop thread (tick)": "_tick_locked"}.get(kind)
     method = {"subscription (pose goal)": (GoalInputs, "on_pose_goal"), "service (~/pause)": (GoalInputs, "on_pause"),
-              "service thread (~/solve_ik)": (SolveIKServer, "_on_request"),
+              "service thread (~/solve_ik)": (SolveIKServer, "handle_request"),
               "point cloud thread": (PointCloudInput, "_process")}.get(kind)
     injector = None
     if attr is not None:  # the node's own method, replaced before configure registers it

@@ -37,7 +37,7 @@ class Setup:
     client node that a Spinner spins."""
 
     def __init__(self, namespace: str | None = None, cli_args=None, current_q=None, name: str = "",
-                 wait_for_gap=None, next_tick_in=None) -> None:
+                 wait_for_gap=None, next_tick_in=None, server_class=None) -> None:
         import rclpy
 
         from roboplan_ik_interfaces.srv import SolveIK
@@ -55,9 +55,9 @@ class Setup:
 
         self.node = rclpy.create_node(name or unique_name("solve_ik_only"), namespace=namespace, cli_args=cli_args)
         self.resolver = FrameResolver(self.scene, root_frame_name(self.scene))
-        self.srv = SolveIKServer(self.node, self.scene, SimpleIK(self.scene, SimpleIKOptions(group_name="arm")),
-                                 self.resolver, 1e-3, current_q or default_current_q, wait_for_gap=wait_for_gap,
-                                 next_tick_in=next_tick_in)
+        self.srv = (server_class or SolveIKServer)(
+            self.node, self.scene, SimpleIK(self.scene, SimpleIKOptions(group_name="arm")), self.resolver, 1e-3,
+            current_q or default_current_q, wait_for_gap=wait_for_gap, next_tick_in=next_tick_in)
         self.client_node = rclpy.create_node(unique_name("solve_ik_client"))
         self.spinner = Spinner(self.client_node)
         self.client = self.client_node.create_client(SolveIK, self.srv.service_name)
@@ -94,6 +94,30 @@ def test_served_from_its_own_thread_while_the_node_is_not_spun(setup):
     assert len(res.solution.position) == 7
     assert setup.threads and set(setup.threads) == {THREAD_NAME}  # the default seed was read there
     assert setup.srv.calls == 1 and setup.srv.failures == 0
+
+
+def test_a_subclass_solve_answers_the_parsed_requests(ros):
+    """The seam the benchmarks' variants use (IKControllerNode.solve_ik_server_class): a subclass's solve gets the
+    parsed goals, seed and options, and its result is the answer, through the shipped handle_request."""
+    from roboplan_ik_interfaces.srv import SolveIK
+    from roboplan_ik_ros.core.simple_ik import IKResult
+    from roboplan_ik_ros.node.solve_ik_service import SolveIKServer
+
+    seen = []
+
+    class SeedAnswer(SolveIKServer):
+        def solve(self, goals, q_seed, options, inline=None):
+            seen.append(([g.tip_frame for g in goals], q_seed.copy(), options.group_name))
+            return IKResult(True, q_seed, np.zeros(len(goals)), np.zeros(len(goals)), message="the seed")
+
+    s = Setup(server_class=SeedAnswer)
+    try:
+        res = s.call(_request(_reachable(s), max_time=0.5))
+    finally:
+        s.close()
+    assert res.success and res.error_code == SolveIK.Response.SUCCESS and res.message == "the seed"
+    assert len(seen) == 1 and seen[0][0] == [TIP] and seen[0][2] == "arm"
+    np.testing.assert_array_equal(res.solution.position, seen[0][1][s.scene.group("arm").q_indices])
 
 
 def test_a_burst_of_requests_is_answered_one_by_one(setup):

@@ -108,6 +108,12 @@ class IKControllerNode(ParameterHandling, NodeReports, ConfigureInputs, Autostar
     (benchmarks, profilers): ``tick_observer`` (:mod:`.tick_observer`), ``configure_times``
     (:mod:`.configure_times`), :attr:`solve_ik_server`."""
 
+    #: the classes serving ~/solve_ik and ~/solve_path, built by each configure: a subclass of the node may name
+    #: others (the benchmarks' variants measure the service's parts with SolveIKServer subclasses,
+    #: bench/node_bench/children.py)
+    solve_ik_server_class: type[SolveIKServer] = SolveIKServer
+    solve_path_server_class: type[SolvePathServer] = SolvePathServer
+
     def __init__(self, node_name: str = "ik_controller", **kwargs) -> None:
         super().__init__(node_name, **kwargs)
         d = ParameterDescriptor
@@ -455,14 +461,13 @@ class IKControllerNode(ParameterHandling, NodeReports, ConfigureInputs, Autostar
         self._inputs.create_endpoints()
         self._other_threads = SharedThreadPriority(other_threads_priority(cfg), self._on_other_threads_priority)
         # its own thread and helper node (and a worker process), guarded by the same session
-        self._service = SolveIKServer(self, self.scene, self.simple_ik, self._resolver, cfg.quaternion_tolerance,
-                                      self._current_q, worker_spec=self._ik_worker_spec,
-                                      wait_for_gap=self._wait_for_tick_gap, guard=session.guard,
-                                      next_tick_in=self._next_tick_in,
-                                      on_thread_start=self._other_threads.apply_here)
+        self._service = self.solve_ik_server_class(
+            self, self.scene, self.simple_ik, self._resolver, cfg.quaternion_tolerance, self._current_q,
+            worker_spec=self._ik_worker_spec, wait_for_gap=self._wait_for_tick_gap, guard=session.guard,
+            next_tick_in=self._next_tick_in, on_thread_start=self._other_threads.apply_here)
         session.own("~/solve_ik", self._service.destroy)
         # its own thread and a private scene built from the worker's spec: a long path blocks nothing
-        self._paths = SolvePathServer(self._service, self._ik_worker_spec)
+        self._paths = self.solve_path_server_class(self._service, self._ik_worker_spec)
         # a path in flight ends within its max_time
         session.own("~/solve_path", lambda paths=self._paths: paths.destroy(5.0 if self.context.ok() else 0.5))
         reader = CollisionObjectReader(self._resolver, self.scene.link_names, self._root, cfg.quaternion_tolerance)

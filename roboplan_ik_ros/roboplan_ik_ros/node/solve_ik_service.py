@@ -103,7 +103,7 @@ MAX_TIME_LIMIT = 10.0  # [s] longest max_time a request may ask for
 GAP_NEED = 0.0004  # [s] a request starts at once when the next tick is due at least this far ahead, until
 GAP_NEED_RANGE = (0.00015, 0.001)  # its work in this thread has been timed: then 1.25 x the p90 of the last
 _WORK_WINDOW, _WORK_EVERY = 64, 16  # 64 in-thread attempts (parse + attempt), within this range, every 16 (_wait_gap)
-INLINE_MAX_ITERS = 20  # iterations of the seeded attempt solved in the service thread (see _solve)
+INLINE_MAX_ITERS = 20  # iterations of the seeded attempt solved in the service thread (see solve)
 _OPTIONS_CACHE = 32  # requests' distinct option overrides kept validated (see parse)
 THREAD_NAME = "solve_ik"  # the service thread, also its OS name (top -H)
 
@@ -136,6 +136,11 @@ class SolveIKServer:
     once the control loop is between ticks (see the module docstring). ``worker_spec`` (the same scene and options as ``solver``): solve in an
     :class:`IKWorker` process, started here in the background and stopped by :meth:`destroy` or
     :meth:`stop_worker`. :meth:`destroy` also ends the thread and the helper node.
+
+    A request goes :meth:`handle_request` (the whole answer) -> :meth:`parse` -> :meth:`solve` (the worker's,
+    this thread's or the in-process solve of a parsed request); a subclass may replace any of them (the node
+    builds ``IKControllerNode.solve_ik_server_class``: the benchmarks measure the service's parts that way,
+    bench/node_bench/children.py).
     """
 
     def __init__(self, node, scene: Scene, solver: SimpleIK, resolver: FrameResolver,
@@ -172,7 +177,7 @@ class SolveIKServer:
         self.scene_lock = threading.Lock()  # the in-process solve against changes of the scene's obstacles
         self.guard = guard  # the node's callback rules (node/session.py), for this and ~/solve_path
         self.on_thread_start = on_thread_start  # first in each service thread (this and ~/solve_path's)
-        self._service_thread = ServiceThread(node, SolveIK, "solve_ik", self._on_request, THREAD_NAME, guard=guard,
+        self._service_thread = ServiceThread(node, SolveIK, "solve_ik", self.handle_request, THREAD_NAME, guard=guard,
                                              on_start=on_thread_start)
         self.service_name = self._service_thread.service_name
         if worker_spec is not None:  # returns at once: the process starts in the background
@@ -215,8 +220,8 @@ class SolveIKServer:
         log = self.node.get_logger()
         {"info": log.info, "warning": log.warning}.get(level, log.error)(f"solve_ik: {message}")
 
-    def _solve(self, goals: list[FrameGoal], q_seed: np.ndarray, options: SimpleIKOptions,
-               inline: SimpleIKOptions | None = None) -> IKResult:
+    def solve(self, goals: list[FrameGoal], q_seed: np.ndarray, options: SimpleIKOptions,
+              inline: SimpleIKOptions | None = None) -> IKResult:
         """The worker's answer, the in-process solver's, or WorkerError. ``inline``: the options of the
         seeded attempt tried in this thread first when the worker is ready (see :meth:`parse`)."""
         if self._closing:
@@ -266,13 +271,15 @@ class SolveIKServer:
             self.gap_need = min(max(1.25 * recent[int(0.9 * (len(recent) - 1))], lo), hi)
 
     # ------------------------------------------------------------------ callback (service thread)
-    def _on_request(self, request: SolveIK.Request, response: SolveIK.Response) -> SolveIK.Response:
+    def handle_request(self, request: SolveIK.Request, response: SolveIK.Response) -> SolveIK.Response:
+        """One ``~/solve_ik`` request answered (the service thread's callback): :meth:`parse`, :meth:`solve`, the
+        response; every refusal as its error code."""
         self.count_call()
         self._wait_gap()
         self._started = time.perf_counter()
         try:
             goals, q_seed, options = self.parse(request)
-            result = self._solve(goals, q_seed, options, self._inline_options(options))
+            result = self.solve(goals, q_seed, options, self._inline_options(options))
         except GoalError as exc:
             return self.answer_error(response, GOAL_CODES[exc.code], str(exc))
         except NotReady as exc:
@@ -411,7 +418,7 @@ class SolveIKServer:
         return options
 
     def _inline_options(self, options: SimpleIKOptions) -> SimpleIKOptions | None:
-        """The options of the seeded attempt :meth:`_solve` tries in this thread (None: not tried)."""
+        """The options of the seeded attempt :meth:`solve` tries in this thread (None: not tried)."""
         for cached, inline in self._options_cache.values():
             if cached is options:
                 return inline
