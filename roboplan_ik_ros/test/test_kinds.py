@@ -152,3 +152,16 @@ def test_every_task_and_barrier_jacobian_is_the_derivative_of_its_error_or_value
         used = np.isfinite(obj.value) if section == "barriers" else np.ones(len(J), dtype=bool)
         np.testing.assert_allclose(J[used], expected[used], atol=2e-5,
                                    err_msg=f"{section} {type_}: jacobian != d(error or h)/dq")
+
+
+@pytest.mark.parametrize("type_", sorted(kinds("barriers")))
+def test_a_barrier_has_a_world_box_exactly_when_it_keeps_a_point_in_its_configured_box(type_):
+    """Barrier.world_box (what RViz draws, node/markers.py): the configured corners of a box kind, None for the
+    others."""
+    entry = EXAMPLES["barriers"][type_]
+    _, barrier = _build("barriers", entry)
+    if "p_min" in entry:
+        np.testing.assert_array_equal(barrier.world_box[0], entry["p_min"])
+        np.testing.assert_array_equal(barrier.world_box[1], entry["p_max"])
+    else:
+        assert barrier.world_box is None

@@ -103,8 +103,14 @@ def test_diagnostics_through_diagnostic_updater(monkeypatch):
 
 
 class _Box:
+    """A box barrier as the markers see it (Barrier.world_box)."""
+
     def __init__(self, name, lo, hi):
         self.name, self.p_min, self.p_max = name, np.array(lo, dtype=float), np.array(hi, dtype=float)
+
+    @property
+    def world_box(self):
+        return self.p_min, self.p_max
 
 
 def _ball(name, x):

@@ -115,13 +115,18 @@ def obstacle_markers(obstacle, root: str, marker_id: int) -> list[Marker]:
     return [m]
 
 
+def _boxes(barriers) -> list[tuple[int, tuple[np.ndarray, np.ndarray]]]:
+    """(index, (p_min, p_max)) of the barriers that keep a point in a world-frame box (Barrier.world_box)."""
+    return [(k, b.world_box) for k, b in enumerate(barriers) if b.world_box is not None]
+
+
 def _box_key(barriers) -> tuple:
     """What the barrier boxes' markers depend on (their bounds change with runtime parameters)."""
-    return tuple((k, b.p_min.tobytes(), b.p_max.tobytes()) for k, b in enumerate(barriers) if hasattr(b, "p_min"))
+    return tuple((k, lo.tobytes(), hi.tobytes()) for k, (lo, hi) in _boxes(barriers))
 
 
 def _fixed_markers(barriers, obstacles, root: str) -> list[Marker]:
-    out = [box_marker(b.name, b.p_min, b.p_max, root, k) for k, b in enumerate(barriers) if hasattr(b, "p_min")]
+    out = [box_marker(barriers[k].name, lo, hi, root, k) for k, (lo, hi) in _boxes(barriers)]
     for k, obstacle in enumerate(obstacles):
         out.extend(obstacle_markers(obstacle, root, k))
     return out

@@ -361,17 +361,13 @@ class ControlLoop(LoopGoals, LoopView):
         """Call with the loop's lock held, right after changing the scene's obstacles, when
         :meth:`prepare_collisions` follows outside the lock: the ticks in between keep their tables."""
         for b in self.ctrl.barriers:
-            expect = getattr(b, "expect_prepare", None)
-            if expect is not None:
-                expect()
+            b.expect_prepare()
 
     def prepare_collisions(self) -> None:
         """After the scene's obstacles changed, build the collision barriers' pair tables here (the thread
         that changed them, where they cannot change meanwhile) for the next tick to swap in."""
         for b in self.ctrl.barriers:
-            prepare = getattr(b, "prepare", None)
-            if prepare is not None:
-                prepare()
+            b.prepare()
         self._closest_obstacle.prepare()  # the status report's tables too (queried under the loop's lock)
 
     def braking_time_bound(self) -> float:

@@ -184,6 +184,21 @@ class Barrier(ABC):
         """What the node logs about this barrier at configure (how it computes, a risky setting); none here."""
         return []
 
+    def expect_prepare(self) -> None:
+        """The scene's obstacles just changed and :meth:`prepare` will follow outside the loop's lock (called where
+        they changed, under it); nothing here (a kind with tables built from the obstacles: the collision
+        barrier)."""
+
+    def prepare(self) -> None:
+        """After the scene's obstacles changed: build what the next :meth:`update` needs for them, in the thread
+        that changed them (not the control tick); nothing here."""
+
+    @property
+    def world_box(self) -> tuple[np.ndarray, np.ndarray] | None:
+        """(p_min, p_max) [m] of the world-frame box this barrier keeps a point in (RViz draws it); None: not a
+        box (the default)."""
+        return None
+
     def row_hint(self, row: int) -> str:
         """What to change when ``row`` cannot be satisfied within the limits (the end of a failure status)."""
         return "relax the barrier or the joint limits"

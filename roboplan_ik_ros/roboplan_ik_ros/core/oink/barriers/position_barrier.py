@@ -85,6 +85,10 @@ class PositionBarrier(Barrier):
         h += self.offset
         return h
 
+    @property
+    def world_box(self) -> tuple[np.ndarray, np.ndarray]:
+        return self.p_min, self.p_max
+
     def row_hint(self, row: int) -> str:
         axis, bound, face = self.box.face(row)
         h = float(self.value[row])
