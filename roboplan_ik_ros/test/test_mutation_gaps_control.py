@@ -1,7 +1,14 @@
-"""core/control behaviour that mutation testing found unchecked (docs/mutation.md, core/control)."""
+"""core/control behaviour that mutation testing found unchecked (docs/mutation.md, core/control).
+
+Seed 6: the note of unapplied node: keys says why (the settings given differ) and names the two ways that apply the
+YAML's (each leaves no note); an unknown override's error lists every loop key; check_singularity_thresholds names
+node.streaming's key by default.
+"""
 
 from __future__ import annotations
 
+import re
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -11,10 +18,13 @@ import yaml
 from models import robot, scene
 from roboplan_ik_ros.core.config import load_config
 from roboplan_ik_ros.core.control.command_guard import CommandGuard
-from roboplan_ik_ros.core.control.loop_config import load_loop_config
+from roboplan_ik_ros.core.control.control_loop import ControlLoop
+from roboplan_ik_ros.core.control.goal_followers import GoalSmoothingConfig
+from roboplan_ik_ros.core.control.loop_config import (LOOP_KEYS, LoopConfig, UnappliedConfigWarning, load_loop_config,
+                                                      unapplied_loop_keys)
 from roboplan_ik_ros.core.control.loop_from_config import control_loop_from_config
 from roboplan_ik_ros.core.control.target_shaper import TargetShaper
-from roboplan_ik_ros.core.control.twist_follower import StreamingConfig
+from roboplan_ik_ros.core.control.twist_follower import StreamingConfig, check_singularity_thresholds
 from roboplan_ik_ros.core.errors import InvalidInputError
 
 DT = 0.002  # [s]
@@ -79,3 +89,53 @@ def test_the_command_guard_refuses_a_velocity_limit_of_zero_or_one_not_finite_an
     v_max[3] = bad
     with pytest.raises(InvalidInputError, match=r"finite velocity limits > 0 for \['panda_joint1'"):
         CommandGuard(s, g, v_max, DT)
+
+
+# ----------------------------------------------------------------------------- seed 6 (docs/mutation.md)
+def test_the_unapplied_keys_note_says_the_given_settings_differ_and_names_the_ways_that_apply_the_yaml():
+    """A ControlLoop given settings that drop a key of its config's node: section says so in one sentence (its note and
+    its warning alike): the keys, that they are not applied because the LoopConfig given differs, and the two ways
+    that apply the YAML's: ControlLoop.from_config, or load_loop_config(config) as the settings. Each of those ways
+    leaves nothing unapplied (no such note)."""
+    r = robot("panda")
+    config = load_config(PANDA_YAML)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", UnappliedConfigWarning)
+        applied = ControlLoop.from_config(str(PANDA_YAML), r.urdf_xml, r.srdf_xml, r.package_paths)
+        assert not any("not applied" in n for n in applied.notes)
+        ControlLoop(applied.scene, config, load_loop_config(config))
+    given = LoopConfig(goal_smoothing=GoalSmoothingConfig(type="none"))
+    keys = unapplied_loop_keys(config.node, given)
+    assert keys, "the premise: these settings drop a key panda.yaml sets"
+    with pytest.warns(UnappliedConfigWarning) as caught:
+        loop = ControlLoop(applied.scene, config, given)
+    (note,) = [n for n in loop.notes if "not applied" in n]
+    assert [str(w.message) for w in caught] == [note]
+    sentence = re.fullmatch(r"(.+): set in the config's node: section, not applied \((.+)\); (.+)", note)
+    assert sentence is not None, note
+    named, why, remedy = sentence.groups()
+    assert named == ", ".join(keys)
+    assert why == "the LoopConfig given differs"
+    assert remedy == "ControlLoop.from_config or load_loop_config(config) applies the YAML's"
+
+
+def test_an_unknown_override_is_refused_with_the_list_of_every_loop_key():
+    """load_loop_config(overrides=) refuses a key that is not the loop's, naming it and listing the valid keys: the
+    list after "valid keys: " is exactly LoopConfig's keys, in their order, comma-separated."""
+    with pytest.raises(InvalidInputError) as exc:
+        load_loop_config(None, overrides={"control_rate": 100.0, "rate": 1.0})
+    text = str(exc.value)
+    head, listed = text.split("; valid keys: ")
+    assert head == "overrides: control_rate, rate: not a control-loop key"
+    assert listed.split(", ") == list(LOOP_KEYS)
+
+
+def test_the_singularity_threshold_check_names_the_node_streaming_key_unless_given_another_path():
+    """check_singularity_thresholds (1 <= lower < hard) names the key it refuses under node.streaming, where the YAML
+    sets it, when no path is given (as check_streaming_config's default), and under the path given otherwise."""
+    swapped = StreamingConfig(lower_singularity_threshold=30.0, hard_stop_singularity_threshold=17.0)
+    with pytest.raises(InvalidInputError, match=r"^node\.streaming\.hard_stop_singularity_threshold: expected 1 <= "):
+        check_singularity_thresholds(swapped)
+    with pytest.raises(InvalidInputError, match=r"^arm_b\.streaming\.hard_stop_singularity_threshold: "):
+        check_singularity_thresholds(swapped, "arm_b.streaming")
+    check_singularity_thresholds(StreamingConfig())  # the premise: the defaults keep the rule
