@@ -19,6 +19,10 @@
   the singularity motion limit says a twist away is not scaled; a move of exactly rest_tolerance keeps the rest clock.
 - Seed 5: the stall clock counts from when the frame became still (a clock not starting at 0); a singularity scale
   with no constrained rows keeps kappa 1.0; command_started is a bool; a sample of no sampled limit counts nothing.
+- Seed 6: the tick that resumes gives the activation's wait as its reason, marked resumed; a barrier row that no joint
+  moves never binds, even on its boundary; a step the barrier check refused is never reported as the arm's bound (a
+  pause keeps it as the last outcome); a frame no joint moves has kappa inf and a scale in [0, 1]; a StateTracker's
+  bad limit_tolerance is refused naming joint_limit_tolerance.
 """
 
 from __future__ import annotations
@@ -38,13 +42,14 @@ from models import robot, scene
 from roboplan_ik_ros.core import Obstacle
 from roboplan_ik_ros.core.config import load_config
 from roboplan_ik_ros.core.control.binding_bounds import ACCELERATION_BOUND, JOINT_BOUND, binding_bounds
-from roboplan_ik_ros.core.control.control_loop import (HOLDING, SINGULARITY, STALE, TRACKING, WAITING_FOR_GOAL,
-                                                       ControlLoop, load_loop_config)
+from roboplan_ik_ros.core.control.control_loop import (HOLDING, PAUSED, SINGULARITY, STALE, TRACKING,
+                                                       WAITING_FOR_GOAL, ControlLoop, load_loop_config)
 from roboplan_ik_ros.core.control.following_speed import min_jerk
 from roboplan_ik_ros.core.control.goal_feedback import LIMITED, PROGRESS_TIME, REACHABLE, STALL_TIME, GoalJudge
 from roboplan_ik_ros.core.control.loop_modes import COMMAND_TIMEOUT
 from roboplan_ik_ros.core.control.singularity_scale import SingularityScale
 from roboplan_ik_ros.core.control.state_tracker import StateTracker
+from roboplan_ik_ros.core.errors import InvalidInputError
 from roboplan_ik_ros.core.oink import AccelerationLimit, Oink
 from test_control_loop import TIP, SimRobot, make_loop, panda  # noqa: F401 - panda is a fixture
 from test_singularity_scale import kappa, outward, stretched
@@ -727,3 +732,123 @@ def test_a_sample_without_a_sampled_motion_limit_counts_no_episode(panda):
     for code in ("", COMMAND_TIMEOUT, JOINT_BOUND, ""):
         loop.note_motion_limit(code)
     assert loop.counts.motion_limits == before
+
+
+# ----------------------------------------------------------------------------- seed 6 (docs/mutation.md)
+def test_the_tick_that_resumes_gives_the_activations_wait_as_its_reason_marked_resumed(panda):
+    """pause, then resume: the tick that finds the arm at rest re-targets every task and waits for a goal; its hold
+    reason is the wait's, as at activation, marked "resumed: " (the status says why the arm holds and that the pause
+    is over). The waiting ticks after it give the wait's own reason, as after activation."""
+    loop, sim = started(panda)
+    at_activation = loop.hold_reason
+    assert loop.mode == WAITING_FOR_GOAL, at_activation  # the premise: the activation's wait
+    loop.pause()
+    sim.tick(2)
+    loop.resume()
+    for _ in range(200):
+        sim.tick()
+        if loop.mode != PAUSED:
+            break
+    assert loop.mode == WAITING_FOR_GOAL
+    assert loop.hold_reason == "resumed: " + at_activation
+    sim.tick()
+    assert loop.hold_reason == at_activation
+
+
+def test_a_barrier_row_that_no_joint_moves_never_binds_even_on_its_boundary(panda):
+    """barrier_rows: a row binds when the step could move at most BINDING_SLACK further along its direction. A row
+    whose gradient is zero has no direction: a position barrier on panda_link0 (the base, which no joint of the group
+    moves) with its z floor exactly at the base (h = 0, bound 0, G = 0: the slack test 0 <= 0 holds) is not binding
+    while the arm tracks a goal; the workspace rows, which the joints move, are judged as always."""
+    q0 = panda.named_configuration("default")
+    z_base = float(panda.frame_pose(q0, "panda_link0").translation[2])
+    data = panda_yaml()
+    data["barriers"] = [b for b in data["barriers"] if b["name"] == "workspace"]
+    data["barriers"].append({"name": "base_floor", "type": "position", "frame": "panda_link0",
+                             "p_min": [0.0, 0.0, z_base], "p_max": [0.0, 0.0, z_base + 1.0],
+                             "axis_selection": [False, False, True]})
+    loop = loop_of(panda, data)
+    sim = SimRobot(loop, q0)
+    assert loop.activate(sim.t) == ""
+    T = sim.tcp()
+    loop.set_pose_goal("ee", pin.SE3(T.rotation, T.translation + np.array([0.05, 0.0, 0.0])))
+    sim.tick(5)
+    assert loop.mode == TRACKING
+    rows = {name: (names, h, binding) for name, names, h, binding in loop.barrier_rows()}
+    names, h, binding = rows["base_floor"]
+    k = names.index("z lower")
+    base = next(b for b in loop.ctrl.barriers if b.name == "base_floor")
+    assert h[k] == 0.0 and not base.G[k].any() and base.upper[k] == 0.0  # the premise: on the boundary, no gradient
+    assert not binding.any()
+
+
+def test_a_step_the_barrier_check_refused_is_never_reported_as_the_bound_that_holds_the_arm(panda):
+    """binding_bounds: [] unless the last step moved the arm. A refused step (the barrier check; built as
+    test_a_refused_step_whose_path_braking_crosses_the_floor_brakes_each_joint_at_its_jerk_bound, with panda_joint7
+    resting on its upper limit and no posture task, so that the refused step sits on that limit) stays the loop's
+    last outcome through a pause, whose ticks brake without a step. Resumed, a goal sets the loop tracking before its
+    next step: the refused step's joint bound, still read off it, is not reported."""
+    q0 = panda.named_configuration("default")
+    q0[6] = panda.q_max_v[6]
+    tcp = panda.frame_pose(q0, TIP).translation
+    data = panda_yaml()
+    data["tasks"] = [t for t in data["tasks"] if t["name"] == "ee"]
+    data["barriers"] = [b for b in data["barriers"] if b["name"] == "workspace"]
+    data["barriers"][0]["p_max"][0] = float(tcp[0] + 3e-4)  # [m]
+    loop = loop_of(panda, data)
+    sim = SimRobot(loop, q0)
+    assert loop.activate(sim.t) == ""
+    loop.set_pose_goal("ee", pin.SE3(panda.frame_pose(q0, TIP).rotation, tcp + np.array([0.05, 0.0, 0.0])))
+    J = pin.computeFrameJacobian(panda.model, panda.model.createData(), q0, panda.model.getFrameId(TIP),
+                                 pin.LOCAL_WORLD_ALIGNED)[:3, loop.group.v_columns]
+    u = np.linalg.pinv(J) @ np.array([0.5 * DT, 0.0, 0.0])  # [rad per period] 0.5 m/s along +x
+    loop.guard.u1[:] = u  # the stream so far: two equal increments (steady speed)
+    loop.guard.u2[:] = u
+    sim.tick()
+    refused = loop.last_outcome
+    assert loop.mode == HOLDING and refused.result.ok and not refused.barriers_ok  # the premise: refused
+
+    def bounds_of_the_refused_step():
+        return binding_bounds(loop.scene, loop.group, loop.ctrl.limits, loop._q_start, refused.result.dq, loop.dt,
+                              loop.ctrl.oink.constraint_tolerance)
+
+    assert ("panda_joint7", JOINT_BOUND) in [(h.joint, h.code) for h in bounds_of_the_refused_step()]
+    loop.pause()
+    for k in range(400):
+        sim.tick()
+        if k == 10:
+            loop.resume()
+        if loop.mode == WAITING_FOR_GOAL:
+            break
+    assert loop.mode == WAITING_FOR_GOAL and loop.last_outcome is refused
+    T = sim.tcp()
+    loop.set_pose_goal("ee", pin.SE3(T.rotation, T.translation - np.array([0.05, 0.0, 0.0])))
+    assert loop.mode == TRACKING
+    assert ("panda_joint7", JOINT_BOUND) in [(h.joint, h.code) for h in bounds_of_the_refused_step()]
+    assert loop.binding_bounds() == []
+
+
+def test_a_frame_that_no_joint_moves_has_kappa_inf_and_a_scale_in_0_1():
+    """SingularityScale of a frame the group cannot move (panda_link0, the base): every singular value of its Jacobian
+    is 0, so kappa = s_max / s_min is taken as inf (0 / 0 would be NaN: the motion limit's text would print it, and
+    the fade (hard - kappa) / (hard - lower) would turn it into a NaN scale). A twist along either sign of each axis
+    gets a scale in [0, 1]."""
+    s = scene("panda")
+    sc = SingularityScale(s, s.group("arm"), s.model.getFrameId("panda_link0"), lower=17.0, hard=30.0)
+    q = s.named_configuration("default")
+    for axis in np.eye(3):
+        for sign in (1.0, -1.0):
+            for linear, angular in ((sign * 0.05 * axis, np.zeros(3)), (np.zeros(3), sign * 0.2 * axis)):
+                value = sc.scale(q, linear, angular)
+                assert sc.kappa == math.inf
+                assert 0.0 <= value <= 1.0 and 0.0 <= sc.value <= 1.0, (linear, angular, value)
+
+
+@pytest.mark.parametrize("bad", [-0.01, math.nan, "0.01"], ids=["negative", "nan", "text"])
+def test_a_state_tracker_refuses_a_bad_limit_tolerance_naming_joint_limit_tolerance(bad):
+    """StateTracker(limit_tolerance=) takes a number >= 0 (0 allowed: the limits exactly); anything else is refused
+    with an error that names the key it comes from, joint_limit_tolerance."""
+    s = scene("panda")
+    StateTracker(s, s.group("arm"), limit_tolerance=0.0)  # the premise: the edge is taken
+    with pytest.raises(InvalidInputError, match=r"^joint_limit_tolerance: "):
+        StateTracker(s, s.group("arm"), limit_tolerance=bad)
