@@ -25,6 +25,9 @@ Seed 5: JointJogFollower reports a joint at the limit its last step found (a pro
     GoalSmoother (max_acceleration) snaps to a goal within _DONE and stops. LineOfSightShaper: an axis point exactly
     _MIN_RANGE from the eye still leashes. PoseShaper.continue_from is not leashed. JointTargetShaper on a one-joint
     group.
+Seed 6: GoalSmoother (max_speed) steps onto a goal whose offset underflows in its norm, not past it. JointJogFollower:
+    a stopped jog reports no joint at a bound, also once restarted before its next step. LineOfSightShaper: a range
+    goal nearer the eye than _MIN_RANGE is shaped at the limits times _MIN_RANGE.
 """
 
 from __future__ import annotations
@@ -698,3 +701,76 @@ def test_a_joint_target_shaper_of_a_one_joint_group_moves_its_joint_to_the_goal(
     assert not shaper.moving and len(targets) > 10
     assert np.diff(targets).min() >= 0.0 and np.diff(targets).max() <= 1.0 * DT * (1 + 1e-9)
     assert targets[-1] == goal[0]
+
+
+
+# --- seed 6 (docs/mutation.md) -------------------------------------------------------------------------------
+
+def test_a_max_speed_target_whose_offset_underflows_in_its_norm_steps_onto_the_goal_not_past_it():
+    """GoalSmoother (max_speed): a goal 1e-170 m from the target (its square underflows: the distance reads 0) and
+    turned 0.5 rad. The turn is not done, so the step is not the snap at _DONE; the translation, whose distance is
+    "0", takes the whole offset in that step: the target's x is the goal's, not beyond it."""
+    s = GoalSmoother(GoalSmoothingConfig(type="max_speed"))
+    s.reset(pin.SE3.Identity())
+    offset = 1e-170  # [m]
+    assert float(np.linalg.norm([offset, 0.0, 0.0])) == 0.0  # the premise: the norm underflows
+    goal = pin.SE3(pin.exp3(np.array([0.0, 0.0, 0.5])), np.array([offset, 0.0, 0.0]))
+    s.set_goal(goal)
+    target = s.step(DT)
+    assert s.moving  # the premise: still turning
+    assert target.translation[0] == offset and not target.translation[1:].any()
+
+
+def test_a_stopped_jog_reports_no_joint_at_a_bound_also_once_restarted_before_its_next_step():
+    """JointJogFollower: a jog on its limit reports it (bounds_reached); stop() ends the stream and with it what its
+    steps found: no joint is reported after it, nor after start() (a new stream, e.g. a jog after a pause, which the
+    node's status reads before the next tick) until a step finds a limit again."""
+    s = scene("panda")
+    g = s.group("arm")
+    f = JointJogFollower(s, g, StreamingConfig(command_timeout=10.0), None)
+    upper = float(s.q_max_v[g.v_indices[0]])
+    q = s.named_configuration("default")[g.q_indices]
+    q[0] = upper
+    f.start(q)
+    dq = np.zeros(g.nv)
+    dq[0] = 0.5
+    f.command(dq, 0.0)
+    f.step(DT, DT)
+    assert f.bounds_reached() == [(0, "upper", upper)]  # the premise: on it, pushed toward it
+    f.stop()
+    assert f.bounds_reached() == []
+    f.start(q)
+    assert f.bounds_reached() == []
+    f.command(dq, 2 * DT)
+    f.step(DT, 3 * DT)
+    assert f.bounds_reached() == [(0, "upper", upper)]  # found again by the step
+
+
+def test_a_range_goal_nearer_the_eye_than_the_least_range_is_shaped_at_the_limits_times_the_least_range():
+    """LineOfSightShaper: the range is shaped at the turn limits times the larger of the two ranges, but never times
+    less than _MIN_RANGE (nearer, a point gives no direction): from the eye (range 0) to a goal 0.4 _MIN_RANGE above
+    it, the target follows, along the line of sight, the trajectory of a TargetShaper at the limits times _MIN_RANGE
+    (times 0.4 _MIN_RANGE it would arrive later)."""
+    from roboplan_ik_ros.core.control.line_of_sight_shaper import _MIN_RANGE
+
+    limits = (1.0, 5.0, 50.0)  # [rad/s, rad/s^2, rad/s^3]
+    s = LineOfSightShaper(DT, *limits)
+    eye = np.zeros(3)
+    s.reset(eye, eye)
+    r1 = 0.4 * _MIN_RANGE  # [m]
+    s.set_goal([0.0, 0.0, r1], eye)
+    reference = TargetShaper(1, DT, *(x * _MIN_RANGE for x in limits))
+    reference.reset([0.0])
+    reference.set_goal([r1])
+    points, ranges = [], []
+    for _ in range(5000):
+        p, x = s.step(), reference.step()
+        if p is None or x is None:
+            assert p is None and x is None, "arrived at different steps"
+            break
+        points.append(p.copy())
+        ranges.append(float(x[0]))
+    points = np.array(points)
+    assert len(points) > 10 and points[-1, 2] == r1
+    assert not points[:, :2].any()  # along the line of sight
+    assert_allclose(points[:, 2], ranges, rtol=1e-12, atol=0.0)
