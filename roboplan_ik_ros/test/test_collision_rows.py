@@ -113,6 +113,44 @@ def test_compiled_and_python_paths_give_the_same_pairs_and_rows(cell, pairs, row
     assert (extra_rows > 0) == (rows_per_pair > 1)  # the vertex rows were compared too
 
 
+@needs_kernel
+def test_compiled_and_python_paths_track_the_same_urgent_pairs_along_a_motion(cell):
+    """With urgent pairs, which candidates beyond the n closest are tracked depends on their approach since the
+    update before (the kernel's pdk_select_tracked, the Python rule without it): along random walks through the
+    cell, re-solving at the same q every third update, both paths track the same pairs at the same distances.
+    The walks must exercise the choice: updates with more candidates than slots where a candidate is chosen
+    over a nearer one by its approach."""
+    oink = Oink(cell, "arm")
+    make = dict(n_collision_pairs=2, dt=0.01, pairs="all", urgent_pairs=2)
+    compiled = CollisionBarrier(oink, **make)
+    python = CollisionBarrier(oink, **make, use_compiled=False)
+    assert compiled.compiled and not python.compiled
+    for b in (compiled, python):
+        b.set_braking_lookahead(20.0)  # a closing pair's urgency counts 20 steps of its approach
+    rng = np.random.default_rng(11)
+    chosen_by_approach = 0
+    for _ in range(6):
+        q = cell.random_configuration(rng, oink.group)
+        step = rng.normal(0.0, 0.02, q.shape)  # [rad per update]
+        for k in range(60):
+            if k % 3:
+                q = q + step  # (every third update re-solves at the same q)
+            kinematics(oink, q)
+            tracked = [b._select_pairs(q, oink.data, oink.geom_data) for b in (compiled, python)]
+            c, p = tracked
+            assert c.count == p.count
+            np.testing.assert_array_equal(c.pair_index[: c.count], p.pair_index[: p.count])
+            for key in ("distance", "point1", "point2", "normal"):
+                np.testing.assert_allclose(getattr(c, key)[: c.count], getattr(p, key)[: p.count], rtol=0.0, atol=TOL)
+            np.testing.assert_allclose(compiled._approach, python._approach, rtol=0.0, atol=TOL)
+            cand = compiled._candidates
+            n, size = compiled.pairs.n, len(c.distance)
+            if cand.count > size:
+                nearest_others = cand.pair_index[n:size]
+                chosen_by_approach += not np.array_equal(np.sort(c.pair_index[n:size]), np.sort(nearest_others))
+    assert chosen_by_approach > 0, "no update chose a candidate over a nearer one by its approach: the rule untested"
+
+
 # ------------------------------------------------------------------- vertex rows' Jacobians
 #: the hand held down over a box whose top corner is beside the hand: vertex rows on both geometries
 CORNER_BOX = Obstacle("block", "box", (0.2, 0.3, 0.3), position=(0.55, 0.0, 0.15))

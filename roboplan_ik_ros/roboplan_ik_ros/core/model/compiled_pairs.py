@@ -61,6 +61,9 @@ def _bind(lib: ctypes.CDLL) -> ctypes.CDLL:
     lib.pdk_rows.argtypes = [_p, _i64, _p, _p, _p, _p, _p, _i64, _f64, _f64, _f64, _i64, _p, _i64, _p, _i64, _p,
                              _p, _p, _p, _p, _p, _p]
     lib.pdk_distances.restype, lib.pdk_distances.argtypes = _i64, [_p, _i64, _p, _p]
+    lib.pdk_select_tracked.restype = _i64
+    lib.pdk_select_tracked.argtypes = [_i64, _p, _p, _p, _p, _p, _i64, _p, _p, _i64, _i64, _f64, _p, _p, _p, _p, _p,
+                                       _p, _p, _p, _p, _p]
     return lib
 
 
@@ -274,6 +277,20 @@ class CompiledPairs:
         count = self._step.pdk_rows(self._handle, out.count, pi, dist, p1, p2, nrm, rows_per_pair, margin, spacing,
                                    d_min, len(rows.h), Ja, J.shape[1], ca, len(columns), sa, pa, aa, ba, na, ha, ja)
         return count if count >= 0 else self._check(count, "barrier rows")
+
+    def select_tracked(self, cand, m: int, before_pair: np.ndarray, before_distance: np.ndarray, n: int,
+                       lookahead: float, approach: np.ndarray, urgency: np.ndarray, order: np.ndarray,
+                       write_pair: np.ndarray, write_distance: np.ndarray, out) -> int:
+        """The tracked pairs of a barrier with urgent pairs into ``out`` (PairDistances), from the candidates
+        ``cand`` and the ``m`` of the update before; the kernel's form of CollisionBarrier._select_pairs' rule
+        (pair_distance_kernel.cpp, pdk_select_tracked, says it). Returns ``out``'s count (set too)."""
+        cp, cd, c1, c2, cn, bp, bd, ap, ur, od, wp, wd, op, odst, o1, o2, on = self._addresses(
+            ("select", id(cand), id(before_pair), id(out)), cand.pair_index, cand.distance, cand.point1,
+            cand.point2, cand.normal, before_pair, before_distance, approach, urgency, order, write_pair,
+            write_distance, out.pair_index, out.distance, out.point1, out.point2, out.normal)
+        out.count = self._step.pdk_select_tracked(cand.count, cp, cd, c1, c2, cn, m, bp, bd, n, len(out.distance),
+                                                  lookahead, ap, ur, od, wp, wd, op, odst, o1, o2, on)
+        return out.count
 
     def distances(self, data, pairs: np.ndarray, count: int, out: np.ndarray) -> None:
         """Signed distances of ``pairs[:count]`` (int64 kernel pair indices) at ``data``'s placements into

@@ -292,6 +292,68 @@ int64_t pdk_closest(void* handle, int64_t n, double cutoff, int64_t* pair_out, d
 
 int64_t pdk_narrow_calls(void* handle) { return static_cast<Kernel*>(handle)->narrow_calls; }
 
+// The pairs a collision barrier with urgent pairs tracks at this update (CollisionBarrier._select_pairs' rule,
+// which its Python path keeps for a build without this kernel): of the k candidates (sorted by distance), a
+// candidate also among the m of the update before (before_pair / before_distance) gets
+// approach = max(d_before - d, 0) [m per update], any other 0; then all k if k <= size, else the n closest and
+// the size - n others of least urgency d - lookahead * approach (ties: the nearer candidate), in candidate
+// order. Writes approach[:k], urgency[:k] and order[:k] (scratch), the candidates into write_pair /
+// write_distance (the next update's "before"; distinct from before_*), the chosen ones into out_* (pair,
+// distance, the two witness points and the normal, 3 per row); returns their count. No allocation, no throw.
+int64_t pdk_select_tracked(int64_t k, const int64_t* cand_pair, const double* cand_distance, const double* cand_p1,
+                           const double* cand_p2, const double* cand_normal, int64_t m, const int64_t* before_pair,
+                           const double* before_distance, int64_t n, int64_t size, double lookahead, double* approach,
+                           double* urgency, int64_t* order, int64_t* write_pair, double* write_distance,
+                           int64_t* out_pair, double* out_distance, double* out_p1, double* out_p2,
+                           double* out_normal) {
+  for (int64_t i = 0; i < k; ++i) {
+    approach[i] = 0.0;
+    for (int64_t j = 0; j < m; ++j) {
+      if (before_pair[j] == cand_pair[i]) {  // the first match, as numpy's argmax of the match row
+        approach[i] = std::max(before_distance[j] - cand_distance[i], 0.0);
+        break;
+      }
+    }
+  }
+  for (int64_t i = 0; i < k; ++i) {
+    write_pair[i] = cand_pair[i];
+    write_distance[i] = cand_distance[i];
+  }
+  int64_t count = k;
+  if (k <= size) {
+    for (int64_t i = 0; i < k; ++i) order[i] = i;
+  } else {
+    // the n closest, then the size - n least urgent-valued others: an insertion sort of candidates n..k-1 by
+    // (urgency, index) (k is a few tens at most), the first size - n of them put back in candidate order
+    for (int64_t i = 0; i < n; ++i) order[i] = i;
+    int64_t others = 0;
+    for (int64_t i = n; i < k; ++i) {
+      double u = approach[i] * -lookahead;  // the Python path's np.multiply(approach, -lookahead) ...
+      u += cand_distance[i];                // ... += distance: the same roundings
+      urgency[i] = u;
+      int64_t at = n + others++;
+      while (at > n && urgency[order[at - 1]] > u) {  // strictly greater: equal urgencies keep index order
+        order[at] = order[at - 1];
+        --at;
+      }
+      order[at] = i;
+    }
+    count = size;
+    std::sort(order + n, order + size);
+  }
+  for (int64_t r = 0; r < count; ++r) {
+    const int64_t c = order[r];
+    out_pair[r] = cand_pair[c];
+    out_distance[r] = cand_distance[c];
+    for (int a = 0; a < 3; ++a) {
+      out_p1[3 * r + a] = cand_p1[3 * c + a];
+      out_p2[3 * r + a] = cand_p2[3 * c + a];
+      out_normal[3 * r + a] = cand_normal[3 * c + a];
+    }
+  }
+  return count;
+}
+
 // The rows of the pairs found by the last pdk_closest (count of them, arrays as it wrote them):
 // up to rows_per_pair rows per pair (row 0: the witness points; then vertices within `margin` of
 // the pair's distance, at least `spacing` from the points already used on the same geometry), at most

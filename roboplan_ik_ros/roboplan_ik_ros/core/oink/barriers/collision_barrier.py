@@ -147,6 +147,7 @@ class CollisionBarrier(Barrier):
         self._candidates = empty_distances(self._n_candidates)
         self._approach = np.zeros(self._n_candidates)  # [m per step] of each candidate since the last update
         self._urgency = np.zeros(self._n_candidates)
+        self._order = np.zeros(self._n_candidates, dtype=np.int64)  # the kernel's selection scratch
         self._previous_pairs = np.full(self._n_candidates, -1, dtype=self._candidates.pair_index.dtype)
         self._previous_distance = np.zeros(self._n_candidates)
         self._previous_count = 0
@@ -337,10 +338,8 @@ class CollisionBarrier(Barrier):
             return self._tracked
         cand = self.pairs.query(data, geom_data, self._candidates, n=self._n_candidates)
         k, n, out = cand.count, self.pairs.n, self._tracked
-        approach = self._approach[:k]
-        if np.array_equal(q, self._previous_q):  # a second update at the same q (a re-solve): keep the approach
-            approach.fill(0.0)  # ... of the pairs still candidates, below
-            m = self._kept_count
+        if q.tobytes() == self._previous_q.tobytes():  # a second update at the same q (a re-solve): keep the approach
+            m = self._kept_count  # ... of the pairs still candidates, measured against the update before that
             previous_pairs, previous_distance = self._kept_pairs, self._kept_distance
         else:
             self._kept_pairs, self._previous_pairs = self._previous_pairs, self._kept_pairs
@@ -348,7 +347,15 @@ class CollisionBarrier(Barrier):
             self._kept_count = m = self._previous_count
             previous_pairs, previous_distance = self._kept_pairs, self._kept_distance
             self._previous_q[:] = q
-            approach.fill(0.0)
+        self._previous_count = k
+        compiled = self.pairs.compiled
+        if compiled is not None:
+            compiled.select_tracked(cand, m, previous_pairs, previous_distance, n, self.lookahead_steps,
+                                    self._approach, self._urgency, self._order, self._previous_pairs,
+                                    self._previous_distance, out)
+            return out
+        approach = self._approach[:k]
+        approach.fill(0.0)
         if m and k:  # a candidate measured at the update before too: how much nearer it came since
             same = cand.pair_index[:k, None] == previous_pairs[None, :m]
             seen = same.any(axis=1)
@@ -357,16 +364,15 @@ class CollisionBarrier(Barrier):
                 approach[seen] = np.maximum(before - cand.distance[:k][seen], 0.0)
         self._previous_pairs[:k] = cand.pair_index[:k]
         self._previous_distance[:k] = cand.distance[:k]
-        self._previous_count = k
         size = len(out.distance)
         if k <= size:  # every candidate fits: all tracked, in distance order
             chosen = slice(0, k)
             count = k
-        else:  # the n closest, then the most urgent others (least distance - lookahead * approach)
+        else:  # the n closest, then the most urgent others (least distance - lookahead * approach; ties: the nearer)
             urgency = self._urgency[: k - n]
             np.multiply(approach[n:], -self.lookahead_steps, out=urgency)
             urgency += cand.distance[n:k]
-            urgent = np.argpartition(urgency, size - n - 1)[: size - n] + n
+            urgent = np.argsort(urgency, kind="stable")[: size - n] + n
             urgent.sort()  # candidates are sorted by distance: so are the chosen ones
             chosen = np.concatenate((np.arange(n), urgent))
             count = size
