@@ -65,7 +65,7 @@ def snapshot(barrier: CollisionBarrier) -> dict[str, np.ndarray]:
     return dict(pair_index=found.pair_index[:k].copy(), distance=found.distance[:k].copy(),
                 point1=found.point1[:k].copy(), point2=found.point2[:k].copy(), found_normal=found.normal[:k].copy(),
                 row_pair=rows.pair.copy(), a=rows.a[:m].copy(), b=rows.b[:m].copy(), normal=rows.normal[:m].copy(),
-                h=barrier.value.copy(), jacobian=barrier.jacobian.copy())
+                h=barrier.value.copy(), jacobian=barrier.jacobian.copy(), measured=barrier.measured_value.copy())
 
 
 def vertex_rows(barrier: CollisionBarrier):
@@ -106,7 +106,7 @@ def test_compiled_and_python_paths_give_the_same_pairs_and_rows(cell, pairs, row
         c, p = snapshot(compiled), snapshot(python)
         np.testing.assert_array_equal(c["pair_index"], p["pair_index"])
         np.testing.assert_array_equal(c["row_pair"], p["row_pair"])
-        for key in ("distance", "point1", "point2", "found_normal", "a", "b", "normal", "h", "jacobian"):
+        for key in ("distance", "point1", "point2", "found_normal", "a", "b", "normal", "h", "jacobian", "measured"):
             np.testing.assert_allclose(c[key], p[key], rtol=0.0, atol=TOL, err_msg=key)
         assert compiled.row_names == python.row_names
         extra_rows += compiled.rows.count - compiled.pairs.result.count

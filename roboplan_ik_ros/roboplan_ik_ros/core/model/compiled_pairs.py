@@ -23,6 +23,7 @@ Python path runs: the same rows, slower, and :attr:`ClosestPairs.compiled_reason
 from __future__ import annotations
 
 import ctypes
+import operator
 from pathlib import Path
 
 import coal
@@ -59,7 +60,7 @@ def _bind(lib: ctypes.CDLL) -> ctypes.CDLL:
     lib.pdk_narrow_calls.restype, lib.pdk_narrow_calls.argtypes = _i64, [_p]
     lib.pdk_rows.restype = _i64
     lib.pdk_rows.argtypes = [_p, _i64, _p, _p, _p, _p, _p, _i64, _f64, _f64, _f64, _i64, _p, _i64, _p, _i64, _p,
-                             _p, _p, _p, _p, _p, _p]
+                             _p, _p, _p, _p, _p, _p, _p]
     lib.pdk_distances.restype, lib.pdk_distances.argtypes = _i64, [_p, _i64, _p, _p]
     lib.pdk_select_tracked.restype = _i64
     lib.pdk_select_tracked.argtypes = [_i64, _p, _p, _p, _p, _p, _i64, _p, _p, _i64, _i64, _f64, _p, _p, _p, _p, _p,
@@ -235,7 +236,7 @@ class CompiledPairs:
         """The arrays' data addresses, taken once per set of arrays (``ndarray.ctypes`` costs ~1.5 us a call;
         the arrays are kept, so their memory and ids stay theirs)."""
         entry = self._address_cache.get(key)
-        if entry is None or any(a is not b for a, b in zip(entry[0], arrays)):
+        if entry is None or not all(map(operator.is_, entry[0], arrays)):
             entry = (arrays, tuple(_address(a) for a in arrays))
             self._address_cache[key] = entry
         return entry[1]
@@ -250,7 +251,7 @@ class CompiledPairs:
         if rows_args is not None:
             J, columns, support, rows = rows_args
             self._addresses(("rows", id(rows)), J, columns, support, rows.pair, rows.a, rows.b, rows.normal, rows.h,
-                            rows.jacobian)
+                            rows.jacobian, rows.measured)
 
     def closest(self, data, n: int, cutoff: float, out) -> int:
         """The n closest pairs into ``out`` (a PairDistances); returns their count."""
@@ -269,13 +270,16 @@ class CompiledPairs:
 
     def rows(self, out, rows_per_pair: int, margin: float, spacing: float, d_min: float, J: np.ndarray,
              columns: np.ndarray, support: np.ndarray, rows) -> int:
-        """The barrier rows of the pairs in ``out`` (the last :meth:`closest`) into ``rows`` (a BarrierRows)."""
+        """The barrier rows of the pairs in ``out`` (the last :meth:`closest`) into ``rows`` (a BarrierRows: pair,
+        a, b, normal, h, jacobian, and measured: each row's pair distance - d_min)."""
         pi, dist, p1, p2, nrm = self._addresses(("closest", id(out)), out.pair_index, out.distance, out.point1,
                                                  out.point2, out.normal)
-        Ja, ca, sa, pa, aa, ba, na, ha, ja = self._addresses(("rows", id(rows)), J, columns, support, rows.pair, rows.a,
-                                                             rows.b, rows.normal, rows.h, rows.jacobian)
+        Ja, ca, sa, pa, aa, ba, na, ha, ja, ma = self._addresses(
+            ("rows", id(rows)), J, columns, support, rows.pair, rows.a, rows.b, rows.normal, rows.h, rows.jacobian,
+            rows.measured)
         count = self._step.pdk_rows(self._handle, out.count, pi, dist, p1, p2, nrm, rows_per_pair, margin, spacing,
-                                   d_min, len(rows.h), Ja, J.shape[1], ca, len(columns), sa, pa, aa, ba, na, ha, ja)
+                                   d_min, len(rows.h), Ja, J.shape[1], ca, len(columns), sa, pa, aa, ba, na, ha, ja,
+                                   ma)
         return count if count >= 0 else self._check(count, "barrier rows")
 
     def select_tracked(self, cand, m: int, before_pair: np.ndarray, before_distance: np.ndarray, n: int,

@@ -360,12 +360,13 @@ int64_t pdk_select_tracked(int64_t k, const int64_t* cand_pair, const double* ca
 // max_rows in all. Per row: row_pair (index into the found pairs), a (on geometry 1), b (on geometry 2),
 // normal, h = n.(b - a) - d_min, and jac (C order, max_rows x n_columns) = n^T (dp_b/dq - dp_a/dq) over
 // the group's columns, from J (6 x nv, column-major world-frame joint Jacobians) and support
-// (njoints x n_columns, 1 where a velocity moves the joint). Unused rows: h = +inf, jac = 0.
+// (njoints x n_columns, 1 where a velocity moves the joint); measured = the row's pair's distance - d_min.
+// Unused rows: h = measured = +inf, jac = 0.
 int64_t pdk_rows(void* handle, int64_t count, const int64_t* pair, const double* distance, const double* p1,
                  const double* p2, const double* normal, int64_t rows_per_pair, double margin, double spacing,
                  double d_min, int64_t max_rows, const double* J, int64_t nv, const int64_t* columns,
                  int64_t n_columns, const double* support, int64_t* row_pair, double* a_out, double* b_out,
-                 double* n_out, double* h_out, double* jac) {
+                 double* n_out, double* h_out, double* jac, double* measured_out) {
   Kernel& k = *static_cast<Kernel*>(handle);
   return guarded(k, [&]() -> int64_t {
     std::fill(jac, jac + max_rows * n_columns, 0.0);
@@ -383,6 +384,7 @@ int64_t pdk_rows(void* handle, int64_t count, const int64_t* pair, const double*
           n_out[3 * rows + i] = nr[i];
         }
         h_out[rows] = value - d_min;
+        measured_out[rows] = distance[f] - d_min;  // the row's pair's distance, what evaluate() gives at the next q
         double* row = jac + rows * n_columns;
         add_point_jacobian(J, nv, columns, n_columns, support + g2.joint * n_columns, b, nr, 1.0, row);
         add_point_jacobian(J, nv, columns, n_columns, support + g1.joint * n_columns, a, nr, -1.0, row);
@@ -459,7 +461,7 @@ int64_t pdk_rows(void* handle, int64_t count, const int64_t* pair, const double*
       }
     }
     for (int64_t r = rows; r < max_rows; ++r) {
-      h_out[r] = std::numeric_limits<double>::infinity();
+      h_out[r] = measured_out[r] = std::numeric_limits<double>::infinity();
       row_pair[r] = -1;
     }
     return rows;

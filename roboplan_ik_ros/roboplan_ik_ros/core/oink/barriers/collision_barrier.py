@@ -158,8 +158,8 @@ class CollisionBarrier(Barrier):
         self.lookahead_steps = 1.0  # steps to brake (set_braking_lookahead); 1: the arm can stop in one step
         self._distances = np.zeros(n_tracked)
         self._h = np.zeros(self.size)
-        self._kernel_rows = _RowsView(self.rows, self.value, self.jacobian)
         self._measured = np.zeros(self.size)
+        self._kernel_rows = _RowsView(self.rows, self.value, self.jacobian, self._measured)
         self._next = empty_distances(n_collision_pairs)  # the closest pairs at the configuration evaluate() is given
         self._untracked_h = np.inf
         self._data: pin.Data | None = None  # whose world-frame joint Jacobians (data.J) self._J views
@@ -276,8 +276,7 @@ class CollisionBarrier(Barrier):
         if compiled is not None:
             self.rows.count = compiled.rows(found, self.rows_per_pair, self.row_margin, self.row_spacing,
                                             self.d_min, self._J, self._columns, self._support,
-                                            self._kernel_rows)
-            self._measure()
+                                            self._kernel_rows)  # _measured too
             return
         k = found.count
         pairs = found.pair_index[:k]
@@ -418,11 +417,12 @@ DEFAULT_NAMES = {"self": "self_collision", "obstacles": "obstacles", "all": "col
 
 
 class _RowsView:
-    """The arrays the kernel writes: the rows' data, h (the barrier's value) and its Jacobian."""
+    """The arrays the kernel writes: the rows' data, h (the barrier's value), its Jacobian and each row's pair
+    distance - d_min (measured_value)."""
 
-    def __init__(self, rows: CollisionRows, value: np.ndarray, jacobian: np.ndarray) -> None:
+    def __init__(self, rows: CollisionRows, value: np.ndarray, jacobian: np.ndarray, measured: np.ndarray) -> None:
         self.pair, self.a, self.b, self.normal = rows.pair, rows.a, rows.b, rows.normal
-        self.h, self.jacobian = value, jacobian
+        self.h, self.jacobian, self.measured = value, jacobian, measured
 
 
 SelfCollisionBarrier = CollisionBarrier  # the name of the pairs="self" barrier before obstacles existed
