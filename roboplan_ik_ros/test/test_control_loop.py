@@ -105,6 +105,24 @@ def test_state_tracker_rejects_measurements_outside_the_limits(panda):
     assert st.accept(3.0) == "" and st.measured[0] == panda.q_max_v[0]
 
 
+@pytest.mark.parametrize("bad", [np.nan, np.inf, -np.inf])
+def test_state_tracker_rejects_a_measurement_that_is_not_a_finite_number_naming_the_joint(panda, bad):
+    """NaN passes every limit comparison: a group joint's or a finger's (outside the group, but its geometry is
+    placed from it) NaN or inf is refused as a whole, named, and the last good measurement kept."""
+    st = StateTracker(panda, panda.group("arm"), limit_tolerance=0.01)
+    st.incoming[:] = panda.named_configuration("default")
+    assert st.accept(1.0) == ""
+    good = st.measured.copy()
+    finger = panda.model.idx_qs[panda.model.getJointId("panda_finger_joint1")]
+    assert finger >= 7  # outside the arm group
+    for k, name in ((3, "panda_joint4"), (finger, "panda_finger_joint1")):
+        st.incoming[k] = bad
+        reason = st.accept(2.0)
+        assert name in reason and "expected a finite position" in reason, reason
+        assert np.array_equal(st.measured, good) and np.array_equal(st.incoming, good)
+    assert st.rejected == 2 and st.age(2.0) == 1.0
+
+
 # ----------------------------------------------------------------------------- command guard
 def test_guard_cuts_jumps_and_counts_them(panda):
     g = panda.group("arm")

@@ -751,6 +751,7 @@ def test_the_tick_that_resumes_gives_the_activations_wait_as_its_reason_marked_r
             break
     assert loop.mode == WAITING_FOR_GOAL
     assert loop.hold_reason == "resumed: " + at_activation
+    assert loop.last_outcome is None and loop.barrier_rows() == []  # no step from this pose yet, as after activation
     sim.tick()
     assert loop.hold_reason == at_activation
 
@@ -785,9 +786,10 @@ def test_a_barrier_row_that_no_joint_moves_never_binds_even_on_its_boundary(pand
 def test_a_step_the_barrier_check_refused_is_never_reported_as_the_bound_that_holds_the_arm(panda):
     """binding_bounds: [] unless the last step moved the arm. A refused step (the barrier check; built as
     test_a_refused_step_whose_path_braking_crosses_the_floor_brakes_each_joint_at_its_jerk_bound, with panda_joint7
-    resting on its upper limit and no posture task, so that the refused step sits on that limit) stays the loop's
-    last outcome through a pause, whose ticks brake without a step. Resumed, a goal sets the loop tracking before its
-    next step: the refused step's joint bound, still read off it, is not reported."""
+    resting on its upper limit and no posture task, so that the refused step sits on that limit) holds the arm; a
+    pause brakes without a step and resuming forgets the refused step (no step from the resumed pose yet). Resumed,
+    a goal sets the loop tracking before its next step: the refused step's joint bound, still read off it, is not
+    reported."""
     q0 = panda.named_configuration("default")
     q0[6] = panda.q_max_v[6]
     tcp = panda.frame_pose(q0, TIP).translation
@@ -820,7 +822,7 @@ def test_a_step_the_barrier_check_refused_is_never_reported_as_the_bound_that_ho
             loop.resume()
         if loop.mode == WAITING_FOR_GOAL:
             break
-    assert loop.mode == WAITING_FOR_GOAL and loop.last_outcome is refused
+    assert loop.mode == WAITING_FOR_GOAL and loop.last_outcome is None
     T = sim.tcp()
     loop.set_pose_goal("ee", pin.SE3(T.rotation, T.translation - np.array([0.05, 0.0, 0.0])))
     assert loop.mode == TRACKING

@@ -465,6 +465,7 @@ class ControlLoop(LoopGoals, LoopView):
             self._resume_pending = False
             self.ctrl.hold_at(self.guard.last)
             self._retarget_all()
+            self.last_outcome = None  # no step from this pose yet (as after a re-seed): nothing to report about it
             self.mode, self.hold_reason = WAITING_FOR_GOAL, "resumed: waiting for a goal (holding the current pose)"
         return result
 

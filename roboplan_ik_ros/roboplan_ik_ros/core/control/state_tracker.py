@@ -3,7 +3,8 @@
 A measurement is written by a decoder into :attr:`StateTracker.incoming` (full nq) and then
 offered with :meth:`StateTracker.accept`. It is rejected as a whole when a joint of the group is
 outside its position limits by more than ``limit_tolerance`` (a glitch, a wrong driver, a units
-mix-up); within the tolerance it is clipped into the limits (encoders overshoot a little).
+mix-up), or any coordinate is not a finite number; within the tolerance it is clipped into the
+limits (encoders overshoot a little).
 Times are seconds of a monotonic clock passed in by the caller (testable without ROS).
 """
 
@@ -56,15 +57,27 @@ class StateTracker:
         """Take :attr:`incoming` as the measurement at ``now``; returns "" or why it was rejected
         (then :attr:`measured` is unchanged and ``incoming`` is restored from it)."""
         x = self.incoming[self._group_q]
-        outside = (x < self._group_min) | (x > self._group_max)
-        if outside.any():
-            k = int(np.flatnonzero(outside)[0])
-            reason = (f"{self._group_names[k]} = {x[k]:.6g} is outside its limits "
-                      f"[{self._group_min[k] + self.limit_tolerance:.6g}, {self._group_max[k] - self.limit_tolerance:.6g}] "
-                      f"by more than joint_limit_tolerance {self.limit_tolerance:g}")
+        inside = (x >= self._group_min) & (x <= self._group_max)  # False for NaN too
+        if not inside.all():
+            k = int(np.flatnonzero(~inside)[0])
+            if not np.isfinite(x[k]):
+                reason = f"{self._group_names[k]} = {x[k]:.6g}: expected a finite position"
+            else:
+                reason = (f"{self._group_names[k]} = {x[k]:.6g} is outside its limits "
+                          f"[{self._group_min[k] + self.limit_tolerance:.6g}, "
+                          f"{self._group_max[k] - self.limit_tolerance:.6g}] "
+                          f"by more than joint_limit_tolerance {self.limit_tolerance:g}")
             self.reject(reason)
             return reason
         q = self.incoming
+        if not np.isfinite(q).all():  # a joint outside the group (a finger): its geometry is placed from it too
+            k = int(np.flatnonzero(~np.isfinite(q))[0])
+            model = self.scene.model
+            name = next(model.names[j] for j in range(1, model.njoints)
+                        if model.idx_qs[j] <= k < model.idx_qs[j] + model.nqs[j])
+            reason = f"{name} (configuration coordinate {k}) = {q[k]:.6g}: expected a finite position"
+            self.reject(reason)
+            return reason
         q[self._all_q] = np.minimum(np.maximum(q[self._all_q], self._all_min), self._all_max)
         self.measured[:] = q
         self.measured_time = now
