@@ -225,6 +225,18 @@ def test_leaving_a_hold_logs_that_the_loop_resumed_and_why_it_held(panda):
     assert any(isinstance(t, str) and "resumed" in t and reason in t for t in infos), messages
 
 
+def _stream_toward_the_face(panda, loop, q0: np.ndarray, tcp: np.ndarray) -> np.ndarray:
+    """A goal 5 cm along +x from ``q0``'s TCP, and the command stream so far: two equal increments moving the TCP at
+    0.5 m/s along +x (a steady speed toward a face just ahead); returns that increment [rad per period]."""
+    loop.set_pose_goal("ee", pin.SE3(panda.frame_pose(q0, TIP).rotation, tcp + np.array([0.05, 0.0, 0.0])))
+    J = pin.computeFrameJacobian(panda.model, panda.model.createData(), q0, panda.model.getFrameId(TIP),
+                                 pin.LOCAL_WORLD_ALIGNED)[:3, loop.group.v_columns]
+    u = np.linalg.pinv(J) @ np.array([0.5 * DT, 0.0, 0.0])  # [rad per period] 0.5 m/s along +x
+    loop.guard.u1[:] = u
+    loop.guard.u2[:] = u
+    return u
+
+
 def test_a_refused_step_whose_path_braking_crosses_the_floor_brakes_each_joint_at_its_jerk_bound(panda):
     """The TCP 0.3 mm inside the workspace box's +x face, moving toward it at 0.5 m/s (a steady command stream):
     the barrier check refuses the step and the braking along the path (every joint slowed by one scale) would
@@ -240,12 +252,7 @@ def test_a_refused_step_whose_path_braking_crosses_the_floor_brakes_each_joint_a
     assert loop.dt == DT
     loop.state.incoming[:] = q0
     assert loop.state.accept(0.0) == "" and loop.activate(0.0) == ""
-    loop.set_pose_goal("ee", pin.SE3(panda.frame_pose(q0, TIP).rotation, tcp + np.array([0.05, 0.0, 0.0])))
-    J = pin.computeFrameJacobian(panda.model, panda.model.createData(), q0, panda.model.getFrameId(TIP),
-                                 pin.LOCAL_WORLD_ALIGNED)[:3, loop.group.v_columns]
-    u = np.linalg.pinv(J) @ np.array([0.5 * DT, 0.0, 0.0])  # [rad per period] 0.5 m/s along +x
-    loop.guard.u1[:] = u  # the stream so far: two equal increments (steady speed)
-    loop.guard.u2[:] = u
+    u = _stream_toward_the_face(panda, loop, q0, tcp)
     loop.state.incoming[:] = q0
     assert loop.state.accept(DT) == ""
     res = loop.tick(DT)
@@ -800,12 +807,7 @@ def test_a_step_the_barrier_check_refused_is_never_reported_as_the_bound_that_ho
     loop = loop_of(panda, data)
     sim = SimRobot(loop, q0)
     assert loop.activate(sim.t) == ""
-    loop.set_pose_goal("ee", pin.SE3(panda.frame_pose(q0, TIP).rotation, tcp + np.array([0.05, 0.0, 0.0])))
-    J = pin.computeFrameJacobian(panda.model, panda.model.createData(), q0, panda.model.getFrameId(TIP),
-                                 pin.LOCAL_WORLD_ALIGNED)[:3, loop.group.v_columns]
-    u = np.linalg.pinv(J) @ np.array([0.5 * DT, 0.0, 0.0])  # [rad per period] 0.5 m/s along +x
-    loop.guard.u1[:] = u  # the stream so far: two equal increments (steady speed)
-    loop.guard.u2[:] = u
+    _stream_toward_the_face(panda, loop, q0, tcp)
     sim.tick()
     refused = loop.last_outcome
     assert loop.mode == HOLDING and refused.result.ok and not refused.barriers_ok  # the premise: refused

@@ -325,12 +325,9 @@ def test_a_jog_without_an_acceleration_bound_keeps_its_speed_up_to_the_limit_and
 
 
 
-@pytest.mark.parametrize("new_command", [0.0, -0.5], ids=["released", "reversed"])
-def test_a_jog_at_its_limit_is_reported_at_that_limit_until_the_next_step_whatever_command_came_since(new_command):
-    """bounds_reached reports what the last step found (at_bound is the step's): panda_joint1 jogged up onto its
-    upper limit is "upper" at q_max even after a new command (released: 0, or reversed) arrives and before the next
-    step takes it (the node reads motion_limit between ticks: it named the lower limit, -2.8973 rad, for a joint on
-    its upper one). The next step, moving away, reports no bound."""
+def _jog_pushed_onto_its_upper_limit():
+    """A Panda arm jog started with panda_joint1 on its upper limit and one step commanded toward it at 0.5 rad/s:
+    (the follower, the start [rad], that limit [rad], the command it stepped)."""
     s = scene("panda")
     g = s.group("arm")
     f = JointJogFollower(s, g, StreamingConfig(command_timeout=10.0), None)
@@ -343,6 +340,16 @@ def test_a_jog_at_its_limit_is_reported_at_that_limit_until_the_next_step_whatev
     f.command(dq, 0.0)
     f.step(DT, DT)
     assert f.bounds_reached() == [(0, "upper", upper)]  # the premise: on it, pushed toward it
+    return f, q, upper, dq
+
+
+@pytest.mark.parametrize("new_command", [0.0, -0.5], ids=["released", "reversed"])
+def test_a_jog_at_its_limit_is_reported_at_that_limit_until_the_next_step_whatever_command_came_since(new_command):
+    """bounds_reached reports what the last step found (at_bound is the step's): panda_joint1 jogged up onto its
+    upper limit is "upper" at q_max even after a new command (released: 0, or reversed) arrives and before the next
+    step takes it (the node reads motion_limit between ticks: it named the lower limit, -2.8973 rad, for a joint on
+    its upper one). The next step, moving away, reports no bound."""
+    f, q, upper, dq = _jog_pushed_onto_its_upper_limit()
     dq[0] = new_command
     f.command(dq, DT)
     assert f.bounds_reached() == [(0, "upper", upper)]
@@ -725,18 +732,7 @@ def test_a_stopped_jog_reports_no_joint_at_a_bound_also_once_restarted_before_it
     """JointJogFollower: a jog on its limit reports it (bounds_reached); stop() ends the stream and with it what its
     steps found: no joint is reported after it, nor after start() (a new stream, e.g. a jog after a pause, which the
     node's status reads before the next tick) until a step finds a limit again."""
-    s = scene("panda")
-    g = s.group("arm")
-    f = JointJogFollower(s, g, StreamingConfig(command_timeout=10.0), None)
-    upper = float(s.q_max_v[g.v_indices[0]])
-    q = s.named_configuration("default")[g.q_indices]
-    q[0] = upper
-    f.start(q)
-    dq = np.zeros(g.nv)
-    dq[0] = 0.5
-    f.command(dq, 0.0)
-    f.step(DT, DT)
-    assert f.bounds_reached() == [(0, "upper", upper)]  # the premise: on it, pushed toward it
+    f, q, upper, dq = _jog_pushed_onto_its_upper_limit()
     f.stop()
     assert f.bounds_reached() == []
     f.start(q)
