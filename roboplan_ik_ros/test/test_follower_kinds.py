@@ -50,6 +50,36 @@ def test_every_kind_that_takes_goals_accepts_the_inputs_of_the_follower_it_names
                                        "jv": "velocities"}
 
 
+def test_every_kind_s_goal_arrives_on_set_task_target_with_its_own_checks(panda):
+    """One entry for every kind's goal: a frame task's pose (world frame) and a configuration task's q go through
+    set_task_target to the same goal as set_pose_goal / set_joint_goal give, with their checks (the reach check of
+    a pose goal; the value's form, named); a task that takes no goal is refused naming the tasks that do."""
+    from roboplan_ik_ros.core.errors import InvalidInputError
+
+    loop = loop_with(panda, EVERY_GOAL_KIND)
+    q0 = panda.named_configuration("default")
+    loop.state.incoming[:] = q0
+    assert loop.state.accept(0.0) == "" and loop.activate(0.0) == ""
+    T = panda.frame_pose(q0, TIP)
+    T.translation[2] -= 0.05
+    loop.set_task_target("ee", T)
+    assert loop.goal("ee").isApprox(T)
+    q_goal = q0[loop.group.q_indices] + 0.1
+    loop.set_task_target("posture", q_goal)
+    np.testing.assert_array_equal(loop.goal("posture"), q_goal)
+    far = T.copy()
+    far.translation[0] += 10.0  # [m] beyond the arm's reach
+    with pytest.raises(InvalidInputError, match="max_goal_distance"):
+        loop.set_task_target("ee", far)
+    assert loop.goal("ee").isApprox(T)  # refused: the goal before it kept
+    with pytest.raises(InvalidInputError, match=r"posture\.target: expected 7 values"):
+        loop.set_task_target("posture", q_goal[:3])
+    with pytest.raises(InvalidInputError, match=r"ee\.target"):
+        loop.set_task_target("ee", "pose")
+    with pytest.raises(InvalidInputError, match=r"task 'damp' takes no such goal; tasks: \['ee', 'posture', "):
+        loop.set_task_target("damp", q_goal)
+
+
 class _Named(Task):
     """A task of no kind: only the class attributes goal_inputs reads."""
 

@@ -245,13 +245,19 @@ class LoopGoals:
         self._start_tracking()
 
     def set_task_target(self, task_name: str, value, now: float = 0.0) -> None:
-        """Goal of a task whose kind takes its target as is (:attr:`direct_goals`: "pose" a pin.SE3 in the task's
-        reference frame, "point" a world point, "joints" the group's q, "velocities" the group's v [rad/s], a
-        stream received at ``now`` [s]), or raise InvalidInputError. The step's limits apply as to every goal."""
+        """Goal of any task, in its kind's form: a frame task's a pin.SE3 in the world frame (as
+        :meth:`set_pose_goal`, its reach check included), a configuration task's the group's q (as
+        :meth:`set_joint_goal`), and those of :attr:`direct_goals` as is ("pose" a pin.SE3 in the task's reference
+        frame, "point" a world point, "joints" the group's q, "velocities" the group's v [rad/s], a stream received
+        at ``now`` [s]); or raise InvalidInputError naming what was wrong. The step's limits apply as to every goal."""
         self._check_goal_allowed()
+        if task_name in self._smoothers:  # a frame task
+            return self.set_pose_goal(task_name, as_se3(value, f"{task_name}.target"))
+        if task_name in self._jogs:  # a configuration task
+            return self.set_joint_goal(task_name, as_vector(value, self.group.nq, f"{task_name}.target"))
         if task_name not in self._direct_goals:
-            raise InvalidInputError(f"task {task_name!r} takes no such goal; tasks with direct goals: "
-                                    f"{list(self._direct_goals)}")
+            raise InvalidInputError(f"task {task_name!r} takes no such goal; tasks: "
+                                    f"{[*self._smoothers, *self._jogs, *self._direct_goals]}")
         follower = self.ctrl.tasks[task_name].follower  # the follower it was given (_build_followers)
         if follower == "joint_positions":  # shaped (the group's q)
             self._ramps[task_name].set_goal(as_vector(value, self.group.nq, f"{task_name}.target"))
