@@ -23,6 +23,9 @@
   moves never binds, even on its boundary; a step the barrier check refused is never reported as the arm's bound (a
   pause keeps it as the last outcome); a frame no joint moves has kappa inf and a scale in [0, 1]; a StateTracker's
   bad limit_tolerance is refused naming joint_limit_tolerance.
+- Seed 7: a tick of an inactive loop publishes nothing and is neither a hold nor an error; resume logs that the targets
+  restart at the current pose, and a goal sent while resuming is refused saying so; accept_measurement takes the
+  buffer as measured at the time it is given.
 """
 
 from __future__ import annotations
@@ -42,7 +45,7 @@ from models import robot, scene
 from roboplan_ik_ros.core import Obstacle
 from roboplan_ik_ros.core.config import load_config
 from roboplan_ik_ros.core.control.binding_bounds import ACCELERATION_BOUND, JOINT_BOUND, binding_bounds
-from roboplan_ik_ros.core.control.control_loop import (HOLDING, PAUSED, SINGULARITY, STALE, TRACKING,
+from roboplan_ik_ros.core.control.control_loop import (HOLDING, INACTIVE, PAUSED, SINGULARITY, STALE, TRACKING,
                                                        WAITING_FOR_GOAL, ControlLoop, load_loop_config)
 from roboplan_ik_ros.core.control.following_speed import min_jerk
 from roboplan_ik_ros.core.control.goal_feedback import LIMITED, PROGRESS_TIME, REACHABLE, STALL_TIME, GoalJudge
@@ -856,3 +859,52 @@ def test_a_state_tracker_refuses_a_bad_limit_tolerance_naming_joint_limit_tolera
     StateTracker(s, s.group("arm"), limit_tolerance=0.0)  # the premise: the edge is taken
     with pytest.raises(InvalidInputError, match=r"^joint_limit_tolerance: "):
         StateTracker(s, s.group("arm"), limit_tolerance=bad)
+
+
+# ----------------------------------------------------------------------------- seed 7 (docs/mutation.md)
+@pytest.mark.parametrize("deactivated", [False, True], ids=["never-activated", "deactivated"])
+def test_an_inactive_loop_ticks_without_publishing_holding_or_counting_an_error(panda, deactivated):
+    """tick of an inactive loop (before the first activate, or after deactivate): nothing to publish, and no hold:
+    the command is the last one with nothing to take back (``previous is command``), the mode stays INACTIVE and
+    neither a hold nor a tick error is counted (an error there would hold, and after a deactivate publish)."""
+    loop = loop_of(panda, panda_yaml())
+    sim = SimRobot(loop, panda.named_configuration("default"))
+    if deactivated:
+        assert loop.activate(sim.t) == ""
+        sim.tick(3)
+        loop.deactivate()
+    holds, errors = loop.counts.holds, loop.counts.tick_errors
+    res = loop.tick(sim.t + loop.dt)
+    assert not res.publish
+    assert res.command is loop.guard.last and res.previous is res.command
+    assert loop.mode == INACTIVE, loop.hold_reason
+    assert (loop.counts.holds, loop.counts.tick_errors) == (holds, errors)
+
+
+def test_resuming_logs_that_targets_restart_at_the_current_pose_and_refuses_goals_saying_it_resumes(panda):
+    """resume (ControlLoop): logs at info level that the targets restart at the current pose once at rest; until the
+    tick that finds the arm at rest, a goal is refused with the reason that the loop is resuming (inputs are accepted
+    once at rest), not that it is paused."""
+    loop, sim, messages = tracking_with_a_log(panda)
+    loop.pause()
+    messages.clear()
+    loop.resume()
+    assert messages == [("info", "resumed: the targets restart at the current pose once at rest")]
+    T = sim.tcp()
+    with pytest.raises(InvalidInputError) as refused:
+        loop.set_pose_goal("ee", pin.SE3(T.rotation, T.translation + np.array([0.0, 0.0, 0.01])))
+    assert str(refused.value) == ("the controller is resuming from a pause: inputs are accepted once the arm is "
+                                  "at rest")
+
+
+def test_accept_measurement_takes_the_buffer_as_measured_at_the_time_given(panda):
+    """LoopView.accept_measurement (how the node hands a decoded joint state over): the configuration written into
+    measurement_buffer becomes the measurement, received at ``now``: the state's age counts from that time."""
+    loop = loop_of(panda, panda_yaml())
+    q = panda.named_configuration("default")
+    q[0] = 0.25  # [rad] not the tracker's initial configuration
+    loop.measurement_buffer[:] = q
+    now = 0.25  # [s] (binary fractions: the ages below are exact)
+    assert loop.accept_measurement(now) == ""
+    np.testing.assert_array_equal(loop.state.measured, q)
+    assert loop.state.age(now + 0.5) == 0.5

@@ -3,7 +3,7 @@
 - Configure: an acceleration limit is refused for the joint whose braking reserve exceeds the leash, not only the first.
 - Held steps: a stop whose braking along the path crosses a barrier's floor is turned back along the rows (from the
   path's braking, or else from the hardest braking) and counted once in corrected_stops, ending within the floor;
-  the two brakings are weighed at the configured barrier_tolerance.
+  the two brakings are weighed, and the path's braking turned back, at the configured barrier_tolerance.
 - The following leash: without an acceleration limit the following-error limit alone keeps commanded feedback's
   command within max_state_divergence of the measurement.
 - Reports (binding_bounds): the acceleration a joint is held at is its increment's change (u - u1) / dt^2; a
@@ -130,8 +130,10 @@ def _held_tick(loop, q0: np.ndarray, u: np.ndarray, monkeypatch):
     return loop.tick(DT)
 
 
-@pytest.mark.parametrize("share", [0.89, 0.99], ids=["path-braking-corrected", "hardest-braking-corrected"])
-def test_a_held_step_whose_braking_crosses_the_floor_is_turned_back_and_counted_once(panda, monkeypatch, share):
+@pytest.mark.parametrize("share, tolerance", [(0.89, None), (0.99, None), (0.2, 1e-5)],
+                         ids=["path-braking-corrected", "hardest-braking-corrected", "path-braking-corrected-1e-5"])
+def test_a_held_step_whose_braking_crosses_the_floor_is_turned_back_and_counted_once(panda, monkeypatch, share,
+                                                                                     tolerance):
     """A QP failure holds (the solve runs at q, then reports failure): the hold brakes, and a stop must be no less
     safe than the step it replaces (Braking.safest_from). Braking along the path (every increment scaled by one factor,
     each dropping by at most min(a_max dt^2, j_max dt^3)) would end beyond the face by more than the tolerance, so
@@ -139,16 +141,20 @@ def test_a_held_step_whose_braking_crosses_the_floor_is_turned_back_and_counted_
     (x <= face + tolerance), every increment within the acceleration and jerk bounds, and the tick counts one
     corrected stop (LoopCounters.corrected_stops), no hardest stop. At 0.89 U it is the braking along the path that
     is turned back: it differs from it by a multiple of the face row's gradient (the TCP's x Jacobian at q: the
-    least-norm change), but for the joint that sets the braking's scale, held at its bound."""
+    least-norm change), but for the joint that sets the braking's scale, held at its bound. ``tolerance``:
+    solver.barrier_tolerance (None: panda.yaml's, 1e-4). At 1e-5 and 0.2 U the braking along the path ends beyond the
+    face by more than 1e-5 but less than 1e-4: it is turned back to the configured floor, as at 0.89 U to the
+    default's (a check at 1e-4 would let it through as it is)."""
     q0, u = _stop_pose(panda), share * STOP_STREAM
-    loop, face = _at_the_face(panda, q0)
-    assert loop.config.solver.barrier_tolerance == BARRIER_TOLERANCE
+    loop, face = _at_the_face(panda, q0, barrier_tolerance=tolerance)
+    assert loop.config.solver.barrier_tolerance == (BARRIER_TOLERANCE if tolerance is None else tolerance)
+    tolerance = loop.config.solver.barrier_tolerance
     g = loop.group
     # the premise: braking along the path ends beyond the floor
     step = _arm_bounds(g.joint_names)
     s = max(float(np.max(1.0 - step / np.abs(u))), 0.0)
     x_path = _tcp_x_after(panda, g, q0, s * u)
-    assert x_path > face + BARRIER_TOLERANCE + BOUNDARY_SLIP, (s, x_path - face)
+    assert x_path > face + tolerance + BOUNDARY_SLIP, (s, x_path - face)
 
     res = _held_tick(loop, q0, u, monkeypatch)
     c = loop.counts
@@ -156,10 +162,10 @@ def test_a_held_step_whose_braking_crosses_the_floor_is_turned_back_and_counted_
     assert loop.mode == HOLDING and loop.hold_reason == "QP failed: test"
     assert (c.corrected_stops, c.hardest_stops) == (1, 0)
     x = panda.frame_pose(res.command, TIP).translation[0]
-    assert x <= face + BARRIER_TOLERANCE + BOUNDARY_SLIP, x - face
+    assert x <= face + tolerance + BOUNDARY_SLIP, x - face
     u_stop = res.command[g.q_indices] - q0[g.q_indices]
     assert np.all(np.abs(u_stop - u) <= step * (1 + 1e-9) + 1e-15), (u_stop - u) / step
-    if share == 0.89:
+    if share < 0.99:  # the braking along the path turned back
         binding = int(np.argmax(1.0 - step / np.abs(u)))  # the joint whose bound sets the path's scale s
         J_x = pin.computeFrameJacobian(panda.model, panda.model.createData(), q0, panda.model.getFrameId(TIP),
                                        pin.LOCAL_WORLD_ALIGNED)[0, g.v_indices]

@@ -13,6 +13,8 @@
 - Motion limits: a jog away from its joint limits is not reported as a joint bound (motion_limit's docstring).
 - Configured targets: a group_state that names some of the group's joints leaves the others at the last command.
 - Twists on arrival: one exactly command_timeout old is taken, an older one refused with its age (seed 5).
+- Seed 7: a frame task has no goal (None) before activation, its target after; a velocity reference that timed out
+  says that it is zero now.
 """
 
 from __future__ import annotations
@@ -218,7 +220,8 @@ def test_a_timed_out_velocity_reference_reports_the_age_of_its_last_command(pand
     """docs/configuration.md (joint_velocity: a stream, 0 after command_timeout) and motion_limit (a timed-out
     stream, the command's age): a reference stamped at t0 = 0.2 s expires at the first tick later than
     t0 + command_timeout (0.1 s); motion_limit is COMMAND_TIMEOUT and says the latest command is now - t0 old:
-    more than command_timeout, by less than one period. The warning logged says the same."""
+    more than command_timeout, by less than one period, and that the reference is zero now. The warning
+    logged says the same."""
     messages: list[tuple[str, str]] = []
     data = panda_yaml()
     data["barriers"] = []
@@ -241,6 +244,8 @@ def test_a_timed_out_velocity_reference_reports_the_age_of_its_last_command(pand
     assert code == COMMAND_TIMEOUT and "'jv'" in text, text
     age = float(re.search(r"the latest command is ([0-9.]+) s old", text).group(1))
     assert timeout < age + 5e-4 and age <= timeout + loop.dt + 5e-4, (age, sim.t - t0)
+    assert text == (f"task 'jv': command timeout: the latest command is {age:.3f} s old (command_timeout {timeout:g} "
+                    "s): its velocity reference is zero")
     assert ("warning", text) in messages
 
 
@@ -345,3 +350,15 @@ def test_a_twist_exactly_command_timeout_old_on_arrival_is_taken_only_an_older_o
     assert loop.mode == WAITING_FOR_GOAL  # refused: still no goal
     loop.set_twist("ee", np.array([0.01, 0.0, 0.0]), np.zeros(3), sim.t, age=timeout)
     assert loop.mode == TRACKING  # taken: the first goal
+
+
+# ----------------------------------------------------------------------------- seed 7 (docs/mutation.md)
+def test_a_frame_task_has_no_goal_before_activation_and_its_target_after(panda):
+    """goal(task) of a frame task: None until the first activation (the node's goal markers skip a task whose goal
+    is None, and copy every other), then the pose activation holds: the task's target."""
+    loop = loop_of(panda, panda_yaml())
+    assert loop.goal("ee") is None
+    sim = SimRobot(loop, panda.named_configuration("default"))
+    assert loop.activate(sim.t) == ""
+    goal, target = loop.goal("ee"), loop.tasks["ee"].target
+    np.testing.assert_array_equal(goal.homogeneous, target.homogeneous)
