@@ -28,6 +28,7 @@ Seed 5: JointJogFollower reports a joint at the limit its last step found (a pro
 Seed 6: GoalSmoother (max_speed) steps onto a goal whose offset underflows in its norm, not past it. JointJogFollower:
     a stopped jog reports no joint at a bound, also once restarted before its next step. LineOfSightShaper: a range
     goal nearer the eye than _MIN_RANGE is shaped at the limits times _MIN_RANGE.
+Seed 7: TwistFollower: a stopped twist has no command (age inf), as a stopped jog.
 """
 
 from __future__ import annotations
@@ -525,16 +526,26 @@ def test_a_jog_of_a_group_with_a_continuous_joint_brakes_only_the_bounded_joint_
     assert f.bounds_reached() == [(1, "upper", upper)]
 
 
-def test_a_stopped_jog_has_no_command_its_age_is_infinite_and_a_restart_without_one_times_out():
-    """JointJogFollower.stop forgets the command: its age is inf, as a new follower's (no command), so a stream
-    started again without a command is timed out at its first step and ends (at rest: nothing to brake)."""
-    s = scene("panda")
-    g = s.group("arm")
+def _stream_follower(kind: str, cfg: StreamingConfig):
+    """(a new follower of ``kind``, "jog" or "twist", where it starts, a command of it at ``now``: 0.1 per axis)."""
+    if kind == "jog":
+        s = scene("panda")
+        g = s.group("arm")
+        return (JointJogFollower(s, g, cfg, None), s.named_configuration("default")[g.q_indices],
+                lambda f, now: f.command(np.full(g.nv, 0.1), now))
+    return TwistFollower(cfg), pin.SE3.Identity(), lambda f, now: f.command(np.full(3, 0.1), np.zeros(3), now)
+
+
+@pytest.mark.parametrize("kind", ["jog", "twist"])
+def test_a_stopped_stream_has_no_command_its_age_is_infinite_and_a_restart_without_one_times_out(kind):
+    """JointJogFollower.stop and TwistFollower.stop forget the command: its age is inf, as a new follower's (no
+    command), so a stream started again without a command is timed out at its first step and ends (at rest:
+    nothing to brake)."""
     cfg = StreamingConfig(command_timeout=0.1)
-    assert JointJogFollower(s, g, cfg, None).command_age(1.0) == math.inf  # the premise: a new one has none
-    f = JointJogFollower(s, g, cfg, None)
-    f.start(s.named_configuration("default")[g.q_indices])
-    f.command(np.full(g.nv, 0.1), 0.0)
+    assert _stream_follower(kind, cfg)[0].command_age(1.0) == math.inf  # the premise: a new one has none
+    f, start, command = _stream_follower(kind, cfg)
+    f.start(start)
+    command(f, 0.0)
     f.step(DT, DT)
     assert f.command_age(DT) == DT  # the premise: a command, DT old
     f.stop()
