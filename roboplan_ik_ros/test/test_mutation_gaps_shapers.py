@@ -28,7 +28,8 @@ Seed 5: JointJogFollower reports a joint at the limit its last step found (a pro
 Seed 6: GoalSmoother (max_speed) steps onto a goal whose offset underflows in its norm, not past it. JointJogFollower:
     a stopped jog reports no joint at a bound, also once restarted before its next step. LineOfSightShaper: a range
     goal nearer the eye than _MIN_RANGE is shaped at the limits times _MIN_RANGE.
-Seed 7: TwistFollower: a stopped twist has no command (age inf), as a stopped jog.
+Seed 7: TwistFollower: a stopped twist has no command (age inf), as a stopped jog. TargetShaper: a leash that is not
+    > 0 is refused.
 """
 
 from __future__ import annotations
@@ -226,6 +227,18 @@ def test_target_shaper_refuses_a_zero_acceleration_or_jerk_bound(a_max, j_max):
     """a_max and j_max must be > 0 (or inf) on every coordinate: a zero bound could never start the target."""
     with pytest.raises(ValueError, match="a_max, j_max: expected values > 0"):
         TargetShaper(2, DT, 1.0, a_max, j_max)
+
+
+@pytest.mark.parametrize("euclidean, leash", [(False, 0.0), (False, [0.1, 0.0]), (False, math.nan), (True, 0.0),
+                                             (True, -0.1)],
+                         ids=["zero", "one-zero", "nan", "euclidean-zero", "euclidean-negative"])
+def test_target_shaper_refuses_a_leash_that_is_not_positive(euclidean, leash):
+    """leash: None, or > 0 on every coordinate (inf: none; the tasks' target_leash keys take only such values). At 0
+    the per-coordinate leash clipped the offset to 0 before judging which velocity points away from the anchor, so it
+    dropped none of them (seed 7)."""
+    TargetShaper(2, DT, 1.0, 10.0, 100.0, euclidean=euclidean, leash=math.inf)  # the premise: inf is taken
+    with pytest.raises(ValueError, match=r"^leash: expected values > 0"):
+        TargetShaper(2, DT, 1.0, 10.0, 100.0, euclidean=euclidean, leash=leash)
 
 
 def test_integer_limits_take_a_fractional_new_speed():

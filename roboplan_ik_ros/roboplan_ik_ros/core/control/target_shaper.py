@@ -38,7 +38,7 @@ class TargetShaper:
             inf (no bound: the velocity, or the acceleration, may step).
         euclidean: the limits bound the vector's norm rather than each coordinate (a point's speed in
             m/s whatever its direction): each goal scales the per-coordinate limits by the direction to it.
-        leash: None (none), or the largest distance of the target from :meth:`step`'s anchor: per
+        leash: None (none), or the largest distance of the target from :meth:`step`'s anchor (> 0; inf: none): per
             coordinate (a number or n), or with ``euclidean`` the norm.
     """
 
@@ -55,6 +55,9 @@ class TargetShaper:
                              f"{self.j_max.tolist()}")
         self.leash = None if leash is None else (float(leash) if euclidean else
                                                  np.broadcast_to(np.asarray(leash, dtype=float), (n,)).copy())
+        if self.leash is not None and not np.all(np.greater(self.leash, 0.0)):
+            # at 0 the per-coordinate leash would clip the offset to 0 before judging which velocity points away
+            raise ValueError(f"leash: expected values > 0 (inf: no leash) or None, got {np.ravel(self.leash).tolist()}")
         self.position = np.zeros(n)  # the target now
         self.velocity = np.zeros(n)  # its velocity [units/s]
         self.goal = np.zeros(n)
