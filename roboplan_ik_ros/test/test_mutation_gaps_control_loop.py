@@ -570,6 +570,7 @@ def test_a_rate_change_keeps_every_tasks_target(panda):
             np.testing.assert_array_equal(after[name], target, err_msg=name)
 
 
+@pytest.mark.kernel  # the compiled barrier keeps its own copy of the geometries
 def test_obstacles_expected_to_be_prepared_keep_the_ticks_on_the_previous_tables_until_prepared():
     """expect_collision_prepare (the node, under its lock, right after changing the obstacles; prepare_collisions
     follows outside it): the ticks in between go on with the collision barrier's previous pair tables instead of
