@@ -52,11 +52,28 @@ demo: bootstrap
 	@$(WITH_ENV) $(PY) -m roboplan_ik_ros.demo $(ARGS)
 
 # pytest exits 5 when it collects no test: that is a failure too (make fails on any non-zero).
+# Beside it, at the lowest CPU priority (it takes what the suite leaves idle), the core's tests run again with no
+# compiled kernel loaded (test-no-compile: the fallback without a compiler the README promises); its output goes to
+# build/logs/test_no_compile.txt, its summary is printed at the end and its failure fails the run.
+# TEST_NO_COMPILE=0: not that run.
+TEST_NO_COMPILE ?= 1
 test: bootstrap
 	@$(WITH_ENV) echo "[test] ROS_DOMAIN_ID=$$ROS_DOMAIN_ID ROS_LOG_DIR=$$ROS_LOG_DIR"; \
-	mkdir -p build/logs; rc=0; \
+	mkdir -p build/logs; rc=0; nc_pid=; rm -f build/logs/test_no_compile.rc; \
+	if [ "$(TEST_NO_COMPILE)" = 1 ]; then \
+		( ROBOPLAN_NO_COMPILE=1 ROBOPLAN_TEST_END_REPORT=$$PWD/build/logs/test_no_compile_end.txt nice -n 19 \
+		  $(PY) -m pytest $(CORE_TESTS) -q -p no:cacheprovider $(PYTEST_ARGS) > build/logs/test_no_compile.txt 2>&1; \
+		  echo $$? > build/logs/test_no_compile.rc ) & nc_pid=$$!; fi; \
 	PYTHONUNBUFFERED=1 $(PY) -m pytest roboplan_ik_ros/test $(PYTEST_ARGS) 2>&1 | tee build/logs/test_output.txt || rc=$$?; \
 	if [ $$rc -eq 5 ]; then echo "[test] FAILED: no tests were collected" >&2; fi; \
+	if [ -n "$$nc_pid" ]; then \
+		echo "[test] the core's tests without compiled kernels (ROBOPLAN_NO_COMPILE=1, build/logs/test_no_compile.txt):"; \
+		wait $$nc_pid; nc_rc=$$(cat build/logs/test_no_compile.rc 2>/dev/null || echo 1); \
+		grep -a -E "^(FAILED|ERROR) " build/logs/test_no_compile.txt || true; tail -n 1 build/logs/test_no_compile.txt; \
+		if [ "$$nc_rc" != 0 ] && [ "$$nc_rc" != 5 ]; then \
+			echo "[test] FAILED: the core's tests without compiled kernels (exit $$nc_rc)" >&2; \
+			if [ -s build/logs/test_no_compile_end.txt ]; then cat build/logs/test_no_compile_end.txt >&2; fi; \
+			if [ $$rc -eq 0 ]; then rc=$$nc_rc; fi; fi; fi; \
 	if [ -s build/logs/test_process_end.txt ]; then \
 		echo "[test] FAILED: the test process crashed or hung (build/logs/test_process_end.txt):" >&2; \
 		cat build/logs/test_process_end.txt >&2; \

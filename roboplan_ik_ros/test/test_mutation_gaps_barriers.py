@@ -179,6 +179,7 @@ def test_a_collision_barrier_hint_points_at_the_srdf(panda):
     assert "d_min/safety_margin" in hint and "disable that pair in the SRDF" in hint
 
 
+@pytest.mark.kernel  # a compiled barrier: it keeps its own copy of the geometries
 def test_an_expected_prepare_holds_the_old_tables_for_a_bounded_number_of_updates_after_a_prepared_swap():
     """While a prepare() is expected (expect_prepare) a compiled barrier goes on with its previous tables for
     _MAX_PREPARE_WAIT updates, then rebuilds them itself; a prepared swap before restarts that count."""
