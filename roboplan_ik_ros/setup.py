@@ -57,7 +57,7 @@ def pair_distance_kernel() -> list[Extension]:
         package_name + ".core.model._pair_distance_kernel",
         sources=[PAIR_KERNEL + "/pair_distance_kernel.cpp"],
         # the .cpp's own headers (one translation unit): a change to one rebuilds the library
-        depends=[PAIR_KERNEL + "/" + h for h in ("kernel_types.hpp", "geometry.hpp", "cloud_distance.hpp")],
+        depends=[PAIR_KERNEL + "/" + h for h in ("kernel_types.hpp", "geometry.hpp", "cloud_distance.hpp", "barrier_step.h")],
         language="c++",
         include_dirs=[str(prefix / "include"), str(prefix / "include" / "eigen3")],
         library_dirs=[str(lib)],

@@ -4,6 +4,7 @@ ctypes mirrors when the kernel is loaded. Run after changing a struct (the test 
 
     python scripts/kernel_layout.py roboplan_ik_ros/roboplan_ik_ros/core/oink/kernel/oink_kernel.c oink
     python scripts/kernel_layout.py roboplan_ik_ros/roboplan_ik_ros/core/simple_ik/kernel/simple_ik_kernel.c sik
+    python scripts/kernel_layout.py roboplan_ik_ros/roboplan_ik_ros/core/model/kernel/barrier_step.h pdk
 
 ``--check``: write nothing, exit 1 if the file's functions are not what its typedefs give.
 """
@@ -16,7 +17,8 @@ import sys
 from pathlib import Path
 
 KERNELS = {"oink": "roboplan_ik_ros/roboplan_ik_ros/core/oink/kernel/oink_kernel.c",
-           "sik": "roboplan_ik_ros/roboplan_ik_ros/core/simple_ik/kernel/simple_ik_kernel.c"}
+           "sik": "roboplan_ik_ros/roboplan_ik_ros/core/simple_ik/kernel/simple_ik_kernel.c",
+           "pdk": "roboplan_ik_ros/roboplan_ik_ros/core/model/kernel/barrier_step.h"}
 
 
 def generated(src: str, prefix: str) -> str:

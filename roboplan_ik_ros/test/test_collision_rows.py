@@ -116,7 +116,8 @@ def test_compiled_and_python_paths_give_the_same_pairs_and_rows(cell, pairs, row
 @needs_kernel
 def test_compiled_and_python_paths_track_the_same_urgent_pairs_along_a_motion(cell):
     """With urgent pairs, which candidates beyond the n closest are tracked depends on their approach since the
-    update before (the kernel's pdk_select_tracked, the Python rule without it): along random walks through the
+    update before (the kernel's pdk_barrier_update, its history of candidates kept in the kernel; the Python rule
+    without it): along random walks through the
     cell, re-solving at the same q every third update, both paths track the same pairs at the same distances.
     The walks must exercise the choice: updates with more candidates than slots where a candidate is chosen
     over a nearer one by its approach."""
@@ -136,8 +137,9 @@ def test_compiled_and_python_paths_track_the_same_urgent_pairs_along_a_motion(ce
             if k % 3:
                 q = q + step  # (every third update re-solves at the same q)
             kinematics(oink, q)
-            tracked = [b._select_pairs(q, oink.data, oink.geom_data) for b in (compiled, python)]
-            c, p = tracked
+            for b in (compiled, python):
+                b.update(q, oink.data, oink.geom_data)
+            c, p = compiled._tracked, python._tracked
             assert c.count == p.count
             np.testing.assert_array_equal(c.pair_index[: c.count], p.pair_index[: p.count])
             for key in ("distance", "point1", "point2", "normal"):
@@ -149,6 +151,36 @@ def test_compiled_and_python_paths_track_the_same_urgent_pairs_along_a_motion(ce
                 nearest_others = cand.pair_index[n:size]
                 chosen_by_approach += not np.array_equal(np.sort(c.pair_index[n:size]), np.sort(nearest_others))
     assert chosen_by_approach > 0, "no update chose a candidate over a nearer one by its approach: the rule untested"
+
+
+@needs_kernel
+@pytest.mark.parametrize("urgent_pairs", [0, 2])
+def test_compiled_and_python_paths_evaluate_the_same_next_step(cell, urgent_pairs):
+    """A barrier's evaluate at the step's end (the kernel's pdk_barrier_evaluate; the Python path's query and
+    distances): the same h per row and the same floor for an untracked pair, along random walks. A d_min of 6 cm and
+    one closest pair make untracked pairs end within d_min often: the walks must see both finite floors and rows."""
+    oink = Oink(cell, "arm")
+    make = dict(n_collision_pairs=1, dt=0.01, pairs="all", d_min=0.06, rows_per_pair=5, urgent_pairs=urgent_pairs)
+    compiled = CollisionBarrier(oink, **make)
+    python = CollisionBarrier(oink, **make, use_compiled=False)
+    rng = np.random.default_rng(17)
+    finite_floors = rows_seen = 0
+    for _ in range(8):
+        q = cell.random_configuration(rng, oink.group)
+        step = rng.normal(0.0, 0.03, q.shape)  # [rad per update]
+        for _ in range(25):
+            kinematics(oink, q)
+            for b in (compiled, python):
+                b.update(q, oink.data, oink.geom_data)
+            q = q + step
+            kinematics(oink, q)
+            h_c, h_p = (b.evaluate(oink.data, oink.geom_data).copy() for b in (compiled, python))
+            np.testing.assert_allclose(h_c, h_p, rtol=0.0, atol=TOL)
+            floor_c, floor_p = compiled.untracked_floor(1e-4), python.untracked_floor(1e-4)
+            assert floor_c == pytest.approx(floor_p, abs=TOL) if np.isfinite(floor_p) else floor_c == floor_p
+            finite_floors += bool(np.isfinite(floor_p))
+            rows_seen += compiled.rows.count
+    assert finite_floors > 0 and rows_seen > 0, (finite_floors, rows_seen)
 
 
 # ------------------------------------------------------------------- vertex rows' Jacobians

@@ -28,7 +28,7 @@ def test_the_ticks_kernel_calls_keep_the_gil_and_long_calls_release_it():
     if compiled_pairs._LIBRARY is None:
         pytest.skip(f"the pair distance kernel is not built here: {compiled_pairs.LOAD_ERROR}")
     step, build = compiled_pairs._STEP_LIBRARY, compiled_pairs._LIBRARY
-    for name in ("pdk_set_joint", "pdk_closest", "pdk_rows", "pdk_distances"):  # in the tick
+    for name in ("pdk_set_joint", "pdk_barrier_update", "pdk_barrier_evaluate", "pdk_closest", "pdk_distances"):  # the tick
         assert _keeps_gil(getattr(step, name)), name
     for name in ("pdk_new", "pdk_add_geometry", "pdk_add_pair", "pdk_truncate"):  # building: off the loop, long
         assert not _keeps_gil(getattr(build, name)), name

@@ -1,8 +1,10 @@
 """Compiled collision pair distances: kernel/pair_distance_kernel.cpp, loaded with ctypes.
 
-One C++ call per step places the geometries, runs the broad phase (the same bounds as
-:class:`ClosestPairs`' Python path), coal's narrow phase on the candidates and, for the collision
-barrier, writes every row (value and distance Jacobian over the group's columns). The kernel holds
+One C++ call per query places the geometries, runs the broad phase (the same bounds as
+:class:`ClosestPairs`' Python path) and coal's narrow phase on the candidates; a collision barrier makes two
+per step over its own arrays (:class:`BarrierStep`): its update (the tracked pairs, with the urgent pairs'
+choice and its history kept in the kernel, and every row: value and distance Jacobian over the group's
+columns) and its evaluate at the step's end (the rows' values, the nearest untracked pair within d_min). The kernel holds
 its own copies of the geometries, rebuilt from their parameters (coal's primitives, the convex hull
 of the same points): coal's Python objects do not hand out their C++ pointers.
 
@@ -29,7 +31,7 @@ from pathlib import Path
 import coal
 import numpy as np
 
-from ..compiled_library import library_path, load_library
+from ..compiled_library import check_layout, library_path, load_library
 
 _LIBRARY_STEM = "_pair_distance_kernel"
 GJK_TOLERANCE = 1e-6  # coal's default [m]; no guess is kept between calls, so equal input gives equal rows
@@ -58,14 +60,68 @@ def _bind(lib: ctypes.CDLL) -> ctypes.CDLL:
     lib.pdk_closest.restype = _i64
     lib.pdk_closest.argtypes = [_p, _i64, _f64, _p, _p, _p, _p, _p]
     lib.pdk_narrow_calls.restype, lib.pdk_narrow_calls.argtypes = _i64, [_p]
-    lib.pdk_rows.restype = _i64
-    lib.pdk_rows.argtypes = [_p, _i64, _p, _p, _p, _p, _p, _i64, _f64, _f64, _f64, _i64, _p, _i64, _p, _i64, _p,
-                             _p, _p, _p, _p, _p, _p, _p]
     lib.pdk_distances.restype, lib.pdk_distances.argtypes = _i64, [_p, _i64, _p, _p]
-    lib.pdk_select_tracked.restype = _i64
-    lib.pdk_select_tracked.argtypes = [_i64, _p, _p, _p, _p, _p, _i64, _p, _p, _i64, _i64, _f64, _p, _p, _p, _p, _p,
-                                       _p, _p, _p, _p, _p]
+    check_layout(lib, "pdk_layout", (BarrierStep,))  # AttributeError: a stale build, refused (Python path)
+    lib.pdk_barrier_update.restype, lib.pdk_barrier_update.argtypes = _i64, [_p, _p]
+    lib.pdk_barrier_evaluate.restype, lib.pdk_barrier_evaluate.argtypes = _i64, [_p, _p, _i64, _i64]
     return lib
+
+
+class BarrierStep(ctypes.Structure):
+    """Mirror of ``pdk_barrier_step`` (kernel/barrier_step.h): a collision barrier's arrays for its update and
+    evaluate calls, set once (:func:`barrier_step`); ``cand_count``, ``tracked_count``, ``row_count`` and
+    ``untracked_h`` are written by the calls."""
+
+    _fields_ = [("n", _i64), ("n_candidates", _i64), ("size", _i64), ("urgent", _i64), ("cutoff", _f64),
+                ("lookahead", _f64), ("nq", _i64), ("q", _p),
+                ("cand_pair", _p), ("cand_distance", _p), ("cand_p1", _p), ("cand_p2", _p), ("cand_normal", _p),
+                ("cand_count", _i64),
+                ("tracked_pair", _p), ("tracked_distance", _p), ("tracked_p1", _p), ("tracked_p2", _p),
+                ("tracked_normal", _p), ("tracked_count", _i64),
+                ("approach", _p), ("urgency", _p), ("order", _p),
+                ("rows_per_pair", _i64), ("margin", _f64), ("spacing", _f64), ("d_min", _f64), ("max_rows", _i64),
+                ("J", _p), ("nv", _i64), ("columns", _p), ("n_columns", _i64), ("support", _p),
+                ("row_pair", _p), ("a", _p), ("b", _p), ("normal", _p), ("h", _p), ("jacobian", _p), ("measured", _p),
+                ("row_count", _i64), ("h_next", _p), ("distance_next", _p), ("untracked_h", _f64)]
+
+
+def barrier_step(*, n: int, urgent: int, cutoff: float, q: np.ndarray, candidates, tracked, approach: np.ndarray,
+                 urgency: np.ndarray, order: np.ndarray, rows_per_pair: int, margin: float, spacing: float,
+                 d_min: float, J: np.ndarray, columns: np.ndarray, support: np.ndarray, rows,
+                 h_next: np.ndarray, distance_next: np.ndarray) -> BarrierStep:
+    """A BarrierStep over these arrays (``q``: where the caller writes each update's configuration; PairDistances
+    ``candidates`` and ``tracked``; ``rows`` as :meth:`CompiledPairs.rows` takes them); the caller keeps every array
+    alive and unmoved while it is used.
+    ``urgent`` 0: the n closest are the tracked pairs (``candidates`` unused)."""
+    for name, a, dtype in (("q", q, np.float64), ("approach", approach, np.float64), ("urgency", urgency, np.float64),
+                           ("order", order, np.int64), ("columns", columns, np.int64), ("support", support, np.float64),
+                           ("h_next", h_next, np.float64), ("distance_next", distance_next, np.float64)):
+        if a.dtype != dtype or not a.flags.c_contiguous:
+            raise ValueError(f"barrier_step: {name} must be a contiguous {np.dtype(dtype).name} array")
+    if not J.flags.f_contiguous or J.dtype != np.float64 or J.shape[0] != 6:
+        raise ValueError("barrier_step: J must be pinocchio's column-major 6 x nv data.J")
+    s = BarrierStep()
+    s.n, s.n_candidates, s.size, s.urgent = n, len(candidates.distance), len(tracked.distance), urgent
+    s.cutoff, s.lookahead, s.nq, s.q = cutoff, 1.0, len(q), _address(q)
+    s.cand_pair, s.cand_distance, s.cand_p1, s.cand_p2, s.cand_normal = map(_address, _buffers(candidates))
+    s.tracked_pair, s.tracked_distance, s.tracked_p1, s.tracked_p2, s.tracked_normal = map(_address, _buffers(tracked))
+    s.approach, s.urgency, s.order = _address(approach), _address(urgency), _address(order)
+    s.rows_per_pair, s.margin, s.spacing, s.d_min, s.max_rows = rows_per_pair, margin, spacing, d_min, len(rows.h)
+    s.J, s.nv, s.columns, s.n_columns, s.support = _address(J), J.shape[1], _address(columns), len(columns), _address(support)
+    s.row_pair, s.a, s.b, s.normal, s.h, s.jacobian, s.measured = map(
+        _address, (rows.pair, rows.a, rows.b, rows.normal, rows.h, rows.jacobian, rows.measured))
+    s.h_next, s.distance_next = _address(h_next), _address(distance_next)
+    s.untracked_h = np.inf
+    return s
+
+
+def _buffers(found) -> tuple[np.ndarray, ...]:
+    """A PairDistances' arrays in the kernel's order, each checked to be what the kernel writes."""
+    arrays = (found.pair_index, found.distance, found.point1, found.point2, found.normal)
+    for a, dtype in zip(arrays, (np.int64, *[np.float64] * 4)):
+        if a.dtype != dtype or not a.flags.c_contiguous:
+            raise ValueError("barrier_step: a PairDistances array is not a contiguous int64/float64 buffer")
+    return arrays
 
 
 _PATH = library_path(Path(__file__).parent, _LIBRARY_STEM)
@@ -241,18 +297,6 @@ class CompiledPairs:
             self._address_cache[key] = entry
         return entry[1]
 
-    def warm_up(self, data, results=(), rows_args=None) -> None:
-        """Take ``data``'s placement views and the arrays' addresses now (where tables are prepared, off the
-        control loop) rather than in the first query: ``results`` are PairDistances to query into,
-        ``rows_args`` (J, columns, support, rows) what :meth:`rows` will get."""
-        self.follow(data)
-        for out in results:
-            self._addresses(("closest", id(out)), out.pair_index, out.distance, out.point1, out.point2, out.normal)
-        if rows_args is not None:
-            J, columns, support, rows = rows_args
-            self._addresses(("rows", id(rows)), J, columns, support, rows.pair, rows.a, rows.b, rows.normal, rows.h,
-                            rows.jacobian, rows.measured)
-
     def closest(self, data, n: int, cutoff: float, out) -> int:
         """The n closest pairs into ``out`` (a PairDistances); returns their count."""
         if data is not self._data:
@@ -268,33 +312,26 @@ class CompiledPairs:
     def narrow_calls(self) -> int:
         return int(self._step.pdk_narrow_calls(self._handle))
 
-    def rows(self, out, rows_per_pair: int, margin: float, spacing: float, d_min: float, J: np.ndarray,
-             columns: np.ndarray, support: np.ndarray, rows) -> int:
-        """The barrier rows of the pairs in ``out`` (the last :meth:`closest`) into ``rows`` (a BarrierRows: pair,
-        a, b, normal, h, jacobian, and measured: each row's pair distance - d_min)."""
-        pi, dist, p1, p2, nrm = self._addresses(("closest", id(out)), out.pair_index, out.distance, out.point1,
-                                                 out.point2, out.normal)
-        Ja, ca, sa, pa, aa, ba, na, ha, ja, ma = self._addresses(
-            ("rows", id(rows)), J, columns, support, rows.pair, rows.a, rows.b, rows.normal, rows.h, rows.jacobian,
-            rows.measured)
-        count = self._step.pdk_rows(self._handle, out.count, pi, dist, p1, p2, nrm, rows_per_pair, margin, spacing,
-                                   d_min, len(rows.h), Ja, J.shape[1], ca, len(columns), sa, pa, aa, ba, na, ha, ja,
-                                   ma)
-        return count if count >= 0 else self._check(count, "barrier rows")
+    def barrier_update(self, step: BarrierStep, data) -> int:
+        """A collision barrier's update at the configuration in ``step``'s q array (pdk_barrier_update: the tracked
+        pairs, then their rows, into ``step``'s arrays; its counts set). Returns the rows."""
+        if data is not self._data:
+            self.follow(data)
+        rows = self._step.pdk_barrier_update(self._handle, ctypes.addressof(step))
+        if rows < 0:
+            self._check(rows, "a collision barrier's update")
+            raise ValueError("a joint carrying geometry has no placement")
+        return rows
 
-    def select_tracked(self, cand, m: int, before_pair: np.ndarray, before_distance: np.ndarray, n: int,
-                       lookahead: float, approach: np.ndarray, urgency: np.ndarray, order: np.ndarray,
-                       write_pair: np.ndarray, write_distance: np.ndarray, out) -> int:
-        """The tracked pairs of a barrier with urgent pairs into ``out`` (PairDistances), from the candidates
-        ``cand`` and the ``m`` of the update before; the kernel's form of CollisionBarrier._select_pairs' rule
-        (pair_distance_kernel.cpp, pdk_select_tracked, says it). Returns ``out``'s count (set too)."""
-        cp, cd, c1, c2, cn, bp, bd, ap, ur, od, wp, wd, op, odst, o1, o2, on = self._addresses(
-            ("select", id(cand), id(before_pair), id(out)), cand.pair_index, cand.distance, cand.point1,
-            cand.point2, cand.normal, before_pair, before_distance, approach, urgency, order, write_pair,
-            write_distance, out.pair_index, out.distance, out.point1, out.point2, out.normal)
-        out.count = self._step.pdk_select_tracked(cand.count, cp, cd, c1, c2, cn, m, bp, bd, n, len(out.distance),
-                                                  lookahead, ap, ur, od, wp, wd, op, odst, o1, o2, on)
-        return out.count
+    def barrier_evaluate(self, step: BarrierStep, data, tracked_count: int, row_count: int) -> None:
+        """A collision barrier's evaluate at ``data``'s placements (pdk_barrier_evaluate: ``step.untracked_h``,
+        ``step``'s h_next and distance_next)."""
+        if data is not self._data:
+            self.follow(data)
+        result = self._step.pdk_barrier_evaluate(self._handle, ctypes.addressof(step), tracked_count, row_count)
+        if result < 0:
+            self._check(result, "a collision barrier's evaluate")
+            raise ValueError("a joint carrying geometry has no placement")
 
     def distances(self, data, pairs: np.ndarray, count: int, out: np.ndarray) -> None:
         """Signed distances of ``pairs[:count]`` (int64 kernel pair indices) at ``data``'s placements into

@@ -86,6 +86,15 @@ struct Kernel {
   std::vector<CubeRow> cube_rows;                      // nearest_cubes' rows
   std::vector<std::pair<double, int64_t>> cell_order;  // cloud queries: (bound, cell)
   int64_t narrow_calls = 0;
+  // a collision barrier's candidates at its last two updates (pdk_barrier_update: the approach of each pair):
+  // slot `written` gets this update's, the other holds the update before's; q of the last update
+  std::vector<int64_t> history_pair[2];
+  std::vector<double> history_distance[2];
+  int64_t history_count[2] = {0, 0};
+  int written = 0;
+  std::vector<double> history_q;
+  std::vector<int64_t> next_pair;  // pdk_barrier_evaluate: the closest pairs within d_min at the new placements
+  std::vector<double> next_distance, next_points;
   std::string error;  // what the last call that returned PDK_THREW caught (pdk_last_error)
 
   explicit Kernel(double tolerance) : request(true) {

@@ -6,7 +6,9 @@
 // pointers to pinocchio's Data: the joint placements oMi[j] (rotation column-major, translation) and
 // the world-frame joint Jacobians data.J (6 x nv, column-major), read in place at every call.
 //
-// One call (pdk_rows) per step:
+// Two calls per step and collision barrier: pdk_barrier_update (the tracked pairs and their rows at q: 1-5
+// below, pdk_closest, pdk_select_tracked and pdk_rows in turn) and pdk_barrier_evaluate (at the step's end:
+// the untracked pairs within d_min, the tracked pairs' distances), over the barrier's arrays (barrier_step.h):
 //   1. geometry placements T_world_geom = oMi[joint] * placement;
 //   2. broad phase: a lower bound of each pair's distance (bounding spheres; a geometry fixed in the
 //      world: the moving sphere against its box), pairs above `cutoff` never evaluated;
@@ -22,8 +24,9 @@
 // The Python path (closest_pairs.py, witness_rows.py) computes the same rows with the same rules.
 //
 // One translation unit: this file includes kernel_types.hpp (the geometries, the pairs found, the kernel's
-// state), geometry.hpp (placements, bounds, support functions) and cloud_distance.hpp (point clouds: their
-// narrow phase and extra rows); here, a pair's distance, the rows' Jacobians and the C API (pdk_*).
+// state), geometry.hpp (placements, bounds, support functions), cloud_distance.hpp (point clouds: their
+// narrow phase and extra rows) and barrier_step.h (a barrier's arrays: the struct ctypes mirrors, and its layout
+// functions); here, a pair's distance, the rows' Jacobians and the C API (pdk_*).
 #include <coal/BVH/BVH_model.h>
 #include <coal/distance.h>
 #include <coal/shape/convex.h>
@@ -33,6 +36,7 @@
 #include <array>
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <limits>
 #include <memory>
 #include <vector>
@@ -95,6 +99,8 @@ int64_t guarded(Kernel& k, Body body) {
 }  // namespace
 
 extern "C" {
+
+#include "barrier_step.h"
 
 void* pdk_new(double gjk_tolerance) {
   try {
@@ -207,6 +213,7 @@ void pdk_truncate(void* handle, int64_t count) {
   if (count < static_cast<int64_t>(k.geoms.size())) k.geoms.resize(count);
   k.first.clear();
   k.second.clear();
+  k.history_count[0] = k.history_count[1] = 0;  // pair indices of the new tables: no approach known yet
 }
 
 int64_t pdk_add_pair(void* handle, int64_t g1, int64_t g2) {
@@ -483,6 +490,104 @@ int64_t pdk_distances(void* handle, int64_t count, const int64_t* pairs, double*
       pair_distance(k, k.geoms[k.first[pairs[i]]], k.geoms[k.second[pairs[i]]], inf, distance_out[i], p1, p2, normal);
     }
     return count;
+  });
+}
+
+// A collision barrier's update in one call (CollisionBarrier.update's compiled path: what pdk_closest,
+// pdk_select_tracked and pdk_rows give called one after the other, with its history of candidates kept here): the
+// tracked pairs at s->q into s->tracked_* (urgent 0: the n closest; else the n_candidates closest into s->cand_*, then
+// pdk_select_tracked's choice with each candidate's approach since the update before, or since the one before that
+// for a second update at the same q: a re-solve), then their rows. Writes s->cand_count, s->tracked_count and
+// s->row_count; returns the row count, -1 if a joint carrying geometry has no placement pointer, or PDK_THREW.
+int64_t pdk_barrier_update(void* handle, pdk_barrier_step* s) {
+  const double* q = s->q;
+  Kernel& k = *static_cast<Kernel*>(handle);
+  if (s->urgent == 0) {
+    const int64_t count = pdk_closest(handle, s->n, s->cutoff, s->tracked_pair, s->tracked_distance, s->tracked_p1,
+                                      s->tracked_p2, s->tracked_normal);
+    if (count < 0) return count;
+    s->cand_count = s->tracked_count = count;
+  } else {
+    const int64_t count = pdk_closest(handle, s->n_candidates, s->cutoff, s->cand_pair, s->cand_distance, s->cand_p1,
+                                      s->cand_p2, s->cand_normal);
+    if (count < 0) return count;
+    s->cand_count = count;
+    const int64_t status = guarded(k, [&]() -> int64_t {
+      const size_t nq = static_cast<size_t>(s->nq);
+      if (k.history_q.size() != nq) k.history_q.assign(nq, std::numeric_limits<double>::quiet_NaN());
+      for (int slot = 0; slot < 2; ++slot) {
+        if (static_cast<int64_t>(k.history_pair[slot].size()) < s->n_candidates) {
+          k.history_pair[slot].resize(s->n_candidates, -1);
+          k.history_distance[slot].resize(s->n_candidates, 0.0);
+        }
+      }
+      // the same bytes as the last update's q: a re-solve, whose approach is measured against the update before
+      // that (kept); else the last update's candidates become the kept ones
+      if (std::memcmp(k.history_q.data(), q, nq * sizeof(double)) != 0) {
+        k.written ^= 1;
+        std::memcpy(k.history_q.data(), q, nq * sizeof(double));
+      }
+      const int kept = k.written ^ 1;
+      s->tracked_count = pdk_select_tracked(
+          count, s->cand_pair, s->cand_distance, s->cand_p1, s->cand_p2, s->cand_normal, k.history_count[kept],
+          k.history_pair[kept].data(), k.history_distance[kept].data(), s->n, s->size, s->lookahead, s->approach,
+          s->urgency, s->order, k.history_pair[k.written].data(), k.history_distance[k.written].data(),
+          s->tracked_pair, s->tracked_distance, s->tracked_p1, s->tracked_p2, s->tracked_normal);
+      k.history_count[k.written] = count;
+      return 0;
+    });
+    if (status < 0) return status;
+  }
+  const int64_t rows = pdk_rows(handle, s->tracked_count, s->tracked_pair, s->tracked_distance, s->tracked_p1,
+                                s->tracked_p2, s->tracked_normal, s->rows_per_pair, s->margin, s->spacing, s->d_min,
+                                s->max_rows, s->J, s->nv, s->columns, s->n_columns, s->support, s->row_pair, s->a,
+                                s->b, s->normal, s->h, s->jacobian, s->measured);
+  if (rows >= 0) s->row_count = rows;
+  return rows;
+}
+
+// A collision barrier's evaluate in one call (CollisionBarrier.evaluate's compiled path: pdk_closest within d_min
+// and pdk_distances of the tracked pairs, one placement for both), at the placements pinocchio's Data holds now:
+// s->untracked_h = the distance - d_min of the nearest of the n closest pairs within d_min that is not among the
+// tracked_count tracked ones (inf: none); then, if row_count > 0, each tracked pair's distance into
+// s->distance_next and each row's h (its pair's distance - d_min) into s->h_next[:row_count]; h_next is inf beyond.
+// Returns 0, -1 if a joint carrying geometry has no placement pointer, or PDK_THREW.
+int64_t pdk_barrier_evaluate(void* handle, pdk_barrier_step* s, int64_t tracked_count, int64_t row_count) {
+  Kernel& k = *static_cast<Kernel*>(handle);
+  const double inf = std::numeric_limits<double>::infinity();
+  std::fill(s->h_next, s->h_next + s->max_rows, inf);
+  const int64_t status = guarded(k, [&]() -> int64_t {
+    if (static_cast<int64_t>(k.next_pair.size()) < s->n) {
+      k.next_pair.resize(s->n);
+      k.next_distance.resize(s->n);
+      k.next_points.resize(9 * s->n);
+    }
+    return 0;
+  });
+  if (status < 0) return status;
+  double* points = k.next_points.data();
+  const int64_t count = pdk_closest(handle, s->n, s->d_min, k.next_pair.data(), k.next_distance.data(), points,
+                                    points + 3 * s->n, points + 6 * s->n);  // places every geometry
+  if (count < 0) return count;
+  s->untracked_h = inf;
+  for (int64_t i = 0; i < count; ++i) {  // sorted by distance: the first untracked one is the least
+    const int64_t* begin = s->tracked_pair;
+    const int64_t* end = begin + tracked_count;
+    if (std::find(begin, end, k.next_pair[i]) == end) {
+      s->untracked_h = k.next_distance[i] - s->d_min;
+      break;
+    }
+  }
+  if (row_count <= 0) return 0;
+  return guarded(k, [&]() -> int64_t {
+    Vec3s p1, p2, normal;
+    for (int64_t i = 0; i < tracked_count; ++i) {
+      const int64_t p = s->tracked_pair[i];
+      s->distance_next[i] = inf;
+      pair_distance(k, k.geoms[k.first[p]], k.geoms[k.second[p]], inf, s->distance_next[i], p1, p2, normal);
+    }
+    for (int64_t r = 0; r < row_count; ++r) s->h_next[r] = s->distance_next[s->row_pair[r]] - s->d_min;
+    return 0;
   });
 }
 

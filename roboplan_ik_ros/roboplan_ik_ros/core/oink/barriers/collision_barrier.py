@@ -10,6 +10,7 @@ import pinocchio as pin
 
 from ...errors import InvalidInputError, check_positive
 from ...model.closest_pairs import ClosestPairs, empty_distances
+from ...model.compiled_pairs import BarrierStep, barrier_step
 from ...keys import key
 from ..kind import BuildContext, register
 from .barrier import Barrier, BarrierConfig
@@ -163,6 +164,8 @@ class CollisionBarrier(Barrier):
         self._next = empty_distances(n_collision_pairs)  # the closest pairs at the configuration evaluate() is given
         self._untracked_h = np.inf
         self._data: pin.Data | None = None  # whose world-frame joint Jacobians (data.J) self._J views
+        self._q = np.zeros(robot.scene.model.nq)  # the compiled update's configuration (its BarrierStep reads it)
+        self._kernel_step: BarrierStep | None = None  # the compiled calls' arrays, for self._data (_step_for)
 
     def _pair_tables(self) -> None:
         """Swap in :attr:`pairs`' derived tables (after its tables were (re)built here)."""
@@ -185,9 +188,8 @@ class CollisionBarrier(Barrier):
         self._preparing = version
         spare, self._spare = self._spare, None
         pairs = self.pairs.rebuilt(spare)
-        if pairs.compiled is not None and self._data is not None:  # the views and addresses, here rather than in the tick
-            pairs.compiled.warm_up(self._data, (pairs.result, self._next, self._tracked, self._candidates),
-                                   (self._J, self._columns, self._support, self._kernel_rows))
+        if pairs.compiled is not None and self._data is not None:  # the placement views, here rather than in the tick
+            pairs.compiled.follow(self._data)
         self._prepared = (pairs, *_derived_tables(pairs))
 
     def expect_prepare(self) -> None:
@@ -206,6 +208,8 @@ class CollisionBarrier(Barrier):
         if prepared is not None and prepared[0].version == version:
             old = self.pairs
             self.pairs, self._joint1, self._joint2, self._vertices = prepared
+            if not self.urgent_pairs:  # the n closest are the tracked pairs: queried into the barrier's buffers
+                self.pairs.result = self._tracked
             self._prepared = None
             self._spare = old.compiled  # no query uses it now: the next prepare rebuilds it in place
             self._waited = 0
@@ -269,15 +273,19 @@ class CollisionBarrier(Barrier):
                 self._measured.fill(np.inf)
                 self._untracked_h = np.inf
             return
-        found = self._select_pairs(q, data, geom_data)
         if data is not self._data:
             self._J, self._data = data.J, data  # a view: it follows every later kinematics call
+            self._kernel_step = None
         compiled = self.pairs.compiled
-        if compiled is not None:
-            self.rows.count = compiled.rows(found, self.rows_per_pair, self.row_margin, self.row_spacing,
-                                            self.d_min, self._J, self._columns, self._support,
-                                            self._kernel_rows)  # _measured too
+        if compiled is not None:  # one call: the tracked pairs (as _select_pairs) and their rows, _measured too
+            step = self._kernel_step or self._make_kernel_step()
+            self._q[:] = q
+            step.lookahead = self.lookahead_steps
+            compiled.barrier_update(step, data)
+            self._candidates.count, self._tracked.count, self.rows.count = \
+                step.cand_count, step.tracked_count, step.row_count
             return
+        found = self._select_pairs(q, data, geom_data)
         k = found.count
         pairs = found.pair_index[:k]
         J = self._J[:, self._columns]
@@ -285,6 +293,16 @@ class CollisionBarrier(Barrier):
                     self.row_spacing, self.d_min, J, self._support[self._joint1[pairs]],
                     self._support[self._joint2[pairs]], self.rows, self.value, self.jacobian)
         self._measure()
+
+    def _make_kernel_step(self) -> BarrierStep:
+        """The compiled calls' arrays (the barrier's own buffers and self._data's Jacobians), built once per data."""
+        self._kernel_step = barrier_step(
+            n=self.pairs.n, urgent=self.urgent_pairs, cutoff=self.pairs.cutoff, q=self._q, candidates=self._candidates,
+            tracked=self._tracked, approach=self._approach, urgency=self._urgency, order=self._order,
+            rows_per_pair=self.rows_per_pair, margin=self.row_margin, spacing=self.row_spacing, d_min=self.d_min,
+            J=self._J, columns=self._columns, support=self._support, rows=self._kernel_rows, h_next=self._h,
+            distance_next=self._distances)
+        return self._kernel_step
 
     @property
     def measured_value(self) -> np.ndarray:
@@ -307,6 +325,11 @@ class CollisionBarrier(Barrier):
             self._untracked_h = np.inf
             return h
         found, rows = self._tracked, self.rows
+        compiled, step = self.pairs.compiled, self._kernel_step
+        if compiled is not None and step is not None:  # one call: the untracked pairs' floor and h (self._h)
+            compiled.barrier_evaluate(step, data, found.count, rows.count)
+            self._untracked_h = step.untracked_h
+            return h
         # an untracked pair matters only if it ends inside d_min: pairs whose bound exceeds it are not evaluated
         nxt = self.pairs.query(data, geom_data, self._next, cutoff=self.d_min)
         tracked = set(found.pair_index[: found.count].tolist())
@@ -347,12 +370,6 @@ class CollisionBarrier(Barrier):
             previous_pairs, previous_distance = self._kept_pairs, self._kept_distance
             self._previous_q[:] = q
         self._previous_count = k
-        compiled = self.pairs.compiled
-        if compiled is not None:
-            compiled.select_tracked(cand, m, previous_pairs, previous_distance, n, self.lookahead_steps,
-                                    self._approach, self._urgency, self._order, self._previous_pairs,
-                                    self._previous_distance, out)
-            return out
         approach = self._approach[:k]
         approach.fill(0.0)
         if m and k:  # a candidate measured at the update before too: how much nearer it came since

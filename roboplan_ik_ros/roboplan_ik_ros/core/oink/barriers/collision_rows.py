@@ -45,7 +45,8 @@ Here each of the closest pairs gets up to ``rows_per_pair`` rows, all with the p
 
 Every row's Jacobian is ``n^T (dp_b/dq - dp_a/dq)`` with the normal held fixed, as the witness row's
 (the class docstring of :class:`CollisionBarrier`). ``rows_per_pair = 1`` is RoboPlan's exact form.
-The compiled kernel (kernel/pair_distance_kernel.cpp, pdk_rows; a cloud's rows in kernel/cloud_distance.hpp)
+The compiled kernel (kernel/pair_distance_kernel.cpp, pdk_rows within pdk_barrier_update; a cloud's rows in
+kernel/cloud_distance.hpp)
 writes the same rows; this module is its Python path.
 """
 
