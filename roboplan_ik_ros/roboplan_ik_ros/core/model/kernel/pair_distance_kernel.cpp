@@ -445,9 +445,12 @@ int64_t pdk_rows(void* handle, int64_t count, const int64_t* pair, const double*
         // a mesh's vertex (not convex: it may lie before the plane through its own witness point) only at or
         // beyond the pair's distance: never a row more violated than the witness row
         const double floor = g.convex() ? -std::numeric_limits<double>::infinity() : distance[f] - kCloudRowSlack;
+        // value = m.(R v_local + t - q): one dot product per vertex with m in the geometry's frame (R^T m), not a
+        // transform to the world each (the chosen ones are transformed below, their rows from world points)
+        const Vec3s m_local = g.T_world_geom.getRotation().transpose() * m;
+        const double offset = m.dot(g.T_world_geom.getTranslation() - q);
         for (size_t i = 0; i < g.vertices.size(); ++i) {
-          const Vec3s v = g.T_world_geom.transform(g.vertices[i]);
-          const double value = side == 0 ? n.dot(w2 - v) : n.dot(v - w1);
+          const double value = m_local.dot(g.vertices[i]) + offset;
           if (value <= limit && value >= floor)
             k.candidates.push_back({std::floor(value * kRowOrderSteps), side, static_cast<int64_t>(i)});
         }
