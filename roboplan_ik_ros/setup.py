@@ -144,6 +144,13 @@ setup(
             extra_compile_args=["-O3", "-fno-math-errno"],
             optional=True,  # a failed build leaves the Python step
         ),
+        # the control loop's command guard (core/control/compiled_guard.py; without it the guard runs in numpy)
+        Extension(
+            package_name + ".core.control._control_kernel",
+            sources=["roboplan_ik_ros/core/control/kernel/control_kernel.c"],
+            extra_compile_args=["-O3", "-fno-math-errno"],
+            optional=True,  # a failed build leaves the numpy guard
+        ),
         *pair_distance_kernel(),
     ] if not NO_COMPILE else [],
     cmdclass={"build_ext": BuildExt},

@@ -5,6 +5,7 @@ ctypes mirrors when the kernel is loaded. Run after changing a struct (the test 
     python scripts/kernel_layout.py roboplan_ik_ros/roboplan_ik_ros/core/oink/kernel/oink_kernel.c oink
     python scripts/kernel_layout.py roboplan_ik_ros/roboplan_ik_ros/core/simple_ik/kernel/simple_ik_kernel.c sik
     python scripts/kernel_layout.py roboplan_ik_ros/roboplan_ik_ros/core/model/kernel/barrier_step.h pdk
+    python scripts/kernel_layout.py roboplan_ik_ros/roboplan_ik_ros/core/control/kernel/control_kernel.c ctl
 
 ``--check``: write nothing, exit 1 if the file's functions are not what its typedefs give.
 """
@@ -18,7 +19,8 @@ from pathlib import Path
 
 KERNELS = {"oink": "roboplan_ik_ros/roboplan_ik_ros/core/oink/kernel/oink_kernel.c",
            "sik": "roboplan_ik_ros/roboplan_ik_ros/core/simple_ik/kernel/simple_ik_kernel.c",
-           "pdk": "roboplan_ik_ros/roboplan_ik_ros/core/model/kernel/barrier_step.h"}
+           "pdk": "roboplan_ik_ros/roboplan_ik_ros/core/model/kernel/barrier_step.h",
+           "ctl": "roboplan_ik_ros/roboplan_ik_ros/core/control/kernel/control_kernel.c"}
 
 
 def generated(src: str, prefix: str) -> str:

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from roboplan_ik_ros.core import compiled_library
+from roboplan_ik_ros.core.control import compiled_guard as control_kernel
 from roboplan_ik_ros.core.model import compiled_pairs as pair_kernel
 from roboplan_ik_ros.core.oink import compiled_assembly as oink_kernel
 from roboplan_ik_ros.core.simple_ik import compiled_step as sik_kernel
@@ -21,7 +22,7 @@ _spec.loader.exec_module(kernel_layout)
 
 
 def _library(module):
-    path = module._PATH if module is pair_kernel else module._library_path()
+    path = module._PATH if module in (pair_kernel, control_kernel) else module._library_path()
     if path is None:
         pytest.skip(f"{module.__name__}'s kernel is not built")
     return ctypes.CDLL(str(path))
@@ -33,11 +34,14 @@ SIK_STRUCTS = (sik_kernel._Step, sik_kernel._Bounds, sik_kernel._Descent)
 
 @pytest.mark.parametrize("module, symbol, structs", [(oink_kernel, "oink_layout", OINK_STRUCTS),
                                                      (sik_kernel, "sik_layout", SIK_STRUCTS),
-                                                     (pair_kernel, "pdk_layout", (pair_kernel.BarrierStep,))])
+                                                     (pair_kernel, "pdk_layout", (pair_kernel.BarrierStep,)),
+                                                     (control_kernel, "ctl_layout", (control_kernel.GuardArrays,))])
 def test_every_kernel_struct_mirror_matches_the_build(module, symbol, structs):
     compiled_library.check_layout(_library(module), symbol, structs)  # raises on any difference
     if module is pair_kernel:
         kernel, error = module._STEP_LIBRARY, module.LOAD_ERROR
+    elif module is control_kernel:
+        kernel, error = module.APPLY, module.LOAD_ERROR
     else:
         kernel, error = module.load_kernel() if module is oink_kernel else module.load_step_kernel()
     assert kernel is not None, error

@@ -11,21 +11,25 @@ return from stale joint states): that command equals the measurement, so the rob
 
 from __future__ import annotations
 
+import ctypes
+
 import numpy as np
 import pinocchio as pin
 
 from ..errors import InvalidInputError, check_positive
 from ..model.joint_group import JointGroup
 from ..model.scene import Scene
+from . import compiled_guard
 
 _STEP_TOLERANCE = 1e-9  # relative slack so that a step exactly at the limit is not counted as cut
 
 
 class CommandGuard:
-    """Args: ``v_max`` per joint of the group [rad/s or m/s] (finite, > 0), ``dt`` [s]."""
+    """Args: ``v_max`` per joint of the group [rad/s or m/s] (finite, > 0), ``dt`` [s]; ``use_compiled``: False keeps
+    the numpy path where the compiled apply (compiled_guard.py) could run (tests compare the two)."""
 
     def __init__(self, scene: Scene, group: JointGroup, v_max: np.ndarray, dt: float,
-                 a_max: np.ndarray | None = None, j_max: np.ndarray | None = None) -> None:
+                 a_max: np.ndarray | None = None, j_max: np.ndarray | None = None, use_compiled: bool = True) -> None:
         v_max = np.asarray(v_max, dtype=float)
         if v_max.shape != (group.nv,) or not (np.isfinite(v_max) & (v_max > 0)).all():
             raise InvalidInputError(f"command guard: expected {group.nv} finite velocity limits > 0 for "
@@ -48,6 +52,15 @@ class CommandGuard:
         self._q_min, self._q_max = scene.q_min_v[gv], scene.q_max_v[gv]
         self._step = np.zeros(scene.model.nv)
         self._others_q = np.setdiff1d(np.arange(scene.model.nq), group.q_indices)
+        # the compiled apply: a group of one-coordinate joints (q ⊖ q' = q - q'), with the kernel built
+        self._compiled = None
+        self.compiled_reason = ("use_compiled=False" if not use_compiled else compiled_guard.LOAD_ERROR
+                                or ("a continuous joint in the group (its (cos, sin) needs pinocchio's difference)"
+                                    if len(group.continuous_q) else ""))
+        if not self.compiled_reason:
+            self._q_scratch, self._q_in = np.zeros(scene.model.nq), np.zeros(scene.model.nq)
+            self._q_in_address = self._q_in.ctypes.data
+            self._build_compiled()
 
     def set_dt(self, dt: float) -> None:
         self.dt = check_positive(dt, "dt")
@@ -55,6 +68,20 @@ class CommandGuard:
         self._max_dstep = self.a_max * self.dt**2 * (1.0 + _STEP_TOLERANCE)  # inf without a bound
         self._max_ddstep = self.j_max * self.dt**3 * (1.0 + _STEP_TOLERANCE)
         self.bounded_acceleration = bool(np.isfinite(self.a_max).any() or np.isfinite(self.j_max).any())
+        if getattr(self, "_compiled", None) is not None:
+            self._build_compiled()
+
+    def _build_compiled(self) -> None:
+        """The kernel's view of the guard's arrays (again after set_dt: its bounds are new arrays)."""
+        arrays = dict(q_index=np.ascontiguousarray(self.group.q_indices, dtype=np.int64),
+                      bounded_q=np.ascontiguousarray(self._bounded_q, dtype=np.int64),
+                      q_min=np.ascontiguousarray(self._q_min, dtype=float),
+                      q_max=np.ascontiguousarray(self._q_max, dtype=float),
+                      others_q=np.ascontiguousarray(self._others_q, dtype=np.int64), max_step=self._max_step,
+                      max_dstep=self._max_dstep, max_ddstep=self._max_ddstep, u1=self.u1, u2=self.u2,
+                      undo_u1=self._undo[0], undo_u2=self._undo[1], q=self._q_scratch, last=self.last)
+        self._compiled = (compiled_guard.guard_arrays(arrays, self.bounded_acceleration), arrays)
+        self._compiled_address = ctypes.addressof(self._compiled[0])
 
     def reseed(self, q: np.ndarray) -> np.ndarray:
         """Start a new command stream at q (clipped into the limits); returns the command."""
@@ -76,6 +103,12 @@ class CommandGuard:
         hardest braking they allow). Returns the guard's buffer."""
         if not self.started:
             raise RuntimeError("CommandGuard.apply before reseed")
+        if self._compiled is not None and len(q_next) == len(self._q_in):
+            np.copyto(self._q_in, q_next)  # (an array's own address costs more than this copy)
+            events = compiled_guard.APPLY(self._compiled_address, self._q_in_address, len(self._q_in))
+            if counted:
+                self.cuts += events
+            return self.last
         d = pin.difference(self.scene.model, self.last, q_next)[self.group.v_indices]
         cut = np.minimum(np.maximum(d, -self._max_step), self._max_step)
         if self.bounded_acceleration:
