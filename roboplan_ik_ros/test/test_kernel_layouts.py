@@ -35,7 +35,8 @@ SIK_STRUCTS = (sik_kernel._Step, sik_kernel._Bounds, sik_kernel._Descent)
 @pytest.mark.parametrize("module, symbol, structs", [(oink_kernel, "oink_layout", OINK_STRUCTS),
                                                      (sik_kernel, "sik_layout", SIK_STRUCTS),
                                                      (pair_kernel, "pdk_layout", (pair_kernel.BarrierStep,)),
-                                                     (control_kernel, "ctl_layout", (control_kernel.GuardArrays,))])
+                                                     (control_kernel, "ctl_layout", (control_kernel.GuardArrays,
+                                                                                      control_kernel.StreamStartArrays))])
 def test_every_kernel_struct_mirror_matches_the_build(module, symbol, structs):
     compiled_library.check_layout(_library(module), symbol, structs)  # raises on any difference
     if module is pair_kernel:

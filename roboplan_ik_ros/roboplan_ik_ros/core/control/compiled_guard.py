@@ -1,7 +1,7 @@
-"""The command guard's compiled apply (kernel/control_kernel.c, loaded with ctypes): CommandGuard.apply's numpy
-operations in one C call, for a group whose joints each have one coordinate (revolute, prismatic). The numpy path
-stays the reference and the fallback (no kernel, a continuous joint in the group): the same bits
-(test_command_guard.py)."""
+"""The control loop's compiled parts (kernel/control_kernel.c, loaded with ctypes), for a group whose joints each
+have one coordinate (revolute, prismatic): CommandGuard.apply's numpy operations in one C call, and
+StreamLimits.start_state's under commanded feedback. The numpy paths stay the reference and the fallback (no
+kernel, a continuous joint in the group): the same values (test_command_guard.py, test_stream_limits.py)."""
 
 from __future__ import annotations
 
@@ -25,29 +25,62 @@ class GuardArrays(ctypes.Structure):
                 ("undo_u1", _p), ("undo_u2", _p), ("q", _p), ("last", _p)]
 
 
+class StreamStartArrays(ctypes.Structure):
+    """Mirror of ``ctl_stream_start`` in control_kernel.c (same field order)."""
+
+    _fields_ = [("n", _i64), ("n_others", _i64), ("q_index", _p), ("others_q", _p), ("measured", _p), ("last", _p),
+                ("q", _p), ("offset", _p), ("max_error", ctypes.c_double), ("follow_lower", _p), ("follow_upper", _p),
+                ("has_accel", _i64), ("room_up", _p), ("room_lo", _p), ("u1_in", _p), ("u2_in", _p), ("u1", _p),
+                ("u2", _p), ("accel_offset", _p), ("reach_lower", _p), ("reach_upper", _p), ("rest", _p),
+                ("alpha", _p), ("delta", _p)]
+
+
 def _bind(lib: ctypes.CDLL):
-    check_layout(lib, "ctl_layout", (GuardArrays,))  # AttributeError: a stale build, refused
-    fn = lib.ctl_command_guard_apply
-    fn.argtypes, fn.restype = [_p, _p, _i64], _i64
-    return fn
+    check_layout(lib, "ctl_layout", (GuardArrays, StreamStartArrays))  # AttributeError: a stale build, refused
+    apply, start = lib.ctl_command_guard_apply, lib.ctl_stream_start_commanded
+    apply.argtypes, apply.restype = [_p, _p, _i64], _i64
+    start.argtypes, start.restype = [_p, _i64], None
+    return apply, start
 
 
 _PATH = library_path(Path(__file__).resolve().parent, _LIBRARY_STEM)
-# a call of the tick (a microsecond): it keeps the GIL (compiled_library.load_library)
-APPLY, LOAD_ERROR = load_library(_PATH, _LIBRARY_STEM, _bind, "the command guard runs in numpy", keep_gil=True)
+# calls of the tick (a microsecond): they keep the GIL (compiled_library.load_library)
+_FUNCTIONS, LOAD_ERROR = load_library(_PATH, _LIBRARY_STEM, _bind, "the command guard and the step's start run in "
+                                      "numpy", keep_gil=True)
+APPLY, STREAM_START = _FUNCTIONS if _FUNCTIONS is not None else (None, None)
+
+
+_INDEX_FIELDS = ("q_index", "bounded_q", "others_q")
+
+
+def _point_at(struct: ctypes.Structure, arrays: dict[str, np.ndarray | None]) -> ctypes.Structure:
+    """``struct``'s pointer fields at ``arrays`` (by field name: int64 index arrays, float64 values, each contiguous,
+    kept alive and unmoved by the caller while it is used; None: a null pointer, a part the call does not use)."""
+    for name, kind in type(struct)._fields_:
+        if kind is _p:
+            a = arrays[name]
+            if a is None:
+                continue
+            dtype = np.int64 if name in _INDEX_FIELDS else np.float64
+            if a.dtype != dtype or not a.flags.c_contiguous:
+                raise ValueError(f"{type(struct).__name__}: {name} must be a contiguous {np.dtype(dtype).name} array")
+            setattr(struct, name, a.ctypes.data)
+    return struct
 
 
 def guard_arrays(arrays: dict[str, np.ndarray], bounded_acceleration: bool) -> GuardArrays:
-    """A GuardArrays over ``arrays`` (every field's array by name: int64 index arrays, float64 values, each
-    contiguous; kept alive and unmoved by the caller while it is used)."""
-    g = GuardArrays()
-    for name, kind in GuardArrays._fields_:
-        if kind is _p:
-            a = arrays[name]
-            dtype = np.int64 if name in ("q_index", "bounded_q", "others_q") else np.float64
-            if a.dtype != dtype or not a.flags.c_contiguous:
-                raise ValueError(f"guard_arrays: {name} must be a contiguous {np.dtype(dtype).name} array")
-            setattr(g, name, a.ctypes.data)
+    """A GuardArrays over ``arrays`` (see :func:`_point_at`)."""
+    g = _point_at(GuardArrays(), arrays)
     g.n, g.n_bounded, g.n_others = len(arrays["q_index"]), len(arrays["bounded_q"]), len(arrays["others_q"])
     g.bounded_acceleration = int(bounded_acceleration)
     return g
+
+
+def stream_start_arrays(arrays: dict[str, np.ndarray | None], max_error: float) -> StreamStartArrays:
+    """A StreamStartArrays over ``arrays`` (see :func:`_point_at`; the acceleration limit's arrays None without
+    one)."""
+    s = _point_at(StreamStartArrays(), arrays)
+    s.n, s.n_others = len(arrays["q_index"]), len(arrays["others_q"])
+    s.max_error = float(max_error)
+    s.has_accel = int(arrays["u1"] is not None)
+    return s

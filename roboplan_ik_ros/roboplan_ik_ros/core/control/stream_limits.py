@@ -13,6 +13,9 @@
 
 from __future__ import annotations
 
+import ctypes
+import operator
+
 import numpy as np
 import pinocchio as pin
 
@@ -21,16 +24,18 @@ from ..model.joint_group import JointGroup
 from ..model.scene import Scene
 from ..oink import AccelerationLimit, FollowingErrorLimit, VelocityLimit
 from ..oink.controller import OinkController
+from . import compiled_guard
 
 
 class StreamLimits:
     """The velocity limits, the acceleration limit (None without one) and the following-error limit of one
     controller build (``ctrl``: rebuilt with it), which of them the QP gets under each state feedback
     (:meth:`apply_feedback`), and where each step linearizes (:meth:`start_state`). Says in ``notes`` what it
-    decided (the URDF's velocity limit)."""
+    decided (the URDF's velocity limit). ``use_compiled``: False keeps the numpy start where the compiled one
+    (compiled_guard.py, commanded feedback) could run (tests compare the two)."""
 
     def __init__(self, scene: Scene, group: JointGroup, ctrl: OinkController, dt: float, max_state_divergence: float,
-                 notes: list[str]) -> None:
+                 notes: list[str], use_compiled: bool = True) -> None:
         velocity = [lim for lim in ctrl.limits if isinstance(lim, VelocityLimit)]
         if not velocity:
             try:
@@ -56,6 +61,12 @@ class StreamLimits:
         self._diff = np.zeros(scene.model.nv)
         self._room_up = np.zeros(len(self._gv))  # travel left to the following-error leash [rad or m]
         self._room_lo = np.zeros(len(self._gv))
+        # commanded feedback's start in one C call (compiled_guard.py): a group of one-coordinate joints
+        self._compiled_start = None  # (the arrays it was built for, its StreamStartArrays' address, the arrays kept)
+        self.compiled_reason = ("use_compiled=False" if not use_compiled else compiled_guard.LOAD_ERROR
+                                or ("a continuous joint in the group" if len(group.continuous_q) else ""))
+        self._q_index = np.ascontiguousarray(group.q_indices, dtype=np.int64)
+        self._offset = np.zeros(len(self._gv))  # previous command - measured (the compiled start's)
 
     @property
     def v_max(self) -> np.ndarray:
@@ -79,6 +90,10 @@ class StreamLimits:
         commanded ⊖ measured; ``measured``, the measurement with the previous command's offset from it. ``u1``,
         ``u2``: the stream's last two increments (the acceleration limit's history). Returns ``q``."""
         accel, oink = self.accel, self._ctrl.oink
+        if state_feedback == "commanded" and not self.compiled_reason:
+            compiled_guard.STREAM_START(self._stream_start(q, measured, last, u1, u2), len(q))
+            oink.set_barrier_reference(None)
+            return q
         self._diff[:] = pin.difference(self._scene.model, measured, last)
         offset = self._diff[self._gv]  # previous command ⊖ measured
         if state_feedback == "commanded":
@@ -104,3 +119,24 @@ class StreamLimits:
                 accel.set_following_room(None)
                 accel.set_history(u1, u2, offset)
         return q
+
+    def _stream_start(self, q: np.ndarray, measured: np.ndarray, last: np.ndarray, u1: np.ndarray,
+                      u2: np.ndarray) -> int:
+        """The address of the compiled start's StreamStartArrays over these arrays (built again when one of them is
+        another array than the last call's)."""
+        given = (q, measured, last, u1, u2)
+        built = self._compiled_start
+        if built is None or not all(map(operator.is_, built[0], given)):
+            accel, following = self.accel, self.following
+            of_accel = (lambda name: None) if accel is None else (lambda name: getattr(accel, name))
+            arrays = dict(q_index=self._q_index, others_q=np.ascontiguousarray(self._others_q, dtype=np.int64),
+                          measured=measured, last=last, q=q, offset=self._offset,
+                          follow_lower=following._lower, follow_upper=following._upper,
+                          room_up=of_accel("_room_up"), room_lo=of_accel("_room_lo"),
+                          u1_in=None if accel is None else u1, u2_in=None if accel is None else u2,
+                          u1=of_accel("u1"), u2=of_accel("u2"), accel_offset=of_accel("offset"),
+                          reach_lower=of_accel("reach_lower"), reach_upper=of_accel("reach_upper"),
+                          rest=of_accel("_rest"), alpha=of_accel("alpha"), delta=of_accel("delta"))
+            struct = compiled_guard.stream_start_arrays(arrays, following.max_error)
+            built = self._compiled_start = (given, ctypes.addressof(struct), (struct, arrays))
+        return built[1]

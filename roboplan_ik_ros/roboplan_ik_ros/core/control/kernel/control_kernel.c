@@ -71,6 +71,66 @@ int64_t ctl_command_guard_apply(const ctl_command_guard *g, const double *q_next
     return cut_any + clipped;
 }
 
+typedef struct {
+    int64_t n;                    /* the group's joints (one q, one v each) */
+    int64_t n_others;             /* configuration entries outside the group */
+    const int64_t *q_index;       /* per group joint: its index in the full q */
+    const int64_t *others_q;      /* full-q indices outside the group: measured */
+    const double *measured;       /* full nq: the measurement */
+    const double *last;           /* full nq: the previous command */
+    double *q;                    /* full nq, out: where the step linearizes (the previous command) */
+    double *offset;               /* per joint, out: previous command - measured */
+    double max_error;             /* [rad or m] the following-error leash (FollowingErrorLimit.max_error) */
+    double *follow_lower, *follow_upper; /* per joint, out: FollowingErrorLimit's bounds */
+    int64_t has_accel;            /* 0: no acceleration limit (the fields below are unused) */
+    double *room_up, *room_lo;    /* per joint, out when max_error is finite: AccelerationLimit's following room */
+    const double *u1_in, *u2_in;  /* per joint: the command stream's last two increments (the guard's) */
+    double *u1, *u2, *accel_offset; /* per joint, out: AccelerationLimit's history (offset 0: from the command) */
+    double *reach_lower, *reach_upper, *rest; /* per joint, out: its reachable increments, the one nearest rest */
+    const double *alpha, *delta;  /* per joint: its acceleration and jerk steps */
+} ctl_stream_start;
+
+static double np_min(double a, double b) { return (a <= b || isnan(a)) ? a : b; } /* numpy's minimum: NaN wins */
+static double np_max(double a, double b) { return (a >= b || isnan(a)) ? a : b; }
+
+/* StreamLimits.start_state under commanded feedback (stream_limits.py), its numpy operations in the same order:
+ * the step linearizes at the previous command (the joints outside the group measured), the following-error limit's
+ * bounds from offset = command - measured, the acceleration limit's following room (when max_error is finite), its
+ * history (u1, u2, offset 0) and reachable increments, and the following bounds widened to the increment nearest to
+ * rest. */
+void ctl_stream_start_commanded(const ctl_stream_start *s, int64_t nq) {
+    for (int64_t k = 0; k < nq; ++k) s->q[k] = s->last[k];
+    for (int64_t k = 0; k < s->n_others; ++k) s->q[s->others_q[k]] = s->measured[s->others_q[k]];
+    const double e = s->max_error;
+    for (int64_t i = 0; i < s->n; ++i) {
+        const int64_t qi = s->q_index[i];
+        const double offset = s->last[qi] - s->measured[qi];
+        s->offset[i] = offset;
+        s->follow_lower[i] = np_min(-e - offset, 0.0);
+        s->follow_upper[i] = np_max(e - offset, 0.0);
+        if (!s->has_accel) continue;
+        if (isfinite(e)) {
+            s->room_up[i] = e - offset;
+            s->room_lo[i] = e + offset;
+        }
+        const double u1 = s->u1_in[i], u2 = s->u2_in[i], w_p = u1 - u2;
+        s->u1[i] = u1;
+        s->u2[i] = u2;
+        s->accel_offset[i] = 0.0;
+        double lo = np_max(w_p - s->delta[i], -s->alpha[i]), hi = np_min(w_p + s->delta[i], s->alpha[i]);
+        lo += u1;
+        hi += u1;
+        lo += 0.0;  /* += offset (0.0), as the numpy path: a -0.0 becomes +0.0 there too */
+        hi += 0.0;
+        s->reach_lower[i] = lo;
+        s->reach_upper[i] = hi;
+        const double rest = np_min(np_max(0.0, lo), hi);  /* nearest_to_rest: offset 0 clipped into [lo, hi] */
+        s->rest[i] = rest;
+        s->follow_lower[i] = np_min(s->follow_lower[i], rest);
+        s->follow_upper[i] = np_max(s->follow_upper[i], rest);
+    }
+}
+
 /* The layout of every struct the Python side builds with ctypes: per struct, its size then each field's
  * offset and size, in declaration order; ctl_layout writes them (count returned), ctl_layout_names says whose
  * ("struct:field,field;..."), for the loader to compare with its ctypes.Structure mirrors, by name and
@@ -79,7 +139,9 @@ int64_t ctl_command_guard_apply(const ctl_command_guard *g, const double *q_next
 const char *ctl_layout_names(void) {
     return
         "ctl_command_guard:n,n_bounded,n_others,bounded_acceleration,q_index,bounded_q,q_min,q_max,others_q,"
-        "max_step,max_dstep,max_ddstep,u1,u2,undo_u1,undo_u2,q,last";
+        "max_step,max_dstep,max_ddstep,u1,u2,undo_u1,undo_u2,q,last;ctl_stream_start:n,n_others,q_index,"
+        "others_q,measured,last,q,offset,max_error,follow_lower,follow_upper,has_accel,room_up,room_lo,u1_in,"
+        "u2_in,u1,u2,accel_offset,reach_lower,reach_upper,rest,alpha,delta";
 }
 
 int64_t ctl_layout(int64_t *out, int64_t capacity) {
@@ -102,6 +164,29 @@ int64_t ctl_layout(int64_t *out, int64_t capacity) {
         sizeof(((ctl_command_guard *)0)->undo_u2), offsetof(ctl_command_guard, q),
         sizeof(((ctl_command_guard *)0)->q), offsetof(ctl_command_guard, last),
         sizeof(((ctl_command_guard *)0)->last),
+        sizeof(ctl_stream_start), offsetof(ctl_stream_start, n), sizeof(((ctl_stream_start *)0)->n),
+        offsetof(ctl_stream_start, n_others), sizeof(((ctl_stream_start *)0)->n_others),
+        offsetof(ctl_stream_start, q_index), sizeof(((ctl_stream_start *)0)->q_index),
+        offsetof(ctl_stream_start, others_q), sizeof(((ctl_stream_start *)0)->others_q),
+        offsetof(ctl_stream_start, measured), sizeof(((ctl_stream_start *)0)->measured),
+        offsetof(ctl_stream_start, last), sizeof(((ctl_stream_start *)0)->last), offsetof(ctl_stream_start, q),
+        sizeof(((ctl_stream_start *)0)->q), offsetof(ctl_stream_start, offset),
+        sizeof(((ctl_stream_start *)0)->offset), offsetof(ctl_stream_start, max_error),
+        sizeof(((ctl_stream_start *)0)->max_error), offsetof(ctl_stream_start, follow_lower),
+        sizeof(((ctl_stream_start *)0)->follow_lower), offsetof(ctl_stream_start, follow_upper),
+        sizeof(((ctl_stream_start *)0)->follow_upper), offsetof(ctl_stream_start, has_accel),
+        sizeof(((ctl_stream_start *)0)->has_accel), offsetof(ctl_stream_start, room_up),
+        sizeof(((ctl_stream_start *)0)->room_up), offsetof(ctl_stream_start, room_lo),
+        sizeof(((ctl_stream_start *)0)->room_lo), offsetof(ctl_stream_start, u1_in),
+        sizeof(((ctl_stream_start *)0)->u1_in), offsetof(ctl_stream_start, u2_in),
+        sizeof(((ctl_stream_start *)0)->u2_in), offsetof(ctl_stream_start, u1), sizeof(((ctl_stream_start *)0)->u1),
+        offsetof(ctl_stream_start, u2), sizeof(((ctl_stream_start *)0)->u2),
+        offsetof(ctl_stream_start, accel_offset), sizeof(((ctl_stream_start *)0)->accel_offset),
+        offsetof(ctl_stream_start, reach_lower), sizeof(((ctl_stream_start *)0)->reach_lower),
+        offsetof(ctl_stream_start, reach_upper), sizeof(((ctl_stream_start *)0)->reach_upper),
+        offsetof(ctl_stream_start, rest), sizeof(((ctl_stream_start *)0)->rest), offsetof(ctl_stream_start, alpha),
+        sizeof(((ctl_stream_start *)0)->alpha), offsetof(ctl_stream_start, delta),
+        sizeof(((ctl_stream_start *)0)->delta),
     };
     const int64_t count = (int64_t)(sizeof(layout) / sizeof(layout[0]));
     for (int64_t i = 0; i < count && i < capacity; ++i) out[i] = layout[i];
