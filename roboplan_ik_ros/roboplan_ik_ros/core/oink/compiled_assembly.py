@@ -37,7 +37,7 @@ if TYPE_CHECKING:
     from .tasks.task import Task
 
 _LIBRARY_STEM = "_oink_kernel"
-LAYOUT_VERSION = 5  # oink_kernel.c's oink_layout_version(): the structs below and the parameter arrays
+LAYOUT_VERSION = 6  # oink_kernel.c's oink_layout_version(): the structs below and the parameter arrays
 
 # Return codes of oink_assemble and oink_step (see oink_kernel.c; oink_step's QP codes: compiled_qp.py).
 SHORTCUT_FEASIBLE = 0
@@ -194,24 +194,33 @@ class AccelerationBox(ctypes.Structure):
                 ("d_up", _p), ("d_lo", _p), ("lo", _p), ("hi", _p)]
 
 
+class AccelerationBounds(ctypes.Structure):
+    """Mirror of ``accel_bounds`` in oink_kernel.c (AccelerationLimit.bounds around its box)."""
+
+    _fields_ = [("n_bounded", _i64), ("bq_q", _p), ("bq_v", _p), ("q_min", _p), ("q_max", _p), ("offset", _p),
+                ("d_up", _p), ("d_lo", _p), ("room_up", _p), ("room_lo", _p), ("lower", _p), ("upper", _p)]
+
+
 # The ctypes mirrors of oink_kernel.c's structs, in its order (check_layout compares them with the build)
-LAYOUT_STRUCTS = (_FrameRef, _FrameTask, _FramePositionBarrier, _KernelQp, _KernelProblem, AccelerationBox)
+LAYOUT_STRUCTS = (_FrameRef, _FrameTask, _FramePositionBarrier, _KernelQp, _KernelProblem, AccelerationBox,
+                  AccelerationBounds)
 
 _acceleration_box = None
 
 
 def load_acceleration_box():
     """The kernel's ``oink_acceleration_box`` (ctypes, one AccelerationBox pointer in, the number of
-    non-viable joints out), or None without the kernel (AccelerationLimit then uses numpy)."""
+    non-viable joints out) and ``oink_acceleration_bounds`` (AccelerationBox, AccelerationBounds and q pointers in,
+    the same count out), or None without the kernel (AccelerationLimit then uses numpy)."""
     global _acceleration_box
     if _acceleration_box is None:
 
         def bind(lib: ctypes.CDLL):
             _bind(lib)  # the same checks (layout version, struct layout) as the assembly's
-            fn = lib.oink_acceleration_box
-            fn.argtypes = [ctypes.c_void_p]
-            fn.restype = ctypes.c_int64
-            return fn
+            box, bounds = lib.oink_acceleration_box, lib.oink_acceleration_bounds
+            box.argtypes, box.restype = [ctypes.c_void_p], ctypes.c_int64
+            bounds.argtypes, bounds.restype = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p], ctypes.c_int64
+            return box, bounds
 
         fn, _ = load_library(_library_path(), _LIBRARY_STEM, bind, "AccelerationLimit uses numpy", keep_gil=True)
         _acceleration_box = fn or False

@@ -299,7 +299,7 @@ static int tasks(oink_problem *p, double *damping) {
  * built from another version (a stale build would read the arrays with the wrong strides). Bump it with
  * every change of a struct or of what an array holds. 2: barrier_params has 5 values per barrier.
  * 3: oink_problem ends with weighted_nullspace. 5: oink_qp, and oink_problem ends with qp. */
-int64_t oink_layout_version(void) { return 5; }
+int64_t oink_layout_version(void) { return 6; }
 
 
 /* G = -J_h, upper = min(dt gain h / (1 + |h|), braking bound where h >= 0) - margin, weight = r / ||J_h||^2
@@ -526,6 +526,44 @@ int64_t oink_acceleration_box(const accel_box *b) {
     return nonviable;
 }
 
+/* AccelerationLimit.bounds around its box (acceleration_limit.py, its numpy operations in the same order): each
+ * bounded joint's distance of the previous command q + offset to its limits, the least of it and the following
+ * room (what the box brakes for), the box (oink_acceleration_box, writing b->lo, b->hi), then the step's bounds
+ * u1 + box + offset. Returns the box's count of non-viable joints. */
+typedef struct {
+    int64_t n_bounded;
+    const int64_t *bq_q, *bq_v; /* per bounded joint: its full-q index, its group v index */
+    const double *q_min, *q_max, *offset; /* per group joint */
+    double *d_up, *d_lo;        /* per group joint: the distance to the limits (inf for an unbounded one) */
+    const double *room_up, *room_lo; /* per group joint: the following room (inf: none) */
+    double *lower, *upper;      /* per group joint, out: the step's bounds */
+} accel_bounds;
+
+static double numpy_min(double a, double b) { return (a <= b || isnan(a)) ? a : b; } /* np.minimum: NaN wins */
+
+int64_t oink_acceleration_bounds(const accel_box *b, const accel_bounds *s, const double *q) {
+    for (int64_t k = 0; k < s->n_bounded; ++k) {
+        const int64_t v = s->bq_v[k];
+        const double x = q[s->bq_q[k]] + s->offset[v];
+        s->d_up[v] = s->q_max[v] - x;
+        s->d_lo[v] = x - s->q_min[v];
+    }
+    double *d_up_all = (double *)b->d_up, *d_lo_all = (double *)b->d_lo; /* the box reads them */
+    for (int64_t j = 0; j < b->n; ++j) {
+        d_up_all[j] = numpy_min(s->d_up[j], s->room_up[j]);
+        d_lo_all[j] = numpy_min(s->d_lo[j], s->room_lo[j]);
+    }
+    const int64_t nonviable = oink_acceleration_box(b);
+    for (int64_t j = 0; j < b->n; ++j) {
+        double lower = b->u1[j] + b->lo[j], upper = b->u1[j] + b->hi[j];
+        lower += s->offset[j];
+        upper += s->offset[j];
+        s->lower[j] = lower;
+        s->upper[j] = upper;
+    }
+    return nonviable;
+}
+
 /* The layout of every struct the Python side builds with ctypes: per struct, its size then each field's
  * offset and size, in declaration order; oink_layout writes them (count returned), oink_layout_names says whose
  * ("struct:field,field;..."), for the loader to compare with its ctypes.Structure mirrors, by name and
@@ -541,7 +579,8 @@ const char *oink_layout_names(void) {
         "barrier_G,barrier_upper,barrier_params,barrier_weight,box_lower,box_upper,lower,upper,"
         "negative_lower,K,d,Kdq,dq,summary,n_frame_tasks,frame_tasks,n_frame_barriers,frame_barriers,frame_J,"
         "barrier_braking,weighted_nullspace,qp;accel_box:n,has_jerk,bisection_steps,round_off,u1,u2,alpha,"
-        "delta,V,E,d_up,d_lo,lo,hi";
+        "delta,V,E,d_up,d_lo,lo,hi;accel_bounds:n_bounded,bq_q,bq_v,q_min,q_max,offset,d_up,d_lo,room_up,"
+        "room_lo,lower,upper";
 }
 
 int64_t oink_layout(int64_t *out, int64_t capacity) {
@@ -625,6 +664,15 @@ int64_t oink_layout(int64_t *out, int64_t capacity) {
         offsetof(accel_box, d_up), sizeof(((accel_box *)0)->d_up), offsetof(accel_box, d_lo),
         sizeof(((accel_box *)0)->d_lo), offsetof(accel_box, lo), sizeof(((accel_box *)0)->lo),
         offsetof(accel_box, hi), sizeof(((accel_box *)0)->hi),
+        sizeof(accel_bounds), offsetof(accel_bounds, n_bounded), sizeof(((accel_bounds *)0)->n_bounded),
+        offsetof(accel_bounds, bq_q), sizeof(((accel_bounds *)0)->bq_q), offsetof(accel_bounds, bq_v),
+        sizeof(((accel_bounds *)0)->bq_v), offsetof(accel_bounds, q_min), sizeof(((accel_bounds *)0)->q_min),
+        offsetof(accel_bounds, q_max), sizeof(((accel_bounds *)0)->q_max), offsetof(accel_bounds, offset),
+        sizeof(((accel_bounds *)0)->offset), offsetof(accel_bounds, d_up), sizeof(((accel_bounds *)0)->d_up),
+        offsetof(accel_bounds, d_lo), sizeof(((accel_bounds *)0)->d_lo), offsetof(accel_bounds, room_up),
+        sizeof(((accel_bounds *)0)->room_up), offsetof(accel_bounds, room_lo), sizeof(((accel_bounds *)0)->room_lo),
+        offsetof(accel_bounds, lower), sizeof(((accel_bounds *)0)->lower), offsetof(accel_bounds, upper),
+        sizeof(((accel_bounds *)0)->upper),
     };
     const int64_t count = (int64_t)(sizeof(layout) / sizeof(layout[0]));
     for (int64_t i = 0; i < count && i < capacity; ++i) out[i] = layout[i];

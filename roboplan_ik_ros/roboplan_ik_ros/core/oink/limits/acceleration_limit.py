@@ -42,7 +42,7 @@ import numpy as np
 
 from ...errors import InvalidInputError, as_vector, check_positive
 from ...keys import key
-from ..compiled_assembly import AccelerationBox, load_acceleration_box
+from ..compiled_assembly import AccelerationBounds, AccelerationBox, load_acceleration_box
 from ..kind import BuildContext, register
 from .limit import Bounds, Limit, LimitConfig
 
@@ -144,9 +144,9 @@ class AccelerationLimit(Limit):
         self._w_lo = np.zeros(n)  # the box in increments w = u - u1 (the kernel's output)
         self._w_hi = np.zeros(n)
         self._box = None  # the C kernel's view of these arrays (None: the numpy path)
-        fn = load_acceleration_box() if compiled else None
-        if fn is not None:
-            self._box_fn = fn
+        functions = load_acceleration_box() if compiled else None
+        if functions is not None:
+            self._box_fn, self._bounds_fn = functions
             self._box = AccelerationBox(
                 n=n, has_jerk=int(self.has_jerk), bisection_steps=_BISECTION_STEPS, round_off=_ROUND_OFF,
                 u1=self.u1.ctypes.data, u2=self.u2.ctypes.data, alpha=self.alpha.ctypes.data,
@@ -154,6 +154,16 @@ class AccelerationLimit(Limit):
                 d_up=self._d_up_all.ctypes.data, d_lo=self._d_lo_all.ctypes.data,
                 lo=self._w_lo.ctypes.data, hi=self._w_hi.ctypes.data)
             self._box_ref = ctypes.byref(self._box)
+            self._bq_q_i64 = np.ascontiguousarray(self._bq_q, dtype=np.int64)  # the arrays the bounds' kernel reads
+            self._bq_v_i64 = np.ascontiguousarray(self._bq_v, dtype=np.int64)
+            self._q_min_c, self._q_max_c = np.ascontiguousarray(self.q_min), np.ascontiguousarray(self.q_max)
+            self._bounds_arrays = AccelerationBounds(
+                n_bounded=len(self._bq_v_i64), bq_q=self._bq_q_i64.ctypes.data, bq_v=self._bq_v_i64.ctypes.data,
+                q_min=self._q_min_c.ctypes.data, q_max=self._q_max_c.ctypes.data, offset=self.offset.ctypes.data,
+                d_up=self._d_up.ctypes.data, d_lo=self._d_lo.ctypes.data, room_up=self._room_up.ctypes.data,
+                room_lo=self._room_lo.ctypes.data, lower=self._lower.ctypes.data, upper=self._upper.ctypes.data)
+            self._bounds_ref = ctypes.byref(self._bounds_arrays)
+            self._q_seen, self._q_address = None, 0  # the q array of the last bounds() call and its address
 
     def set_velocity_bound(self, v_max) -> None:
         """The velocity bound the commands keep (viability under the jerk bound) [rad/s or m/s]."""
@@ -209,6 +219,11 @@ class AccelerationLimit(Limit):
 
     # ------------------------------------------------------------------ bounds
     def bounds(self, q: np.ndarray) -> Bounds:
+        if self._box is not None and (q is self._q_seen or self._take_q(q)):  # the same steps in one kernel call
+            if self._bounds_fn(self._box_ref, self._bounds_ref, self._q_address) > 0:
+                self.nonviable += 1
+            self._box_kept = True
+            return Bounds(None, self._lower, self._upper)
         # position viability, from the previous command q ⊕ offset
         x = q[self._bq_q] + self.offset[self._bq_v]
         self._d_up[self._bq_v] = self.q_max[self._bq_v] - x
@@ -227,6 +242,13 @@ class AccelerationLimit(Limit):
         self._upper += self.offset
         self._box_kept = True
         return Bounds(None, self._lower, self._upper)
+
+    def _take_q(self, q: np.ndarray) -> bool:
+        """Keep q (and its address) for the kernel's bounds if it can read it: a contiguous float64 array."""
+        if q.dtype != np.float64 or not q.flags.c_contiguous or q.ndim != 1 or len(q) <= int(self._bq_q_i64.max(initial=-1)):
+            return False
+        self._q_seen, self._q_address = q, q.ctypes.data
+        return True
 
     def last_bounds(self) -> Bounds | None:
         """The box of the last :meth:`bounds` call; None after a :meth:`braking_step` (it reuses the buffer)."""
