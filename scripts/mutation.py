@@ -77,7 +77,8 @@ PACKAGES: dict[str, Package] = {
         "test_pose_shaper.py", "test_loop_from_config.py", "test_config.py", "test_look_at.py",
         "test_exclude_joints.py", "test_closed_loop_bounds.py", "test_closed_loop_edges.py",
         "test_mutation_gaps_shapers.py", "test_mutation_gaps_control_loop.py", "test_mutation_gaps_loop_goals.py",
-        "test_mutation_gaps_loop_bounds.py", "test_stale_hold.py", "test_follower_kinds.py",
+        "test_mutation_gaps_loop_bounds.py", "test_stale_hold.py", "test_follower_kinds.py", "test_command_guard.py",
+        "test_stream_limits.py",
     )),
 }
 ALIASES = {"limits": "oink/limits", "barriers": "oink/barriers", "core/control": "control"}
