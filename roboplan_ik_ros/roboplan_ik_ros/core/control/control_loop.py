@@ -148,6 +148,8 @@ class ControlLoop(LoopGoals, LoopView):
         accel = self._accel
         self.guard = CommandGuard(scene, self.group, self._limits.v_max, self.dt,
                                   None if accel is None else accel.a_max, None if accel is None else accel.j_max)
+        if self.guard.compiled_reason:  # the guard and the commanded step's start (the control kernel) in numpy
+            self.notes.append(f"control loop: command guard and step start in numpy ({self.guard.compiled_reason})")
         # every goal (pose, joint and point goals, streams) reaches its task through the follower its kind names
         # (follower_kinds.py): joint and point goals through a jerk-limited shaper (target_shaper.py); the leash's
         # anchors are computed where the tick needs them
