@@ -1,6 +1,7 @@
 """The control loop's safety and bound reports that mutation testing found unchecked (docs/mutation.md, core/control).
 
-- Configure: an acceleration limit is refused for the joint whose braking reserve exceeds the leash, not only the first.
+- Configure: an acceleration limit is refused for the joint whose braking reserve exceeds the leash, not only the first;
+  also when the reserve overflows (inf).
 - Held steps: a stop whose braking along the path crosses a barrier's floor is turned back along the rows (from the
   path's braking, or else from the hardest braking) and counted once in corrected_stops, ending within the floor;
   the two brakings are weighed, and the path's braking turned back, at the configured barrier_tolerance.
@@ -25,7 +26,7 @@ import pytest
 from models import scene
 from roboplan_ik_ros.core.control.binding_bounds import JOINT_BOUND, VELOCITY_BOUND, binding_bounds
 from roboplan_ik_ros.core.control.control_loop import HOLDING
-from roboplan_ik_ros.core.control.following_speed import FOLLOWING_SPEED_MARGIN, following_speed
+from roboplan_ik_ros.core.control.following_speed import FOLLOWING_SPEED_MARGIN, following_speed, min_jerk
 from roboplan_ik_ros.core.control.loop_modes import RAMP_ACCELERATION_SHARE
 from roboplan_ik_ros.core.control.singularity_scale import SingularityScale
 from roboplan_ik_ros.core.errors import InvalidInputError
@@ -47,28 +48,57 @@ def _arm_bounds(names):
 
 
 # ----------------------------------------------------------------------------- configure
-def test_the_joint_whose_braking_reserve_exceeds_the_leash_is_refused_even_when_it_is_not_the_first(panda):
-    """Braking.check_reserve: a_max dt^2 (ceil(a_max / (j_max dt)) - 1)^2 per joint must fit in
-    max_state_divergence (0.1 rad). Franka's bounds reserve nothing (ceil(15 / (7500 dt)) = 1), except panda_joint3
-    given a_max 4, j_max 20: ceil(100) - 1 = 99 steps, 4 dt^2 99^2 = 0.157 rad. Refused, naming panda_joint3 and the
-    least j_max that fits (n_C^2 a_max dt^2 < 0.1: n_C = 79, j_max = a_max / (dt (n_C + 1)) = 25)."""
+def _franka_bounds_but(panda, joint: int, a_max: float, j_max: float) -> tuple[list[float], list[float]]:
+    """(a_max, j_max) per arm joint of panda_joint_limits.yaml, ``joint``'s (index in the group) replaced."""
     limits = franka_limits()
     names = panda.group("arm").joint_names
-    a_max = [float(limits[n]["max_acceleration"]) for n in names]
-    j_max = [float(limits[n]["max_jerk"]) for n in names]
-    a_max[2], j_max[2] = 4.0, 20.0
-    reserve = 4.0 * DT**2 * (math.ceil(4.0 / (20.0 * DT)) - 1) ** 2
-    assert reserve > 0.1 and all(a * DT**2 * max(math.ceil(a / (j * DT)) - 1, 0) ** 2 == 0.0
-                                 for k, (a, j) in enumerate(zip(a_max, j_max)) if k != 2)
+    a = [float(limits[n]["max_acceleration"]) for n in names]
+    j = [float(limits[n]["max_jerk"]) for n in names]
+    a[joint], j[joint] = a_max, j_max
+    return a, j
+
+
+def _configure_with_bounds(panda, a_max: list[float], j_max: list[float]):
+    """The loop of panda.yaml (no barriers) whose acceleration limit has these bounds."""
     data = panda_yaml()
     data["barriers"] = []
     for lim in data["limits"]:
         if lim["type"] == "acceleration":
             lim.update(a_max=a_max, j_max=j_max)
+    return loop_of(panda, data)
+
+
+def test_the_joint_whose_braking_reserve_exceeds_the_leash_is_refused_even_when_it_is_not_the_first(panda):
+    """Braking.check_reserve: a_max dt^2 (ceil(a_max / (j_max dt)) - 1)^2 per joint must fit in
+    max_state_divergence (0.1 rad). Franka's bounds reserve nothing (ceil(15 / (7500 dt)) = 1), except panda_joint3
+    given a_max 4, j_max 20: ceil(100) - 1 = 99 steps, 4 dt^2 99^2 = 0.157 rad. Refused, naming panda_joint3 and the
+    least j_max that fits (n_C^2 a_max dt^2 < 0.1: n_C = 79, j_max = a_max / (dt (n_C + 1)) = 25)."""
+    a_max, j_max = _franka_bounds_but(panda, 2, 4.0, 20.0)
+    reserve = 4.0 * DT**2 * (math.ceil(4.0 / (20.0 * DT)) - 1) ** 2
+    assert reserve > 0.1 and all(a * DT**2 * max(math.ceil(a / (j * DT)) - 1, 0) ** 2 == 0.0
+                                 for k, (a, j) in enumerate(zip(a_max, j_max)) if k != 2)
     expected = (rf"joint 'panda_joint3': a_max 4 and j_max 20 at 500 Hz .* braking reserves {reserve:.3g} rad or m, "
                 r"more than node.max_state_divergence 0.1.*Expected j_max >= 25\b")
     with pytest.raises(InvalidInputError, match=expected):
-        loop_of(panda, data)
+        _configure_with_bounds(panda, a_max, j_max)
+
+
+@pytest.mark.filterwarnings("ignore:overflow encountered in square:RuntimeWarning")  # AccelerationLimit's own E
+def test_a_jerk_bound_whose_braking_reserve_overflows_is_refused_like_any_reserve_beyond_the_leash(panda):
+    """Braking.check_reserve: a j_max so small (1e-200 rad/s^3 on panda_joint3, a_max 4) that the reserve
+    a_max dt^2 (ceil(a_max / (j_max dt)) - 1)^2 overflows to inf does not fit in the leash either: refused at
+    configure naming the joint and the least j_max that fits (min_jerk), as a finite reserve beyond it is. (It was let
+    through as "not finite": the joint targets' following speed became NaN, and the loop failed building its joint
+    shapers with a ValueError about a NaN v_max that named neither the joint nor the jerk bound.)"""
+    a_max, j_max = _franka_bounds_but(panda, 2, 4.0, 1e-200)
+    with np.errstate(over="ignore"):
+        n_c = np.ceil(np.float64(4.0) / (1e-200 * DT)) - 1.0  # finite: 2e202 steps
+        assert np.isfinite(n_c) and 4.0 * DT**2 * n_c**2 == np.inf  # the premise: the reserve overflows
+    least = min_jerk(4.0, DT, 0.1)
+    expected = (r"joint 'panda_joint3': a_max 4 and j_max 1e-200 at 500 Hz .* braking reserves inf rad or m, more than "
+                rf"node.max_state_divergence 0.1.*Expected j_max >= {least:.4g}\b")
+    with pytest.raises(InvalidInputError, match=expected):
+        _configure_with_bounds(panda, a_max, j_max)
 
 
 # ----------------------------------------------------------------------------- held steps

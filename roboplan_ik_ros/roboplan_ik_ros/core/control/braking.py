@@ -97,9 +97,10 @@ class Braking:
         not fit in the following leash: under commanded feedback a joint could never start moving (its
         corridor of +-max_state_divergence is narrower than what the policy reserves), and a jerk ramp that
         long (a_max / j_max) makes the one-step tasks overshoot and oscillate around their goals anyway.
-        ``joint_names``: the group's, in v order (for the message)."""
+        ``joint_names``: the group's, in v order (for the message). A reserve that overflows (inf: a j_max
+        far below a_max / dt) is refused too."""
         accel = self.accel
-        if accel is None or not np.isfinite(accel.E).all():
+        if accel is None:
             return
         k = int(np.argmax(accel.E))
         leash = max_state_divergence
