@@ -21,10 +21,11 @@ from roboplan_ik_ros.core.control.command_guard import CommandGuard
 from roboplan_ik_ros.core.control.control_loop import ControlLoop
 from roboplan_ik_ros.core.control.goal_followers import GoalSmoothingConfig
 from roboplan_ik_ros.core.control.loop_config import (LOOP_KEYS, LoopConfig, UnappliedConfigWarning, load_loop_config,
-                                                      unapplied_loop_keys)
+                                                      split_node_section, unapplied_loop_keys)
 from roboplan_ik_ros.core.control.loop_from_config import control_loop_from_config
 from roboplan_ik_ros.core.control.target_shaper import TargetShaper
-from roboplan_ik_ros.core.control.twist_follower import StreamingConfig, check_singularity_thresholds
+from roboplan_ik_ros.core.control.twist_follower import (StreamingConfig, check_singularity_thresholds,
+                                                         check_streaming_config)
 from roboplan_ik_ros.core.errors import InvalidInputError
 
 DT = 0.002  # [s]
@@ -139,3 +140,47 @@ def test_the_singularity_threshold_check_names_the_node_streaming_key_unless_giv
     with pytest.raises(InvalidInputError, match=r"^arm_b\.streaming\.hard_stop_singularity_threshold: "):
         check_singularity_thresholds(swapped, "arm_b.streaming")
     check_singularity_thresholds(StreamingConfig())  # the premise: the defaults keep the rule
+
+
+# ----------------------------------------------------------------------------- seed 8 (docs/mutation.md)
+def test_the_command_guard_keeps_a_joint_whose_requested_position_is_nan_at_its_last_command():
+    """CommandGuard.apply: a NaN in q_next for a joint of the group is a cut (counted) to no step of that joint: it
+    stays exactly at the last command, while the other joints take their (small) steps."""
+    s = scene("panda")
+    g = s.group("arm")
+    guard = CommandGuard(s, g, s.v_max[g.v_indices], DT)
+    last = guard.reseed(s.named_configuration("default")).copy()
+    q_next = last.copy()
+    q_next[g.q_indices] += 0.1 * s.v_max[g.v_indices] * DT  # within v_max dt: taken as it is
+    q_next[g.q_indices[3]] = np.nan
+    command = guard.apply(q_next)
+    assert guard.cuts == 1
+    assert command[g.q_indices[3]] == last[g.q_indices[3]]
+    others = np.delete(g.q_indices, 3)
+    np.testing.assert_allclose(command[others], q_next[others], rtol=0, atol=1e-15)
+
+
+def test_a_loop_from_a_config_notes_the_ros_node_keys_of_its_node_section_as_not_used():
+    """ControlLoop.from_config: the node: section's keys that are not the loop's (the ROS node's) are named in one
+    note, which says node/node_config.py checks them and the core ControlLoop does not use them."""
+    r = robot("panda")
+    _, ros_keys = split_node_section(load_config(PANDA_YAML).node)
+    assert ros_keys, "the premise: panda.yaml sets keys of the ROS node"
+    loop = ControlLoop.from_config(str(PANDA_YAML), r.urdf_xml, r.srdf_xml, r.package_paths)
+    (note,) = [n for n in loop.notes if "keys of the ROS node" in n]
+    assert note == (f"node: {', '.join(ros_keys)}: keys of the ROS node (node/node_config.py checks them), not used "
+                    "by the core ControlLoop")
+
+
+def test_the_streaming_check_names_the_path_given_for_a_declared_range_and_for_the_threshold_order():
+    """check_streaming_config(cfg, path): both of its checks name the key under ``path`` (a second arm's section,
+    say), the declared range of one key and the order of the singularity thresholds alike; the default path is
+    node.streaming."""
+    swapped = StreamingConfig(lower_singularity_threshold=30.0, hard_stop_singularity_threshold=17.0)
+    with pytest.raises(InvalidInputError, match=r"^arm_b\.streaming\.hard_stop_singularity_threshold: expected 1 <= "):
+        check_streaming_config(swapped, "arm_b.streaming")
+    with pytest.raises(InvalidInputError, match=r"^node\.streaming\.hard_stop_singularity_threshold: "):
+        check_streaming_config(swapped)
+    with pytest.raises(InvalidInputError, match=r"^arm_b\.streaming\.max_linear_speed: "):
+        check_streaming_config(StreamingConfig(max_linear_speed=-1.0), "arm_b.streaming")
+    check_streaming_config(StreamingConfig(), "arm_b.streaming")  # the premise: the defaults pass

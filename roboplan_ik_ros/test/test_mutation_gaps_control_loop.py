@@ -26,6 +26,9 @@
 - Seed 7: a tick of an inactive loop publishes nothing and is neither a hold nor an error; resume logs that the targets
   restart at the current pose, and a goal sent while resuming is refused saying so; accept_measurement takes the
   buffer as measured at the time it is given.
+- Seed 8: stopping_tick publishes nothing (False) while inactive or stale; a config without a velocity limit gets the
+  URDF's at the loop's period, noted; a goal's text before it arrives, and that of a goal traded against a heavy
+  posture task; a measurement exactly on a joint's limits is accepted.
 """
 
 from __future__ import annotations
@@ -48,12 +51,13 @@ from roboplan_ik_ros.core.control.binding_bounds import ACCELERATION_BOUND, JOIN
 from roboplan_ik_ros.core.control.control_loop import (HOLDING, INACTIVE, PAUSED, SINGULARITY, STALE, TRACKING,
                                                        WAITING_FOR_GOAL, ControlLoop, load_loop_config)
 from roboplan_ik_ros.core.control.following_speed import min_jerk
-from roboplan_ik_ros.core.control.goal_feedback import LIMITED, PROGRESS_TIME, REACHABLE, STALL_TIME, GoalJudge
+from roboplan_ik_ros.core.control.goal_feedback import (LIMITED, PROGRESS_TIME, REACHABLE, STALL_TIME, TRADEOFF,
+                                                        GoalJudge)
 from roboplan_ik_ros.core.control.loop_modes import COMMAND_TIMEOUT
 from roboplan_ik_ros.core.control.singularity_scale import SingularityScale
 from roboplan_ik_ros.core.control.state_tracker import StateTracker
 from roboplan_ik_ros.core.errors import InvalidInputError
-from roboplan_ik_ros.core.oink import AccelerationLimit, Oink
+from roboplan_ik_ros.core.oink import AccelerationLimit, Oink, VelocityLimit
 from test_control_loop import TIP, SimRobot, make_loop, panda  # noqa: F401 - panda is a fixture
 from test_singularity_scale import kappa, outward, stretched
 
@@ -909,3 +913,85 @@ def test_accept_measurement_takes_the_buffer_as_measured_at_the_time_given(panda
     assert loop.accept_measurement(now) == ""
     np.testing.assert_array_equal(loop.state.measured, q)
     assert loop.state.age(now + 0.5) == 0.5
+
+
+# ----------------------------------------------------------------------------- seed 8 (docs/mutation.md)
+@pytest.mark.parametrize("mode", [INACTIVE, STALE])
+def test_a_stopping_tick_publishes_nothing_while_inactive_or_stale(panda, mode):
+    """stopping_tick (deactivate's controlled stop) of a loop never activated, or one whose joint states went stale:
+    nothing to publish (publish is False, the TickResult's bool), the last command with nothing to take back, and the
+    guard's last command unchanged."""
+    if mode == INACTIVE:
+        loop = loop_of(panda, panda_yaml())
+    else:
+        loop, sim = started(panda, stale_behavior="hold", state_timeout=0.02)
+        sim.tick(20, measure=False)  # 40 ms without joint states
+    assert loop.mode == mode
+    last = loop.guard.last.copy()
+    res = loop.stopping_tick()
+    assert res.publish is False
+    assert res.command is loop.guard.last and res.previous is res.command
+    np.testing.assert_array_equal(loop.guard.last, last)
+
+
+def test_a_config_without_a_velocity_limit_gets_the_urdfs_at_the_loops_period_and_says_so(panda):
+    """A ControlLoop whose config has no velocity limit adds one with the URDF's v_max at its control period (every
+    command within v_max dt), noted; a rate change rebuilds it at the new period."""
+    data = panda_yaml()
+    data["limits"] = [lim for lim in data["limits"] if lim["type"] != "velocity"]
+    loop = loop_of(panda, data)
+    assert ("limits: no velocity limit configured: using the URDF's (commands never move faster than v_max)"
+            in loop.notes)
+    (velocity,) = [lim for lim in loop.ctrl.limits if isinstance(lim, VelocityLimit)]
+    assert velocity.dt == loop.dt
+    np.testing.assert_array_equal(velocity.v_max, panda.v_max[loop.group.v_indices])
+    loop.set_rate(250.0)
+    (velocity,) = [lim for lim in loop.ctrl.limits if isinstance(lim, VelocityLimit)]
+    assert velocity.dt == loop.dt == 1.0 / 250.0
+
+
+def test_a_goal_has_no_text_before_it_arrives_and_one_traded_against_a_heavy_posture_says_so(panda):
+    """GoalVerdict.text: "no goal" before a goal. A pose goal 18 cm off the 'default' posture, with the posture task
+    weighing 50 (panda.yaml: 0.05), stalls short of it with no barrier row nor joint limit binding and the Jacobian
+    well conditioned: limited by tradeoff, whose text says where it stopped and that the goal is traded against the
+    other tasks, with the condition number (below lower_singularity_threshold)."""
+    data = panda_yaml()
+    data["barriers"] = [b for b in data["barriers"] if b["name"] == "workspace"]
+    (posture,) = [t for t in data["tasks"] if t["name"] == "posture"]
+    posture["weights"] = 50.0
+    loop = loop_of(panda, data)
+    sim = SimRobot(loop, panda.named_configuration("default"))
+    assert loop.activate(sim.t) == ""
+    (before,) = [v for v in loop.goal_feedback(sim.t) if v.task == "ee"]
+    assert before.text() == "no goal"
+    T = sim.tcp()
+    loop.set_pose_goal("ee", pin.SE3(T.rotation, T.translation + np.array([0.0, 0.15, -0.1])))
+    for _ in range(60):  # 6 s at most
+        sim.tick(50)
+        (v,) = [v for v in loop.goal_feedback(sim.t) if v.task == "ee"]
+        if v.verdict == LIMITED:
+            break
+    assert (v.verdict, v.limited_by, v.limited_at) == (LIMITED, TRADEOFF, ()), v
+    reason = re.fullmatch(r"no barrier row or joint position limit binds the step: the goal is traded against the "
+                          r"other tasks, the regularization or the barriers' soft terms \(condition number "
+                          r"([0-9.]+)\)", v.reason)
+    assert reason is not None, v.reason
+    assert float(reason[1]) < loop.settings.streaming.lower_singularity_threshold
+    assert v.text() == (f"limited by tradeoff: stops {v.distance * 1e3:.1f} mm / {v.angle:.3f} rad from the goal; "
+                        f"{v.reason}")
+
+
+def test_a_measurement_exactly_on_a_joints_limits_is_accepted_with_no_tolerance(panda):
+    """StateTracker.accept with joint_limit_tolerance 0: a joint measured exactly at its lower or its upper position
+    limit (an arm resting on its stop) is inside the limits, accepted as it is; a float beyond either is rejected."""
+    g = panda.group("arm")
+    q_min, q_max = panda.q_min_v[g.v_indices[0]], panda.q_max_v[g.v_indices[0]]
+    q = panda.named_configuration("default")
+    for value, accepted in ((q_min, True), (q_max, True), (np.nextafter(q_min, -np.inf), False),
+                            (np.nextafter(q_max, np.inf), False)):
+        st = StateTracker(panda, g, 0.0)
+        st.incoming[:] = q
+        st.incoming[g.q_indices[0]] = value
+        assert (st.accept(1.0) == "") is accepted, value
+        if accepted:
+            assert st.measured[g.q_indices[0]] == value

@@ -794,3 +794,46 @@ def test_a_range_goal_nearer_the_eye_than_the_least_range_is_shaped_at_the_limit
     assert len(points) > 10 and points[-1, 2] == r1
     assert not points[:, :2].any()  # along the line of sight
     assert_allclose(points[:, 2], ranges, rtol=1e-12, atol=0.0)
+
+
+# --- seed 8 (docs/mutation.md) -------------------------------------------------------------------------------
+
+def test_a_max_speed_target_moves_a_goal_without_rotation_along_the_line_at_the_linear_speed_keeping_its_rotation():
+    """GoalSmoother (max_speed): a goal that differs from the target only in its position (no rotation between them:
+    log3 gives exactly 0) moves the target max_linear_speed dt along the line per step, its rotation unchanged: the
+    angular step is skipped for a zero angle (dividing by it failed)."""
+    cfg = GoalSmoothingConfig(type="max_speed")
+    s = GoalSmoother(cfg)
+    start = pin.SE3(np.eye(3), np.array([0.3, 0.0, 0.5]))
+    s.reset(start)
+    offset = np.array([0.0, 0.03, -0.04])  # [m] 0.05 m: many steps at 0.5 m/s
+    s.set_goal(pin.SE3(np.eye(3), start.translation + offset))
+    target = s.step(DT)
+    assert target is not None and s.moving
+    step = cfg.max_linear_speed * DT  # [m]
+    assert_allclose(target.translation, start.translation + step * offset / np.linalg.norm(offset), rtol=0, atol=1e-15)
+    assert_array_equal(target.rotation, np.eye(3))
+
+
+def test_a_max_acceleration_goal_turned_exactly_the_done_angle_away_is_not_reached_yet():
+    """GoalSmoother (max_acceleration): only a goal *closer* than _DONE (and a step below it) is reached. A goal turned
+    exactly _DONE rad from the target at rest (its computed angle is _DONE to the bit) is turned toward, at most
+    max_angular_acceleration dt^2 in the first step (1e-4 rad/s^2: 0.4 _DONE), not snapped to; one a float
+    closer is snapped to at once."""
+    cfg = GoalSmoothingConfig(type="max_acceleration", max_angular_acceleration=1e-4)
+    start = pin.SE3(np.eye(3), np.array([0.3, 0.0, 0.5]))
+    done = GoalSmoother._DONE
+    assert cfg.max_angular_acceleration * DT**2 < done  # the premise: the first step is below _DONE
+    for angle, reached in ((done, False), (math.nextafter(done, 0.0), True)):
+        goal = pin.SE3(pin.exp3(np.array([angle, 0.0, 0.0])), start.translation)
+        assert float(np.linalg.norm(pin.log3(goal.rotation))) == angle  # the premise: the angle computed is exact
+        s = GoalSmoother(cfg)
+        s.reset(start)
+        s.set_goal(goal)
+        target = s.step(DT).copy()
+        assert s.moving is not reached, angle
+        if reached:
+            assert_array_equal(target.homogeneous, goal.homogeneous)
+        else:
+            turned = float(np.linalg.norm(pin.log3(target.rotation)))
+            assert 0.0 < turned <= cfg.max_angular_acceleration * DT**2 * (1 + 1e-9), turned
