@@ -29,6 +29,11 @@
 - Seed 8: stopping_tick publishes nothing (False) while inactive or stale; a config without a velocity limit gets the
   URDF's at the loop's period, noted; a goal's text before it arrives, and that of a goal traded against a heavy
   posture task; a measurement exactly on a joint's limits is accepted.
+- control_loop.py's whole-module run (a 150-mutant sample, seed 80): the OInK note says why a part runs in Python; a
+  tracking loop has no hold reason; the stale reason, per stale_behavior; activation and the re-seed at exactly their
+  time edges, the re-seed tick's result, a pause kept through it; pause and resume (log, reasons, paused at rest);
+  failed steps without an acceleration limit, each counted; stopping_tick without one; a rate change while moving
+  (without one) or inactive, the stream's velocities kept; set_max_state_divergence.
 """
 
 from __future__ import annotations
@@ -57,7 +62,7 @@ from roboplan_ik_ros.core.control.loop_modes import COMMAND_TIMEOUT
 from roboplan_ik_ros.core.control.singularity_scale import SingularityScale
 from roboplan_ik_ros.core.control.state_tracker import StateTracker
 from roboplan_ik_ros.core.errors import InvalidInputError
-from roboplan_ik_ros.core.oink import AccelerationLimit, Oink, VelocityLimit
+from roboplan_ik_ros.core.oink import AccelerationLimit, FollowingErrorLimit, Oink, VelocityLimit
 from test_control_loop import TIP, SimRobot, make_loop, panda  # noqa: F401 - panda is a fixture
 from test_singularity_scale import kappa, outward, stretched
 
@@ -995,3 +1000,225 @@ def test_a_measurement_exactly_on_a_joints_limits_is_accepted_with_no_tolerance(
         assert (st.accept(1.0) == "") is accepted, value
         if accepted:
             assert st.measured[g.q_indices[0]] == value
+
+
+# ----------------------------------------------------------------------------- whole-module run: control_loop.py
+def test_the_oink_note_says_why_a_part_of_the_solver_runs_in_python(panda, monkeypatch):
+    """ControlLoop's configure note on OInK names the assembly and the QP solver and, in parentheses, why a part runs
+    in Python when one does (here the kernel's QP functions are reported missing, as for a build without DAQP's
+    sources; without the compiled kernel the note gives the kernel's reason)."""
+    import roboplan_ik_ros.core.oink.solver as solver
+
+    monkeypatch.setattr(solver, "load_qp", lambda: (None, "the test's kernel has no QP functions"))
+    loop = loop_of(panda, panda_yaml())
+    oink = loop.ctrl.oink
+    assert oink.assembly_note, "the premise: a part runs in Python"
+    assert f"OInK: {oink.assembly} assembly, qp_solver {oink.qp_solver} ({oink.assembly_note})" in loop.notes
+
+
+def test_a_tracking_loop_has_no_hold_reason(panda):
+    """hold_reason says why the loop holds; tracking a goal it holds nothing: "" (not the solver's status)."""
+    loop, sim = started(panda)
+    T = sim.tcp()
+    loop.set_pose_goal("ee", pin.SE3(T.rotation, T.translation + np.array([0.0, 0.05, 0.0])))
+    sim.tick(5)
+    assert loop.mode == TRACKING and loop.last_outcome.result.status  # the premise: the solver says something
+    assert loop.hold_reason == ""
+
+
+def _hand_fed_loop(panda, **settings):
+    """(loop, measure): panda.yaml without the self-collision barrier, ``settings`` in its node: section, measured at
+    'default' at t = 0 and activated there; ``measure(t)`` accepts 'default' again at time t [s]. Times chosen by the
+    test (binary fractions: ages and rest durations are exact)."""
+    data = panda_yaml()
+    data["barriers"] = [b for b in data["barriers"] if b["name"] != "self_collision"]
+    loop = loop_of(panda, data, **settings)
+    q = panda.named_configuration("default")
+
+    def measure(t: float) -> None:
+        loop.state.incoming[:] = q
+        assert loop.state.accept(t) == ""
+
+    measure(0.0)
+    assert loop.activate(0.0) == ""
+    return loop, measure
+
+
+@pytest.mark.parametrize("behavior, says", [("stop", "stopped commanding"), ("hold", "holding")])
+def test_the_stale_reason_names_the_age_the_timeout_and_what_the_loop_does(panda, behavior, says):
+    """The hold reason (and warning) of stale joint states: how long none came, the state_timeout and what the loop
+    does under its stale_behavior."""
+    loop, _ = _hand_fed_loop(panda, stale_behavior=behavior, state_timeout=0.25)
+    loop.tick(1.0)  # 1 s after the last measurement
+    assert loop.mode == STALE
+    assert loop.hold_reason == f"no valid joint states for 1.00 s (state_timeout 0.25 s): {says}"
+
+
+def test_the_loop_reseeds_once_the_robot_was_still_for_exactly_reseed_settle_time(panda):
+    """Back from stale (stale_behavior stop), the loop waits until the measurements showed a still robot for
+    reseed_settle_time (0.125 s), not longer: still for a float less it waits, for exactly that long it re-seeds. The
+    re-seed tick publishes the measured position with nothing to take back (previous is command), so a
+    command_not_sent on it leaves the new stream's start as it is."""
+    loop, measure = _hand_fed_loop(panda, stale_behavior="stop", state_timeout=0.25, reseed_settle_time=0.125)
+    loop.tick(1.0)
+    assert loop.mode == STALE
+    measure(2.0)  # back: the rest clock starts here
+    loop.tick(2.0)
+    measure(math.nextafter(2.125, 0.0))
+    loop.tick(2.125)
+    assert loop.mode == STALE and loop.state.rest_duration() < 0.125  # a float short: waiting
+    measure(2.125)
+    assert loop.state.rest_duration() == 0.125  # the premise: exactly
+    res = loop.tick(2.125)
+    assert loop.mode == WAITING_FOR_GOAL, loop.hold_reason
+    assert res.publish and res.command is loop.guard.last and res.previous is res.command
+    start = res.command.copy()
+    np.testing.assert_array_equal(start, loop.state.measured)
+    loop.command_not_sent(res)
+    np.testing.assert_array_equal(loop.guard.last, start)
+
+
+def test_a_pause_outlives_a_reseed_after_stale_joint_states(panda):
+    """A loop paused before its joint states went stale is still paused after the re-seed that follows them back:
+    mode PAUSED, its reason that inputs are refused until resumed, and a goal refused."""
+    loop, measure = _hand_fed_loop(panda, stale_behavior="stop", state_timeout=0.25, reseed_settle_time=0.125)
+    loop.pause()
+    loop.tick(1.0)
+    assert loop.mode == STALE
+    measure(2.0)
+    loop.tick(2.0)
+    measure(2.25)
+    loop.tick(2.25)
+    assert loop.counts.reseeds == 2  # the premise: activation's and this one
+    assert (loop.mode, loop.hold_reason) == (PAUSED, "paused (~/pause): inputs are refused until resumed")
+    with pytest.raises(InvalidInputError, match="paused"):
+        loop.set_joint_goal("posture", panda.named_configuration("default")[loop.group.q_indices])
+
+
+def test_activation_takes_a_state_exactly_state_timeout_old_and_refuses_an_older_one_saying_why(panda):
+    """activate: a measurement at most state_timeout (0.5 s) old is fresh enough: exactly that old it activates; a
+    float older it refuses, saying no valid joint state came within state_timeout."""
+    loop = loop_of(panda, panda_yaml())
+    loop.state.incoming[:] = panda.named_configuration("default")
+    assert loop.state.accept(0.0) == ""
+    timeout = loop.settings.state_timeout
+    assert loop.activate(math.nextafter(timeout, math.inf)) == "no valid joint state received within state_timeout"
+    assert not loop.active
+    assert loop.activate(timeout) == "" and loop.active
+
+
+def test_pause_logs_and_stays_paused_at_rest_until_resume_which_says_it_waits_for_rest(panda):
+    """pause: logs "paused: braking to a stop", says so in its reason, and stays PAUSED once at rest (resuming starts
+    only with resume); resume's reason until the tick that finds the arm at rest: it waits to be at rest, then for a
+    new input."""
+    loop, sim, messages = tracking_with_a_log(panda)
+    messages.clear()
+    loop.pause()
+    assert messages == [("info", "paused: braking to a stop")]
+    reason = "paused (~/pause): braking to a stop; inputs are refused until resumed"
+    assert (loop.mode, loop.hold_reason) == (PAUSED, reason)
+    for _ in range(2000):
+        sim.tick()
+        if loop.at_rest:
+            break
+    assert loop.at_rest
+    sim.tick(5)
+    assert (loop.mode, loop.hold_reason) == (PAUSED, reason)
+    loop.resume()
+    assert loop.hold_reason == "resuming: waiting to be at rest, then for a new input"
+
+
+def _without_acceleration_limit() -> dict:
+    """panda.yaml without its acceleration limit and its self-collision barrier."""
+    data = panda_yaml()
+    data["limits"] = [lim for lim in data["limits"] if lim["type"] != "acceleration"]
+    data["barriers"] = [b for b in data["barriers"] if b["name"] != "self_collision"]
+    return data
+
+
+def _tracking_without_acceleration_limit(panda):
+    """(loop, sim): activated at 'default' with no acceleration limit, 10 ticks toward a goal 10 cm away (moving)."""
+    loop = loop_of(panda, _without_acceleration_limit())
+    sim = SimRobot(loop, panda.named_configuration("default"))
+    assert loop.activate(sim.t) == "" and loop.acceleration_limit is None
+    T = sim.tcp()
+    loop.set_pose_goal("ee", pin.SE3(T.rotation, T.translation + np.array([0.0, 0.1, 0.0])))
+    sim.tick(10)
+    assert loop.mode == TRACKING and not loop.at_rest
+    return loop, sim
+
+
+@pytest.mark.parametrize("failure", ["qp", "barrier check"])
+def test_failed_steps_without_an_acceleration_limit_hold_the_previous_command_each_counted(panda, monkeypatch,
+                                                                                          failure):
+    """Without an acceleration limit a hold repeats the previous command: a QP that fails, or a step the barrier
+    check refuses, five ticks running, holds the arm at the last command (one hold), each tick counted in
+    qp_failures or barrier_refusals, none an error of the step."""
+    loop, sim = _tracking_without_acceleration_limit(panda)
+    oink = loop.ctrl.oink
+    if failure == "qp":
+        fail = oink._fail
+        monkeypatch.setattr(oink, "solve", lambda *a, **k: fail("QP failed: test"))
+    else:
+        monkeypatch.setattr(oink, "enforce_barriers", lambda *a, **k: False)
+    last = loop.guard.last.copy()
+    sim.tick(5)
+    assert loop.mode == HOLDING
+    counted = loop.counts.qp_failures if failure == "qp" else loop.counts.barrier_refusals
+    assert (counted, loop.counts.holds, loop.counts.tick_errors) == (5, 1, 0)
+    np.testing.assert_array_equal(loop.guard.last, last)
+
+
+def test_a_stopping_tick_without_an_acceleration_limit_repeats_the_last_command(panda):
+    """stopping_tick (deactivate) without an acceleration limit: the robot stops at once, the command repeats: it
+    publishes the last command with nothing to take back."""
+    loop, _ = _tracking_without_acceleration_limit(panda)
+    last = loop.guard.last.copy()
+    res = loop.stopping_tick()
+    assert res.publish and res.command is loop.guard.last and res.previous is res.command
+    np.testing.assert_array_equal(res.command, last)
+
+
+def test_without_an_acceleration_limit_the_rate_changes_while_moving_keeping_the_streams_velocities(panda):
+    """rate_change_refusal refuses a new rate only under acceleration bounds with the arm moving: without an
+    acceleration limit set_rate takes it while the arm moves, and the command stream's last increments become the
+    same velocities in increments of the new period (times new dt / old dt)."""
+    loop, _ = _tracking_without_acceleration_limit(panda)
+    assert loop.rate_change_refusal(250.0) == ""
+    u1, u2, old_dt = loop.guard.u1.copy(), loop.guard.u2.copy(), loop.dt
+    assert np.abs(u1).max() > 1e-6  # the premise: moving
+    loop.set_rate(250.0)
+    ratio = (1.0 / 250.0) / old_dt
+    np.testing.assert_array_equal(loop.guard.u1, u1 * ratio)
+    np.testing.assert_array_equal(loop.guard.u2, u2 * ratio)
+
+
+def test_an_inactive_loop_takes_a_new_rate_though_its_stream_was_moving(panda):
+    """With an acceleration limit a new rate waits for the arm at rest, unless the loop is inactive (no stream to
+    step): deactivated while moving, it takes the rate."""
+    loop, sim = tracking_with_a_log(panda)[:2]
+    assert loop.acceleration_limit is not None and not loop.at_rest  # the premise
+    assert loop.rate_change_refusal(250.0).startswith("refused while the arm moves")
+    loop.deactivate()
+    assert loop.rate_change_refusal(250.0) == ""
+    loop.set_rate(250.0)
+    assert loop.dt == 1.0 / 250.0
+
+
+def test_set_max_state_divergence_sets_the_following_window_of_the_settings_and_the_limit(panda):
+    """set_max_state_divergence (a runtime parameter): the settings and the following-error limit take the new window
+    (commanded feedback); a robot lagging behind its commands (lag 0.5 s) then stays within it of the command, plus
+    one step."""
+    loop = loop_of(panda, _without_acceleration_limit())
+    assert loop.settings.state_feedback == "commanded"
+    loop.set_max_state_divergence(0.05)
+    assert loop.settings.max_state_divergence == 0.05
+    (following,) = [lim for lim in loop.ctrl.limits if isinstance(lim, FollowingErrorLimit)]
+    assert following.max_error == 0.05
+    sim = SimRobot(loop, panda.named_configuration("default"), lag=0.5)
+    assert loop.activate(sim.t) == ""
+    target = panda.named_configuration("default")[loop.group.q_indices]
+    target[0] += 1.0  # [rad]
+    loop.set_joint_goal("posture", target)
+    sim.tick(500)
+    assert 0.04 < sim.max_lead <= 0.05 + float(loop.guard.v_max.max()) * loop.dt + 1e-9
