@@ -165,7 +165,7 @@ class CollisionBarrier(Barrier):
         self._untracked_h = np.inf
         self._data: pin.Data | None = None  # whose world-frame joint Jacobians (data.J) self._J views
         self._q = np.zeros(robot.scene.model.nq)  # the compiled update's configuration (its BarrierStep reads it)
-        self._kernel_step: BarrierStep | None = None  # the compiled calls' arrays, for self._data (_step_for)
+        self._kernel_step: BarrierStep | None = None  # the compiled calls' arrays (its J: self._data's)
 
     def _pair_tables(self) -> None:
         """Swap in :attr:`pairs`' derived tables (after its tables were (re)built here)."""
@@ -280,7 +280,8 @@ class CollisionBarrier(Barrier):
         if compiled is not None:  # one call: the tracked pairs (as _select_pairs) and their rows, _measured too
             step = self._kernel_step or self._make_kernel_step()
             self._q[:] = q
-            step.lookahead = self.lookahead_steps
+            step.lookahead, step.d_min, step.cutoff = self.lookahead_steps, self.d_min, self.pairs.cutoff
+            step.rows_per_pair, step.margin, step.spacing = self.rows_per_pair, self.row_margin, self.row_spacing
             compiled.barrier_update(step, data)
             self._candidates.count, self._tracked.count, self.rows.count = \
                 step.cand_count, step.tracked_count, step.row_count
@@ -295,7 +296,8 @@ class CollisionBarrier(Barrier):
         self._measure()
 
     def _make_kernel_step(self) -> BarrierStep:
-        """The compiled calls' arrays (the barrier's own buffers and self._data's Jacobians), built once per data."""
+        """The compiled calls' arrays (the barrier's own buffers and self._data's Jacobians), built once per data;
+        update() writes the settings (d_min, the rows' keys, the lookahead) into it at every call."""
         self._kernel_step = barrier_step(
             n=self.pairs.n, urgent=self.urgent_pairs, cutoff=self.pairs.cutoff, q=self._q, candidates=self._candidates,
             tracked=self._tracked, approach=self._approach, urgency=self._urgency, order=self._order,
