@@ -47,13 +47,17 @@ def test_the_compiled_and_numpy_starts_of_a_commanded_step_are_equal(accel, max_
     rng = np.random.default_rng(3 + accel)
     q0 = scene.named_configuration("default")
     q_start = [np.zeros(scene.model.nq), np.zeros(scene.model.nq)]
+    # the loop's buffers, written in place each tick as the loop's are (the compiled start keeps their addresses)
+    measured, last, u1, u2 = np.zeros(scene.model.nq), np.zeros(scene.model.nq), np.zeros(g.nv), np.zeros(g.nv)
     widened = 0  # starts whose following bounds the braking increment widened (a moving joint cannot stop at once)
     for k in range(500):
-        measured = q0 + rng.normal(0.0, 0.05, scene.model.nq)  # fingers too: the joints outside the group
-        last = measured.copy()
+        if k == 250:  # the leash changed at run time (ControlLoop.set_max_state_divergence): both starts take it
+            compiled.following.max_error = numpy_limits.following.max_error = 0.5 * max_error
+        measured[:] = q0 + rng.normal(0.0, 0.05, scene.model.nq)  # fingers too: the joints outside the group
+        last[:] = measured
         last[g.q_indices] += rng.normal(0.0, 0.1, g.nv) * rng.choice([0.0, 1.0, 3.0])  # leading the robot, or not
-        u1 = rng.normal(0.0, 2e-3, g.nv) * rng.choice([0.0, 1.0])
-        u2 = u1 + rng.normal(0.0, 1e-5, g.nv) * rng.choice([0.0, 1.0, 100.0])
+        u1[:] = rng.normal(0.0, 2e-3, g.nv) * rng.choice([0.0, 1.0])
+        u2[:] = u1 + rng.normal(0.0, 1e-5, g.nv) * rng.choice([0.0, 1.0, 100.0])
         out = [limits.start_state(q, measured, last, u1, u2, "commanded")
                for limits, q in zip((compiled, numpy_limits), q_start)]
         assert out[0] is q_start[0] and out[1] is q_start[1]

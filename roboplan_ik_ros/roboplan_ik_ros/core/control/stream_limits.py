@@ -62,7 +62,8 @@ class StreamLimits:
         self._room_up = np.zeros(len(self._gv))  # travel left to the following-error leash [rad or m]
         self._room_lo = np.zeros(len(self._gv))
         # commanded feedback's start in one C call (compiled_guard.py): a group of one-coordinate joints
-        self._compiled_start = None  # (the arrays it was built for, its StreamStartArrays' address, the arrays kept)
+        # (the arrays it was built for, its StreamStartArrays' address, the struct, the arrays kept)
+        self._compiled_start = None
         self.compiled_reason = ("use_compiled=False" if not use_compiled else compiled_guard.LOAD_ERROR
                                 or ("a continuous joint in the group" if len(group.continuous_q) else ""))
         self._q_index = np.ascontiguousarray(group.q_indices, dtype=np.int64)
@@ -138,5 +139,6 @@ class StreamLimits:
                           reach_lower=of_accel("reach_lower"), reach_upper=of_accel("reach_upper"),
                           rest=of_accel("_rest"), alpha=of_accel("alpha"), delta=of_accel("delta"))
             struct = compiled_guard.stream_start_arrays(arrays, following.max_error)
-            built = self._compiled_start = (given, ctypes.addressof(struct), (struct, arrays))
+            built = self._compiled_start = (given, ctypes.addressof(struct), struct, arrays)
+        built[2].max_error = self.following.max_error  # set at run time (ControlLoop.set_max_state_divergence)
         return built[1]
