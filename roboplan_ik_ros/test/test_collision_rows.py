@@ -488,3 +488,29 @@ def test_rows_per_pair_below_one_in_yaml_is_refused_when_building_naming_the_key
 def test_negative_row_margin_or_spacing_in_yaml_is_refused_naming_the_key(key):
     with pytest.raises(InvalidInputError, match=rf"near\.{key}: expected"):
         build(BASE + f"barriers: [{{name: near, type: collision, pairs: self, n_collision_pairs: 3, {key}: -0.01}}]")
+
+
+@needs_kernel
+def test_the_kernels_barrier_arrays_refuse_an_array_it_would_misread_naming_it(cell):
+    """barrier_step hands the kernel raw addresses: an int32 row-pair array (the kernel writes int64) or a
+    non-contiguous Jacobian row array would be written past or across; it refuses them, naming the array."""
+    oink = Oink(cell, "arm")
+    barrier = CollisionBarrier(oink, 2, 0.01, pairs="all", urgent_pairs=1)
+    kinematics(oink, cell.neutral())
+    barrier.update(cell.neutral(), oink.data, oink.geom_data)  # builds its arrays once: they are all right
+    assert barrier._kernel_step is not None
+    rows = barrier._kernel_rows
+    arrays = dict(n=2, urgent=1, cutoff=0.2, q=barrier._q, candidates=barrier._candidates, tracked=barrier._tracked,
+                  approach=barrier._approach, urgency=barrier._urgency, order=barrier._order, rows_per_pair=1,
+                  margin=0.01, spacing=0.01, d_min=0.02, J=oink.data.J, columns=barrier._columns,
+                  support=barrier._support, rows=rows, h_next=barrier._h, distance_next=barrier._distances)
+    compiled_pairs.barrier_step(**arrays)  # as the barrier builds it
+    pair = rows.pair
+    rows.pair = pair.astype(np.int32)
+    with pytest.raises(ValueError, match="rows.pair must be a contiguous int64 array"):
+        compiled_pairs.barrier_step(**arrays)
+    rows.pair, jacobian = pair, rows.jacobian
+    rows.jacobian = np.asfortranarray(jacobian)
+    with pytest.raises(ValueError, match="rows.jacobian must be a contiguous float64 array"):
+        compiled_pairs.barrier_step(**arrays)
+    rows.jacobian = jacobian

@@ -93,9 +93,12 @@ def barrier_step(*, n: int, urgent: int, cutoff: float, q: np.ndarray, candidate
     ``candidates`` and ``tracked``; ``rows`` as :meth:`CompiledPairs.rows` takes them); the caller keeps every array
     alive and unmoved while it is used.
     ``urgent`` 0: the n closest are the tracked pairs (``candidates`` unused)."""
-    for name, a, dtype in (("q", q, np.float64), ("approach", approach, np.float64), ("urgency", urgency, np.float64),
-                           ("order", order, np.int64), ("columns", columns, np.int64), ("support", support, np.float64),
-                           ("h_next", h_next, np.float64), ("distance_next", distance_next, np.float64)):
+    checked = (("q", q, np.float64), ("approach", approach, np.float64), ("urgency", urgency, np.float64),
+               ("order", order, np.int64), ("columns", columns, np.int64), ("support", support, np.float64),
+               ("h_next", h_next, np.float64), ("distance_next", distance_next, np.float64),
+               ("rows.pair", rows.pair, np.int64),
+               *((f"rows.{k}", getattr(rows, k), np.float64) for k in ("a", "b", "normal", "h", "jacobian", "measured")))
+    for name, a, dtype in checked:  # the kernel writes and reads them as such: a mismatch would corrupt memory
         if a.dtype != dtype or not a.flags.c_contiguous:
             raise ValueError(f"barrier_step: {name} must be a contiguous {np.dtype(dtype).name} array")
     if not J.flags.f_contiguous or J.dtype != np.float64 or J.shape[0] != 6:
