@@ -25,7 +25,7 @@ def test_the_ticks_kernel_calls_keep_the_gil_and_long_calls_release_it():
     if kernel is None:
         pytest.skip(f"the OInK kernel is not built here: {why}")
     assert _keeps_gil(kernel)  # oink_assemble
-    assert _keeps_gil(compiled_assembly.load_acceleration_box())
+    assert all(map(_keeps_gil, compiled_assembly.load_acceleration_box()))  # the box, the whole bounds
     if compiled_guard.APPLY is not None:
         assert _keeps_gil(compiled_guard.APPLY)  # the command guard
     if compiled_pairs._LIBRARY is None:
