@@ -144,7 +144,7 @@ setup(
             extra_compile_args=["-O3", "-fno-math-errno"],
             optional=True,  # a failed build leaves the Python step
         ),
-        # the control loop's command guard (core/control/compiled_guard.py; without it the guard runs in numpy)
+        # the control loop's command guard (core/control/compiled_control.py; without it the guard runs in numpy)
         Extension(
             package_name + ".core.control._control_kernel",
             sources=["roboplan_ik_ros/core/control/kernel/control_kernel.c"],

@@ -78,7 +78,7 @@ PACKAGES: dict[str, Package] = {
         "test_exclude_joints.py", "test_closed_loop_bounds.py", "test_closed_loop_edges.py",
         "test_mutation_gaps_shapers.py", "test_mutation_gaps_control_loop.py", "test_mutation_gaps_loop_goals.py",
         "test_mutation_gaps_loop_bounds.py", "test_stale_hold.py", "test_follower_kinds.py", "test_command_guard.py",
-        "test_stream_limits.py",
+        "test_stream_limits.py", "test_state_tracker.py",
     )),
 }
 ALIASES = {"limits": "oink/limits", "barriers": "oink/barriers", "core/control": "control"}

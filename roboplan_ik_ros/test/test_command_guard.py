@@ -1,4 +1,4 @@
-"""The command guard's compiled apply (core/control/compiled_guard.py, kernel/control_kernel.c) against its numpy
+"""The command guard's compiled apply (core/control/compiled_control.py, kernel/control_kernel.c) against its numpy
 path, the reference: the same commands, increments and cut counts, bit for bit, along random command streams that
 jump, carry NaN and inf, run into the position limits, reseed, change the period and take a command back; a group
 with a continuous joint keeps the numpy path and says why."""
@@ -9,11 +9,11 @@ import numpy as np
 import pytest
 
 from models import scene
-from roboplan_ik_ros.core.control import compiled_guard
+from roboplan_ik_ros.core.control import compiled_control
 from roboplan_ik_ros.core.control.command_guard import CommandGuard
 
-needs_kernel = pytest.mark.skipif(compiled_guard.LOAD_ERROR != "",
-                                  reason=f"the control kernel is not built ({compiled_guard.LOAD_ERROR})")
+needs_kernel = pytest.mark.skipif(compiled_control.LOAD_ERROR != "",
+                                  reason=f"the control kernel is not built ({compiled_control.LOAD_ERROR})")
 DT = 0.002
 
 
@@ -90,7 +90,7 @@ def test_a_group_with_a_continuous_joint_keeps_the_numpy_guard_and_says_why():
     assert len(g.continuous_q)
     guard = CommandGuard(kinova, g, kinova.v_max[g.v_indices], DT)
     assert guard.compiled_reason == ("a continuous joint in the group (its (cos, sin) needs pinocchio's difference)"
-                                     if not compiled_guard.LOAD_ERROR else compiled_guard.LOAD_ERROR)
+                                     if not compiled_control.LOAD_ERROR else compiled_control.LOAD_ERROR)
     q = kinova.neutral()
     guard.reseed(q)
     q_next = kinova.integrate(q, np.full(kinova.model.nv, 10.0 * DT))  # beyond v_max dt on every joint

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from roboplan_ik_ros.core import compiled_library
-from roboplan_ik_ros.core.control import compiled_guard as control_kernel
+from roboplan_ik_ros.core.control import compiled_control as control_kernel
 from roboplan_ik_ros.core.model import compiled_pairs as pair_kernel
 from roboplan_ik_ros.core.oink import compiled_assembly as oink_kernel
 from roboplan_ik_ros.core.simple_ik import compiled_step as sik_kernel
@@ -36,7 +36,8 @@ SIK_STRUCTS = (sik_kernel._Step, sik_kernel._Bounds, sik_kernel._Descent)
                                                      (sik_kernel, "sik_layout", SIK_STRUCTS),
                                                      (pair_kernel, "pdk_layout", (pair_kernel.BarrierStep,)),
                                                      (control_kernel, "ctl_layout", (control_kernel.GuardArrays,
-                                                                                      control_kernel.StreamStartArrays))])
+                                                                                      control_kernel.StreamStartArrays,
+                                                                                      control_kernel.StateAcceptArrays))])
 def test_every_kernel_struct_mirror_matches_the_build(module, symbol, structs):
     compiled_library.check_layout(_library(module), symbol, structs)  # raises on any difference
     if module is pair_kernel:

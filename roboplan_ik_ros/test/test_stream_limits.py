@@ -1,4 +1,4 @@
-"""The compiled start of a commanded step (StreamLimits.start_state: core/control/compiled_guard.py,
+"""The compiled start of a commanded step (StreamLimits.start_state: core/control/compiled_control.py,
 kernel/control_kernel.c) against the numpy path, the reference: the same start configuration, following-error
 bounds, acceleration history, reachable increments and following room, along random command streams (with and
 without an acceleration limit, a loose and a tight following leash)."""
@@ -12,13 +12,13 @@ import yaml
 from conftest import CONFIG_DIR
 from models import robot
 from roboplan_ik_ros.core.config import load_config
-from roboplan_ik_ros.core.control import compiled_guard
+from roboplan_ik_ros.core.control import compiled_control
 from roboplan_ik_ros.core.control.stream_limits import StreamLimits
 from roboplan_ik_ros.core.model.scene_config import scene_from_config
 from roboplan_ik_ros.core.oink.controller import OinkController
 
-needs_kernel = pytest.mark.skipif(compiled_guard.LOAD_ERROR != "",
-                                  reason=f"the control kernel is not built ({compiled_guard.LOAD_ERROR})")
+needs_kernel = pytest.mark.skipif(compiled_control.LOAD_ERROR != "",
+                                  reason=f"the control kernel is not built ({compiled_control.LOAD_ERROR})")
 DT = 0.002
 
 

@@ -10,7 +10,7 @@ import ctypes
 
 import pytest
 
-from roboplan_ik_ros.core.control import compiled_guard
+from roboplan_ik_ros.core.control import compiled_control
 from roboplan_ik_ros.core.model import compiled_pairs
 from roboplan_ik_ros.core.oink import compiled_assembly
 from roboplan_ik_ros.core.simple_ik import compiled_step
@@ -26,8 +26,8 @@ def test_the_ticks_kernel_calls_keep_the_gil_and_long_calls_release_it():
         pytest.skip(f"the OInK kernel is not built here: {why}")
     assert _keeps_gil(kernel)  # oink_assemble
     assert all(map(_keeps_gil, compiled_assembly.load_acceleration_box()))  # the box, the whole bounds
-    if compiled_guard.APPLY is not None:
-        assert _keeps_gil(compiled_guard.APPLY)  # the command guard
+    if compiled_control.APPLY is not None:
+        assert _keeps_gil(compiled_control.APPLY)  # the command guard
     if compiled_pairs._LIBRARY is None:
         pytest.skip(f"the pair distance kernel is not built here: {compiled_pairs.LOAD_ERROR}")
     step, build = compiled_pairs._STEP_LIBRARY, compiled_pairs._LIBRARY

@@ -19,14 +19,14 @@ import pinocchio as pin
 from ..errors import InvalidInputError, check_positive
 from ..model.joint_group import JointGroup
 from ..model.scene import Scene
-from . import compiled_guard
+from . import compiled_control
 
 _STEP_TOLERANCE = 1e-9  # relative slack so that a step exactly at the limit is not counted as cut
 
 
 class CommandGuard:
     """Args: ``v_max`` per joint of the group [rad/s or m/s] (finite, > 0), ``dt`` [s]; ``use_compiled``: False keeps
-    the numpy path where the compiled apply (compiled_guard.py) could run (tests compare the two)."""
+    the numpy path where the compiled apply (compiled_control.py) could run (tests compare the two)."""
 
     def __init__(self, scene: Scene, group: JointGroup, v_max: np.ndarray, dt: float,
                  a_max: np.ndarray | None = None, j_max: np.ndarray | None = None, use_compiled: bool = True) -> None:
@@ -54,7 +54,7 @@ class CommandGuard:
         self._others_q = np.setdiff1d(np.arange(scene.model.nq), group.q_indices)
         # the compiled apply: a group of one-coordinate joints (q ⊖ q' = q - q'), with the kernel built
         self._compiled = None
-        self.compiled_reason = ("use_compiled=False" if not use_compiled else compiled_guard.LOAD_ERROR
+        self.compiled_reason = ("use_compiled=False" if not use_compiled else compiled_control.LOAD_ERROR
                                 or ("a continuous joint in the group (its (cos, sin) needs pinocchio's difference)"
                                     if len(group.continuous_q) else ""))
         if not self.compiled_reason:
@@ -80,7 +80,7 @@ class CommandGuard:
                       others_q=np.ascontiguousarray(self._others_q, dtype=np.int64), max_step=self._max_step,
                       max_dstep=self._max_dstep, max_ddstep=self._max_ddstep, u1=self.u1, u2=self.u2,
                       undo_u1=self._undo[0], undo_u2=self._undo[1], q=self._q_scratch, last=self.last)
-        self._compiled = (compiled_guard.guard_arrays(arrays, self.bounded_acceleration), arrays)
+        self._compiled = (compiled_control.guard_arrays(arrays, self.bounded_acceleration), arrays)
         self._compiled_address = ctypes.addressof(self._compiled[0])
 
     def reseed(self, q: np.ndarray) -> np.ndarray:
@@ -105,7 +105,7 @@ class CommandGuard:
             raise RuntimeError("CommandGuard.apply before reseed")
         if self._compiled is not None and len(q_next) == len(self._q_in):
             np.copyto(self._q_in, q_next)  # (an array's own address costs more than this copy)
-            events = compiled_guard.APPLY(self._compiled_address, self._q_in_address, len(self._q_in))
+            events = compiled_control.APPLY(self._compiled_address, self._q_in_address, len(self._q_in))
             if counted:
                 self.cuts += events
             return self.last

@@ -60,6 +60,7 @@ from ..model.scene import Scene
 from ..oink.controller import OinkController, StepOutcome
 from .binding_bounds import JOINT_BOUND  # noqa: F401 - re-exported: a motion-limit code callers read
 from .braking import Braking
+from . import compiled_control
 from .command_guard import CommandGuard
 from .following_speed import following_speed  # noqa: F401 - re-exported
 from .loop_config import (LoopConfig, UnappliedConfigWarning, check_loop_config, load_loop_config,  # noqa: F401
@@ -148,7 +149,10 @@ class ControlLoop(LoopGoals, LoopView):
         accel = self._accel
         self.guard = CommandGuard(scene, self.group, self._limits.v_max, self.dt,
                                   None if accel is None else accel.a_max, None if accel is None else accel.j_max)
-        if self.guard.compiled_reason:  # the guard and the commanded step's start (the control kernel) in numpy
+        if compiled_control.LOAD_ERROR:  # no control kernel: its three parts in numpy
+            self.notes.append(f"control loop: command guard, step start and measurement checks in numpy "
+                              f"({compiled_control.LOAD_ERROR})")
+        elif self.guard.compiled_reason:  # a continuous joint: the guard and the commanded step's start in numpy
             self.notes.append(f"control loop: command guard and step start in numpy ({self.guard.compiled_reason})")
         # every goal (pose, joint and point goals, streams) reaches its task through the follower its kind names
         # (follower_kinds.py): joint and point goals through a jerk-limited shaper (target_shaper.py); the leash's

@@ -10,15 +10,21 @@ Times are seconds of a monotonic clock passed in by the caller (testable without
 
 from __future__ import annotations
 
+import ctypes
+
 import numpy as np
 
 from ..errors import check_positive
 from ..model.joint_group import JointGroup
 from ..model.scene import Scene
+from . import compiled_control
 
 
 class StateTracker:
-    def __init__(self, scene: Scene, group: JointGroup, limit_tolerance: float, rest_tolerance: float = 5e-4) -> None:
+    """``use_compiled``: False keeps the numpy checks where the control kernel's could run (tests compare the two)."""
+
+    def __init__(self, scene: Scene, group: JointGroup, limit_tolerance: float, rest_tolerance: float = 5e-4,
+                 use_compiled: bool = True) -> None:
         self.scene = scene
         self.group = group
         self.limit_tolerance = check_positive(limit_tolerance, "joint_limit_tolerance", allow_zero=True)
@@ -44,6 +50,19 @@ class StateTracker:
         self._rest_now = np.zeros(len(self._rest_q))
         self._rest_diff = np.zeros(len(self._rest_q))
         self.still_since = np.inf  # monotonic [s]; inf: no run yet (restart_rest_clock)
+        # a measurement the checks take, in one call of the control kernel (one it refuses: the numpy path says why)
+        self._compiled = None
+        if use_compiled and compiled_control.STATE_ACCEPT is not None:
+            as_index = lambda a: np.ascontiguousarray(a, dtype=np.int64)  # noqa: E731
+            self._compiled_arrays = dict(
+                checked_q=as_index(self._group_q), checked_min=np.ascontiguousarray(self._group_min, dtype=float),
+                checked_max=np.ascontiguousarray(self._group_max, dtype=float), clipped_q=as_index(self._all_q),
+                clipped_min=np.ascontiguousarray(self._all_min, dtype=float),
+                clipped_max=np.ascontiguousarray(self._all_max, dtype=float), rest_q=as_index(self._rest_q),
+                incoming=self.incoming, measured=self.measured, rest_anchor=self._rest_anchor,
+                rest_now=self._rest_now, rest_diff=self._rest_diff)
+            self._compiled = compiled_control.state_accept_arrays(self._compiled_arrays)
+            self._compiled_address = ctypes.addressof(self._compiled)
 
     @property
     def has_measurement(self) -> bool:
@@ -56,6 +75,12 @@ class StateTracker:
     def accept(self, now: float) -> str:
         """Take :attr:`incoming` as the measurement at ``now``; returns "" or why it was rejected
         (then :attr:`measured` is unchanged and ``incoming`` is restored from it)."""
+        c = self._compiled
+        if c is not None:
+            c.rest_tolerance, c.now, c.still_since = self.rest_tolerance, now, self.still_since
+            if compiled_control.STATE_ACCEPT(self._compiled_address) == 0:
+                self.measured_time, self.still_since = now, c.still_since
+                return ""
         x = self.incoming[self._group_q]
         inside = (x >= self._group_min) & (x <= self._group_max)  # False for NaN too
         if not inside.all():

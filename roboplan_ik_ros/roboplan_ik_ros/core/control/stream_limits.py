@@ -24,7 +24,7 @@ from ..model.joint_group import JointGroup
 from ..model.scene import Scene
 from ..oink import AccelerationLimit, FollowingErrorLimit, VelocityLimit
 from ..oink.controller import OinkController
-from . import compiled_guard
+from . import compiled_control
 
 
 class StreamLimits:
@@ -32,7 +32,7 @@ class StreamLimits:
     controller build (``ctrl``: rebuilt with it), which of them the QP gets under each state feedback
     (:meth:`apply_feedback`), and where each step linearizes (:meth:`start_state`). Says in ``notes`` what it
     decided (the URDF's velocity limit). ``use_compiled``: False keeps the numpy start where the compiled one
-    (compiled_guard.py, commanded feedback) could run (tests compare the two)."""
+    (compiled_control.py, commanded feedback) could run (tests compare the two)."""
 
     def __init__(self, scene: Scene, group: JointGroup, ctrl: OinkController, dt: float, max_state_divergence: float,
                  notes: list[str], use_compiled: bool = True) -> None:
@@ -61,10 +61,10 @@ class StreamLimits:
         self._diff = np.zeros(scene.model.nv)
         self._room_up = np.zeros(len(self._gv))  # travel left to the following-error leash [rad or m]
         self._room_lo = np.zeros(len(self._gv))
-        # commanded feedback's start in one C call (compiled_guard.py): a group of one-coordinate joints
+        # commanded feedback's start in one C call (compiled_control.py): a group of one-coordinate joints
         # (the arrays it was built for, its StreamStartArrays' address, the struct, the arrays kept)
         self._compiled_start = None
-        self.compiled_reason = ("use_compiled=False" if not use_compiled else compiled_guard.LOAD_ERROR
+        self.compiled_reason = ("use_compiled=False" if not use_compiled else compiled_control.LOAD_ERROR
                                 or ("a continuous joint in the group" if len(group.continuous_q) else ""))
         self._q_index = np.ascontiguousarray(group.q_indices, dtype=np.int64)
         self._offset = np.zeros(len(self._gv))  # previous command - measured (the compiled start's)
@@ -92,7 +92,7 @@ class StreamLimits:
         ``u2``: the stream's last two increments (the acceleration limit's history). Returns ``q``."""
         accel, oink = self.accel, self._ctrl.oink
         if state_feedback == "commanded" and not self.compiled_reason:
-            compiled_guard.STREAM_START(self._stream_start(q, measured, last, u1, u2), len(q))
+            compiled_control.STREAM_START(self._stream_start(q, measured, last, u1, u2), len(q))
             oink.set_barrier_reference(None)
             return q
         self._diff[:] = pin.difference(self._scene.model, measured, last)
@@ -138,7 +138,7 @@ class StreamLimits:
                           u1=of_accel("u1"), u2=of_accel("u2"), accel_offset=of_accel("offset"),
                           reach_lower=of_accel("reach_lower"), reach_upper=of_accel("reach_upper"),
                           rest=of_accel("_rest"), alpha=of_accel("alpha"), delta=of_accel("delta"))
-            struct = compiled_guard.stream_start_arrays(arrays, following.max_error)
+            struct = compiled_control.stream_start_arrays(arrays, following.max_error)
             built = self._compiled_start = (given, ctypes.addressof(struct), struct, arrays)
         built[2].max_error = self.following.max_error  # set at run time (ControlLoop.set_max_state_divergence)
         return built[1]

@@ -1,4 +1,4 @@
-/* The control loop's compiled parts (loaded with ctypes by core/control/compiled_guard.py; a plain C shared library):
+/* The control loop's compiled parts (loaded with ctypes by core/control/compiled_control.py; a plain C shared library):
  * the command guard's apply (command_guard.py, CommandGuard.apply), the last line of the control tick, for a group
  * whose joints each have one coordinate (revolute, prismatic: q ⊖ q' = q - q'; a continuous joint's (cos, sin) keeps
  * the Python path). The same operations in the same order as the numpy code, so the two give the same bits; the
@@ -131,6 +131,57 @@ void ctl_stream_start_commanded(const ctl_stream_start *s, int64_t nq) {
     }
 }
 
+typedef struct {
+    int64_t nq;                   /* the configuration's size */
+    int64_t n_checked;            /* the group's bounded joints: refused beyond their limits +- the tolerance */
+    int64_t n_clipped;            /* every bounded scalar joint of the model: clipped into its limits */
+    int64_t n_rest;               /* the group's configuration entries (the rest clock) */
+    const int64_t *checked_q;     /* per checked joint: its full-q index */
+    const double *checked_min, *checked_max; /* per checked joint: its limits widened by the tolerance */
+    const int64_t *clipped_q;     /* per clipped joint: its full-q index */
+    const double *clipped_min, *clipped_max;
+    const int64_t *rest_q;        /* per group entry: its full-q index */
+    double *incoming;             /* full nq: the measurement offered (clipped in place when taken) */
+    double *measured;             /* full nq, out: the measurement taken */
+    double *rest_anchor, *rest_now, *rest_diff; /* per group entry: the rest clock's anchor and scratch */
+    double rest_tolerance;        /* [rad or m] */
+    double now;                   /* [s] the measurement's time */
+    double still_since;           /* [s] in/out: the rest clock's start (inf: no run yet) */
+} ctl_state_accept;
+
+/* StateTracker.accept (state_tracker.py), its numpy operations in the same order, for a measurement it takes: the
+ * group's bounded joints within their widened limits and every coordinate finite, then every bounded joint clipped
+ * into its limits, the measurement taken and the rest clock advanced. Returns 0 when taken; 1 when refused, with
+ * nothing written (the caller's Python path then says why and counts it). */
+int64_t ctl_state_accept_measurement(ctl_state_accept *s) {
+    double *q = s->incoming;
+    for (int64_t k = 0; k < s->n_checked; ++k) {
+        const double x = q[s->checked_q[k]];
+        if (!(x >= s->checked_min[k] && x <= s->checked_max[k])) return 1; /* NaN fails both */
+    }
+    for (int64_t k = 0; k < s->nq; ++k)
+        if (!isfinite(q[k])) return 1;
+    for (int64_t k = 0; k < s->n_clipped; ++k) {
+        const int64_t i = s->clipped_q[k];
+        double x = q[i]; /* np.minimum(np.maximum(x, lo), hi) on finite values */
+        if (x < s->clipped_min[k]) x = s->clipped_min[k];
+        if (x > s->clipped_max[k]) x = s->clipped_max[k];
+        q[i] = x;
+    }
+    for (int64_t k = 0; k < s->nq; ++k) s->measured[k] = q[k];
+    double largest = -INFINITY;
+    for (int64_t k = 0; k < s->n_rest; ++k) {
+        s->rest_now[k] = q[s->rest_q[k]];
+        s->rest_diff[k] = fabs(s->rest_now[k] - s->rest_anchor[k]);
+        if (s->rest_diff[k] > largest) largest = s->rest_diff[k];
+    }
+    if (!isfinite(s->still_since) || largest > s->rest_tolerance) {
+        for (int64_t k = 0; k < s->n_rest; ++k) s->rest_anchor[k] = s->rest_now[k];
+        s->still_since = s->now;
+    }
+    return 0;
+}
+
 /* The layout of every struct the Python side builds with ctypes: per struct, its size then each field's
  * offset and size, in declaration order; ctl_layout writes them (count returned), ctl_layout_names says whose
  * ("struct:field,field;..."), for the loader to compare with its ctypes.Structure mirrors, by name and
@@ -141,7 +192,9 @@ const char *ctl_layout_names(void) {
         "ctl_command_guard:n,n_bounded,n_others,bounded_acceleration,q_index,bounded_q,q_min,q_max,others_q,"
         "max_step,max_dstep,max_ddstep,u1,u2,undo_u1,undo_u2,q,last;ctl_stream_start:n,n_others,q_index,"
         "others_q,measured,last,q,offset,max_error,follow_lower,follow_upper,has_accel,room_up,room_lo,u1_in,"
-        "u2_in,u1,u2,accel_offset,reach_lower,reach_upper,rest,alpha,delta";
+        "u2_in,u1,u2,accel_offset,reach_lower,reach_upper,rest,alpha,delta;ctl_state_accept:nq,n_checked,"
+        "n_clipped,n_rest,checked_q,checked_min,checked_max,clipped_q,clipped_min,clipped_max,rest_q,"
+        "incoming,measured,rest_anchor,rest_now,rest_diff,rest_tolerance,now,still_since";
 }
 
 int64_t ctl_layout(int64_t *out, int64_t capacity) {
@@ -187,6 +240,25 @@ int64_t ctl_layout(int64_t *out, int64_t capacity) {
         offsetof(ctl_stream_start, rest), sizeof(((ctl_stream_start *)0)->rest), offsetof(ctl_stream_start, alpha),
         sizeof(((ctl_stream_start *)0)->alpha), offsetof(ctl_stream_start, delta),
         sizeof(((ctl_stream_start *)0)->delta),
+        sizeof(ctl_state_accept), offsetof(ctl_state_accept, nq), sizeof(((ctl_state_accept *)0)->nq),
+        offsetof(ctl_state_accept, n_checked), sizeof(((ctl_state_accept *)0)->n_checked),
+        offsetof(ctl_state_accept, n_clipped), sizeof(((ctl_state_accept *)0)->n_clipped),
+        offsetof(ctl_state_accept, n_rest), sizeof(((ctl_state_accept *)0)->n_rest),
+        offsetof(ctl_state_accept, checked_q), sizeof(((ctl_state_accept *)0)->checked_q),
+        offsetof(ctl_state_accept, checked_min), sizeof(((ctl_state_accept *)0)->checked_min),
+        offsetof(ctl_state_accept, checked_max), sizeof(((ctl_state_accept *)0)->checked_max),
+        offsetof(ctl_state_accept, clipped_q), sizeof(((ctl_state_accept *)0)->clipped_q),
+        offsetof(ctl_state_accept, clipped_min), sizeof(((ctl_state_accept *)0)->clipped_min),
+        offsetof(ctl_state_accept, clipped_max), sizeof(((ctl_state_accept *)0)->clipped_max),
+        offsetof(ctl_state_accept, rest_q), sizeof(((ctl_state_accept *)0)->rest_q),
+        offsetof(ctl_state_accept, incoming), sizeof(((ctl_state_accept *)0)->incoming),
+        offsetof(ctl_state_accept, measured), sizeof(((ctl_state_accept *)0)->measured),
+        offsetof(ctl_state_accept, rest_anchor), sizeof(((ctl_state_accept *)0)->rest_anchor),
+        offsetof(ctl_state_accept, rest_now), sizeof(((ctl_state_accept *)0)->rest_now),
+        offsetof(ctl_state_accept, rest_diff), sizeof(((ctl_state_accept *)0)->rest_diff),
+        offsetof(ctl_state_accept, rest_tolerance), sizeof(((ctl_state_accept *)0)->rest_tolerance),
+        offsetof(ctl_state_accept, now), sizeof(((ctl_state_accept *)0)->now),
+        offsetof(ctl_state_accept, still_since), sizeof(((ctl_state_accept *)0)->still_since),
     };
     const int64_t count = (int64_t)(sizeof(layout) / sizeof(layout[0]));
     for (int64_t i = 0; i < count && i < capacity; ++i) out[i] = layout[i];

@@ -1,7 +1,8 @@
-"""The control loop's compiled parts (kernel/control_kernel.c, loaded with ctypes), for a group whose joints each
-have one coordinate (revolute, prismatic): CommandGuard.apply's numpy operations in one C call, and
-StreamLimits.start_state's under commanded feedback. The numpy paths stay the reference and the fallback (no
-kernel, a continuous joint in the group): the same values (test_command_guard.py, test_stream_limits.py)."""
+"""The control loop's compiled parts (kernel/control_kernel.c, loaded with ctypes): CommandGuard.apply's numpy
+operations in one C call and StreamLimits.start_state's under commanded feedback, for a group whose joints each have
+one coordinate (revolute, prismatic), and StateTracker.accept's for a measurement it takes. The numpy paths stay the
+reference and the fallback (no kernel, a continuous joint in the group): the same values (test_command_guard.py,
+test_stream_limits.py, test_state_tracker.py)."""
 
 from __future__ import annotations
 
@@ -35,22 +36,33 @@ class StreamStartArrays(ctypes.Structure):
                 ("alpha", _p), ("delta", _p)]
 
 
+class StateAcceptArrays(ctypes.Structure):
+    """Mirror of ``ctl_state_accept`` in control_kernel.c (same field order)."""
+
+    _fields_ = [("nq", _i64), ("n_checked", _i64), ("n_clipped", _i64), ("n_rest", _i64), ("checked_q", _p),
+                ("checked_min", _p), ("checked_max", _p), ("clipped_q", _p), ("clipped_min", _p), ("clipped_max", _p),
+                ("rest_q", _p), ("incoming", _p), ("measured", _p), ("rest_anchor", _p), ("rest_now", _p),
+                ("rest_diff", _p), ("rest_tolerance", ctypes.c_double), ("now", ctypes.c_double),
+                ("still_since", ctypes.c_double)]
+
+
 def _bind(lib: ctypes.CDLL):
-    check_layout(lib, "ctl_layout", (GuardArrays, StreamStartArrays))  # AttributeError: a stale build, refused
-    apply, start = lib.ctl_command_guard_apply, lib.ctl_stream_start_commanded
+    check_layout(lib, "ctl_layout", (GuardArrays, StreamStartArrays, StateAcceptArrays))  # AttributeError: stale
+    apply, start, accept = lib.ctl_command_guard_apply, lib.ctl_stream_start_commanded, lib.ctl_state_accept_measurement
     apply.argtypes, apply.restype = [_p, _p, _i64], _i64
     start.argtypes, start.restype = [_p, _i64], None
-    return apply, start
+    accept.argtypes, accept.restype = [_p], _i64
+    return apply, start, accept
 
 
 _PATH = library_path(Path(__file__).resolve().parent, _LIBRARY_STEM)
 # calls of the tick (a microsecond): they keep the GIL (compiled_library.load_library)
-_FUNCTIONS, LOAD_ERROR = load_library(_PATH, _LIBRARY_STEM, _bind, "the command guard and the step's start run in "
-                                      "numpy", keep_gil=True)
-APPLY, STREAM_START = _FUNCTIONS if _FUNCTIONS is not None else (None, None)
+_FUNCTIONS, LOAD_ERROR = load_library(_PATH, _LIBRARY_STEM, _bind, "the command guard, the step's start and the "
+                                      "measurement's checks run in numpy", keep_gil=True)
+APPLY, STREAM_START, STATE_ACCEPT = _FUNCTIONS if _FUNCTIONS is not None else (None, None, None)
 
 
-_INDEX_FIELDS = ("q_index", "bounded_q", "others_q")
+_INDEX_FIELDS = ("q_index", "bounded_q", "others_q", "checked_q", "clipped_q", "rest_q")
 
 
 def _point_at(struct: ctypes.Structure, arrays: dict[str, np.ndarray | None]) -> ctypes.Structure:
@@ -83,4 +95,13 @@ def stream_start_arrays(arrays: dict[str, np.ndarray | None], max_error: float) 
     s.n, s.n_others = len(arrays["q_index"]), len(arrays["others_q"])
     s.max_error = float(max_error)
     s.has_accel = int(arrays["u1"] is not None)
+    return s
+
+
+def state_accept_arrays(arrays: dict[str, np.ndarray]) -> StateAcceptArrays:
+    """A StateAcceptArrays over ``arrays`` (see :func:`_point_at`); the caller sets rest_tolerance, now and
+    still_since before each call."""
+    s = _point_at(StateAcceptArrays(), arrays)
+    s.nq, s.n_checked = len(arrays["incoming"]), len(arrays["checked_q"])
+    s.n_clipped, s.n_rest = len(arrays["clipped_q"]), len(arrays["rest_q"])
     return s
