@@ -98,3 +98,23 @@ def test_a_group_with_a_continuous_joint_keeps_the_numpy_guard_and_says_why():
     assert guard.cuts == 1
     step = kinova.difference(q, command)
     np.testing.assert_allclose(np.abs(step[g.v_indices]), kinova.v_max[g.v_indices] * DT, rtol=1e-6)
+
+
+@needs_kernel
+@pytest.mark.parametrize("field, wrong", [
+    ("q_min", lambda a: a.astype(np.float32)),  # contiguous, another dtype
+    ("q_index", lambda a: a.astype(np.int32)),
+    ("max_step", lambda a: np.repeat(a, 2)[::2]),  # float64, every other element: not contiguous
+], ids=["float32-values", "int32-indices", "strided-values"])
+def test_the_kernels_view_refuses_an_array_of_another_dtype_or_not_contiguous_naming_it(panda, field, wrong):
+    """The kernel reads each array through its bare address as contiguous float64 (values) or int64 (indices): one
+    of another dtype, or a strided view, would be read as other numbers. compiled_guard refuses either, naming the
+    field and what it must be; the guard's own arrays are accepted (the premise)."""
+    g = panda.group("arm")
+    guard = CommandGuard(panda, g, panda.v_max[g.v_indices], DT)
+    arrays = dict(guard._compiled[1])
+    compiled_guard.guard_arrays(arrays, guard.bounded_acceleration)  # the premise
+    expected = "int64" if field == "q_index" else "float64"
+    arrays[field] = wrong(arrays[field])
+    with pytest.raises(ValueError, match=rf"^GuardArrays: {field} must be a contiguous {expected} array$"):
+        compiled_guard.guard_arrays(arrays, guard.bounded_acceleration)

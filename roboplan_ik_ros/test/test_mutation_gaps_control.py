@@ -184,3 +184,29 @@ def test_the_streaming_check_names_the_path_given_for_a_declared_range_and_for_t
     with pytest.raises(InvalidInputError, match=r"^arm_b\.streaming\.max_linear_speed: "):
         check_streaming_config(StreamingConfig(max_linear_speed=-1.0), "arm_b.streaming")
     check_streaming_config(StreamingConfig(), "arm_b.streaming")  # the premise: the defaults pass
+
+
+# ----------------------------------------------------------------------------- seed 9 (docs/mutation.md)
+@pytest.mark.parametrize("bad", [0.0, -DT, np.nan, np.inf], ids=["zero", "negative", "nan", "inf"])
+def test_the_command_guard_refuses_a_period_not_finite_and_positive_naming_dt_and_keeps_its_own(bad):
+    """CommandGuard's dt [s], at construction and in set_dt (a rate change): a period that is not finite and > 0 is
+    refused with an error that names ``dt``; a refused set_dt leaves the guard on its period (its next command is an
+    untouched guard's)."""
+    s = scene("panda")
+    g = s.group("arm")
+    v_max = s.v_max[g.v_indices]
+    with pytest.raises(InvalidInputError, match=rf"^dt: expected a finite number > 0, got {bad}$"):
+        CommandGuard(s, g, v_max, bad)
+    guard, untouched = CommandGuard(s, g, v_max, DT), CommandGuard(s, g, v_max, DT)
+    with pytest.raises(InvalidInputError, match=rf"^dt: expected a finite number > 0, got {bad}$"):
+        guard.set_dt(bad)
+    assert guard.dt == DT
+    q0 = s.named_configuration("default")
+    q_next = q0.copy()
+    q_next[g.q_indices] += 10.0 * v_max * DT  # beyond v_max dt on every joint: cut to the period's step
+    commands = []
+    for gd in (guard, untouched):
+        gd.reseed(q0)
+        commands.append(gd.apply(q_next).copy())
+    np.testing.assert_array_equal(commands[0], commands[1])
+    assert guard.cuts == untouched.cuts == 1

@@ -53,12 +53,12 @@ from models import robot, scene
 from roboplan_ik_ros.core import Obstacle
 from roboplan_ik_ros.core.config import load_config
 from roboplan_ik_ros.core.control.binding_bounds import ACCELERATION_BOUND, JOINT_BOUND, binding_bounds
-from roboplan_ik_ros.core.control.control_loop import (HOLDING, INACTIVE, PAUSED, SINGULARITY, STALE, TRACKING,
-                                                       WAITING_FOR_GOAL, ControlLoop, load_loop_config)
+from roboplan_ik_ros.core.control.control_loop import (HOLDING, INACTIVE, PAUSED, RECOVERING, SINGULARITY, STALE,
+                                                       TRACKING, WAITING_FOR_GOAL, ControlLoop, load_loop_config)
 from roboplan_ik_ros.core.control.following_speed import min_jerk
 from roboplan_ik_ros.core.control.goal_feedback import (LIMITED, PROGRESS_TIME, REACHABLE, STALL_TIME, TRADEOFF,
                                                         GoalJudge)
-from roboplan_ik_ros.core.control.loop_modes import COMMAND_TIMEOUT
+from roboplan_ik_ros.core.control.loop_modes import COMMAND_TIMEOUT, LEASH
 from roboplan_ik_ros.core.control.singularity_scale import SingularityScale
 from roboplan_ik_ros.core.control.state_tracker import StateTracker
 from roboplan_ik_ros.core.errors import InvalidInputError
@@ -298,12 +298,12 @@ def test_an_acceleration_limit_with_a_smoothing_that_does_not_brake_is_noted(pan
 
 
 # ----------------------------------------------------------------------------- joint jog
-def posture_jog_loop(panda):
-    """The shipped config with only its posture task (all weights 1, no barrier), jogs in speed units, activated
-    at "default": (loop, sim)."""
+def posture_jog_loop(panda, keep_the_hand: bool = False):
+    """The shipped config with only its posture task (all weights 1; with ``keep_the_hand`` the ee task too, whose
+    priority 1 is above the posture's), no barrier, jogs in speed units, activated at "default": (loop, sim)."""
     data = panda_yaml()
-    data["tasks"] = [t for t in data["tasks"] if t["name"] == "posture"]
-    data["tasks"][0]["weights"] = 1.0
+    data["tasks"] = [t for t in data["tasks"] if t["name"] == "posture" or (keep_the_hand and t["name"] == "ee")]
+    next(t for t in data["tasks"] if t["name"] == "posture")["weights"] = 1.0
     data["barriers"] = []
     loop = loop_of(panda, data, streaming={"command_in_type": "speed_units"})
     sim = SimRobot(loop, panda.named_configuration("default"))
@@ -352,6 +352,18 @@ def test_a_braking_time_bound_beyond_the_float_range_is_inf_not_a_short_stop(pan
 
 
 # ----------------------------------------------------------------------------- reports
+CRUISE_A_MAX = 15.0  # [rad/s^2] cruising's acceleration bound
+
+
+def cruising(s, c: np.ndarray, q: np.ndarray, j_max: float | None) -> AccelerationLimit:
+    """An AccelerationLimit of the Panda's arm (a_max CRUISE_A_MAX, ``j_max``, v_max 10 rad/s) whose last two
+    commands both moved the joints by ``c`` [rad per period], its bounds solved at ``q``."""
+    lim = AccelerationLimit(Oink(s, "arm"), DT, CRUISE_A_MAX, j_max, v_max=10.0)
+    lim.set_history(c, c)
+    lim.bounds(q)
+    return lim
+
+
 @pytest.mark.parametrize("upper", [True, False], ids=["upper", "lower"])
 @pytest.mark.parametrize("bound", ["jerk", "acceleration"])
 def test_a_joint_at_its_jerk_or_acceleration_bound_is_reported_with_that_derivative(upper, bound):
@@ -361,13 +373,10 @@ def test_a_joint_at_its_jerk_or_acceleration_bound_is_reported_with_that_derivat
     (u - u1) / dt^2 = +-a_max (acceleration_limit.py: |u - u_1| / dt^2 <= a_max): it names the acceleration bound
     with that acceleration [rad/s^2], not one counting the previous increment again."""
     s = scene("panda")
-    oink = Oink(s, "arm")
-    a_max, j_max = 15.0, (1000.0 if bound == "jerk" else None)  # [rad/s^2], [rad/s^3]
-    lim = AccelerationLimit(oink, DT, a_max, j_max, v_max=10.0)
-    c = np.full(7, 1e-3)  # [rad per period]
-    lim.set_history(c, c)
+    a_max, j_max = CRUISE_A_MAX, (1000.0 if bound == "jerk" else None)  # [rad/s^2], [rad/s^3]
     q = s.named_configuration("default")
-    lim.bounds(q)
+    c = np.full(7, 1e-3)  # [rad per period]
+    lim = cruising(s, c, q, j_max)
     sign = 1.0 if upper else -1.0
     dq = c + sign * (j_max * DT**3 if bound == "jerk" else a_max * DT**2)
     hits = binding_bounds(s, s.group("arm"), [lim], q, dq, DT, 1e-10)
@@ -490,16 +499,22 @@ def test_activation_gives_the_reason_that_the_loop_waits_for_a_goal_and_the_wait
     assert loop.mode == WAITING_FOR_GOAL and loop.hold_reason == at_activation
 
 
-def test_waiting_for_a_goal_outside_a_barrier_the_reason_keeps_the_wait_and_adds_the_recovery(panda):
-    """Activated with the TCP above the workspace box (as test_starting_outside_the_box_recovers_monotonically):
-    the step would recover, but no goal, no motion; the hold reason is the wait's (as at activation) followed by
-    the step's status, which says a goal starts the recovery."""
-    loop = make_loop(panda)
+def activated_above_the_box(panda, loop) -> SimRobot:
+    """The robot with its TCP ~20 mm above the workspace box's top (as
+    test_starting_outside_the_box_recovers_monotonically), ``loop`` activated there (waiting for a goal)."""
     q = panda.named_configuration("default")
-    q[3] += 0.75  # the TCP ~20 mm above the box's top
+    q[3] += 0.75
     q[5] -= 0.375
     sim = SimRobot(loop, q)
     assert loop.activate(sim.t) == ""
+    return sim
+
+
+def test_waiting_for_a_goal_outside_a_barrier_the_reason_keeps_the_wait_and_adds_the_recovery(panda):
+    """Activated with the TCP above the workspace box: the step would recover, but no goal, no motion; the hold
+    reason is the wait's (as at activation) followed by the step's status, which says a goal starts the recovery."""
+    loop = make_loop(panda)
+    sim = activated_above_the_box(panda, loop)
     waiting = loop.hold_reason
     sim.tick(3)
     result = loop.last_outcome.result
@@ -1026,13 +1041,13 @@ def test_a_tracking_loop_has_no_hold_reason(panda):
     assert loop.hold_reason == ""
 
 
-def _hand_fed_loop(panda, **settings):
+def _hand_fed_loop(panda, log=None, **settings):
     """(loop, measure): panda.yaml without the self-collision barrier, ``settings`` in its node: section, measured at
-    'default' at t = 0 and activated there; ``measure(t)`` accepts 'default' again at time t [s]. Times chosen by the
-    test (binary fractions: ages and rest durations are exact)."""
+    'default' at t = 0 and activated there, logging through ``log``; ``measure(t)`` accepts 'default' again at time t
+    [s]. Times chosen by the test (binary fractions: ages and rest durations are exact)."""
     data = panda_yaml()
     data["barriers"] = [b for b in data["barriers"] if b["name"] != "self_collision"]
-    loop = loop_of(panda, data, **settings)
+    loop = loop_of(panda, data, log, **settings)
     q = panda.named_configuration("default")
 
     def measure(t: float) -> None:
@@ -1046,12 +1061,19 @@ def _hand_fed_loop(panda, **settings):
 
 @pytest.mark.parametrize("behavior, says", [("stop", "stopped commanding"), ("hold", "holding")])
 def test_the_stale_reason_names_the_age_the_timeout_and_what_the_loop_does(panda, behavior, says):
-    """The hold reason (and warning) of stale joint states: how long none came, the state_timeout and what the loop
-    does under its stale_behavior."""
-    loop, _ = _hand_fed_loop(panda, stale_behavior=behavior, state_timeout=0.25)
+    """The hold reason of stale joint states, logged once as a warning when the loop goes stale (not again on the
+    stale ticks after it): how long none came, the state_timeout and what the loop does under its stale_behavior."""
+    messages: list[tuple[str, str]] = []
+    loop, _ = _hand_fed_loop(panda, lambda level, text: messages.append((level, text)), stale_behavior=behavior,
+                             state_timeout=0.25)
+    messages.clear()
     loop.tick(1.0)  # 1 s after the last measurement
     assert loop.mode == STALE
-    assert loop.hold_reason == f"no valid joint states for 1.00 s (state_timeout 0.25 s): {says}"
+    reason = f"no valid joint states for 1.00 s (state_timeout 0.25 s): {says}"
+    assert loop.hold_reason == reason
+    loop.tick(1.5)
+    assert loop.mode == STALE
+    assert [text for level, text in messages if level == "warning"] == [reason], messages
 
 
 def test_the_loop_reseeds_once_the_robot_was_still_for_exactly_reseed_settle_time(panda):
@@ -1222,3 +1244,68 @@ def test_set_max_state_divergence_sets_the_following_window_of_the_settings_and_
     loop.set_joint_goal("posture", target)
     sim.tick(500)
     assert 0.04 < sim.max_lead <= 0.05 + float(loop.guard.v_max.max()) * loop.dt + 1e-9
+
+
+# ----------------------------------------------------------------------------- seed 9 (docs/mutation.md)
+def test_entering_recovery_logs_the_steps_status_once_as_a_warning(panda):
+    """Activated above the workspace box, a goal inside it starts the recovery: the tick that enters RECOVERING logs
+    its step's status (the barrier row outside, its h) as one warning; the recovering ticks after it, whose status
+    changes with h, log none."""
+    messages: list[tuple[str, str]] = []
+    data = panda_yaml()
+    data["barriers"] = [b for b in data["barriers"] if b["name"] != "self_collision"]
+    loop = loop_of(panda, data, lambda level, text: messages.append((level, text)))
+    sim = activated_above_the_box(panda, loop)
+    sim.tick(3)
+    assert loop.mode == WAITING_FOR_GOAL  # the premise: outside, no goal
+    loop.set_pose_goal("ee", pin.SE3(sim.tcp().rotation, np.array([0.5, 0.0, 0.5])))
+    messages.clear()
+    sim.tick()
+    assert loop.mode == RECOVERING
+    entered = loop.last_outcome.result.status
+    assert entered.startswith("recovering: barrier 'workspace'"), entered
+    sim.tick(5)
+    assert loop.mode == RECOVERING and loop.last_outcome.result.status != entered
+    assert [text for level, text in messages if level == "warning"] == [entered], messages
+
+
+@pytest.mark.parametrize("upper", [True, False], ids=["upper", "lower"])
+@pytest.mark.parametrize("j_max", [None, 1000.0], ids=["no-jerk-bound", "jerk-bound"])
+def test_a_joint_braking_for_its_position_limit_within_a_max_is_reported_with_that_side(upper, j_max):
+    """Every joint 5 mm from its upper (lower) limit, moving toward it at 0.5 rad/s: the acceleration limit's box
+    brakes it for that limit (bound_cause: position), and binding_bounds reports a step at the bound as a joint
+    bound on that side, with the commanded position, the limit and the velocity."""
+    s = scene("panda")
+    g = s.group("arm")
+    sign, side = (1.0, "upper") if upper else (-1.0, "lower")
+    limit = (s.q_max_v if upper else s.q_min_v)[g.v_indices]
+    q = s.named_configuration("default")
+    q[g.q_indices] = limit - sign * 0.005
+    lim = cruising(s, np.full(7, sign * 0.5 * DT), q, j_max)
+    assert [lim.bound_cause(k, upper) for k in range(7)] == ["position"] * 7  # the premise
+    b = lim.last_bounds()
+    dq = b.upper if upper else b.lower
+    hits = binding_bounds(s, g, [lim], q, dq, DT, 1e-10)
+    assert [(h.code, h.joint) for h in hits] == [(JOINT_BOUND, name) for name in g.joint_names]
+    for k, h in enumerate(hits):
+        assert h.text == (f"{h.joint} brakes for its {side} position limit within a_max (q "
+                          f"{q[g.q_indices[k]] + dq[k]:.4f} rad, limit {limit[k]:.4f} rad, v {dq[k] / DT:+.4f} rad/s)")
+
+
+def test_a_jog_the_hand_holds_back_says_its_target_is_held_at_the_joint_leash(panda):
+    """Every joint jogged at 0.3 rad/s while the hand's task (priority 1) holds the TCP: the arm has one redundant
+    degree of freedom, so the joints cannot follow the jog. The motion limit says the jog's target is held
+    joint_leash from the joints (which it is: the target's farthest joint that far from the measured one)."""
+    loop, sim = posture_jog_loop(panda, keep_the_hand=True)
+    dq = np.full(7, 0.3)  # [rad/s]
+    for k in range(200):
+        if k % 5 == 0:
+            loop.set_joint_velocities("posture", dq, sim.t)
+        sim.tick()
+    code, text = loop.motion_limit(sim.t)
+    leash = loop.settings.streaming.joint_leash  # [rad]
+    assert code == LEASH, (code, text)
+    assert text.startswith(f"task 'posture': the joints cannot follow the jog (its target is held {leash:g} rad from "
+                           "them); "), text
+    lead = np.abs(loop.tasks["posture"].target - sim.q[loop.group.q_indices])
+    assert float(lead.max()) == pytest.approx(leash, abs=0.1 * leash)
