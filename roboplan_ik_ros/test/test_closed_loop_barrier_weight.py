@@ -95,8 +95,12 @@ def test_the_tables_static_pairs_do_not_freeze_the_arm(cap):
 
 
 def test_an_uncapped_collision_barrier_is_noted_at_configure():
-    """RoboPlan's form stays available, with a configure note saying what it risks (the node logs the notes)."""
+    """RoboPlan's form stays available, with a configure note saying what it risks (the node logs the notes): the
+    weight is unbounded, a pair the joints barely move (this test's scenario) outweighs the tasks and stops the arm
+    short of its goal, and the value that caps it."""
     capped = [n for n in look_loop(cap=True).notes if "safe_displacement_max_weight" in n]
     assert capped == []  # the shipped config caps every collision barrier (self_collision is dropped here)
     [note] = [n for n in look_loop(cap=False).notes if "safe_displacement_max_weight" in n]
-    assert note.startswith("barrier 'obstacles': no safe_displacement_max_weight") and "1.0 caps it" in note
+    assert note.startswith("barrier 'obstacles': no safe_displacement_max_weight: its weight r/||J_h||^2 is "
+                           "unbounded, and a pair whose distance the joints barely change"), note
+    assert "outweighs the tasks and stops the arm short of its goal; 1.0 caps it" in note, note

@@ -113,23 +113,18 @@ def test_compiled_and_python_paths_give_the_same_pairs_and_rows(cell, pairs, row
     assert (extra_rows > 0) == (rows_per_pair > 1)  # the vertex rows were compared too
 
 
-@needs_kernel
-def test_compiled_and_python_paths_track_the_same_urgent_pairs_along_a_motion(cell):
-    """With urgent pairs, which candidates beyond the n closest are tracked depends on their approach since the
-    update before (the kernel's pdk_barrier_update, its history of candidates kept in the kernel; the Python rule
-    without it): along random walks through the
-    cell, re-solving at the same q every third update, both paths track the same pairs at the same distances.
-    The walks must exercise the choice: updates with more candidates than slots where a candidate is chosen
-    over a nearer one by its approach."""
+def urgent_walks(cell, seed: int, **make):
+    """Random walks through the cell, re-solving at the same q every third update, with a compiled and a Python
+    CollisionBarrier(**make) (urgent pairs; a closing pair's urgency counts 20 steps of its approach): after every
+    update both track the same pairs at the same distances, with the same approach. Yields, per update, the compiled
+    barrier (its candidates and tracked pairs)."""
     oink = Oink(cell, "arm")
-    make = dict(n_collision_pairs=2, dt=0.01, pairs="all", urgent_pairs=2)
     compiled = CollisionBarrier(oink, **make)
     python = CollisionBarrier(oink, **make, use_compiled=False)
     assert compiled.compiled and not python.compiled
     for b in (compiled, python):
-        b.set_braking_lookahead(20.0)  # a closing pair's urgency counts 20 steps of its approach
-    rng = np.random.default_rng(11)
-    chosen_by_approach = 0
+        b.set_braking_lookahead(20.0)
+    rng = np.random.default_rng(seed)
     for _ in range(6):
         q = cell.random_configuration(rng, oink.group)
         step = rng.normal(0.0, 0.02, q.shape)  # [rad per update]
@@ -145,12 +140,41 @@ def test_compiled_and_python_paths_track_the_same_urgent_pairs_along_a_motion(ce
             for key in ("distance", "point1", "point2", "normal"):
                 np.testing.assert_allclose(getattr(c, key)[: c.count], getattr(p, key)[: p.count], rtol=0.0, atol=TOL)
             np.testing.assert_allclose(compiled._approach, python._approach, rtol=0.0, atol=TOL)
-            cand = compiled._candidates
-            n, size = compiled.pairs.n, len(c.distance)
-            if cand.count > size:
-                nearest_others = cand.pair_index[n:size]
-                chosen_by_approach += not np.array_equal(np.sort(c.pair_index[n:size]), np.sort(nearest_others))
+            yield compiled
+
+
+@needs_kernel
+def test_compiled_and_python_paths_track_the_same_urgent_pairs_along_a_motion(cell):
+    """With urgent pairs, which candidates beyond the n closest are tracked depends on their approach since the
+    update before (the kernel's pdk_barrier_update, its history of candidates kept in the kernel; the Python rule
+    without it): along random walks through the cell both paths track the same pairs at the same distances. The
+    walks must exercise the choice: updates with more candidates than slots where a candidate is chosen over a
+    nearer one by its approach."""
+    chosen_by_approach = 0
+    for barrier in urgent_walks(cell, 11, n_collision_pairs=2, dt=0.01, pairs="all", urgent_pairs=2):
+        cand, c = barrier._candidates, barrier._tracked
+        n, size = barrier.pairs.n, len(c.distance)
+        if cand.count > size:
+            nearest_others = cand.pair_index[n:size]
+            chosen_by_approach += not np.array_equal(np.sort(c.pair_index[n:size]), np.sort(nearest_others))
     assert chosen_by_approach > 0, "no update chose a candidate over a nearer one by its approach: the rule untested"
+
+
+@needs_kernel
+def test_when_every_candidate_fits_both_paths_track_them_all_in_distance_order(cell):
+    """Urgent pairs with few pairs within the broad-phase cutoff (the obstacles only, 5 cm): at updates with at
+    least one candidate and no more than the slots (n closest + urgent), every candidate is tracked, nearest first,
+    by both paths alike."""
+    fits = 0
+    for barrier in urgent_walks(cell, 12, n_collision_pairs=2, dt=0.01, pairs="obstacles", urgent_pairs=2,
+                                broad_phase_cutoff=0.05):
+        cand, c = barrier._candidates, barrier._tracked
+        if 0 < cand.count <= len(c.distance):
+            fits += 1
+            assert c.count == cand.count
+            np.testing.assert_array_equal(c.pair_index[: c.count], cand.pair_index[: cand.count])
+            assert np.all(np.diff(c.distance[: c.count]) >= 0.0)
+    assert fits > 0, "no update had every candidate fit: the branch untested"
 
 
 @needs_kernel

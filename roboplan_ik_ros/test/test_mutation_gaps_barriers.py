@@ -7,7 +7,9 @@ the texts that name a barrier's row when no step keeps it, and the key a collisi
 A second sample adds: no floating-point warning from braking a row in recovery, the path and key that a
 collision, sphere or joint limit barrier's errors name, the configure note on how collision distances are
 computed, the position barrier's and collision barrier's hints, the bounded wait for an expected prepare()
-after a prepared swap, and joint limit rows on a group of one joint or of joints apart in q.
+after a prepared swap, and joint limit rows on a group of one joint or of joints apart in q. A third (seed 2):
+an axis box of no width on a selected axis, a position barrier's axis_selection from its config, a row's bound
+from a barrier reference, and an unused collision row's bound (inf, not NaN).
 """
 
 from __future__ import annotations
@@ -26,9 +28,11 @@ from roboplan_ik_ros.core.errors import InvalidInputError
 from roboplan_ik_ros.core.oink.barriers.axis_box import AxisBox
 from roboplan_ik_ros.core.oink.barriers.collision_barrier import _MAX_PREPARE_WAIT, CollisionBarrier
 from roboplan_ik_ros.core.oink.barriers.joint_limit_barrier import JointLimitBarrier
-from roboplan_ik_ros.core.oink.barriers.position_barrier import PositionBarrier
+from roboplan_ik_ros.core.oink.barriers.position_barrier import (PositionBarrier, PositionBarrierConfig,
+                                                                  build_position_barrier)
 from roboplan_ik_ros.core.oink.barriers.singularity_barrier import SingularityBarrier
 from roboplan_ik_ros.core.oink.barriers.sphere_barrier import SphereBarrier
+from roboplan_ik_ros.core.oink.kind import BuildContext
 from roboplan_ik_ros.core.oink.robot import Robot
 
 DT = 0.002  # [s]
@@ -261,3 +265,69 @@ def test_a_sphere_barrier_refuses_a_radius_naming_its_key(panda):
             SphereBarrier(robot, "panda_hand_tcp", [0.0, 0.0, 0.0], radius, False, DT)
         with pytest.raises(InvalidInputError, match=r"^keep_out\.radius: "):
             SphereBarrier(robot, "panda_hand_tcp", [0.0, 0.0, 0.0], radius, False, DT, name="keep_out")
+
+
+# --------------------------------------------------------------- third sample (seed 2)
+def test_an_axis_box_refuses_p_min_equal_to_p_max_on_a_selected_axis_only():
+    """p_min < p_max strictly on the selected axes (a box of no width there has no inside: both rows could never
+    be kept together); on an axis not selected the bounds are not used, so equal ones are taken."""
+    p_min, p_max = [-0.1, -0.2, 0.5], [0.4, 0.5, 0.5]  # z: no width
+    AxisBox(p_min, p_max, (True, True, False), "box")  # the premise: z not selected
+    with pytest.raises(InvalidInputError, match=r"^box: expected finite p_min < p_max on the selected axes, got "
+                                                r"p_min=\[-0\.1, -0\.2, 0\.5\], p_max=\[0\.4, 0\.5, 0\.5\]$"):
+        AxisBox(p_min, p_max, (False, False, True), "box")
+
+
+def test_a_position_barrier_from_config_keeps_only_the_selected_axes(panda):
+    """A ``type: position`` entry's axis_selection reaches the barrier its builder makes: z alone gives the two z
+    rows, whose h are the frame's height above p_min and below p_max."""
+    s, robot = panda
+    q = s.named_configuration("default")
+    config = PositionBarrierConfig(name="height", type="position", frame="panda_hand_tcp", p_min=[-1.0, -1.0, 0.25],
+                                   p_max=[1.0, 1.0, 1.5], axis_selection=[False, False, True])
+    b = build_position_barrier(config, BuildContext(robot, DT, q))
+    data = s.model.createData()
+    pin.computeJointJacobians(s.model, data, q)
+    pin.updateFramePlacements(s.model, data)
+    b.update(q, data, None)
+    z = data.oMf[s.frame_id("panda_hand_tcp")].translation[2]
+    assert b.row_names == ["z lower", "z upper"]
+    np.testing.assert_allclose(b.value, [z - 0.25, 1.5 - z], rtol=0.0, atol=1e-15)
+
+
+def test_with_a_barrier_reference_a_row_bounds_the_step_from_the_reference(panda):
+    """Barrier.constraint(reference=r) (Oink.set_barrier_reference: measured feedback): h is taken at q ⊕ r to
+    first order, h + J_h r, and the row bounds dq - r: G dq <= b(h + J_h r) + G r, G = -J_h."""
+    s, robot = panda
+    q = s.named_configuration("default")
+    g = robot.group
+    b = JointLimitBarrier(robot, DT, gain=GAIN, safety_margin=0.001)
+    q[g.q_indices[0]] = s.q_min_v[g.v_indices[0]] + 2.0 * b.margin[0]  # joint 0 near its lower limit
+    b.update(q, None, None)
+    r = np.linspace(-0.01, 0.01, robot.nv)  # [rad] the previous command's lead over q
+    G, up = b.constraint(reference=r)
+    h_ref = b.value + b.jacobian @ r
+    np.testing.assert_array_equal(G, -b.jacobian)
+    np.testing.assert_allclose(up, _row_bound(h_ref, 0.001) - b.jacobian @ r, rtol=1e-12, atol=1e-18)
+
+
+def test_an_unused_collision_row_is_never_bounded_also_with_braking_and_a_reference(panda):
+    """A collision barrier with more rows than pairs within its broad-phase cutoff (here one pair within 5 cm of 4
+    rows): an unused row has h = inf and G = 0, and its bound is +inf (the QP drops it), never inf / inf = NaN,
+    with or without braking and a barrier reference."""
+    s, robot = panda
+    q = s.named_configuration("default")
+    data = s.model.createData()
+    pin.computeJointJacobians(s.model, data, q)
+    pin.updateFramePlacements(s.model, data)
+    geom_data = pin.GeometryData(s.collision_model)
+    pin.updateGeometryPlacements(s.model, data, s.collision_model, geom_data)
+    b = CollisionBarrier(robot, 4, DT, broad_phase_cutoff=0.05)
+    b.update(q, data, geom_data)
+    used = b.rows.count
+    assert 0 < used < b.size and np.isinf(b.value[used:]).all()  # the premise
+    braking = np.concatenate([[1.0], np.full(robot.nv, 1e-3)])
+    for kwargs in ({}, {"braking": braking}, {"reference": np.full(robot.nv, 0.01)}):
+        G, up = b.constraint(**kwargs)
+        assert not G[used:].any() and np.isposinf(up[used:]).all(), (kwargs, up)
+        assert np.isfinite(up[:used]).all(), (kwargs, up)

@@ -2,7 +2,8 @@
 
 RowVertices.support (sphere, box, cylinder, capsule): the max of u.p over sampled surface points, oblique u.
 RowVertices.cloud_candidates: per cube its corner least along m, floor <= value <= limit inclusive (brute force).
-nearest_cubes: the cubes nearest to a shape by exact distance, the witness's left out, least first (brute force).
+nearest_cubes: the cubes nearest to a shape by exact distance, the witness's left out, least first, ties by cube index
+(brute force).
 Cloud first in its pair (a part held after the cloud was set): cube rows point from the cube to the part, as the kernel.
 A cloud carried by a link (collision model built by hand): its corners least along n, least bound first, as the kernel.
 CollisionBarrier.prepare: no rebuild for an unchanged scene; an added obstacle reaches both paths after prepare().
@@ -262,13 +263,18 @@ NEAR_RES = 0.01  # [m]
 NEAR_CUBES = np.array([[0.305, 0.005, 0.425], [0.325, 0.005, 0.425], [0.285, -0.015, 0.425], [0.305, 0.025, 0.435],
                        [0.335, -0.025, 0.445], [0.295, -0.005, 0.415], [0.315, -0.025, 0.425],
                        [0.205, 0.105, 0.305], [0.405, -0.105, 0.305], [0.455, 0.155, 0.205]])
+#: cubes in pairs mirrored about the plane y = 0, which holds the part's centre (to ~1e-16 m at the default
+#: configuration): each pair at the same distance from the part (to the 1 nm step of the order), then far ones
+MIRRORED_CUBES = np.array([[0.305, y, z] for y0, z in [(0.005, 0.425), (0.015, 0.425), (0.025, 0.435), (0.005, 0.415)]
+                           for y in (y0, -y0)] + [[0.205, 0.105, 0.305], [0.405, -0.105, 0.305]])
 PART = Obstacle("part", "sphere", (0.03,), position=(0.0, 0.0, 0.12), frame="panda_hand")
 
 
-def part_over_cloud():
-    """The perceived cloud, then the part held in the hand (added after: its pair is (cloud, part))."""
+def part_over_cloud(cubes: np.ndarray = NEAR_CUBES):
+    """The perceived cloud of ``cubes`` (centres), then the part held in the hand (added after: its pair is (cloud,
+    part))."""
     scene = panda()
-    cloud = CloudIngest(scene, PerceptionConfig(voxel_size=NEAR_RES, octree_resolution=NEAR_RES)).cloud(NEAR_CUBES)
+    cloud = CloudIngest(scene, PerceptionConfig(voxel_size=NEAR_RES, octree_resolution=NEAR_RES)).cloud(cubes)
     scene.set_perceived_cloud(cloud)
     scene.add_obstacle(PART)
     g_cloud = scene.world.perceived_geometries()[0]
@@ -292,13 +298,15 @@ def nearest_besides_the_witness(results, witness: np.ndarray, limit: float, coun
     return sorted(keep, key=lambda i: (np.floor(d[i] * 1e9), i))[:count]
 
 
+@pytest.mark.parametrize("cubes", [NEAR_CUBES, MIRRORED_CUBES], ids=["distinct", "mirrored"])
 @pytest.mark.parametrize("count", [2, 3])
-def test_nearest_cubes_are_the_cubes_nearest_to_the_shape_besides_the_witness_least_distance_first(count):
+def test_nearest_cubes_are_the_cubes_nearest_to_the_shape_besides_the_witness_least_distance_first(count, cubes):
     """nearest_cubes(shape=part, cloud, n from the part, witness, d, limit, count): (p_shape, p_cube, unit normal
     from the shape, distance) of the ``count`` cubes nearest to the part by coal's exact distance to each cube,
-    least first, the witness's cube left out. All near cubes are asked here (7 within the limit, <= CUBE_QUERIES *
-    count; the other 3 are > 15 cm away), and the near cubes' order by distance is not their index order."""
-    scene, g_cloud, g_part, cells = part_over_cloud()
+    least first, the witness's cube left out; cubes at the same distance (mirrored ones) in cube index order. All
+    near cubes are asked here (7 or 8 within the limit, <= CUBE_QUERIES * count; the others are > 15 cm away), and the
+    near cubes' order by distance is not their index order."""
+    scene, g_cloud, g_part, cells = part_over_cloud(cubes)
     q = scene.named_configuration("default")
     geom_data = placed(scene, q)
     pairs = ClosestPairs(scene, 1, 0.3, "perceived", use_compiled=False)
@@ -315,6 +323,8 @@ def test_nearest_cubes_are_the_cubes_nearest_to_the_shape_besides_the_witness_le
     witness_cube = int(np.argmin([r.min_distance for r in results]))
     within = [i for i, r in enumerate(results) if r.min_distance <= limit and i != witness_cube]
     assert len(within) > count and expected != sorted(within)[:count]  # not the lowest indices
+    steps = [np.floor(results[i].min_distance * 1e9) for i in within]
+    assert (len(set(steps)) < len(steps)) == (cubes is MIRRORED_CUBES)  # ties only among the mirrored cubes
     assert len(within) + 1 <= CUBE_QUERIES * count and all(r.min_distance <= limit or r.min_distance > 0.15
                                                            for r in results)
     assert len(out) == count
