@@ -226,3 +226,27 @@ def test_the_kernel_box_equals_the_numpy_box(oink, jerk):
     nonviable = slow.nonviable
     print(f"jerk {jerk}: worst |kernel - numpy| {worst:.1e}; {nonviable} of 400 states not viable")
     assert worst <= 1e-15 and 0 < nonviable < 400
+
+
+@pytest.mark.parametrize("given", [lambda q: q.astype(np.float32), lambda q: np.repeat(q, 2)[::2]],
+                         ids=["float32", "strided"])
+def test_the_bounds_of_a_q_the_kernel_cannot_read_are_those_of_its_values(oink, given):
+    """The one-call kernel reads q through its address, as contiguous float64. A q of another dtype or strided takes
+    the numpy glue around the kernel's box instead: the bounds of the same values as float64 (read by the kernel, a
+    float32 q's bytes would be other numbers). The joints move toward their upper limits, 2 cm away, so the bounds
+    depend on q."""
+    limit = AccelerationLimit(oink, 0.002, FRANKA_A, FRANKA_J)
+    if limit._box is None:
+        pytest.skip("the OInK kernel is not built")
+    sc, g = oink.scene, oink.group
+    q = sc.named_configuration("default")
+    q[g.q_indices] = sc.q_max_v[g.v_indices] - 0.02
+    u1 = 0.5 * limit.V
+    limit.set_history(u1, u1)
+    q_given = given(q)
+    given_bounds = limit.bounds(q_given)
+    lower, upper = given_bounds.lower.copy(), given_bounds.upper.copy()
+    _, lower64, upper64 = limit.bounds(np.ascontiguousarray(q_given, dtype=np.float64))
+    np.testing.assert_allclose(lower, lower64, rtol=0.0, atol=1e-15)
+    np.testing.assert_allclose(upper, upper64, rtol=0.0, atol=1e-15)
+    assert np.all(upper < u1 + limit.alpha)  # the premise: the position limits bind

@@ -6,6 +6,8 @@
 - The braking policy's travel B(w) at its two edges: P = 0 and (w + alpha) / delta an integer.
 - hardest_braking_step, reset, bound_cause, VelocityLimit.set_reference and FollowingErrorLimit's bounds
   had no test that pins their result; the latter's name (reports, errors) none at all.
+- A second sample (seed 1): the collapse of a moving joint in a corridor of no width (the numpy path's middle
+  branch), PositionLimit on a group with continuous joints, set_velocity_bound's error at run time.
 """
 
 from __future__ import annotations
@@ -306,6 +308,9 @@ def test_names_defaults_and_the_keys_errors_name(oink):
     assert np.isinf(limit.V).all()
     limit.set_velocity_bound(np.inf)
     assert np.isinf(limit.V).all()
+    with pytest.raises(InvalidInputError, match=r"^acceleration_limit\.v_max: "):  # at run time too, the bound kept
+        limit.set_velocity_bound([1.0, 2.0])
+    assert np.isinf(limit.V).all()
 
 
 def test_last_bounds_only_after_bounds(oink):
@@ -410,3 +415,42 @@ def test_a_joint_without_a_usable_urdf_velocity_limit_is_named(own_scene, bad):
 def test_a_v_max_of_the_wrong_length_is_refused_naming_the_key(oink):
     with pytest.raises(InvalidInputError, match=r"^velocity_limit\.v_max: "):
         VelocityLimit(oink, DT, [1.0, 2.0])
+
+
+# --------------------------------------------------------------- second sample (seed 1)
+@pytest.mark.parametrize("jerk", ["accel+jerk", "mixed"])
+def test_a_moving_joint_in_a_corridor_of_no_width_collapses_its_box_to_one_reachable_step(oink, jerk):
+    """A joint cruising at half of min(alpha, delta) per step inside a following corridor only 1e-12 wider than the
+    easing travel E on both sides: under the jerk bound no step keeps both edges (the upper one needs the joint
+    stopped this step, the lower one the easing that stopping takes), each side's limit lies inside the reachable
+    window, and they conflict. The state is beyond saving (counted once) and the box collapses to one step between
+    the two sides' limits: finite, lower == upper, reachable, and the kernel's (the numpy path's middle branch of
+    the collapse, which no state reached before)."""
+    fast, slow = _pair(oink, JERKS[jerk])
+    q = oink.scene.named_configuration("default")
+    u1 = 0.5 * np.minimum(slow.alpha, slow.delta)  # [rad per step]
+    for lim in (fast, slow):
+        lim.set_history(u1, u1)
+        lim.set_following_room(lim.E + 1e-12, lim.E + 1e-12)
+    _, lower, upper = _same_box(fast, slow, q, f"{jerk}: a corridor of no width")
+    jerk_bounded = np.isfinite(slow.delta)
+    assert slow.nonviable == 1
+    assert np.isfinite(lower).all() and np.array_equal(lower[jerk_bounded], upper[jerk_bounded])
+    assert np.all(slow.reach_lower <= lower) and np.all(upper <= slow.reach_upper)
+
+
+def test_a_position_limit_leaves_the_continuous_joints_of_its_group_unbounded():
+    """PositionLimit on a group with continuous joints (the Kinova's): those have no position limit, their bounds
+    stay (-inf, inf); the others get gain (q_min - q) <= dq <= gain (q_max - q)."""
+    s = scene("kinova")
+    g = s.group("")
+    limit = PositionLimit(Oink(s, ""), gain=0.5)
+    continuous = np.setdiff1d(np.arange(g.nv), g.bounded_v)
+    assert len(continuous) and len(g.bounded_v)  # the premise: both kinds
+    q = s.neutral()
+    _, lower, upper = limit.bounds(q)
+    assert np.all(lower[continuous] == -np.inf) and np.all(upper[continuous] == np.inf)
+    iv = g.v_indices[g.bounded_v]
+    x = q[g.bounded_q]
+    np.testing.assert_allclose(lower[g.bounded_v], 0.5 * (s.q_min_v[iv] - x), rtol=0.0, atol=1e-15)
+    np.testing.assert_allclose(upper[g.bounded_v], 0.5 * (s.q_max_v[iv] - x), rtol=0.0, atol=1e-15)
