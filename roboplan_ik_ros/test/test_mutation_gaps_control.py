@@ -2,7 +2,7 @@
 
 Seed 6: the note of unapplied node: keys says why (the settings given differ) and names the two ways that apply the
 YAML's (each leaves no note); an unknown override's error lists every loop key; check_singularity_thresholds names
-node.streaming's key by default.
+node.streaming's key by default. Seed 9: CommandGuard refuses a bad period naming dt, and keeps its own.
 """
 
 from __future__ import annotations

@@ -34,6 +34,8 @@
   time edges, the re-seed tick's result, a pause kept through it; pause and resume (log, reasons, paused at rest);
   failed steps without an acceleration limit, each counted; stopping_tick without one; a rate change while moving
   (without one) or inactive, the stream's velocities kept; set_max_state_divergence.
+- Seed 9: going stale and entering recovery each log one warning; a joint braking for its position limit is reported
+  on its side; a jog the hand holds back says its target is held at the joint leash.
 """
 
 from __future__ import annotations
