@@ -108,13 +108,13 @@ def test_a_group_with_a_continuous_joint_keeps_the_numpy_guard_and_says_why():
 ], ids=["float32-values", "int32-indices", "strided-values"])
 def test_the_kernels_view_refuses_an_array_of_another_dtype_or_not_contiguous_naming_it(panda, field, wrong):
     """The kernel reads each array through its bare address as contiguous float64 (values) or int64 (indices): one
-    of another dtype, or a strided view, would be read as other numbers. compiled_guard refuses either, naming the
+    of another dtype, or a strided view, would be read as other numbers. compiled_control refuses either, naming the
     field and what it must be; the guard's own arrays are accepted (the premise)."""
     g = panda.group("arm")
     guard = CommandGuard(panda, g, panda.v_max[g.v_indices], DT)
     arrays = dict(guard._compiled[1])
-    compiled_guard.guard_arrays(arrays, guard.bounded_acceleration)  # the premise
+    compiled_control.guard_arrays(arrays, guard.bounded_acceleration)  # the premise
     expected = "int64" if field == "q_index" else "float64"
     arrays[field] = wrong(arrays[field])
     with pytest.raises(ValueError, match=rf"^GuardArrays: {field} must be a contiguous {expected} array$"):
-        compiled_guard.guard_arrays(arrays, guard.bounded_acceleration)
+        compiled_control.guard_arrays(arrays, guard.bounded_acceleration)
