@@ -109,10 +109,6 @@ class AccelerationLimit(Limit):
         self.joint_names = list(group.joint_names)
         self.q_min = robot.scene.q_min_v[group.v_indices]  # -inf / +inf for unbounded joints
         self.q_max = robot.scene.q_max_v[group.v_indices]
-        self._bounded = np.zeros(n, dtype=bool)
-        self._bounded[group.bounded_v] = True
-        self._q_idx = np.full(n, -1)
-        self._q_idx[group.bounded_v] = group.bounded_q
         self._bq_v = group.bounded_v  # group v indices of bounded joints
         self._bq_q = group.bounded_q  # their full-q indices
         # per-step constants [rad or m]
