@@ -8,6 +8,7 @@ import math
 
 import numpy as np
 import pinocchio as pin
+import pytest
 from ruckig import InputParameter, OutputParameter, Ruckig
 
 from models import scene
@@ -183,3 +184,110 @@ def test_a_line_of_sight_held_by_its_leash_waits_near_the_axis():
     for _ in range(2000):  # released: on to the goal
         s.step()
     assert np.allclose(s.position, [0.0, 1.0, 0.0], atol=1e-12) and not s.moving
+
+
+# --- target_shaper.py's whole-module mutation round (docs/mutation.md) ---------------------------------------
+
+def _targets_to_rest(shaper, ticks: int = 5000) -> list[np.ndarray]:
+    """The targets of a JointTargetShaper's steps (without a leash's centre) until it is at rest."""
+    targets = []
+    for _ in range(ticks):
+        target = shaper.step()
+        if target is None:
+            break
+        targets.append(target.copy())
+    return targets
+
+
+def test_a_joint_target_shaper_of_a_group_not_at_the_start_of_q_moves_its_joints_to_the_goal():
+    """A contiguous group whose q does not start at index 0 (panda_joint4 and 5: q[3:5]) writes its targets into
+    its own q entries: both joints arrive exactly at the goal within the speed limit."""
+    s = scene("panda")
+    g = s.subgroup(s.group("arm"), ["panda_joint4", "panda_joint5"])
+    assert list(g.q_indices) == [3, 4]  # the premise
+    start = s.named_configuration("default")[g.q_indices]
+    goal = start + np.array([0.3, -0.2])
+    shaper = JointTargetShaper(s, g, DT, 1.0, 10.0, 500.0)
+    shaper.reset(start)
+    shaper.set_goal(goal)
+    targets = _targets_to_rest(shaper)
+    assert not shaper.moving and np.array_equal(targets[-1], goal) and np.array_equal(shaper.target, goal)
+    v, _, _ = differences(np.array(targets), start)
+    assert v.max() <= 1.0 + TOL
+
+
+@pytest.mark.parametrize("velocity", [None, np.full(7, 0.1)])
+def test_a_joint_target_shaper_taken_over_at_a_configuration_has_its_goal_there(velocity):
+    """reset / continue_from: target and goal := the configuration (whatever velocity it is taken over with)."""
+    panda = scene("panda")
+    group = panda.group("arm")
+    shaper = JointTargetShaper(panda, group, DT, 1.0, 5.0, 2000.0)
+    q = panda.named_configuration("default")[group.q_indices] + 0.1
+    shaper.continue_from(q, velocity)
+    assert np.array_equal(shaper.target, q) and np.array_equal(shaper.goal, q)
+
+
+def test_a_leashed_joint_target_shaper_stepped_without_a_configuration_moves_free_to_its_goal():
+    """step() without q: no leash's centre, so no leash (leash 1 mrad, which would hold it at the start)."""
+    panda = scene("panda")
+    group = panda.group("arm")
+    shaper = JointTargetShaper(panda, group, DT, 1.0, 5.0, 2000.0, leash=0.001)
+    start = panda.named_configuration("default")[group.q_indices]
+    goal = start + 0.2
+    shaper.reset(start)
+    shaper.set_goal(goal)
+    targets = _targets_to_rest(shaper)
+    assert not shaper.moving and np.array_equal(targets[-1], goal) and not shaper.leashed
+
+
+def test_a_fractional_jerk_bound_replaces_an_integer_one():
+    """Limits given as integers (as a YAML may give them), then a jerk bound of 150.5: j_max is 150.5."""
+    s = TargetShaper(1, DT, 1, 4, 100)
+    s.set_limits(j_max=150.5)
+    assert np.array_equal(s.j_max, [150.5])
+
+
+def test_a_euclidean_target_exactly_at_its_leash_is_not_pulled_back():
+    """The leash pulls back only a target beyond it: a step that ends exactly the leash from the anchor keeps
+    its velocity and is not leashed (the twin shaper without a leash tells where the step ends)."""
+    free = TargetShaper(1, DT, V, A, J, euclidean=True)
+    free.reset([0.0])
+    free.set_goal([1.0])
+    for _ in range(50):
+        free.step()
+    end = free.step().copy()
+    assert end[0] > 0.0 and math.sqrt(end[0] * end[0]) == end[0]  # the premise: the distance is exactly end
+
+    held = TargetShaper(1, DT, V, A, J, euclidean=True, leash=float(end[0]))
+    held.reset([0.0])
+    held.set_goal([1.0])
+    for _ in range(50):
+        held.step()
+    x = held.step(np.zeros(1))
+    assert np.array_equal(x, end) and np.array_equal(held.velocity, free.velocity) and held.leashed is False
+
+
+def test_moving_and_leashed_are_false_at_rest_and_after_a_step_without_a_leash():
+    """moving and leashed are bools: False once reset, and leashed False after a step the leash did not act on."""
+    s = TargetShaper(2, DT, V, A, J, leash=0.1)
+    s.reset([0.0, 0.0])
+    assert s.moving is False and s.leashed is False
+    s.set_goal([1.0, 0.0])
+    s.step()
+    assert s.moving is True and s.leashed is False
+
+
+@pytest.mark.parametrize("speed, share", [(0.4, 0.8), (0.8, 1.0)])
+def test_a_euclidean_goal_moves_a_moving_target_at_the_limits_times_the_share_its_motion_uses_at_most_the_limits(
+        speed, share):
+    """v_max 0.5: a target moving along x at ``speed`` gets a goal along y. The x axis keeps the share of the
+    limits its velocity uses (speed / v_max, at most 1: a target faster than the limit brakes to it), the y axis
+    its direction's (1): the target moves as a per-coordinate shaper with those limits."""
+    v_max, a_max, j_max = 0.5, 2.0, 100.0
+    s = TargetShaper(2, DT, v_max, a_max, j_max, euclidean=True)
+    reference = TargetShaper(2, DT, [share * v_max, v_max], [share * a_max, a_max], [share * j_max, j_max])
+    for shaper in (s, reference):
+        shaper.continue_from([0.0, 0.0], [speed, 0.0])
+        shaper.set_goal([0.0, 1.0])
+    assert np.array_equal(run(s, 3000), run(reference, 3000))
+

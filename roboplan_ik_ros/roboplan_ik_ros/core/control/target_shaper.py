@@ -136,10 +136,9 @@ class TargetShaper:
             self._set_limits(scale)
         self.moving = True
 
-    def step(self, anchor: np.ndarray | None = None, leash: float | None = None) -> np.ndarray | None:
+    def step(self, anchor: np.ndarray | None = None) -> np.ndarray | None:
         """Advance one period; the new target (a buffer of this shaper: copy to keep), or None when it is at
-        rest at its goal. ``anchor``: what the task measures now (the leash's centre; None: no leash);
-        ``leash``: this tick's leash instead of the shaper's (a look_at's angle as a distance at its range)."""
+        rest at its goal. ``anchor``: what the task measures now (the leash's centre; None: no leash)."""
         if not self.moving:
             return None
         inp, out = self._inp, self._out
@@ -154,9 +153,8 @@ class TargetShaper:
             self.reset(self.goal)  # exactly at the goal, at rest
             return self.position
         self.leashed = False
-        leash = self.leash if leash is None else leash
-        if anchor is not None and leash is not None:
-            self._leash(anchor, leash)
+        if anchor is not None and self.leash is not None:
+            self._leash(anchor, self.leash)
         return self.position
 
     def _leash(self, anchor: np.ndarray, leash) -> None:
