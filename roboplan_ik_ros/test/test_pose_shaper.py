@@ -14,6 +14,7 @@ import yaml
 from ruckig import InputParameter, OutputParameter, Ruckig
 
 from roboplan_ik_ros.core.control.goal_followers import GoalSmoother, GoalSmoothingConfig
+from roboplan_ik_ros.core.control.pose_shaper import PoseShaper
 from roboplan_ik_ros.core.errors import InvalidInputError
 from roboplan_ik_ros.node.node_config import load_node_config
 from conftest import CONFIG_DIR
@@ -229,3 +230,15 @@ def test_in_closed_loop_a_goal_stream_keeps_the_commands_within_the_bounds(panda
     assert_within_bounds(run)
     assert np.linalg.norm(run.pose().translation - goal.translation) < TOL
     assert past <= TOL and rot <= TOL
+
+
+def test_pose_limits_set_at_run_time_that_no_shaper_takes_are_refused_naming_them_and_change_nothing():
+    """PoseShaper.set_limits (the goal smoothing's runtime parameters) checks its new limits before its per-goal plan
+    hands them to Ruckig unchecked: a zero speed is refused, naming v_max, and the shaper keeps its limits."""
+    shaper = PoseShaper(0.002, (0.5, 2.0, 20.0), (1.0, 4.0, 40.0))
+    with pytest.raises(ValueError, match="v_max"):
+        shaper.set_limits((0.0, 2.0, 20.0), (1.0, 4.0, 40.0))
+    assert shaper.linear == (0.5, 2.0, 20.0) and shaper.angular == (1.0, 4.0, 40.0)
+    assert np.array_equal(shaper._v_max, np.repeat([0.5, 1.0], 3))
+    with pytest.raises(ValueError, match="a_max, j_max"):
+        shaper.set_limits((0.5, 2.0, 20.0), (1.0, -4.0, 40.0))

@@ -247,6 +247,20 @@ def test_a_fractional_jerk_bound_replaces_an_integer_one():
     assert np.array_equal(s.j_max, [150.5])
 
 
+@pytest.mark.parametrize("field, value", [("v_max", 0.0), ("v_max", math.inf), ("a_max", 0.0), ("j_max", -1.0),
+                                          ("v_max", math.nan)])
+def test_limits_set_at_run_time_that_no_shaper_takes_are_refused_naming_them_and_change_nothing(field, value):
+    """set_limits (a joint target's set_speed, a look_at's range) checks what the constructor checks: a zero, negative,
+    NaN or (for v_max) infinite limit is refused at once, naming it, and the shaper keeps its limits and goes on to
+    its goal (Ruckig would have refused it at the next step, naming no field)."""
+    s = TargetShaper(2, DT, V, A, J)
+    s.set_goal(np.array([0.1, -0.2]))
+    with pytest.raises(ValueError, match=field if field == "v_max" else "a_max, j_max"):
+        s.set_limits(**{field: value})
+    assert np.array_equal(s.v_max, [V, V]) and np.array_equal(s.a_max, [A, A]) and np.array_equal(s.j_max, [J, J])
+    np.testing.assert_allclose(run(s, 2000)[-1], [0.1, -0.2], atol=TOL)
+
+
 def test_a_euclidean_target_exactly_at_its_leash_is_not_pulled_back():
     """The leash pulls back only a target beyond it: a step that ends exactly the leash from the anchor keeps
     its velocity and is not leashed (the twin shaper without a leash tells where the step ends)."""

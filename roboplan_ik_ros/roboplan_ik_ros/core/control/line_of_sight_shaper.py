@@ -79,7 +79,7 @@ class LineOfSightShaper:
         r0, r1 = float(self._range.position[0]), float(np.linalg.norm(self.goal - self.eye))
         scale = max(r0, r1, _MIN_RANGE)  # the range changes no faster than the point turns at that distance
         speed, acceleration, jerk = self.limits
-        self._range.set_limits(speed * scale, acceleration * scale, jerk * scale)
+        self._range.set_limits(speed * scale, acceleration * scale, jerk * scale, valid=True)  # checked x range > 0
         self._range.set_goal([r1])
         self._aim_turn()
 

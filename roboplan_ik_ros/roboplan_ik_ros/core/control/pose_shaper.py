@@ -30,7 +30,7 @@ import numpy as np
 import pinocchio as pin
 
 from .leash import leash_target
-from .target_shaper import TargetShaper
+from .target_shaper import TargetShaper, checked_limits
 
 
 def _left_jacobian(r: np.ndarray) -> np.ndarray:
@@ -76,15 +76,24 @@ class PoseShaper:
         self._shaper.set_dt(dt)
 
     def set_limits(self, linear, angular) -> None:
-        """New (v_max, a_max, j_max) of the position and the rotation; a moving target replans from where it is."""
+        """New (v_max, a_max, j_max) of the position and the rotation; a moving target replans from where it is.
+        Raises ValueError (the limits unchanged) for limits no shaper takes."""
+        previous = self.linear, self.angular
         self.linear = tuple(float(x) for x in linear)
         self.angular = tuple(float(x) for x in angular)
-        self._set_block_limits()
+        try:
+            self._set_block_limits()
+        except ValueError:
+            self.linear, self.angular = previous
+            raise
         if self.moving:
             self.set_goal(self.goal)
 
     def _set_block_limits(self) -> None:
-        self._v_max, self._a_max, self._j_max = (np.repeat([self.linear[k], self.angular[k]], 3) for k in range(3))
+        """The per-coordinate limits of the two blocks, checked (ValueError naming the limit that no shaper takes):
+        _plan hands them, scaled by (0, 1], to the shaper unchecked."""
+        self._v_max, self._a_max, self._j_max = checked_limits(
+            6, *(np.repeat([self.linear[k], self.angular[k]], 3) for k in range(3)))
 
     def reset(self, T: pin.SE3) -> None:
         """Target and goal := T, at rest."""
@@ -149,7 +158,7 @@ class PoseShaper:
             scale[block] = max(_axis_share(d[block]), _axis_share(s.velocity[block])) or 1.0
         v, a, j = self._limit
         s.set_limits(v_max=np.multiply(self._v_max, scale, out=v), a_max=np.multiply(self._a_max, scale, out=a),
-                     j_max=np.multiply(self._j_max, scale, out=j))
+                     j_max=np.multiply(self._j_max, scale, out=j), valid=True)  # checked limits x (0, 1]
         s.set_goal(x)
 
     def step(self, T_world_frame: pin.SE3 | None = None, leash_distance: float = math.inf,

@@ -45,14 +45,7 @@ class TargetShaper:
     def __init__(self, n: int, dt: float, v_max, a_max, j_max, *, euclidean: bool = False, leash=None) -> None:
         self.n = n
         self.euclidean = euclidean
-        self.v_max = np.broadcast_to(np.asarray(v_max, dtype=float), (n,)).copy()
-        self.a_max = np.broadcast_to(np.asarray(a_max, dtype=float), (n,)).copy()
-        self.j_max = np.broadcast_to(np.asarray(j_max, dtype=float), (n,)).copy()
-        if not (np.isfinite(self.v_max).all() and (self.v_max > 0).all()):
-            raise ValueError(f"v_max: expected finite values > 0, got {self.v_max.tolist()}")
-        if not ((self.a_max > 0).all() and (self.j_max > 0).all()):
-            raise ValueError(f"a_max, j_max: expected values > 0 (or inf), got {self.a_max.tolist()}, "
-                             f"{self.j_max.tolist()}")
+        self.v_max, self.a_max, self.j_max = checked_limits(n, v_max, a_max, j_max)
         self.leash = None if leash is None else (float(leash) if euclidean else
                                                  np.broadcast_to(np.asarray(leash, dtype=float), (n,)).copy())
         if self.leash is not None and not np.all(np.greater(self.leash, 0.0)):
@@ -77,11 +70,18 @@ class TargetShaper:
         self._otg = Ruckig(self.n, self.dt)
         self._out = OutputParameter(self.n)
 
-    def set_limits(self, v_max=None, a_max=None, j_max=None) -> None:
-        """New limits (None: kept); they apply from the next goal (a Euclidean shaper's) or the next step."""
-        for name, value in (("v_max", v_max), ("a_max", a_max), ("j_max", j_max)):
+    def set_limits(self, v_max=None, a_max=None, j_max=None, *, valid: bool = False) -> None:
+        """New limits (None: kept); they apply from the next goal (a Euclidean shaper's) or the next step. Raises
+        ValueError, the limits unchanged, for a v_max not finite > 0 or an a_max or j_max not > 0 (Ruckig would
+        refuse them only at the next step, naming no field). ``valid``: the caller's limits are valid by
+        construction (PoseShaper's per-goal scaling of its checked limits, in the tick): not checked again."""
+        given = ((self.v_max, v_max), (self.a_max, a_max), (self.j_max, j_max))
+        if not valid:
+            given = tuple(zip((self.v_max, self.a_max, self.j_max), checked_limits(
+                self.n, *(mine if value is None else value for mine, value in given))))
+        for mine, value in given:
             if value is not None:
-                getattr(self, name)[:] = value
+                mine[:] = value
         if not self.euclidean:
             self._set_limits(np.ones(self.n))
 
@@ -311,3 +311,13 @@ class JointTargetShaper:
             self._step_full[self.group.v_indices] = x
             self._target[:] = self.scene.integrate(self._anchor, self._step_full)
         return self.target
+
+
+def checked_limits(n: int, v_max, a_max, j_max) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(v_max, a_max, j_max) as n-vectors (new arrays), or ValueError naming the one that is not a shaper's limit."""
+    v, a, j = (np.broadcast_to(np.asarray(x, dtype=float), (n,)).copy() for x in (v_max, a_max, j_max))
+    if not (np.isfinite(v).all() and (v > 0).all()):
+        raise ValueError(f"v_max: expected finite values > 0, got {v.tolist()}")
+    if not ((a > 0).all() and (j > 0).all()):
+        raise ValueError(f"a_max, j_max: expected values > 0 (or inf), got {a.tolist()}, {j.tolist()}")
+    return v, a, j
