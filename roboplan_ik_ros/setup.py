@@ -148,8 +148,9 @@ setup(
         Extension(
             package_name + ".core.control._control_kernel",
             sources=["roboplan_ik_ros/core/control/kernel/control_kernel.c"],
+            include_dirs=[KERNEL_MATH], depends=[KERNEL_MATH + "/kernel_math.h"],
             extra_compile_args=["-O3", "-fno-math-errno"],
-            optional=True,  # a failed build leaves the numpy guard
+            optional=True,  # a failed build leaves the numpy paths
         ),
         *pair_distance_kernel(),
     ] if not NO_COMPILE else [],

@@ -43,6 +43,7 @@ class CommandGuard:
         self.u1 = np.zeros(n)  # the last command increment (group nv) [rad or m]
         self.u2 = np.zeros(n)  # the one before
         self._undo = (np.zeros(n), np.zeros(n))  # u1, u2 before the last apply (command_not_sent)
+        self._compiled = None  # the compiled apply's arrays (below), rebuilt by set_dt once there
         self.set_dt(dt)
         self.last = scene.neutral()  # the previous command (full nq)
         self.started = False
@@ -53,7 +54,6 @@ class CommandGuard:
         self._step = np.zeros(scene.model.nv)
         self._others_q = np.setdiff1d(np.arange(scene.model.nq), group.q_indices)
         # the compiled apply: a group of one-coordinate joints (q ⊖ q' = q - q'), with the kernel built
-        self._compiled = None
         self.compiled_reason = ("use_compiled=False" if not use_compiled else compiled_control.LOAD_ERROR
                                 or ("a continuous joint in the group (its (cos, sin) needs pinocchio's difference)"
                                     if len(group.continuous_q) else ""))
@@ -68,7 +68,7 @@ class CommandGuard:
         self._max_dstep = self.a_max * self.dt**2 * (1.0 + _STEP_TOLERANCE)  # inf without a bound
         self._max_ddstep = self.j_max * self.dt**3 * (1.0 + _STEP_TOLERANCE)
         self.bounded_acceleration = bool(np.isfinite(self.a_max).any() or np.isfinite(self.j_max).any())
-        if getattr(self, "_compiled", None) is not None:
+        if self._compiled is not None:
             self._build_compiled()
 
     def _build_compiled(self) -> None:

@@ -1,7 +1,8 @@
-/* The math the compiled kernels share (oink_kernel.c, simple_ik_kernel.c): rotations and placements
- * (log3, SE3 product and log6), the Cholesky factor and its solve, and OInK's barrier laws (the braking
- * bound and the safe-displacement fade) that the numpy path computes in barrier.py. One definition
- * each, included by both kernels (static inline: each library keeps its own copy, no symbol exported).
+/* The math the C kernels share (oink_kernel.c, simple_ik_kernel.c, control_kernel.c): numpy's NaN-propagating
+ * minimum and maximum, rotations and placements (log3, SE3 product and log6), the Cholesky factor and its solve,
+ * and OInK's barrier laws (the braking bound and the safe-displacement fade) that the numpy path computes in
+ * barrier.py. One definition each, included by each kernel (static inline: each library keeps its own copy, no
+ * symbol exported).
  *
  * Conventions: row-major (numpy C order), double precision. A placement is 12 doubles: the rotation
  * (3 x 3, row-major) then the translation [m].
@@ -13,6 +14,10 @@
 #include <stdint.h>
 
 #define KM_PI 3.14159265358979323846
+
+/* np.maximum / np.minimum: a NaN in either argument gives NaN. */
+static inline double km_nan_max(double a, double b) { return (a != a || b != b) ? NAN : (a > b ? a : b); }
+static inline double km_nan_min(double a, double b) { return (a != a || b != b) ? NAN : (a < b ? a : b); }
 
 /* w = log3(R) for the rotation R (3 x 3): the axis-angle vector, |w| = theta in [0, pi]; returns theta.
  * atan2, not acos(c): accurate to round-off near 0 and pi too, where acos loses half the digits (pinocchio's

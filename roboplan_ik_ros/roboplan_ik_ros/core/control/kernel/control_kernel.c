@@ -1,11 +1,14 @@
 /* The control loop's compiled parts (loaded with ctypes by core/control/compiled_control.py; a plain C shared library):
- * the command guard's apply (command_guard.py, CommandGuard.apply), the last line of the control tick, for a group
- * whose joints each have one coordinate (revolute, prismatic: q ⊖ q' = q - q'; a continuous joint's (cos, sin) keeps
- * the Python path). The same operations in the same order as the numpy code, so the two give the same bits; the
- * Python path is the reference (test_command_guard.py holds them equal). */
+ * the command guard's apply (command_guard.py, CommandGuard.apply), the last line of the control tick, and the start
+ * of a commanded step (stream_limits.py), for a group whose joints each have one coordinate (revolute, prismatic:
+ * q ⊖ q' = q - q'; a continuous joint's (cos, sin) keeps the Python path); and the checks of a /joint_states
+ * measurement (state_tracker.py). The same operations in the same order as the numpy code, so the two give the same
+ * values; the Python paths are the reference (test_command_guard.py, test_stream_limits.py, test_state_tracker.py). */
 #include <math.h>
 #include <stddef.h>
 #include <stdint.h>
+
+#include "kernel_math.h"
 
 typedef struct {
     int64_t n;                    /* the group's joints (one q, one v each) */
@@ -90,8 +93,6 @@ typedef struct {
     const double *alpha, *delta;  /* per joint: its acceleration and jerk steps */
 } ctl_stream_start;
 
-static double np_min(double a, double b) { return (a <= b || isnan(a)) ? a : b; } /* numpy's minimum: NaN wins */
-static double np_max(double a, double b) { return (a >= b || isnan(a)) ? a : b; }
 
 /* StreamLimits.start_state under commanded feedback (stream_limits.py), its numpy operations in the same order:
  * the step linearizes at the previous command (the joints outside the group measured), the following-error limit's
@@ -106,8 +107,8 @@ void ctl_stream_start_commanded(const ctl_stream_start *s, int64_t nq) {
         const int64_t qi = s->q_index[i];
         const double offset = s->last[qi] - s->measured[qi];
         s->offset[i] = offset;
-        s->follow_lower[i] = np_min(-e - offset, 0.0);
-        s->follow_upper[i] = np_max(e - offset, 0.0);
+        s->follow_lower[i] = km_nan_min(-e - offset, 0.0);
+        s->follow_upper[i] = km_nan_max(e - offset, 0.0);
         if (!s->has_accel) continue;
         if (isfinite(e)) {
             s->room_up[i] = e - offset;
@@ -117,17 +118,17 @@ void ctl_stream_start_commanded(const ctl_stream_start *s, int64_t nq) {
         s->u1[i] = u1;
         s->u2[i] = u2;
         s->accel_offset[i] = 0.0;
-        double lo = np_max(w_p - s->delta[i], -s->alpha[i]), hi = np_min(w_p + s->delta[i], s->alpha[i]);
+        double lo = km_nan_max(w_p - s->delta[i], -s->alpha[i]), hi = km_nan_min(w_p + s->delta[i], s->alpha[i]);
         lo += u1;
         hi += u1;
         lo += 0.0;  /* += offset (0.0), as the numpy path: a -0.0 becomes +0.0 there too */
         hi += 0.0;
         s->reach_lower[i] = lo;
         s->reach_upper[i] = hi;
-        const double rest = np_min(np_max(0.0, lo), hi);  /* nearest_to_rest: offset 0 clipped into [lo, hi] */
+        const double rest = km_nan_min(km_nan_max(0.0, lo), hi);  /* nearest_to_rest: offset 0 clipped into [lo, hi] */
         s->rest[i] = rest;
-        s->follow_lower[i] = np_min(s->follow_lower[i], rest);
-        s->follow_upper[i] = np_max(s->follow_upper[i], rest);
+        s->follow_lower[i] = km_nan_min(s->follow_lower[i], rest);
+        s->follow_upper[i] = km_nan_max(s->follow_upper[i], rest);
     }
 }
 

@@ -347,9 +347,6 @@ static double barriers(oink_problem *p) {
     return total;
 }
 
-/* np.maximum / np.minimum: a NaN in either argument gives NaN. */
-static inline double nan_max(double a, double b) { return (a != a || b != b) ? NAN : (a > b ? a : b); }
-static inline double nan_min(double a, double b) { return (a != a || b != b) ? NAN : (a < b ? a : b); }
 
 /* The box: the largest lower and least upper bound of the box limits. */
 static void box(oink_problem *p) {
@@ -361,8 +358,8 @@ static void box(oink_problem *p) {
     for (int64_t k = 1; k < p->n_box; ++k) {
         const double *lo = p->box_lower[k], *up = p->box_upper[k];
         for (int64_t j = 0; j < n; ++j) {
-            p->lower[j] = nan_max(p->lower[j], lo[j]);
-            p->upper[j] = nan_min(p->upper[j], up[j]);
+            p->lower[j] = km_nan_max(p->lower[j], lo[j]);
+            p->upper[j] = km_nan_min(p->upper[j], up[j]);
         }
     }
     double conflict = 0.0;
@@ -423,7 +420,7 @@ int oink_solve_qp(oink_qp *q) {
     if (outcome == DAQP_WORKSPACE_SOLVED) {
         double norm2 = 0.0; /* finite unless an entry is NaN or inf (or |dq| > 1e154: no step either) */
         for (int64_t j = 0; j < q->n; ++j) {
-            q->dq[j] = nan_min(nan_max(q->x[j], q->lower[j]), q->upper[j]);
+            q->dq[j] = km_nan_min(km_nan_max(q->x[j], q->lower[j]), q->upper[j]);
             norm2 += q->dq[j] * q->dq[j];
         }
         if (isfinite(norm2)) return OINK_QP_SOLVED;
@@ -440,7 +437,7 @@ int oink_step(oink_problem *p) {
     oink_qp *q = p->qp;
     if (code != OINK_NEEDS_QP || q == NULL || p->summary[1] != 0.0) return code;
     double least = INFINITY;
-    for (int64_t i = q->barrier_begin; i < q->rows; ++i) least = nan_min(least, q->upper[i]);
+    for (int64_t i = q->barrier_begin; i < q->rows; ++i) least = km_nan_min(least, q->upper[i]);
     if (least < 0.0) return code;
     return oink_solve_qp(q);
 }
@@ -539,8 +536,6 @@ typedef struct {
     double *lower, *upper;      /* per group joint, out: the step's bounds */
 } accel_bounds;
 
-static double numpy_min(double a, double b) { return (a <= b || isnan(a)) ? a : b; } /* np.minimum: NaN wins */
-
 int64_t oink_acceleration_bounds(const accel_box *b, const accel_bounds *s, const double *q) {
     for (int64_t k = 0; k < s->n_bounded; ++k) {
         const int64_t v = s->bq_v[k];
@@ -550,8 +545,8 @@ int64_t oink_acceleration_bounds(const accel_box *b, const accel_bounds *s, cons
     }
     double *d_up_all = (double *)b->d_up, *d_lo_all = (double *)b->d_lo; /* the box reads them */
     for (int64_t j = 0; j < b->n; ++j) {
-        d_up_all[j] = numpy_min(s->d_up[j], s->room_up[j]);
-        d_lo_all[j] = numpy_min(s->d_lo[j], s->room_lo[j]);
+        d_up_all[j] = km_nan_min(s->d_up[j], s->room_up[j]);
+        d_lo_all[j] = km_nan_min(s->d_lo[j], s->room_lo[j]);
     }
     const int64_t nonviable = oink_acceleration_box(b);
     for (int64_t j = 0; j < b->n; ++j) {
