@@ -10,6 +10,8 @@ import os
 from pathlib import Path
 from typing import Callable, TypeVar
 
+import numpy as np
+
 T = TypeVar("T")
 
 
@@ -88,3 +90,12 @@ def check_layout(lib: ctypes.CDLL, symbol: str, structs) -> None:
         if e != g:
             raise AttributeError(f"{symbol}: {where[k]} is {g} bytes in the build, {e} in its ctypes mirror (a field "
                                  "retyped on one side: rebuild, setup.py build_ext --inplace, or update the mirror)")
+
+
+def array_address(owner: str, name: str, a: np.ndarray, dtype) -> int:
+    """The data address of ``a`` for a kernel that reads or writes it as a contiguous ``dtype`` array, or ValueError
+    ("<owner>: <name> must be a contiguous <dtype> array"): a kernel given raw addresses would read an array of
+    another dtype as other numbers, or write a strided one past or across its elements."""
+    if a.dtype != dtype or not a.flags.c_contiguous:
+        raise ValueError(f"{owner}: {name} must be a contiguous {np.dtype(dtype).name} array")
+    return a.ctypes.data

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..compiled_library import check_layout, library_path, load_library
+from ..compiled_library import array_address, check_layout, library_path, load_library
 
 _LIBRARY_STEM = "_control_kernel"
 _p, _i64 = ctypes.c_void_p, ctypes.c_int64
@@ -74,9 +74,7 @@ def _point_at(struct: ctypes.Structure, arrays: dict[str, np.ndarray | None]) ->
             if a is None:
                 continue
             dtype = np.int64 if name in _INDEX_FIELDS else np.float64
-            if a.dtype != dtype or not a.flags.c_contiguous:
-                raise ValueError(f"{type(struct).__name__}: {name} must be a contiguous {np.dtype(dtype).name} array")
-            setattr(struct, name, a.ctypes.data)
+            setattr(struct, name, array_address(type(struct).__name__, name, a, dtype))
     return struct
 
 

@@ -4,9 +4,9 @@ One C++ call per query places the geometries, runs the broad phase (the same bou
 :class:`ClosestPairs`' Python path) and coal's narrow phase on the candidates; a collision barrier makes two
 per step over its own arrays (:class:`BarrierStep`): its update (the tracked pairs, with the urgent pairs'
 choice and its history kept in the kernel, and every row: value and distance Jacobian over the group's
-columns) and its evaluate at the step's end (the rows' values, the nearest untracked pair within d_min). The kernel holds
-its own copies of the geometries, rebuilt from their parameters (coal's primitives, the convex hull
-of the same points): coal's Python objects do not hand out their C++ pointers.
+columns) and its evaluate at the step's end (the rows' values, the nearest untracked pair within d_min).
+The kernel holds its own copies of the geometries, rebuilt from their parameters (coal's primitives, the
+convex hull of the same points): coal's Python objects do not hand out their C++ pointers.
 
 A point cloud (a coal ``OcTree``: the perceived cloud) is held as its occupied cells' centres, each an
 axis-aligned cube of the octree's resolution, binned in a uniform grid of ``CLOUD_GRID_CELL``; its
@@ -31,7 +31,7 @@ from pathlib import Path
 import coal
 import numpy as np
 
-from ..compiled_library import check_layout, library_path, load_library
+from ..compiled_library import array_address, check_layout, library_path, load_library
 
 _LIBRARY_STEM = "_pair_distance_kernel"
 GJK_TOLERANCE = 1e-6  # coal's default [m]; no guess is kept between calls, so equal input gives equal rows
@@ -90,48 +90,38 @@ def barrier_step(*, n: int, urgent: int, cutoff: float, q: np.ndarray, candidate
                  d_min: float, J: np.ndarray, columns: np.ndarray, support: np.ndarray, rows,
                  h_next: np.ndarray, distance_next: np.ndarray) -> BarrierStep:
     """A BarrierStep over these arrays (``q``: where the caller writes each update's configuration; PairDistances
-    ``candidates`` and ``tracked``; ``rows`` as :meth:`CompiledPairs.rows` takes them); the caller keeps every array
-    alive and unmoved while it is used.
-    ``urgent`` 0: the n closest are the tracked pairs (``candidates`` unused)."""
-    checked = (("q", q, np.float64), ("approach", approach, np.float64), ("urgency", urgency, np.float64),
-               ("order", order, np.int64), ("columns", columns, np.int64), ("support", support, np.float64),
-               ("h_next", h_next, np.float64), ("distance_next", distance_next, np.float64),
-               ("rows.pair", rows.pair, np.int64),
-               *((f"rows.{k}", getattr(rows, k), np.float64) for k in ("a", "b", "normal", "h", "jacobian", "measured")))
-    for name, a, dtype in checked:  # the kernel writes and reads them as such: a mismatch would corrupt memory
-        if a.dtype != dtype or not a.flags.c_contiguous:
-            raise ValueError(f"barrier_step: {name} must be a contiguous {np.dtype(dtype).name} array")
+    ``candidates`` and ``tracked``; ``rows``: the rows' pair, a, b, normal, h, jacobian and measured arrays); the
+    caller keeps every array alive and unmoved while it is used. Each array is checked to be what the kernel reads
+    or writes (ValueError naming it). ``urgent`` 0: the n closest are the tracked pairs (``candidates`` unused)."""
     if not J.flags.f_contiguous or J.dtype != np.float64 or J.shape[0] != 6:
         raise ValueError("barrier_step: J must be pinocchio's column-major 6 x nv data.J")
+    f64, i64 = np.float64, np.int64
+    at = lambda name, a, dtype=f64: array_address("barrier_step", name, a, dtype)  # noqa: E731
     s = BarrierStep()
     s.n, s.n_candidates, s.size, s.urgent = n, len(candidates.distance), len(tracked.distance), urgent
-    s.cutoff, s.lookahead, s.nq, s.q = cutoff, 1.0, len(q), _address(q)
-    s.cand_pair, s.cand_distance, s.cand_p1, s.cand_p2, s.cand_normal = map(_address, _buffers(candidates))
-    s.tracked_pair, s.tracked_distance, s.tracked_p1, s.tracked_p2, s.tracked_normal = map(_address, _buffers(tracked))
-    s.approach, s.urgency, s.order = _address(approach), _address(urgency), _address(order)
+    s.cutoff, s.lookahead, s.nq, s.q = cutoff, 1.0, len(q), at("q", q)
+    for prefix, found in (("cand", candidates), ("tracked", tracked)):
+        for field, key, dtype in (("pair", "pair_index", i64), ("distance", "distance", f64), ("p1", "point1", f64),
+                                  ("p2", "point2", f64), ("normal", "normal", f64)):
+            setattr(s, f"{prefix}_{field}", at(f"{prefix}.{key}", getattr(found, key), dtype))
+    s.approach, s.urgency, s.order = at("approach", approach), at("urgency", urgency), at("order", order, i64)
     s.rows_per_pair, s.margin, s.spacing, s.d_min, s.max_rows = rows_per_pair, margin, spacing, d_min, len(rows.h)
-    s.J, s.nv, s.columns, s.n_columns, s.support = _address(J), J.shape[1], _address(columns), len(columns), _address(support)
-    s.row_pair, s.a, s.b, s.normal, s.h, s.jacobian, s.measured = map(
-        _address, (rows.pair, rows.a, rows.b, rows.normal, rows.h, rows.jacobian, rows.measured))
-    s.h_next, s.distance_next = _address(h_next), _address(distance_next)
+    s.J, s.nv, s.n_columns = J.ctypes.data, J.shape[1], len(columns)
+    s.columns, s.support = at("columns", columns, i64), at("support", support)
+    s.row_pair = at("rows.pair", rows.pair, i64)
+    for key in ("a", "b", "normal", "h", "jacobian", "measured"):
+        setattr(s, key, at(f"rows.{key}", getattr(rows, key)))
+    s.h_next, s.distance_next = at("h_next", h_next), at("distance_next", distance_next)
     s.untracked_h = np.inf
     return s
 
 
-def _buffers(found) -> tuple[np.ndarray, ...]:
-    """A PairDistances' arrays in the kernel's order, each checked to be what the kernel writes."""
-    arrays = (found.pair_index, found.distance, found.point1, found.point2, found.normal)
-    for a, dtype in zip(arrays, (np.int64, *[np.float64] * 4)):
-        if a.dtype != dtype or not a.flags.c_contiguous:
-            raise ValueError("barrier_step: a PairDistances array is not a contiguous int64/float64 buffer")
-    return arrays
-
-
 _PATH = library_path(Path(__file__).parent, _LIBRARY_STEM)
 _LIBRARY, LOAD_ERROR = load_library(_PATH, _LIBRARY_STEM, _bind, "collision distances run in Python")
-# The same library through a handle whose calls keep the GIL: the per-step calls (placements, closest pairs, rows,
-# distances: microseconds, in the control tick). Building the geometries (a mesh's convex hull: milliseconds, in
-# the thread that prepares an obstacle change or a new cloud) goes through _LIBRARY and lets the tick run.
+# The same library through a handle whose calls keep the GIL: the per-step calls (placements, closest pairs, the
+# barriers' update and evaluate, distances: microseconds, in the control tick). Building the geometries (a mesh's
+# convex hull: milliseconds, in the thread that prepares an obstacle change or a new cloud) goes through _LIBRARY
+# and lets the tick run.
 _STEP_LIBRARY = load_library(_PATH, _LIBRARY_STEM, _bind, "", keep_gil=True)[0] if _LIBRARY is not None else None
 
 
